@@ -1,0 +1,136 @@
+/**
+ * Starts a real Temporal server for tests, the demo and the benchmark: `temporal server start-dev`
+ * of the CLI that dev/temporal-cli.ts resolves, with the project's search attributes registered.
+ * When only the SDK's download is left, it uses @temporalio/testing's local environment instead.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ALL_SEARCH_ATTRIBUTES } from '../src/contract.js';
+import { resolveTemporalCli } from './temporal-cli.js';
+
+/** A running dev server. `stop()` ends it and waits for the process to exit. */
+export interface DevServer {
+  address: string;
+  namespace: string;
+  /** The Temporal UI, when started with `ui: true` from a CLI binary. */
+  uiUrl: string | null;
+  pid: number | null;
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startDevServer}. */
+export interface DevServerOptions {
+  /** Serve the Temporal UI too. Default false. */
+  ui?: boolean;
+  /** gRPC port; a free one by default. */
+  port?: number;
+  /** Extra `--dynamic-config-value` pairs, e.g. `frontend.rps=10000` for the benchmark. */
+  dynamicConfig?: Record<string, string | number | boolean>;
+  log?: (line: string) => void;
+}
+
+const NAMESPACE = 'default';
+const READY_TIMEOUT_MS = 60_000;
+
+/** Asks the kernel for a free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  await once(server, 'close');
+  if (address === null || typeof address === 'string') throw new Error('could not read a free port');
+  return address.port;
+}
+
+/** Starts the dev server and resolves once it answers on gRPC. */
+export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`[dev-server] ${line}\n`));
+  const cli = await resolveTemporalCli(process.env, (line) => log(line));
+  if (cli.path === null) return startWithSdkDownload(log);
+
+  const port = options.port ?? (await freePort());
+  const uiPort = options.ui ? await freePort() : null;
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];
+  args.push(...(uiPort === null ? ['--headless'] : ['--ui-port', String(uiPort)]));
+  for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);
+  for (const [name, value] of Object.entries(options.dynamicConfig ?? {})) {
+    args.push('--dynamic-config-value', `${name}=${JSON.stringify(value)}`);
+  }
+  const child = spawn(cli.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const address = `127.0.0.1:${port}`;
+  try {
+    await waitUntilServing(address, child);
+  } catch (err) {
+    await stopChild(child);
+    throw new Error(`Temporal dev server did not start: ${(err as Error).message}\n${output}`, { cause: err });
+  }
+  const uiUrl = uiPort === null ? null : `http://127.0.0.1:${uiPort}`;
+  log(`started Temporal dev server pid ${child.pid} from ${cli.path} on ${address}${uiUrl ? ` (UI ${uiUrl})` : ''}`);
+  return {
+    address,
+    namespace: NAMESPACE,
+    uiUrl,
+    pid: child.pid ?? null,
+    stop: async () => {
+      await stopChild(child);
+      log(`stopped Temporal dev server pid ${child.pid}`);
+    },
+  };
+}
+
+async function waitUntilServing(address: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let lastError: unknown = null;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1_000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace: NAMESPACE });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  throw new Error(`no answer on ${address} within ${READY_TIMEOUT_MS / 1000}s`, { cause: lastError });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function startWithSdkDownload(log: (line: string) => void): Promise<DevServer> {
+  let env: TestWorkflowEnvironment;
+  try {
+    env = await TestWorkflowEnvironment.createLocal({ server: { searchAttributes: ALL_SEARCH_ATTRIBUTES } });
+  } catch (err) {
+    throw new Error(
+      'cannot start a Temporal server: no Temporal CLI, no Go toolchain to build one, and the SDK download failed. ' +
+        'Install Go 1.24+ or the Temporal CLI, or set TEMPORAL_CLI_PATH.',
+      { cause: err },
+    );
+  }
+  const address = env.address;
+  log(`started Temporal dev server from the SDK download on ${address}`);
+  return { address, namespace: env.namespace ?? NAMESPACE, uiUrl: null, pid: null, stop: () => env.teardown() };
+}

@@ -1,0 +1,47 @@
+// Lint rules that catch the mistakes that hurt a Temporal worker most: a promise nobody awaits
+// (a lost activity call or an unhandled rejection) and a Node module inside workflow code (which
+// breaks determinism and fails the workflow bundle at runtime).
+import { builtinModules } from 'node:module';
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
+
+export default tseslint.config(
+  { ignores: ['lib/', 'node_modules/', 'bench/results/', 'coverage/'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      'no-empty': ['error', { allowEmptyCatch: false }],
+    },
+  },
+  {
+    files: ['src/workflows/**/*.ts', 'src/contract.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'Workflow code must be deterministic: no Node built-in modules in src/workflows/ or the contract.',
+          })),
+          patterns: [
+            { group: ['undici', '**/agent-api/**', '**/simulator/**'], message: 'Workflows reach the API through activities only.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['eslint.config.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);

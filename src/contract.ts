@@ -1,0 +1,294 @@
+/**
+ * The public contract of the agent-job workflow: names, input and result types, failure types,
+ * messages and search-attribute keys. Workflows, activities, the worker, the starter and the tests
+ * import it; no name below is spelled anywhere else.
+ *
+ * This module must stay importable from workflow code: no Node modules, no I/O, no clocks.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time';
+import type { Duration } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+
+/** Workflow type name, as other SDKs and `temporal workflow start --type` see it. */
+export const WORKFLOW_TYPE = 'agentJobWorkflow';
+
+/** Task queue the worker listens on unless `TEMPORAL_TASK_QUEUE` says otherwise. */
+export const DEFAULT_TASK_QUEUE = 'agent-jobs';
+
+/**
+ * Every failure type that leaves an activity or the workflow. The values are stable API: callers
+ * match on `ApplicationFailure.type`, so a rename is a breaking change.
+ */
+export const FailureType = {
+  /** The workflow input is invalid; the message names the field. No agent job was created. */
+  InvalidInput: 'InvalidInput',
+  /** The API refused the request as malformed (400, 422). */
+  InvalidRequest: 'InvalidRequest',
+  /** The API refused the key (401, 403). */
+  Unauthorized: 'Unauthorized',
+  /** Create answered 404: the project does not exist or the key cannot see it. */
+  ProjectNotFound: 'ProjectNotFound',
+  /** Get answered 404 more times than a freshly created agent job can explain. */
+  JobNotFound: 'JobNotFound',
+  /** 429: too many requests; retried after `Retry-After`. */
+  RateLimited: 'RateLimited',
+  /** 408, 425, 500, 502, 503, 504: the API is unwell for now; retried. */
+  ServiceUnavailable: 'ServiceUnavailable',
+  /** Refused or reset connection, DNS failure: retried. */
+  NetworkError: 'NetworkError',
+  /** The request did not finish within its timeout: retried. */
+  RequestTimeout: 'RequestTimeout',
+  /** A body that is not JSON or not an agent job record (a proxy's error page, say). */
+  UnexpectedResponse: 'UnexpectedResponse',
+  /** A create whose outcome is unknown, under the `fail` policy for ambiguous creates. */
+  CreateOutcomeUnknown: 'CreateOutcomeUnknown',
+  /** The agent job ended with status `failed`; details carry the final record. */
+  AgentJobFailed: 'AgentJobFailed',
+  /** The agent job was still working at the workflow's deadline; details carry the last record. */
+  AgentJobTimedOut: 'AgentJobTimedOut',
+  /** The agent job stayed in a status the API does not document for too many polls. */
+  UnknownStatus: 'UnknownStatus',
+} as const;
+
+/** One of the {@link FailureType} names. */
+export type FailureType = (typeof FailureType)[keyof typeof FailureType];
+
+/** The statuses the API documents. */
+export const AGENT_JOB_STATUSES = ['active', 'completed', 'archived', 'failed'] as const;
+
+/** A documented agent job status. */
+export type AgentJobStatus = (typeof AGENT_JOB_STATUSES)[number];
+
+/** The statuses after which polling stops. */
+export const TERMINAL_STATUSES: readonly AgentJobStatus[] = ['completed', 'archived', 'failed'];
+
+/** Whether `status` is one the API documents as terminal. */
+export function isTerminalStatus(status: string): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * The agent job record as the API returns it. `status` stays a string because the live service may
+ * add values; the workflow decides what an undocumented one means. Unknown extra fields are kept.
+ */
+export interface AgentJobRecord {
+  id: string;
+  status: string;
+  source?: { repository?: string; ref?: string; [field: string]: unknown };
+  model?: string;
+  prLink: string | null;
+  createdAt?: string;
+  archivedAt?: string | null;
+  [field: string]: unknown;
+}
+
+/** How often the workflow polls. Durations are Temporal duration strings (`'10s'`) or milliseconds. */
+export interface PollSettings {
+  /** First wait after create, and after each follow-up message. Default 5s (the API recommends 5–10 s). */
+  initialInterval?: Duration;
+  /** The longest wait between polls. Default 60s. */
+  maxInterval?: Duration;
+  /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
+  backoffCoefficient?: number;
+}
+
+/** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */
+export interface AgentJobInput {
+  /** The documentation project. */
+  projectId: string;
+  /** The instruction for the agent. At most {@link MAX_PROMPT_LENGTH} characters. */
+  prompt: string;
+  /** Attach to an agent job that already exists instead of creating one. */
+  jobId?: string;
+  /** Poll schedule. */
+  poll?: PollSettings;
+  /** How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h. */
+  timeout?: Duration;
+}
+
+/** Poll settings with every default applied, in milliseconds. */
+export interface ResolvedPollSettings {
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+  backoffCoefficient: number;
+}
+
+/**
+ * What a run carries into the next one through continue-as-new. Not part of the public input: a
+ * caller never sets it. It holds the agent job ID, so a continued run never creates a second job.
+ */
+export interface ContinuationState {
+  jobId: string;
+  /** Absolute deadline, epoch ms, fixed by the first run. */
+  deadlineMs: number;
+  polls: number;
+  turns: number;
+  lastRecord: AgentJobRecord | null;
+  /** A follow-up turn is in progress: an earlier terminal status must not end the workflow. */
+  awaitingNewTurn: boolean;
+  unknownStatusPolls: number;
+}
+
+/** Result on `completed` or `archived`. */
+export interface AgentJobResult {
+  /** The final record as the API returned it. */
+  job: AgentJobRecord;
+  /** `job.prLink`: null when the agent changed no files. */
+  prLink: string | null;
+  /** Terminal status: `completed` or `archived`. */
+  status: AgentJobStatus;
+  /** Get-job polls across every run of this workflow. */
+  polls: number;
+  /** Turns: 1 for the initial prompt plus one per follow-up message. */
+  turns: number;
+  /** Whether this workflow created the agent job (false when it attached through `jobId`). */
+  created: boolean;
+}
+
+/** What the `status` query answers. */
+export interface AgentJobProgress {
+  phase: 'creating' | 'polling' | 'sending-message' | 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
+  jobId: string | null;
+  lastRecord: AgentJobRecord | null;
+  polls: number;
+  turns: number;
+  /** ISO time of the next poll, null when none is scheduled. */
+  nextPollAt: string | null;
+  /** The last activity failure seen, cleared by the next success. */
+  lastError: { type: string; message: string } | null;
+}
+
+/** Query: the workflow's progress. */
+export const statusQuery = defineQuery<AgentJobProgress>('status');
+
+/** Signal: poll at once (for instance from a webhook) instead of waiting for the timer. */
+export const pollNowSignal = defineSignal('pollNow');
+
+/**
+ * Update: send a follow-up prompt to the agent job and resume polling until the new turn ends.
+ * Returns the record the message call answered.
+ */
+export const sendMessageUpdate = defineUpdate<AgentJobRecord, [string]>('sendMessage');
+
+/** Search attributes operators filter on in the Temporal UI. All Keyword. */
+export const SearchAttributes = {
+  jobId: defineSearchAttributeKey('AgentJobId', SearchAttributeType.KEYWORD),
+  status: defineSearchAttributeKey('AgentJobStatus', SearchAttributeType.KEYWORD),
+  projectId: defineSearchAttributeKey('AgentProjectId', SearchAttributeType.KEYWORD),
+} as const;
+
+/** Every custom search attribute, for server start-up and registration. */
+export const ALL_SEARCH_ATTRIBUTES = Object.values(SearchAttributes);
+
+/** Longest prompt accepted, in characters. The API documents none; this guards history size. */
+export const MAX_PROMPT_LENGTH = 32_000;
+
+/** Defaults of {@link PollSettings}. */
+export const DEFAULT_POLL: ResolvedPollSettings = {
+  initialIntervalMs: 5_000,
+  maxIntervalMs: 60_000,
+  backoffCoefficient: 1.5,
+};
+
+/** Default of {@link AgentJobInput.timeout}: 6 hours. */
+export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
+
+/** Validated input with every default applied. */
+export interface ResolvedInput {
+  projectId: string;
+  prompt: string;
+  jobId: string | undefined;
+  poll: ResolvedPollSettings;
+  timeoutMs: number;
+}
+
+/** Thrown by {@link resolveInput}; the workflow turns it into an `InvalidInput` failure. */
+export class InvalidInputError extends Error {
+  constructor(
+    /** The offending field, dotted (`poll.maxInterval`). */
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+    this.name = 'InvalidInputError';
+  }
+}
+
+/**
+ * Validates the workflow input and applies defaults. Shared by the workflow (before any activity
+ * runs) and the starter (so a person hears of a bad field before a workflow starts).
+ */
+export function resolveInput(input: unknown): ResolvedInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
+  }
+  const raw = input as Record<string, unknown>;
+  const projectId = requireText(raw, 'projectId');
+  const prompt = requireText(raw, 'prompt');
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new InvalidInputError('prompt', `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+  const jobId = raw.jobId === undefined ? undefined : requireText(raw, 'jobId');
+  const poll = resolvePoll(raw.poll);
+  const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
+  if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
+  return { projectId, prompt, jobId, poll, timeoutMs };
+}
+
+function requireText(raw: Record<string, unknown>, field: string): string {
+  const value = raw[field];
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'is required and must be a non-blank string');
+  }
+  return value;
+}
+
+function resolvePoll(value: unknown): ResolvedPollSettings {
+  if (value === undefined) return DEFAULT_POLL;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidInputError('poll', 'must be an object');
+  }
+  const raw = value as Record<string, unknown>;
+  const initialIntervalMs =
+    raw.initialInterval === undefined
+      ? DEFAULT_POLL.initialIntervalMs
+      : toMs(raw.initialInterval, 'poll.initialInterval');
+  const maxIntervalMs =
+    raw.maxInterval === undefined
+      ? Math.max(DEFAULT_POLL.maxIntervalMs, initialIntervalMs)
+      : toMs(raw.maxInterval, 'poll.maxInterval');
+  const backoffCoefficient = raw.backoffCoefficient ?? DEFAULT_POLL.backoffCoefficient;
+  // Sub-10ms polls would hammer the API; the floor still lets tests run fast.
+  if (initialIntervalMs < 10) throw new InvalidInputError('poll.initialInterval', 'must be at least 10ms');
+  if (maxIntervalMs < initialIntervalMs) {
+    throw new InvalidInputError('poll.maxInterval', 'must be at least poll.initialInterval');
+  }
+  if (typeof backoffCoefficient !== 'number' || !Number.isFinite(backoffCoefficient)) {
+    throw new InvalidInputError('poll.backoffCoefficient', 'must be a number');
+  }
+  if (backoffCoefficient < 1 || backoffCoefficient > 10) {
+    throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
+  }
+  return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
+}
+
+function toMs(value: unknown, field: string): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value <= 0) throw new InvalidInputError(field, 'must be a positive number of milliseconds');
+    return value;
+  }
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'must be a duration such as "10s" or a number of milliseconds');
+  }
+  let ms: number;
+  try {
+    ms = msToNumber(value as Duration);
+  } catch {
+    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
+  }
+  if (!Number.isFinite(ms) || ms <= 0) {
+    throw new InvalidInputError(field, `"${value}" is not a positive duration`);
+  }
+  return ms;
+}

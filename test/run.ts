@@ -1,0 +1,66 @@
+/**
+ * The suite's runner: starts one real Temporal dev server (through the CLI resolver), bundles the
+ * workflow code once, runs every test file under node:test against them, then stops the server.
+ * Test files read the server's address from TEMPORAL_ADDRESS and the bundle from
+ * AGENT_TEST_WORKFLOW_BUNDLE; run alone, a file starts what it needs itself (see harness.ts).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { startDevServer } from '../dev/dev-server.js';
+import { bundleWorkflows } from './harness.js';
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .flatMap((name) => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return testFiles(path);
+      return name.endsWith('.test.ts') ? [path] : [];
+    })
+    .sort();
+}
+
+async function main(): Promise<number> {
+  const root = new URL('..', import.meta.url).pathname;
+  const filter = process.argv.slice(2);
+  const files = testFiles(join(root, 'test')).filter(
+    (file) => filter.length === 0 || filter.some((f) => file.includes(f)),
+  );
+  const scratch = mkdtempSync(join(tmpdir(), 'agent-job-test-'));
+  const server = await startDevServer();
+  try {
+    const started = Date.now();
+    const bundlePath = join(scratch, 'workflow-bundle.js');
+    writeFileSync(bundlePath, (await bundleWorkflows()).code);
+    process.stderr.write(`[test] bundled workflow code once in ${Date.now() - started}ms\n`);
+    process.stderr.write(`[test] running ${files.length} files: ${files.map((f) => relative(root, f)).join(', ')}\n`);
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files],
+      {
+        stdio: 'inherit',
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: server.address,
+          TEMPORAL_NAMESPACE: server.namespace,
+          AGENT_TEST_WORKFLOW_BUNDLE: bundlePath,
+        },
+      },
+    );
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return code ?? 1;
+  } finally {
+    await server.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`[test] ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
