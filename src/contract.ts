@@ -105,6 +105,8 @@ export interface AgentJobInput {
   poll?: PollSettings;
   /** How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h. */
   timeout?: Duration;
+  /** Polls per workflow run before continue-as-new, which keeps each run's history bounded. Default 150. */
+  continueAsNewAfterPolls?: number;
 }
 
 /** Poll settings with every default applied, in milliseconds. */
@@ -128,6 +130,10 @@ export interface ContinuationState {
   /** A follow-up turn is in progress: an earlier terminal status must not end the workflow. */
   awaitingNewTurn: boolean;
   unknownStatusPolls: number;
+  /** The current wait between polls, so the schedule does not restart from the initial interval. */
+  intervalMs: number;
+  /** Whether the first run created the agent job (false when it attached through `jobId`). */
+  created: boolean;
 }
 
 /** Result on `completed` or `archived`. */
@@ -201,6 +207,7 @@ export interface ResolvedInput {
   jobId: string | undefined;
   poll: ResolvedPollSettings;
   timeoutMs: number;
+  continueAsNewAfterPolls: number | undefined;
 }
 
 /** Thrown by {@link resolveInput}; the workflow turns it into an `InvalidInput` failure. */
@@ -209,8 +216,9 @@ export class InvalidInputError extends Error {
     /** The offending field, dotted (`poll.maxInterval`). */
     readonly field: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${field}: ${message}`);
+    super(`${field}: ${message}`, options);
     this.name = 'InvalidInputError';
   }
 }
@@ -233,7 +241,14 @@ export function resolveInput(input: unknown): ResolvedInput {
   const poll = resolvePoll(raw.poll);
   const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
   if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
-  return { projectId, prompt, jobId, poll, timeoutMs };
+  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
+  if (
+    continueAsNewAfterPolls !== undefined &&
+    (typeof continueAsNewAfterPolls !== 'number' || !Number.isInteger(continueAsNewAfterPolls) || continueAsNewAfterPolls < 1)
+  ) {
+    throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
+  }
+  return { projectId, prompt, jobId, poll, timeoutMs, continueAsNewAfterPolls };
 }
 
 function requireText(raw: Record<string, unknown>, field: string): string {
@@ -284,8 +299,8 @@ function toMs(value: unknown, field: string): number {
   let ms: number;
   try {
     ms = msToNumber(value as Duration);
-  } catch {
-    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
+  } catch (err) {
+    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`, { cause: err });
   }
   if (!Number.isFinite(ms) || ms <= 0) {
     throw new InvalidInputError(field, `"${value}" is not a positive duration`);

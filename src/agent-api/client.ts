@@ -1,0 +1,368 @@
+/**
+ * The HTTP client of the Background Agent Job API. Plain undici and zod: no Temporal imports, so it
+ * can be read and tested on its own. Every failure leaves as an {@link AgentApiError} with a type
+ * from the contract, except a caller's own abort, which is passed through untouched.
+ */
+import { request, type Dispatcher } from 'undici';
+import { FailureType, type AgentJobRecord } from '../contract.js';
+import { getDispatcher } from './dispatcher.js';
+import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
+import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
+import { parseRetryAfter } from './retry-after.js';
+
+/** How to reach the API. */
+export interface AgentApiClientOptions {
+  /** Base URL, e.g. `https://api.mintlify.com` or `http://127.0.0.1:8787`; a path prefix is kept. */
+  baseUrl: string;
+  /** The admin API key. Sent only in the Authorization header; never logged, never in a message. */
+  apiKey: string;
+  /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
+  dispatcher?: Dispatcher;
+}
+
+/** Options every call takes. */
+export interface CallOptions {
+  /**
+   * Aborts the call. The call then rejects promptly with `signal.reason` as it is (an activity's
+   * cancellation stays a cancellation), except a `TimeoutError` reason (from `AbortSignal.timeout`),
+   * which becomes a retryable `RequestTimeout`.
+   */
+  signal?: AbortSignal;
+}
+
+/** Longest excerpt of a response body put into an error message. */
+const EXCERPT_LENGTH = 200;
+/** Longest project or job ID quoted in a message: IDs are opaque and could be anything. */
+const ID_LENGTH = 100;
+/** An HTTP header value made of visible ASCII only, which is what an API key or idempotency key is. */
+const TOKEN = /^[\x21-\x7e]+$/;
+
+/** One call, as the private helpers see it. */
+interface Call {
+  operation: ApiOperation;
+  method: 'GET' | 'POST';
+  projectId: string;
+  jobId: string | null;
+  prompt?: string;
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Client of the three agent job endpoints. Holds no state besides its configuration; safe to share
+ * between concurrent activities.
+ */
+export class AgentApiClient {
+  // Private fields: util.inspect and JSON.stringify of a client never show the key.
+  readonly #origin: string;
+  readonly #base: string;
+  readonly #authorization: string;
+  readonly #apiKey: string;
+  readonly #dispatcher: Dispatcher | undefined;
+
+  /** @throws {TypeError} for a base URL that is not absolute http(s), or an empty or malformed key */
+  constructor(options: AgentApiClientOptions) {
+    let url: URL;
+    try {
+      url = new URL(options.baseUrl);
+    } catch (err) {
+      throw new TypeError('baseUrl must be an absolute http(s) URL such as https://api.mintlify.com', {
+        cause: err,
+      });
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new TypeError(`baseUrl must use http or https, not ${url.protocol}`);
+    }
+    if (!TOKEN.test(options.apiKey)) {
+      // The message must not echo the value: it may be a real key with a stray newline.
+      throw new TypeError('apiKey must be a non-empty string of visible ASCII characters (no spaces or newlines)');
+    }
+    this.#origin = url.origin;
+    this.#base = url.origin + url.pathname.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#authorization = `Bearer ${options.apiKey}`;
+    this.#dispatcher = options.dispatcher;
+  }
+
+  /**
+   * Creates an agent job. `idempotencyKey` goes out as the `Idempotency-Key` header: the API does not
+   * document one, but a server that honours it turns a retried ambiguous create into the same job.
+   */
+  createJob(
+    projectId: string,
+    prompt: string,
+    options: CallOptions & { idempotencyKey: string },
+  ): Promise<AgentJobRecord> {
+    return this.#call({
+      operation: 'createJob',
+      method: 'POST',
+      projectId,
+      jobId: null,
+      prompt,
+      idempotencyKey: options.idempotencyKey,
+      signal: options.signal,
+    });
+  }
+
+  /** Reads an agent job. A 404 is a retryable `JobNotFound`: a fresh job may not be readable at once. */
+  getJob(projectId: string, jobId: string, options: CallOptions = {}): Promise<AgentJobRecord> {
+    return this.#call({ operation: 'getJob', method: 'GET', projectId, jobId, signal: options.signal });
+  }
+
+  /** Sends a follow-up prompt to an agent job; the API starts a new turn and answers at once. */
+  sendMessage(
+    projectId: string,
+    jobId: string,
+    prompt: string,
+    options: CallOptions & { idempotencyKey?: string } = {},
+  ): Promise<AgentJobRecord> {
+    return this.#call({
+      operation: 'sendMessage',
+      method: 'POST',
+      projectId,
+      jobId,
+      prompt,
+      idempotencyKey: options.idempotencyKey,
+      signal: options.signal,
+    });
+  }
+
+  async #call(call: Call): Promise<AgentJobRecord> {
+    const invalid = this.#checkArguments(call);
+    if (invalid !== null) throw invalid;
+    const headers: Record<string, string> = {
+      authorization: this.#authorization,
+      accept: 'application/json',
+    };
+    let body: string | undefined;
+    if (call.prompt !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify({ prompt: call.prompt });
+    }
+    if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(this.#url(call), {
+        method: call.method,
+        headers,
+        body,
+        signal: call.signal,
+        dispatcher: this.#dispatcher ?? getDispatcher(),
+      });
+    } catch (err) {
+      throw this.#networkFailure(call, err, false);
+    }
+
+    const { statusCode } = response;
+    if (statusCode >= 200 && statusCode < 300) {
+      let text: string;
+      try {
+        text = await response.body.text();
+      } catch (err) {
+        // The server answered success, so the request was applied whatever happened to the body.
+        throw this.#networkFailure(call, err, true);
+      }
+      return this.#parseRecord(call, statusCode, text);
+    }
+    const text = await this.#readErrorBody(call, response);
+    throw this.#httpFailure(call, statusCode, response.headers['retry-after'], text);
+  }
+
+  /** Empty IDs would address a different URL; refuse them before any request is made. */
+  #checkArguments(call: Call): AgentApiError | null {
+    const problem =
+      call.projectId === ''
+        ? 'projectId is empty'
+        : call.jobId === ''
+          ? 'jobId is empty'
+          : call.idempotencyKey !== undefined && !TOKEN.test(call.idempotencyKey)
+            ? 'idempotencyKey must be visible ASCII without spaces'
+            : null;
+    if (problem === null) return null;
+    return new AgentApiError({
+      type: FailureType.InvalidRequest,
+      operation: call.operation,
+      status: null,
+      retryAfterMs: null,
+      requestMayHaveTakenEffect: false,
+      message: `${describe(call)} was not sent: ${problem}`,
+    });
+  }
+
+  #url(call: Call): string {
+    let path = `/v2/agent/${encodeURIComponent(call.projectId)}/job`;
+    if (call.jobId !== null) path += `/${encodeURIComponent(call.jobId)}`;
+    if (call.operation === 'sendMessage') path += '/message';
+    return this.#base + path;
+  }
+
+  /**
+   * A failure without a usable response. `afterResponse` marks a failure while reading a success
+   * body: the request was applied, whatever the error code says.
+   */
+  #networkFailure(call: Call, err: unknown, afterResponse: boolean): unknown {
+    const reason: unknown = call.signal?.aborted ? call.signal.reason : undefined;
+    if (call.signal?.aborted && !isTimeoutReason(reason)) {
+      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
+      return reason;
+    }
+    if (call.signal?.aborted) {
+      return new AgentApiError({
+        type: FailureType.RequestTimeout,
+        operation: call.operation,
+        status: null,
+        retryAfterMs: null,
+        requestMayHaveTakenEffect: true,
+        message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.#origin}${ambiguity(call)}`,
+        cause: reason,
+      });
+    }
+    const kind = classifyNetworkError(err);
+    const mayHaveTakenEffect = afterResponse || kind.mayHaveTakenEffect;
+    return new AgentApiError({
+      type: kind.type,
+      operation: call.operation,
+      status: null,
+      retryAfterMs: null,
+      requestMayHaveTakenEffect: mayHaveTakenEffect,
+      message: `${describe(call)} failed: ${kind.what} (${this.#origin})${mayHaveTakenEffect ? ambiguity(call) : ''}`,
+      cause: err,
+    });
+  }
+
+  /**
+   * The body of an error response, for the message only. A failure to read it does not change the
+   * outcome (the status decides), so it is reported in the text instead of thrown; a caller's abort
+   * still wins.
+   */
+  async #readErrorBody(call: Call, response: Dispatcher.ResponseData): Promise<string> {
+    try {
+      return await response.body.text();
+    } catch (err) {
+      if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
+      return `(body unreadable: ${classifyNetworkError(err).what})`;
+    }
+  }
+
+  #parseRecord(call: Call, status: number, text: string): AgentJobRecord {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw this.#unexpected(call, status, 'a body that is not JSON', text, err);
+    }
+    try {
+      return parseAgentJobRecord(json);
+    } catch (err) {
+      if (!(err instanceof InvalidAgentJobRecordError)) throw err;
+      throw this.#unexpected(call, status, `a body that is not an agent job record (${err.message})`, text, err);
+    }
+  }
+
+  #unexpected(call: Call, status: number, what: string, text: string, err: unknown): AgentApiError {
+    // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
+    const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
+    return new AgentApiError({
+      type: FailureType.UnexpectedResponse,
+      operation: call.operation,
+      status,
+      retryAfterMs: null,
+      // A 2xx means the server took the request; only the body got lost.
+      requestMayHaveTakenEffect: true,
+      message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.#excerpt(text))}`,
+      cause,
+    });
+  }
+
+  #httpFailure(call: Call, status: number, retryAfter: string | string[] | undefined, text: string): AgentApiError {
+    const kind = classifyStatus(status, call.operation);
+    const retryAfterMs = kind.readsRetryAfter ? parseRetryAfter(firstValue(retryAfter)) : null;
+    const serverMessage = this.#excerpt(serverText(text));
+    const parts = [`${describe(call)} failed with HTTP ${status}`];
+    if (serverMessage !== '') parts[0] += `: ${serverMessage}`;
+    parts.push(hint(kind.type, call, retryAfterMs));
+    if (kind.mayHaveTakenEffect && call.method === 'POST') parts.push('The request may have been applied.');
+    return new AgentApiError({
+      type: kind.type,
+      operation: call.operation,
+      status,
+      retryAfterMs,
+      requestMayHaveTakenEffect: kind.mayHaveTakenEffect,
+      message: parts.filter((part) => part !== '').join('. '),
+    });
+  }
+
+  /** One line, at most {@link EXCERPT_LENGTH} characters, with the key cut out should a server echo it. */
+  #excerpt(text: string): string {
+    const line = text
+      .split(this.#apiKey)
+      .join('[redacted]')
+      .replace(/[\s\p{Cc}]+/gu, ' ')
+      .trim();
+    return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
+  }
+}
+
+/** `createJob (project "p", job "j")`: what and on what, for the start of every message. */
+function describe(call: Call): string {
+  const quote = (id: string) => JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
+  const job = call.jobId === null ? '' : `, job ${quote(call.jobId)}`;
+  return `${call.operation} (project ${quote(call.projectId)}${job})`;
+}
+
+/** The warning that matters for a create (a second agent job) and a message (a second turn). */
+function ambiguity(call: Call): string {
+  return call.method === 'POST' ? '; the request may have been applied' : '';
+}
+
+/** What a person should do about a failure of this type. */
+function hint(type: FailureType, call: Call, retryAfterMs: number | null): string {
+  const after = retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
+  switch (type) {
+    case FailureType.Unauthorized:
+      return 'The API refused the admin API key: check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
+    case FailureType.ProjectNotFound:
+      return 'Check the project ID, and that the admin API key belongs to the organization that owns it';
+    case FailureType.JobNotFound:
+      return `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
+    case FailureType.InvalidRequest:
+      return 'The API rejected the request as invalid; repeating it will not help';
+    case FailureType.RateLimited:
+      return `Rate limited (the API allows 100 creates per project per hour)${after}`;
+    case FailureType.ServiceUnavailable:
+      return `The API is unavailable for now${after}`;
+    default:
+      return '';
+  }
+}
+
+/**
+ * The human part of an error body: `message`, `error` (a string or an object with a message) and
+ * `code` of a JSON object, or the text as it is. Only ever used for the message.
+ */
+function serverText(text: string): string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // Not JSON: a proxy's page or plain text is shown as it is.
+    return text;
+  }
+  if (typeof json !== 'object' || json === null) return text;
+  const fields = json as Record<string, unknown>;
+  const nested = typeof fields.error === 'object' && fields.error !== null ? (fields.error as Record<string, unknown>) : {};
+  const message = [fields.message, fields.error, nested.message].find((value) => typeof value === 'string');
+  const code = [fields.code, nested.code].find((value) => typeof value === 'string' || typeof value === 'number');
+  if (typeof message !== 'string') return text;
+  return code === undefined ? message : `${message} [${String(code)}]`;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
+function isTimeoutReason(reason: unknown): boolean {
+  return typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError';
+}

@@ -1,0 +1,23 @@
+/**
+ * Client of the Background Agent Job API: plain HTTP and record validation, no Temporal imports.
+ */
+export { AgentApiClient, type AgentApiClientOptions, type CallOptions } from './client.js';
+export {
+  AgentApiError,
+  classifyNetworkError,
+  classifyStatus,
+  type AgentApiErrorInit,
+  type ApiFailureType,
+  type ApiOperation,
+  type NetworkClass,
+  type StatusClass,
+} from './errors.js';
+export { agentJobRecordSchema, InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
+export {
+  closeDispatcher,
+  createDispatcher,
+  DEFAULT_TIMEOUTS,
+  getDispatcher,
+  type DispatcherTimeouts,
+} from './dispatcher.js';
+export { parseRetryAfter } from './retry-after.js';

@@ -1,0 +1,228 @@
+/**
+ * The one typed configuration loader. Entry points call it at start; nothing reads the
+ * environment at import time. Every bad setting becomes a {@link ConfigError} that names it.
+ *
+ * The Temporal connection itself is read by @temporalio/envconfig (TEMPORAL_ADDRESS,
+ * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), so
+ * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way.
+ */
+import { readFileSync } from 'node:fs';
+import { msToNumber } from '@temporalio/common/lib/time';
+import type { Duration } from '@temporalio/common';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import type { ClientConnectConfig } from '@temporalio/envconfig';
+import type { AmbiguousCreatePolicy } from './activities/index.js';
+import { DEFAULT_TASK_QUEUE } from './contract.js';
+
+/** A setting is missing or invalid. The message is the one line a person needs. */
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${setting}: ${message}`, options);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** How to reach Temporal, from envconfig, plus the task queue. */
+export interface TemporalSettings {
+  connect: ClientConnectConfig;
+  namespace: string;
+  /** Address without secrets, for logs and UI links. */
+  address: string;
+  taskQueue: string;
+  /** Base URL of the Temporal UI, for links printed by the starter. */
+  uiUrl: string | null;
+}
+
+/** How to reach the Agent Job API. The key is kept out of logs and errors. */
+export interface AgentApiSettings {
+  baseUrl: string;
+  apiKey: string;
+  ambiguousCreatePolicy: AmbiguousCreatePolicy;
+}
+
+/** Everything the worker process needs. */
+export interface WorkerConfig {
+  temporal: TemporalSettings;
+  agentApi: AgentApiSettings;
+  maxConcurrentActivities: number;
+  maxConcurrentWorkflowTasks: number;
+  maxCachedWorkflows: number;
+  /** Server-side cap on activities started per second across all workers of the task queue. */
+  activitiesPerSecond: number | undefined;
+  shutdownGraceMs: number;
+  /** `host:port` of the health endpoint (liveness and readiness). */
+  healthAddress: { host: string; port: number };
+  /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
+  metricsBindAddress: string | null;
+  logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+}
+
+/** The environment variables the worker reads besides the standard TEMPORAL_* ones. Documented in the README. */
+export const WORKER_SETTINGS = [
+  'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_UI_URL',
+  'AGENT_API_BASE_URL',
+  'AGENT_API_KEY',
+  'AGENT_API_KEY_FILE',
+  'AGENT_API_AMBIGUOUS_CREATE',
+  'WORKER_MAX_CONCURRENT_ACTIVITIES',
+  'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
+  'WORKER_MAX_CACHED_WORKFLOWS',
+  'WORKER_ACTIVITIES_PER_SECOND',
+  'WORKER_SHUTDOWN_GRACE',
+  'HEALTH_ADDRESS',
+  'METRICS_ADDRESS',
+  'LOG_LEVEL',
+] as const;
+
+/** Loads the Temporal connection settings (shared by the worker and the starter). */
+export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
+  let connect: ClientConnectConfig;
+  try {
+    connect = loadClientConnectConfig({ overrideEnvVars: definedOnly(env) });
+  } catch (err) {
+    throw new ConfigError('TEMPORAL_*', `cannot load the Temporal connection settings: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const address = connect.connectionOptions.address ?? 'localhost:7233';
+  connect.connectionOptions.address = address;
+  const namespace = connect.namespace ?? 'default';
+  const taskQueue = text(env, 'TEMPORAL_TASK_QUEUE') ?? DEFAULT_TASK_QUEUE;
+  const uiUrl = url(env, 'TEMPORAL_UI_URL') ?? defaultUiUrl(address);
+  return { connect: { ...connect, namespace }, namespace, address, taskQueue, uiUrl };
+}
+
+/** The dev server serves its UI on the gRPC port + 1000; other servers need TEMPORAL_UI_URL. */
+function defaultUiUrl(address: string): string | null {
+  const match = /^(localhost|127\.0\.0\.1):(\d+)$/.exec(address);
+  if (!match) return null;
+  return `http://${match[1]}:${Number(match[2]) + 1000}`;
+}
+
+/** Loads the Agent Job API settings. */
+export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
+  const baseUrl = url(env, 'AGENT_API_BASE_URL');
+  if (!baseUrl) {
+    throw new ConfigError(
+      'AGENT_API_BASE_URL',
+      'is required (the live service is https://api.mintlify.com; `npm run simulator` serves http://127.0.0.1:8787)',
+    );
+  }
+  const direct = env.AGENT_API_KEY;
+  const file = text(env, 'AGENT_API_KEY_FILE');
+  if (direct && file) throw new ConfigError('AGENT_API_KEY', 'set AGENT_API_KEY or AGENT_API_KEY_FILE, not both');
+  let apiKey: string;
+  if (file) {
+    try {
+      apiKey = readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw new ConfigError('AGENT_API_KEY_FILE', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {
+        cause: err,
+      });
+    }
+    if (!apiKey) throw new ConfigError('AGENT_API_KEY_FILE', `${file} is empty`);
+  } else {
+    apiKey = (direct ?? '').trim();
+    if (!apiKey) throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
+  }
+  if (/\s/.test(apiKey)) throw new ConfigError(file ? 'AGENT_API_KEY_FILE' : 'AGENT_API_KEY', 'must not contain white space');
+  const policy = text(env, 'AGENT_API_AMBIGUOUS_CREATE') ?? 'retry';
+  if (policy !== 'retry' && policy !== 'fail') {
+    throw new ConfigError('AGENT_API_AMBIGUOUS_CREATE', `must be "retry" or "fail", not "${policy}"`);
+  }
+  return { baseUrl, apiKey, ambiguousCreatePolicy: policy };
+}
+
+/** Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting. */
+export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
+  const agentApi = loadAgentApiSettings(env);
+  const temporal = loadTemporalSettings(env);
+  const logLevel = (text(env, 'LOG_LEVEL') ?? 'INFO').toUpperCase();
+  if (!['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be DEBUG, INFO, WARN or ERROR, not "${logLevel}"`);
+  }
+  const metrics = text(env, 'METRICS_ADDRESS') ?? '0.0.0.0:9464';
+  return {
+    temporal,
+    agentApi,
+    maxConcurrentActivities: int(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 200, 1),
+    maxConcurrentWorkflowTasks: int(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 100, 2),
+    maxCachedWorkflows: int(env, 'WORKER_MAX_CACHED_WORKFLOWS', 2_000, 0),
+    activitiesPerSecond: optionalNumber(env, 'WORKER_ACTIVITIES_PER_SECOND'),
+    shutdownGraceMs: duration(env, 'WORKER_SHUTDOWN_GRACE', 30_000),
+    healthAddress: hostPort(env, 'HEALTH_ADDRESS', '0.0.0.0:8080'),
+    metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
+    logLevel: logLevel as WorkerConfig['logLevel'],
+  };
+}
+
+function definedOnly(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
+  return out;
+}
+
+function text(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function url(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch (err) {
+    throw new ConfigError(name, `"${value}" is not a URL`, { cause: err });
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(name, `must be an http(s) URL, not ${parsed.protocol}`);
+  }
+  if (parsed.username || parsed.password) throw new ConfigError(name, 'must not carry credentials');
+  return value.replace(/\/+$/, '');
+}
+
+function int(env: Env, name: string, fallback: number, min: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < min) throw new ConfigError(name, `must be a whole number of at least ${min}, not "${value}"`);
+  return parsed;
+}
+
+function optionalNumber(env: Env, name: string): number | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new ConfigError(name, `must be a positive number, not "${value}"`);
+  return parsed;
+}
+
+function duration(env: Env, name: string, fallback: number): number {
+  const value = text(env, name);
+  if (value === undefined) return fallback;
+  let ms: number;
+  try {
+    ms = /^\d+$/.test(value) ? Number(value) : msToNumber(value as Duration);
+  } catch (err) {
+    throw new ConfigError(name, `"${value}" is not a duration such as "30s"`, { cause: err });
+  }
+  if (!Number.isFinite(ms) || ms < 0) throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
+  return ms;
+}
+
+function hostPort(env: Env, name: string, fallback: string): { host: string; port: number } {
+  const value = text(env, name) ?? fallback;
+  const match = /^(.*):(\d+)$/.exec(value);
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || !match[1] || port > 65_535) throw new ConfigError(name, `must be host:port, not "${value}"`);
+  return { host: match[1], port };
+}

@@ -1,0 +1,52 @@
+/**
+ * The health endpoint that Kubernetes probes and the Docker HEALTHCHECK call:
+ * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the worker is
+ * polling its task queue). Readiness turns false as soon as shutdown starts, so no new traffic
+ * is routed to a draining pod.
+ */
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+
+/** A running health server. */
+export interface HealthServer {
+  /** The bound port (useful when 0 was asked for). */
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Starts the health server. `status()` is read on every request. */
+export async function startHealthServer(
+  address: { host: string; port: number },
+  status: () => { ready: boolean; state: string },
+): Promise<HealthServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const current = status();
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/healthz' || path === '/livez') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, state: current.state }));
+      return;
+    }
+    if (path === '/readyz') {
+      res
+        .writeHead(current.ready ? 200 : 503, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ready: current.ready, state: current.state }));
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'try /healthz or /readyz' }));
+  });
+  server.keepAliveTimeout = 5_000;
+  server.listen(address.port, address.host);
+  await once(server, 'listening');
+  const bound = server.address();
+  return {
+    port: typeof bound === 'object' && bound ? bound.port : address.port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
+    },
+  };
+}

@@ -1,0 +1,93 @@
+/**
+ * The worker process (`npm run worker`, or `node lib/worker.js` in the image): reads its
+ * configuration, installs the runtime (JSON logs, Prometheus metrics, shutdown signals), serves
+ * health, and runs until SIGTERM or SIGINT, then drains and exits 0.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from './activities/index.js';
+import { AgentApiClient, closeDispatcher } from './agent-api/index.js';
+import { ConfigError, loadWorkerConfig, type WorkerConfig } from './config.js';
+import { startHealthServer } from './observability/health.js';
+import { createJsonLogger, formatLogLine } from './observability/logger.js';
+
+/** Exit code for a missing or invalid setting, distinct from a crash (1). */
+export const EXIT_CONFIG = 2;
+
+/** Workflow code: the bundle prebuilt by `npm run build` beside this file, else the sources. */
+function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> & { mode: string } {
+  const bundle = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  if (existsSync(bundle)) return { workflowBundle: { codePath: bundle }, mode: 'prebuilt-bundle' };
+  const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
+  return { workflowsPath: fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)), mode: 'workflowsPath' };
+}
+
+async function run(config: WorkerConfig): Promise<void> {
+  const logger = createJsonLogger(config.logLevel);
+  Runtime.install({
+    logger,
+    telemetryOptions: config.metricsBindAddress
+      ? { metrics: { prometheus: { bindAddress: config.metricsBindAddress, countersTotalSuffix: true } } }
+      : undefined,
+    // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
+    shutdownSignals: ['SIGINT', 'SIGTERM'],
+  });
+  const { mode, ...workflows } = workflowSource();
+  const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
+  try {
+    const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      ...workflows,
+      activities: createActivities({ api, ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy }),
+      maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+      maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
+      maxCachedWorkflows: config.maxCachedWorkflows,
+      maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
+      shutdownGraceTime: config.shutdownGraceMs,
+    });
+    const health = await startHealthServer(config.healthAddress, () => {
+      const state = worker.getState();
+      return { ready: state === 'RUNNING', state };
+    });
+    logger.info('worker running', {
+      taskQueue: config.temporal.taskQueue,
+      namespace: config.temporal.namespace,
+      temporalAddress: config.temporal.address,
+      agentApiBaseUrl: config.agentApi.baseUrl,
+      workflowCode: mode,
+      startupMs: Math.round(process.uptime() * 1000),
+      healthPort: health.port,
+      metrics: config.metricsBindAddress ?? 'off',
+    });
+    try {
+      await worker.run();
+    } finally {
+      await health.close();
+    }
+    logger.info('worker stopped', { state: worker.getState() });
+  } finally {
+    await connection.close();
+    await closeDispatcher();
+  }
+}
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`${formatLogLine({ level: 'ERROR', message, meta: {} }, new Date())}\n`);
+  process.exit(code);
+}
+
+let config: WorkerConfig;
+try {
+  config = loadWorkerConfig();
+} catch (err) {
+  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`, EXIT_CONFIG);
+  throw err;
+}
+run(config).then(
+  () => process.exit(0),
+  (err: unknown) => fail(`worker failed: ${err instanceof Error ? err.message : String(err)}`, 1),
+);
