@@ -22,8 +22,14 @@ const CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal';
 /** Where the CLI came from, as printed in logs. */
 export type CliSource = 'TEMPORAL_CLI_PATH' | 'PATH' | 'cache' | 'go-build' | 'sdk-download';
 
+/** A CLI binary found on this machine. */
+export interface FoundCli {
+  source: Exclude<CliSource, 'sdk-download'>;
+  path: string;
+}
+
 /** The resolver's answer. `path` is null only for `sdk-download`. */
-export type ResolvedCli = { source: Exclude<CliSource, 'sdk-download'>; path: string } | { source: 'sdk-download'; path: null };
+export type ResolvedCli = FoundCli | { source: 'sdk-download'; path: null };
 
 /** Raised when no CLI can be found or built; its message is the one line a person needs. */
 export class TemporalCliUnavailableError extends Error {
@@ -56,7 +62,7 @@ function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null {
 }
 
 /** Resolves the CLI without building anything. Returns null when a build or download is needed. */
-export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): ResolvedCli | null {
+export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): FoundCli | null {
   const fromEnv = env.TEMPORAL_CLI_PATH;
   if (fromEnv) {
     if (!isExecutable(fromEnv)) {

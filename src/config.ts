@@ -7,7 +7,7 @@
  * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way.
  */
 import { readFileSync } from 'node:fs';
-import { msToNumber } from '@temporalio/common/lib/time';
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { Duration } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { ClientConnectConfig } from '@temporalio/envconfig';

@@ -6,7 +6,7 @@
  * This module must stay importable from workflow code: no Node modules, no I/O, no clocks.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time';
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { Duration } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 

@@ -2,15 +2,17 @@
  * The one test harness: a real Temporal server (from test/run.ts, or started here when a file runs
  * alone), a client, workers on unique task queues, unique IDs, and waiting on conditions.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
-import type { DefaultLogger as DefaultLoggerType } from '@temporalio/worker';
-import { DefaultLogger } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
+import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
+import { AgentApiClient } from '../src/agent-api/index.js';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 
 /** Path of the workflows entry point that the worker bundles. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url));
@@ -20,8 +22,8 @@ export function bundleWorkflows(): Promise<WorkflowBundle> {
   return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger() });
 }
 
-function quietLogger(): DefaultLoggerType {
-  return new DefaultLogger('WARN');
+function quietLogger(): DefaultLogger {
+  return new DefaultLogger('ERROR');
 }
 
 let runtimeQuieted = false;
@@ -42,6 +44,21 @@ export interface TemporalTestEnv {
 }
 
 let envPromise: Promise<TemporalTestEnv> | undefined;
+
+// Everything a test file opens is closed once, after all its tests, newest first: a worker must
+// shut down before the connection it holds is closed. Registered at import time, because hooks
+// registered from inside other hooks do not attach to the file's root.
+const cleanups: Array<() => Promise<void>> = [];
+after(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** Registers `fn` to run after the file's tests, before anything opened earlier is closed. */
+export function onCleanup(fn: () => Promise<void> | void): void {
+  cleanups.push(async () => {
+    await fn();
+  });
+}
 
 /**
  * The Temporal server for this test file: the suite's (TEMPORAL_ADDRESS) or one started here.
@@ -66,7 +83,7 @@ async function openEnv(): Promise<TemporalTestEnv> {
   const connection = await Connection.connect({ address });
   const nativeConnection = await NativeConnection.connect({ address });
   const client = new Client({ connection, namespace });
-  after(async () => {
+  onCleanup(async () => {
     await nativeConnection.close();
     await connection.close();
     await server?.stop();
@@ -79,21 +96,47 @@ export function uniqueId(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Runs `fn` while a worker polls `taskQueue`, then shuts the worker down and waits for it. */
-export async function withWorker<T>(
-  env: TemporalTestEnv,
-  options: { taskQueue: string; activities: object; maxCachedWorkflows?: number },
-  fn: (worker: Worker) => Promise<T>,
-): Promise<T> {
+/** A worker polling its own unique task queue until the test file ends. */
+export interface TestWorker {
+  taskQueue: string;
+  worker: Worker;
+}
+
+/**
+ * Starts an in-process worker on a unique task queue with the given activities; it is shut down
+ * and awaited after the file's tests.
+ */
+export async function startTestWorker(env: TemporalTestEnv, activities: object): Promise<TestWorker> {
+  const taskQueue = uniqueId('tq');
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace,
-    taskQueue: options.taskQueue,
+    taskQueue,
     workflowBundle: env.workflowBundle,
-    activities: options.activities,
-    maxCachedWorkflows: options.maxCachedWorkflows,
+    activities,
   });
-  return worker.runUntil(() => fn(worker));
+  const running = worker.run();
+  onCleanup(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await running;
+  });
+  return { taskQueue, worker };
+}
+
+/** A simulator on a free loopback port, stopped after the file's tests. */
+export async function startTestSimulator(options: Partial<SimulatorOptions> & { apiKeys: string[] }): Promise<RunningSimulator> {
+  const simulator = await startSimulator({ log: false, ...options });
+  onCleanup(() => simulator.stop());
+  return simulator;
+}
+
+/** The activities wired to an API client for `simulator`, as the worker wires them. */
+export function activitiesFor(
+  simulator: RunningSimulator,
+  apiKey: string,
+  deps: Omit<ActivityDeps, 'api'> = {},
+): AgentJobActivities {
+  return createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey }), ...deps });
 }
 
 /** Waits until `check` returns a truthy value, polling every `intervalMs`, or fails at the deadline. */
@@ -113,4 +156,50 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 50));
   }
   throw new Error(`timed out waiting for ${options.what}`, { cause: lastError });
+}
+
+/** A child process started by a test: its output is kept, and it is killed after the file's tests. */
+export interface TestProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Waits until stdout or stderr matches `pattern`. */
+  waitForOutput(pattern: RegExp, what: string, timeoutMs?: number): Promise<void>;
+  /** Resolves with the exit code (or the signal name) once the process has exited. */
+  exited: Promise<number | string>;
+}
+
+/** Repository root, for spawning the project's entry points. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Spawns `node --import tsx <script> ...args` from the repository root. */
+export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv): TestProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
+  onCleanup(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput: (pattern, what, timeoutMs = 30_000) =>
+      waitFor(() => pattern.test(out) || pattern.test(err) || child.exitCode !== null, { what, timeoutMs }).then(() => {
+        if (!pattern.test(out) && !pattern.test(err)) {
+          throw new Error(`process exited with ${child.exitCode} before ${what}:\n${out}\n${err}`);
+        }
+      }),
+  };
 }

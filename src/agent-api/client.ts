@@ -75,7 +75,9 @@ export class AgentApiClient {
     }
     if (!TOKEN.test(options.apiKey)) {
       // The message must not echo the value: it may be a real key with a stray newline.
-      throw new TypeError('apiKey must be a non-empty string of visible ASCII characters (no spaces or newlines)');
+      throw new TypeError(
+        'apiKey must be a non-empty string of visible ASCII characters (no spaces or newlines)',
+      );
     }
     this.#origin = url.origin;
     this.#base = url.origin + url.pathname.replace(/\/+$/, '');
@@ -169,16 +171,9 @@ export class AgentApiClient {
     throw this.#httpFailure(call, statusCode, response.headers['retry-after'], text);
   }
 
-  /** Empty IDs would address a different URL; refuse them before any request is made. */
+  /** Arguments that would address another URL or make an invalid header fail before any request. */
   #checkArguments(call: Call): AgentApiError | null {
-    const problem =
-      call.projectId === ''
-        ? 'projectId is empty'
-        : call.jobId === ''
-          ? 'jobId is empty'
-          : call.idempotencyKey !== undefined && !TOKEN.test(call.idempotencyKey)
-            ? 'idempotencyKey must be visible ASCII without spaces'
-            : null;
+    const problem = argumentProblem(call);
     if (problem === null) return null;
     return new AgentApiError({
       type: FailureType.InvalidRequest,
@@ -256,7 +251,13 @@ export class AgentApiClient {
       return parseAgentJobRecord(json);
     } catch (err) {
       if (!(err instanceof InvalidAgentJobRecordError)) throw err;
-      throw this.#unexpected(call, status, `a body that is not an agent job record (${err.message})`, text, err);
+      throw this.#unexpected(
+        call,
+        status,
+        `a body that is not an agent job record (${err.message})`,
+        text,
+        err,
+      );
     }
   }
 
@@ -275,7 +276,12 @@ export class AgentApiClient {
     });
   }
 
-  #httpFailure(call: Call, status: number, retryAfter: string | string[] | undefined, text: string): AgentApiError {
+  #httpFailure(
+    call: Call,
+    status: number,
+    retryAfter: string | string[] | undefined,
+    text: string,
+  ): AgentApiError {
     const kind = classifyStatus(status, call.operation);
     const retryAfterMs = kind.readsRetryAfter ? parseRetryAfter(firstValue(retryAfter)) : null;
     const serverMessage = this.#excerpt(serverText(text));
@@ -304,6 +310,24 @@ export class AgentApiClient {
   }
 }
 
+/**
+ * Why the call cannot be sent, or null. An empty ID, `.` or `..` would address another path: URL
+ * parsing removes dot segments even when percent-encoded.
+ */
+function argumentProblem(call: Call): string | null {
+  for (const [name, id] of [
+    ['projectId', call.projectId],
+    ['jobId', call.jobId],
+  ] as const) {
+    if (id === null) continue;
+    if (id === '' || id === '.' || id === '..') return `${name} ${JSON.stringify(id)} is not a usable ID`;
+  }
+  if (call.idempotencyKey !== undefined && !TOKEN.test(call.idempotencyKey)) {
+    return 'idempotencyKey must be visible ASCII without spaces';
+  }
+  return null;
+}
+
 /** `createJob (project "p", job "j")`: what and on what, for the start of every message. */
 function describe(call: Call): string {
   const quote = (id: string) => JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
@@ -318,7 +342,8 @@ function ambiguity(call: Call): string {
 
 /** What a person should do about a failure of this type. */
 function hint(type: FailureType, call: Call, retryAfterMs: number | null): string {
-  const after = retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
+  const after =
+    retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
   switch (type) {
     case FailureType.Unauthorized:
       return 'The API refused the admin API key: check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
@@ -351,9 +376,14 @@ function serverText(text: string): string {
   }
   if (typeof json !== 'object' || json === null) return text;
   const fields = json as Record<string, unknown>;
-  const nested = typeof fields.error === 'object' && fields.error !== null ? (fields.error as Record<string, unknown>) : {};
+  const nested =
+    typeof fields.error === 'object' && fields.error !== null
+      ? (fields.error as Record<string, unknown>)
+      : {};
   const message = [fields.message, fields.error, nested.message].find((value) => typeof value === 'string');
-  const code = [fields.code, nested.code].find((value) => typeof value === 'string' || typeof value === 'number');
+  const code = [fields.code, nested.code].find(
+    (value) => typeof value === 'string' || typeof value === 'number',
+  );
   if (typeof message !== 'string') return text;
   return code === undefined ? message : `${message} [${String(code)}]`;
 }
@@ -364,5 +394,7 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 
 /** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
 function isTimeoutReason(reason: unknown): boolean {
-  return typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError';
+  return (
+    typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
+  );
 }

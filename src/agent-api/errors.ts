@@ -89,7 +89,11 @@ export interface StatusClass {
  * process the request, so a retried create is safe; 500, 502, 504 and unknown 5xx leave it open.
  */
 export function classifyStatus(status: number, operation: ApiOperation): StatusClass {
-  const refused = (type: ApiFailureType): StatusClass => ({ type, mayHaveTakenEffect: false, readsRetryAfter: false });
+  const refused = (type: ApiFailureType): StatusClass => ({
+    type,
+    mayHaveTakenEffect: false,
+    readsRetryAfter: false,
+  });
   switch (status) {
     case 400:
     case 422:
@@ -155,7 +159,11 @@ export function classifyNetworkError(err: unknown): NetworkClass {
     return { type: FailureType.RequestTimeout, mayHaveTakenEffect: false, what: 'connect timeout' };
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT') {
-    return { type: FailureType.RequestTimeout, mayHaveTakenEffect: true, what: 'no response headers in time' };
+    return {
+      type: FailureType.RequestTimeout,
+      mayHaveTakenEffect: true,
+      what: 'no response headers in time',
+    };
   }
   if (code === 'UND_ERR_BODY_TIMEOUT') {
     return { type: FailureType.RequestTimeout, mayHaveTakenEffect: true, what: 'response body stalled' };

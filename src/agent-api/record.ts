@@ -54,7 +54,7 @@ export class InvalidAgentJobRecordError extends Error {
  */
 export function parseAgentJobRecord(body: unknown): AgentJobRecord {
   const result = agentJobRecordSchema.safeParse(body);
-  if (result.success) return result.data as AgentJobRecord;
+  if (result.success) return result.data;
   const problems = result.error.issues
     .slice(0, 3)
     .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message))

@@ -1,0 +1,158 @@
+/**
+ * `npm run demo`: one agent job end to end on embedded defaults. Starts a Temporal dev server with
+ * the UI (unless TEMPORAL_ADDRESS is set), the API simulator (unless AGENT_API_BASE_URL is set) and
+ * a worker process, starts one workflow through the client library, shows its progress, prints
+ * the final record with its prLink and the UI link, and stops what it started (unless --keep).
+ *
+ *   npm run demo -- [--prompt "<text>"] [--project <id>] [--keep]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
+import { loadTemporalSettings } from '../src/config.js';
+import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
+import { startDevServer, freePort, type DevServer } from './dev-server.js';
+
+const DEFAULT_PROMPT = 'Add a "Quickstart" page that shows how to install the CLI and run a first command.';
+const DEMO_KEY = 'demo-local-key';
+
+const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
+
+const { values } = parseArgs({
+  options: {
+    prompt: { type: 'string', default: DEFAULT_PROMPT },
+    project: { type: 'string', default: 'demo-docs' },
+    keep: { type: 'boolean', default: false },
+  },
+  strict: true,
+});
+
+const cleanups: Array<() => Promise<void>> = [];
+
+async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const entry = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let buffered = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        if (line.includes('"worker running"')) resolve();
+        if (process.env.DEMO_VERBOSE) process.stdout.write(`[worker] ${line}\n`);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the worker exited with code ${code} before it was ready`)));
+  });
+  await ready;
+  return child;
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function main(): Promise<number> {
+  let server: DevServer | null = null;
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
+  if (!temporalAddress) {
+    say('starting a local Temporal dev server with the UI (the first run builds the Temporal CLI, which takes minutes)');
+    server = await startDevServer({ ui: true, log: (line) => say(line) });
+    cleanups.push(() => server!.stop());
+    temporalAddress = server.address;
+    uiUrl = server.uiUrl;
+  } else {
+    say(`using the Temporal server at ${temporalAddress}`);
+  }
+
+  let simulator: RunningSimulator | null = null;
+  let apiBaseUrl = process.env.AGENT_API_BASE_URL;
+  if (!apiBaseUrl) {
+    simulator = await startSimulator({
+      apiKeys: [DEMO_KEY],
+      defaultScenario: { durationMs: 8_000, outcome: 'pr' },
+      log: false,
+    });
+    cleanups.push(() => simulator!.stop());
+    apiBaseUrl = simulator.url;
+    say(`started the agent job API simulator on ${apiBaseUrl} (set AGENT_API_BASE_URL and AGENT_API_KEY for the live API)`);
+  } else {
+    say(`using the agent job API at ${apiBaseUrl}`);
+  }
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    TEMPORAL_ADDRESS: temporalAddress,
+    AGENT_API_BASE_URL: apiBaseUrl,
+    HEALTH_ADDRESS: `127.0.0.1:${await freePort()}`,
+    METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
+  };
+  if (simulator) {
+    env.AGENT_API_KEY = DEMO_KEY;
+    delete env.AGENT_API_KEY_FILE;
+  }
+  if (uiUrl) env.TEMPORAL_UI_URL = uiUrl;
+  say('starting a worker');
+  const worker = await startWorker(env);
+  cleanups.push(() => stopProcess(worker));
+  say(`worker ready (health http://${env.HEALTH_ADDRESS}/readyz, metrics http://${env.METRICS_ADDRESS}/metrics)`);
+
+  const settings = loadTemporalSettings(env);
+  const connection = await Connection.connect(settings.connect.connectionOptions);
+  cleanups.push(() => connection.close());
+  const client = new Client({ connection, namespace: settings.namespace });
+  const handle = await startAgentJob(
+    client,
+    { projectId: values.project, prompt: values.prompt },
+    { taskQueue: settings.taskQueue },
+  );
+  const ui = workflowUiUrl(uiUrl, settings.namespace, handle.workflowId);
+  say(`started workflow ${handle.workflowId}`);
+  if (ui) say(`watch it in the Temporal UI: ${ui}`);
+  try {
+    const result = await followAgentJob(handle, (p) =>
+      say(`${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`),
+    );
+    say(`final record:\n${JSON.stringify(result.job, null, 2)}`);
+    say(`prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);
+    if (ui) say(`workflow in the UI: ${ui}`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    say(`the workflow failed: ${err.cause?.message ?? err.message}`);
+    return 1;
+  }
+}
+
+async function cleanup(): Promise<void> {
+  for (const stop of cleanups.reverse()) await stop();
+}
+
+async function keepRunning(): Promise<void> {
+  say('--keep: the server, simulator and worker keep running; press Ctrl-C to stop them');
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+main()
+  .then(async (code) => {
+    if (values.keep) await keepRunning();
+    await cleanup();
+    process.exit(code);
+  })
+  .catch(async (err: unknown) => {
+    process.stderr.write(`[demo] failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    await cleanup();
+    process.exit(1);
+  });

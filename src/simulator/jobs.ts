@@ -1,0 +1,250 @@
+/**
+ * The simulated agent jobs. Status is computed from the clock when a job is read, never by timers,
+ * so ten thousand jobs cost ten thousand small objects and nothing else.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { AgentJobStatus } from '../contract.js';
+import type { Scenario } from './scenario.js';
+
+/** The record shape the simulator answers, as the API documents it. */
+export interface SimulatedRecord {
+  id: string;
+  status: AgentJobStatus;
+  source: { repository: string; ref: string };
+  model: string;
+  prLink: string | null;
+  createdAt: string;
+  archivedAt: string | null;
+}
+
+/** One turn: the initial prompt or a follow-up message. */
+interface Turn {
+  startedAt: number;
+  durationMs: number;
+  outcome: Scenario['outcome'];
+  /** Pull request number, reserved when the turn starts if it will end with one. */
+  prNumber: number | null;
+}
+
+/** A stored agent job. */
+export interface Job {
+  id: string;
+  projectId: string;
+  createdAt: number;
+  turn: Turn;
+  turns: number;
+  /** Set by an explicit archive; `archiveAfterMs` archiving is computed instead. */
+  archivedAt: number | null;
+  /** Reads left that answer 404 although the job exists. */
+  notFoundReads: number;
+  /** The record a follow-up message left visible, and the reads left that still see it. */
+  stale: { record: SimulatedRecord; reads: number } | null;
+  /** Follow-up message idempotency keys already applied. */
+  messageKeys: Set<string>;
+}
+
+/** A job's line in the stats. */
+export interface JobStats {
+  id: string;
+  projectId: string;
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms the current turn became terminal; null while it is active. */
+  terminalAt: number | null;
+  status: AgentJobStatus;
+  turns: number;
+}
+
+/** The outcome of a create. */
+export type CreateResult =
+  | { kind: 'created'; job: Job }
+  | { kind: 'replayed'; job: Job }
+  | { kind: 'rate-limited'; retryAfterSeconds: number; limit: number }
+  | { kind: 'key-reused' };
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/** Every simulated job, the idempotency keys and the per-project rate limit windows. */
+export class JobStore {
+  readonly #jobs = new Map<string, Job>();
+  /** `projectId` + NUL + key → job and the prompt's digest (a reused key with another prompt is refused). */
+  readonly #createKeys = new Map<string, { job: Job; promptDigest: string }>();
+  /** Create times within the last hour, oldest first, per project. */
+  readonly #windows = new Map<string, number[]>();
+  readonly #jobsPerProject = new Map<string, number>();
+  readonly #jobsPerKey = new Map<string, number>();
+  #nextPr = 1;
+
+  constructor(
+    private readonly createsPerHour: number,
+    private readonly archiveAfterMs: number | null,
+  ) {}
+
+  /** Creates a job, or returns the one an earlier create with the same key made. */
+  create(
+    projectId: string,
+    prompt: string,
+    key: string | undefined,
+    scenario: Scenario,
+    now: number,
+  ): CreateResult {
+    const digest = createHash('sha256').update(prompt).digest('hex');
+    const previous = key === undefined ? undefined : this.#createKeys.get(`${projectId}\0${key}`);
+    if (previous !== undefined) {
+      return previous.promptDigest === digest
+        ? { kind: 'replayed', job: previous.job }
+        : { kind: 'key-reused' };
+    }
+    const limited = this.#takeSlot(projectId, now);
+    if (limited !== null) return limited;
+    const job: Job = {
+      id: `job_${randomUUID().replaceAll('-', '')}`,
+      projectId,
+      createdAt: now,
+      turn: this.#newTurn(scenario, now),
+      turns: 1,
+      archivedAt: null,
+      notFoundReads: scenario.faults.notFoundReadsAfterCreate ?? 0,
+      stale: null,
+      messageKeys: new Set(),
+    };
+    this.#jobs.set(job.id, job);
+    this.#jobsPerProject.set(projectId, (this.#jobsPerProject.get(projectId) ?? 0) + 1);
+    if (key !== undefined) {
+      this.#createKeys.set(`${projectId}\0${key}`, { job, promptDigest: digest });
+      this.#jobsPerKey.set(key, (this.#jobsPerKey.get(key) ?? 0) + 1);
+    }
+    return { kind: 'created', job };
+  }
+
+  /** The job, if it exists in this project. */
+  find(projectId: string, jobId: string): Job | undefined {
+    const job = this.#jobs.get(jobId);
+    return job?.projectId === projectId ? job : undefined;
+  }
+
+  /** A read as get-job answers it: null while the job must still look missing. Consumes fault reads. */
+  read(job: Job, now: number): SimulatedRecord | null {
+    if (job.notFoundReads > 0) {
+      job.notFoundReads -= 1;
+      return null;
+    }
+    if (job.stale !== null) {
+      const { record } = job.stale;
+      job.stale.reads -= 1;
+      if (job.stale.reads < 0) job.stale = null;
+      else return record;
+    }
+    return this.record(job, now);
+  }
+
+  /**
+   * Starts a new turn (any job, archived ones too: the message revives it) unless `key` was applied
+   * before. Answers what the client sees: the stale record when the scenario asks for stale reads.
+   */
+  message(job: Job, key: string | undefined, scenario: Scenario, now: number): SimulatedRecord {
+    if (key !== undefined && job.messageKeys.has(key)) return job.stale?.record ?? this.record(job, now);
+    if (key !== undefined) job.messageKeys.add(key);
+    const before = this.record(job, now);
+    job.turn = this.#newTurn(scenario, now);
+    job.turns += 1;
+    job.archivedAt = null;
+    const staleReads = scenario.faults.staleReadsAfterMessage ?? 0;
+    job.stale = staleReads > 0 ? { record: before, reads: staleReads } : null;
+    return job.stale === null ? this.record(job, now) : before;
+  }
+
+  /** Archives the job now (a no-op for one already archived). */
+  archive(job: Job, now: number): void {
+    if (this.record(job, now).status !== 'archived') job.archivedAt = now;
+  }
+
+  /** The job's record at `now`. */
+  record(job: Job, now: number): SimulatedRecord {
+    const turnEnd = job.turn.startedAt + job.turn.durationMs;
+    const archivedAt = this.#archivedAt(job, turnEnd, now);
+    const ended = now >= turnEnd;
+    let status: AgentJobStatus = 'active';
+    if (archivedAt !== null) status = 'archived';
+    else if (ended) status = job.turn.outcome === 'failed' ? 'failed' : 'completed';
+    // An archived job keeps the link of a turn that finished before the archive.
+    const prVisible = job.turn.prNumber !== null && ended && (archivedAt === null || archivedAt >= turnEnd);
+    const repository = repositoryOf(job.projectId);
+    return {
+      id: job.id,
+      status,
+      source: { repository, ref: 'main' },
+      model: 'sim-agent-1',
+      prLink: prVisible ? `https://github.com/${repository}/pull/${job.turn.prNumber}` : null,
+      createdAt: new Date(job.createdAt).toISOString(),
+      archivedAt: archivedAt === null ? null : new Date(archivedAt).toISOString(),
+    };
+  }
+
+  /** Created jobs per project. */
+  jobsPerProject(): Record<string, number> {
+    return Object.fromEntries(this.#jobsPerProject);
+  }
+
+  /** Created jobs per create Idempotency-Key (1 each, unless keys are shared across projects). */
+  jobsPerIdempotencyKey(): Record<string, number> {
+    return Object.fromEntries(this.#jobsPerKey);
+  }
+
+  /** One line per job. */
+  jobStats(now: number): JobStats[] {
+    return [...this.#jobs.values()].map((job) => {
+      const turnEnd = job.turn.startedAt + job.turn.durationMs;
+      const archivedAt = this.#archivedAt(job, turnEnd, now);
+      const ends = [turnEnd, archivedAt].filter((at): at is number => at !== null && at <= now);
+      return {
+        id: job.id,
+        projectId: job.projectId,
+        createdAt: job.createdAt,
+        terminalAt: ends.length > 0 ? Math.min(...ends) : null,
+        status: this.record(job, now).status,
+        turns: job.turns,
+      };
+    });
+  }
+
+  /** Total jobs created. */
+  get size(): number {
+    return this.#jobs.size;
+  }
+
+  #archivedAt(job: Job, turnEnd: number, now: number): number | null {
+    if (job.archivedAt !== null && job.archivedAt <= now) return job.archivedAt;
+    if (this.archiveAfterMs === null) return null;
+    const automatic = turnEnd + this.archiveAfterMs;
+    return automatic <= now ? automatic : null;
+  }
+
+  #newTurn(scenario: Scenario, now: number): Turn {
+    const prNumber = scenario.outcome === 'pr' ? this.#nextPr++ : null;
+    return { startedAt: now, durationMs: scenario.durationMs, outcome: scenario.outcome, prNumber };
+  }
+
+  /** Takes a create slot of the rolling hour, or says when the oldest one frees. */
+  #takeSlot(projectId: string, now: number): CreateResult | null {
+    if (this.createsPerHour === 0) return null;
+    const window = (this.#windows.get(projectId) ?? []).filter((at) => at > now - HOUR_MS);
+    this.#windows.set(projectId, window);
+    const oldest = window[0];
+    if (window.length >= this.createsPerHour && oldest !== undefined) {
+      return {
+        kind: 'rate-limited',
+        retryAfterSeconds: Math.max(1, Math.ceil((oldest + HOUR_MS - now) / 1000)),
+        limit: this.createsPerHour,
+      };
+    }
+    window.push(now);
+    return null;
+  }
+}
+
+/** `sim-org/<project>`: a believable repository name made only of URL-safe characters. */
+function repositoryOf(projectId: string): string {
+  const slug = projectId.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 80) || 'project';
+  return `sim-org/${slug}`;
+}

@@ -1,0 +1,192 @@
+/**
+ * What a simulated project does: how long a turn lasts, how it ends, and which faults its requests
+ * meet. The types are checked at run time by zod, because scenarios also arrive as JSON from the
+ * command line and the `/_sim/scenarios` endpoint.
+ */
+import { z } from 'zod';
+
+/** The three API endpoints a fault can target; `any` matches all three. */
+export type Endpoint = 'create' | 'get' | 'message';
+
+/** A Retry-After header as a fault sends it. */
+export interface RetryAfterSpec {
+  /** Seconds to wait. */
+  seconds: number;
+  /** `seconds` sends `Retry-After: 2`; `http-date` sends the same moment as an IMF-fixdate. Default `seconds`. */
+  form?: 'seconds' | 'http-date';
+}
+
+/** Which requests a fault applies to. Counters are per project and reset by `setScenario`. */
+export interface FaultMatch {
+  /** The endpoint; `any` counts every API request of the project. */
+  endpoint: Endpoint | 'any';
+  /** Apply to the first N matching requests (after `skip`). Without `first` and `rate`: every request. */
+  first?: number;
+  /** Let this many matching requests through before `first` starts counting. Default 0. */
+  skip?: number;
+  /** Apply to each matching request with this probability (0 to 1), drawn from the seeded generator. */
+  rate?: number;
+}
+
+/** What happens to a request a fault applies to. */
+export type FaultAction =
+  /** Answer this status with an `{"error": ...}` body (429 bursts, 5xx, 408, 422, ...). */
+  | { kind: 'status'; status: number; retryAfter?: RetryAfterSpec; message?: string }
+  /** Never answer: the request stays open until the client gives up or the simulator stops. */
+  | { kind: 'hang' }
+  /** Destroy the socket without a response; the request is not processed. */
+  | { kind: 'drop' }
+  /** Answer an HTML error page (a proxy's), with status 200 or 502; the request is not processed. */
+  | { kind: 'html'; status: 200 | 502 }
+  /**
+   * Answer JSON cut in half. With 200 the request is processed (a create stores its job) and its
+   * real body is truncated; with 502 it is not processed and a gateway's error body is truncated.
+   */
+  | { kind: 'truncated'; status: 200 | 502 }
+  /** Process the request (store the job, start the turn), then reset the connection without a response. */
+  | { kind: 'reset-after-store' };
+
+/** One fault rule: which requests, and what happens to them. */
+export type FaultRule = FaultMatch & FaultAction;
+
+/**
+ * The faults of a project. Rules are checked in order; the first that applies wins. Every rule
+ * counts the matching requests it has seen on its own.
+ */
+export interface Faults {
+  /** Rules in order. */
+  rules?: FaultRule[];
+  /** Seed of the generator behind `rate`: the same seed and requests give the same faults. Default 1. */
+  seed?: number;
+  /** After each create, this many reads of the new job answer 404 (read-after-write lag). */
+  notFoundReadsAfterCreate?: number;
+  /**
+   * After each follow-up message, the message response and this many reads still show the record
+   * from before the message (the previous turn's terminal record).
+   */
+  staleReadsAfterMessage?: number;
+}
+
+/** How a simulated project behaves. */
+export interface Scenario {
+  /** How long a turn stays `active`, in ms. Default 3000. */
+  durationMs: number;
+  /** `pr`: completed with a pull request link; `no-changes`: completed with prLink null; `failed`. */
+  outcome: 'pr' | 'no-changes' | 'failed';
+  /** false: create answers 404 (the project does not exist). Default true. */
+  projectExists: boolean;
+  /** Added to every response of the project, in ms. Default 0. */
+  latencyMs: number;
+  /** Faults; default none. */
+  faults: Faults;
+}
+
+/** The scenario of every project that has none of its own. */
+export const DEFAULT_SCENARIO: Readonly<Scenario> = {
+  durationMs: 3000,
+  outcome: 'pr',
+  projectExists: true,
+  latencyMs: 0,
+  faults: {},
+};
+
+const count = z.number().int().min(0);
+
+const retryAfterSchema = z.strictObject({
+  seconds: count,
+  form: z.enum(['seconds', 'http-date']).optional(),
+});
+
+const matchShape = {
+  endpoint: z.enum(['create', 'get', 'message', 'any']),
+  first: count.optional(),
+  skip: count.optional(),
+  rate: z.number().min(0).max(1).optional(),
+};
+
+const ruleSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('status'),
+    status: z.number().int().min(100).max(599),
+    retryAfter: retryAfterSchema.optional(),
+    message: z.string().optional(),
+  }),
+  z.strictObject({ ...matchShape, kind: z.literal('hang') }),
+  z.strictObject({ ...matchShape, kind: z.literal('drop') }),
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('html'),
+    status: z.union([z.literal(200), z.literal(502)]),
+  }),
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('truncated'),
+    status: z.union([z.literal(200), z.literal(502)]),
+  }),
+  z.strictObject({ ...matchShape, kind: z.literal('reset-after-store') }),
+]);
+
+const faultsSchema = z.strictObject({
+  rules: z.array(ruleSchema).optional(),
+  seed: z.number().int().optional(),
+  notFoundReadsAfterCreate: count.optional(),
+  staleReadsAfterMessage: count.optional(),
+});
+
+/** Run-time check of a `Partial<Scenario>` from JSON; unknown fields are errors, to catch typos. */
+export const partialScenarioSchema = z.strictObject({
+  durationMs: count.optional(),
+  outcome: z.enum(['pr', 'no-changes', 'failed']).optional(),
+  projectExists: z.boolean().optional(),
+  latencyMs: count.optional(),
+  faults: faultsSchema.optional(),
+});
+
+/** Run-time check of scenarios keyed by project ID. */
+export const scenarioMapSchema = z.record(z.string(), partialScenarioSchema);
+
+/**
+ * Validates a `Partial<Scenario>` that came in as JSON.
+ *
+ * @throws {Error} with a one-line list of the problems
+ */
+export function parseScenario(value: unknown): Partial<Scenario> {
+  const result = partialScenarioSchema.safeParse(value);
+  if (!result.success) throw new Error(summarize(result.error));
+  return result.data;
+}
+
+/**
+ * Validates scenarios keyed by project ID that came in as JSON.
+ *
+ * @throws {Error} with a one-line list of the problems
+ */
+export function parseScenarioMap(value: unknown): Record<string, Partial<Scenario>> {
+  const result = scenarioMapSchema.safeParse(value);
+  if (!result.success) throw new Error(summarize(result.error));
+  return result.data;
+}
+
+function summarize(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join('.') : '(top)'}: ${issue.message}`)
+    .join('; ');
+}
+
+/**
+ * A scenario with every default applied: `override` over `base` over {@link DEFAULT_SCENARIO}. A
+ * field set to undefined counts as not set, so it never blanks out a default.
+ */
+export function resolveScenario(
+  base: Partial<Scenario> | undefined,
+  override: Partial<Scenario> | undefined,
+): Scenario {
+  return { ...DEFAULT_SCENARIO, ...definedFields(base), ...definedFields(override) };
+}
+
+function definedFields(scenario: Partial<Scenario> | undefined): Partial<Scenario> {
+  if (scenario === undefined) return {};
+  return Object.fromEntries(Object.entries(scenario).filter(([, value]) => value !== undefined));
+}

@@ -1,0 +1,512 @@
+/**
+ * The simulator's HTTP server: the three agent job endpoints with auth, validation, rate limit,
+ * idempotency and faults, plus unauthenticated `/_sim/` admin endpoints. It binds to loopback by
+ * default because those admin endpoints have no auth.
+ */
+import {
+  createServer,
+  STATUS_CODES,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { FaultState } from './faults.js';
+import { JobStore, type JobStats } from './jobs.js';
+import { parseScenario, resolveScenario, type Endpoint, type FaultRule, type Scenario } from './scenario.js';
+
+/** How to start a simulator. */
+export interface SimulatorOptions {
+  /** Interface to bind. Default 127.0.0.1: the `/_sim/` endpoints have no auth. */
+  host?: string;
+  /** Port; default 0, a free one (see {@link RunningSimulator.url}). */
+  port?: number;
+  /** Accepted bearer keys. */
+  apiKeys: string[];
+  /** Creates allowed per project in a rolling hour; default 100 (the API's limit); 0 = unlimited. */
+  createsPerProjectPerHour?: number;
+  /** Scenario of every project without its own, over the built-in defaults. */
+  defaultScenario?: Partial<Scenario>;
+  /** Scenarios by project ID, over `defaultScenario`. */
+  scenarios?: Record<string, Partial<Scenario>>;
+  /** Terminal jobs become archived this many ms after their turn ended; default null (never). */
+  archiveAfterMs?: number | null;
+  /** Receives one JSON line per request; false for none; default stdout. */
+  log?: ((line: string) => void) | false;
+}
+
+/** What {@link RunningSimulator.stats} reports. Admin (`/_sim/`) requests are not counted. */
+export interface SimulatorStats {
+  /** Jobs created in total. */
+  jobsCreated: number;
+  /** Jobs created per project ID. */
+  jobsPerProject: Record<string, number>;
+  /** Jobs created per create `Idempotency-Key`: more than 1 would mean a duplicate job. */
+  jobsPerIdempotencyKey: Record<string, number>;
+  /** API requests per endpoint (`create`, `get`, `message`, `unknown`). */
+  requestsPerEndpoint: Record<string, number>;
+  /** API requests per answered status, or per `hang`, `drop`, `reset` for those without one. */
+  requestsPerStatus: Record<string, number>;
+  /** API requests per project ID, then per endpoint (`create`, `get`, `message`). */
+  requestsPerProjectEndpoint: Record<string, Partial<Record<Endpoint, number>>>;
+  /** Every job. */
+  jobs: JobStats[];
+}
+
+/** A simulator that is listening. */
+export interface RunningSimulator {
+  /** `http://127.0.0.1:<port>`, with the port actually bound. */
+  url: string;
+  /** Replaces the project's scenario (over the default one) and restarts its fault counters. */
+  setScenario(projectId: string, scenario: Partial<Scenario>): void;
+  /** Archives a job now. @throws {Error} when the job does not exist */
+  archiveJob(projectId: string, jobId: string): void;
+  /** Counts so far. */
+  stats(): SimulatorStats;
+  /** Closes the server and destroys every open socket, hanging requests included. */
+  stop(): Promise<void>;
+}
+
+/** Largest request body read; larger ones get 413. A prompt is text, not an upload. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/** A decided answer. */
+interface Reply {
+  status: number;
+  body: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** What a request turned out to be, for the log line and the stats. */
+interface Exchange {
+  endpoint: Endpoint | 'admin' | 'unknown';
+  projectId: string | null;
+  outcome: string | null;
+  fault: FaultRule['kind'] | null;
+}
+
+/** A matched route. */
+type Route =
+  | { endpoint: 'create'; projectId: string }
+  | { endpoint: 'get'; projectId: string; jobId: string }
+  | { endpoint: 'message'; projectId: string; jobId: string }
+  | { endpoint: 'admin-stats' }
+  | { endpoint: 'admin-scenario'; projectId: string }
+  | { endpoint: 'admin-archive'; projectId: string; jobId: string };
+
+/**
+ * Starts a simulator of the Background Agent Job API.
+ *
+ * @returns once it listens
+ */
+export async function startSimulator(options: SimulatorOptions): Promise<RunningSimulator> {
+  const simulator = new Simulator(options);
+  return simulator.listen(options.host ?? '127.0.0.1', options.port ?? 0);
+}
+
+/** Server state: jobs, scenarios, fault counters, request counts, pending latency timers. */
+class Simulator {
+  readonly #server: Server;
+  readonly #keys: ReadonlySet<string>;
+  readonly #store: JobStore;
+  readonly #defaultScenario: Partial<Scenario>;
+  readonly #scenarios = new Map<string, Partial<Scenario>>();
+  readonly #faults = new Map<string, FaultState>();
+  readonly #perEndpoint = new Map<string, number>();
+  readonly #perStatus = new Map<string, number>();
+  readonly #perProject = new Map<string, Map<string, number>>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #log: ((line: string) => void) | null;
+
+  constructor(options: SimulatorOptions) {
+    if (options.apiKeys.length === 0) throw new Error('startSimulator: apiKeys must name at least one key');
+    this.#keys = new Set(options.apiKeys);
+    this.#store = new JobStore(options.createsPerProjectPerHour ?? 100, options.archiveAfterMs ?? null);
+    this.#defaultScenario = options.defaultScenario ?? {};
+    for (const [projectId, scenario] of Object.entries(options.scenarios ?? {})) {
+      this.#scenarios.set(projectId, scenario);
+    }
+    this.#log =
+      options.log === false
+        ? null
+        : (options.log ?? ((line: string) => void process.stdout.write(`${line}\n`)));
+    this.#server = createServer((req, res) => this.#handle(req, res));
+  }
+
+  async listen(host: string, port: number): Promise<RunningSimulator> {
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.#server.address() as AddressInfo;
+    const shownHost = address.address.includes(':') ? `[${address.address}]` : address.address;
+    return {
+      url: `http://${shownHost}:${address.port}`,
+      setScenario: (projectId, scenario) => this.#setScenario(projectId, scenario),
+      archiveJob: (projectId, jobId) => this.#archive(projectId, jobId),
+      stats: () => this.#stats(),
+      stop: () => this.#stop(),
+    };
+  }
+
+  #setScenario(projectId: string, scenario: Partial<Scenario>): void {
+    this.#scenarios.set(projectId, scenario);
+    // A new scenario starts its "first N" counts from zero.
+    this.#faults.delete(projectId);
+  }
+
+  #scenario(projectId: string): Scenario {
+    return resolveScenario(this.#defaultScenario, this.#scenarios.get(projectId));
+  }
+
+  #faultState(projectId: string, scenario: Scenario): FaultState {
+    let state = this.#faults.get(projectId);
+    if (state === undefined) {
+      state = new FaultState(scenario.faults, projectId);
+      this.#faults.set(projectId, state);
+    }
+    return state;
+  }
+
+  #archive(projectId: string, jobId: string): void {
+    const job = this.#store.find(projectId, jobId);
+    if (job === undefined) throw new Error(`no job ${jobId} in project ${projectId}`);
+    this.#store.archive(job, Date.now());
+  }
+
+  #stats(): SimulatorStats {
+    return {
+      jobsCreated: this.#store.size,
+      jobsPerProject: this.#store.jobsPerProject(),
+      jobsPerIdempotencyKey: this.#store.jobsPerIdempotencyKey(),
+      requestsPerEndpoint: Object.fromEntries(this.#perEndpoint),
+      requestsPerStatus: Object.fromEntries(this.#perStatus),
+      requestsPerProjectEndpoint: Object.fromEntries(
+        [...this.#perProject].map(([projectId, counts]) => [projectId, Object.fromEntries(counts)]),
+      ),
+      jobs: this.#store.jobStats(Date.now()),
+    };
+  }
+
+  async #stop(): Promise<void> {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    const closed = new Promise<void>((resolve, reject) => {
+      this.#server.close((err) => (err === undefined ? resolve() : reject(err)));
+    });
+    // close() alone waits for open connections: hanging requests and idle keep-alive sockets.
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const started = performance.now();
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const exchange: Exchange = { endpoint: 'unknown', projectId: null, outcome: null, fault: null };
+    res.on('close', () => this.#logLine(req.method ?? '', path, res, exchange, started));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    req.on('end', () => {
+      const body = size > MAX_BODY_BYTES ? null : Buffer.concat(chunks).toString('utf8');
+      this.#dispatch(req, res, path, body, exchange);
+    });
+  }
+
+  #dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    body: string | null,
+    exchange: Exchange,
+  ): void {
+    const route = matchRoute(req.method ?? '', path);
+    if (route === null || typeof route === 'number') {
+      this.#count(exchange, 'unknown', null);
+      const status = route ?? 404;
+      this.#send(
+        res,
+        exchange,
+        0,
+        errorReply(status, status === 405 ? 'method not allowed' : 'no such route'),
+      );
+      return;
+    }
+    if (route.endpoint.startsWith('admin')) {
+      exchange.endpoint = 'admin';
+      this.#send(res, exchange, 0, this.#admin(route, body));
+      return;
+    }
+    this.#api(req, res, route, body, exchange);
+  }
+
+  #admin(route: Route, body: string | null): Reply {
+    if (route.endpoint === 'admin-stats') return jsonReply(200, this.#stats());
+    if (route.endpoint === 'admin-scenario') {
+      let scenario: Partial<Scenario>;
+      try {
+        scenario = parseScenario(JSON.parse(body ?? ''));
+      } catch (err) {
+        return errorReply(400, `invalid scenario: ${(err as Error).message}`);
+      }
+      this.#setScenario(route.projectId, scenario);
+      return jsonReply(200, { projectId: route.projectId, scenario: this.#scenario(route.projectId) });
+    }
+    if (route.endpoint === 'admin-archive') {
+      const job = this.#store.find(route.projectId, route.jobId);
+      if (job === undefined) return errorReply(404, 'job not found');
+      this.#store.archive(job, Date.now());
+      return jsonReply(200, this.#store.record(job, Date.now()));
+    }
+    return errorReply(404, 'no such route');
+  }
+
+  #api(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: Route,
+    body: string | null,
+    exchange: Exchange,
+  ): void {
+    if (route.endpoint !== 'create' && route.endpoint !== 'get' && route.endpoint !== 'message') return;
+    this.#count(exchange, route.endpoint, route.projectId);
+    if (!this.#authorized(req.headers.authorization)) {
+      this.#send(res, exchange, 0, errorReply(401, 'missing or invalid bearer token'));
+      return;
+    }
+    const scenario = this.#scenario(route.projectId);
+    const fault = this.#faultState(route.projectId, scenario).pick(route.endpoint);
+    exchange.fault = fault?.kind ?? null;
+    const early = fault === null ? null : this.#faultBeforeHandling(fault, res, exchange);
+    if (early === 'done') return;
+    if (early !== null) {
+      this.#send(res, exchange, scenario.latencyMs, early);
+      return;
+    }
+    const reply = this.#handleApi(req, route, body, scenario);
+    if (fault?.kind === 'reset-after-store') {
+      exchange.outcome = 'reset';
+      res.socket?.resetAndDestroy();
+      return;
+    }
+    if (fault?.kind === 'truncated') {
+      this.#send(res, exchange, scenario.latencyMs, { ...reply, status: 200, body: truncate(reply.body) });
+      return;
+    }
+    this.#send(res, exchange, scenario.latencyMs, reply);
+  }
+
+  /** Faults that replace the handler: a reply, or 'done' when the socket was dealt with. */
+  #faultBeforeHandling(fault: FaultRule, res: ServerResponse, exchange: Exchange): Reply | 'done' | null {
+    switch (fault.kind) {
+      case 'status':
+        return errorReply(
+          fault.status,
+          fault.message ?? STATUS_CODES[fault.status] ?? 'error',
+          retryAfter(fault),
+        );
+      case 'hang':
+        // Nothing is written; stop() or the client's own timeout ends it.
+        exchange.outcome = 'hang';
+        this.#bump(this.#perStatus, 'hang');
+        return 'done';
+      case 'drop':
+        exchange.outcome = 'drop';
+        this.#bump(this.#perStatus, 'drop');
+        res.socket?.destroy();
+        return 'done';
+      case 'html':
+        return {
+          status: fault.status,
+          contentType: 'text/html; charset=utf-8',
+          body: `<html><head><title>${fault.status} ${STATUS_CODES[fault.status]}</title></head><body><h1>${fault.status} ${STATUS_CODES[fault.status]}</h1><p>upstream said no</p></body></html>`,
+        };
+      case 'truncated':
+        return fault.status === 502
+          ? { status: 502, body: truncate(JSON.stringify({ error: 'bad gateway' })) }
+          : null;
+      case 'reset-after-store':
+        this.#bump(this.#perStatus, 'reset');
+        return null;
+    }
+  }
+
+  #handleApi(req: IncomingMessage, route: Route, body: string | null, scenario: Scenario): Reply {
+    const now = Date.now();
+    if (route.endpoint === 'get') {
+      const job = this.#store.find(route.projectId, route.jobId);
+      const record = job === undefined ? null : this.#store.read(job, now);
+      return record === null ? errorReply(404, 'agent job not found') : jsonReply(200, record);
+    }
+    const prompt = readPrompt(req, body);
+    if (typeof prompt !== 'string') return prompt;
+    const key = headerValue(req.headers['idempotency-key']);
+    if (route.endpoint === 'message') {
+      const job = this.#store.find(route.projectId, route.jobId);
+      if (job === undefined) return errorReply(404, 'agent job not found');
+      return jsonReply(200, this.#store.message(job, key, scenario, now));
+    }
+    if (route.endpoint !== 'create') return errorReply(404, 'no such route');
+    if (!scenario.projectExists) return errorReply(404, 'project not found');
+    const result = this.#store.create(route.projectId, prompt, key, scenario, now);
+    switch (result.kind) {
+      case 'created':
+        return jsonReply(201, this.#store.record(result.job, now));
+      case 'replayed':
+        // 200, not 201: the same job, and nothing new was created.
+        return jsonReply(200, this.#store.record(result.job, now));
+      case 'key-reused':
+        return errorReply(422, 'Idempotency-Key was already used with a different prompt');
+      case 'rate-limited':
+        return errorReply(429, `rate limit: ${result.limit} creates per project per hour`, {
+          'retry-after': String(result.retryAfterSeconds),
+        });
+    }
+  }
+
+  #authorized(header: string | undefined): boolean {
+    const match = /^Bearer (.+)$/i.exec(header ?? '');
+    return match?.[1] !== undefined && this.#keys.has(match[1]);
+  }
+
+  /** Writes `reply` after the scenario's latency. */
+  #send(res: ServerResponse, exchange: Exchange, latencyMs: number, reply: Reply): void {
+    const write = () => {
+      if (res.destroyed) return;
+      exchange.outcome = String(reply.status);
+      if (exchange.endpoint !== 'admin') this.#bump(this.#perStatus, exchange.outcome);
+      const body = Buffer.from(reply.body, 'utf8');
+      res.writeHead(reply.status, {
+        'content-type': reply.contentType ?? 'application/json',
+        'content-length': body.length,
+        ...reply.headers,
+      });
+      res.end(body);
+    };
+    if (latencyMs <= 0) {
+      write();
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      write();
+    }, latencyMs);
+    this.#timers.add(timer);
+  }
+
+  #count(exchange: Exchange, endpoint: Exchange['endpoint'], projectId: string | null): void {
+    exchange.endpoint = endpoint;
+    exchange.projectId = projectId;
+    this.#bump(this.#perEndpoint, endpoint);
+    if (projectId === null) return;
+    let counts = this.#perProject.get(projectId);
+    if (counts === undefined) {
+      counts = new Map();
+      this.#perProject.set(projectId, counts);
+    }
+    this.#bump(counts, endpoint);
+  }
+
+  #bump(counts: Map<string, number>, key: string): void {
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+
+  /** One JSON line per request. Method, path, outcome and timing only: never a header value. */
+  #logLine(method: string, path: string, res: ServerResponse, exchange: Exchange, started: number): void {
+    if (this.#log === null) return;
+    const line: Record<string, unknown> = {
+      time: new Date().toISOString(),
+      method,
+      path,
+      status: res.headersSent ? res.statusCode : null,
+      latencyMs: Math.round((performance.now() - started) * 10) / 10,
+    };
+    if (!res.headersSent) line.outcome = exchange.outcome ?? 'closed';
+    if (exchange.fault !== null) line.fault = exchange.fault;
+    this.#log(JSON.stringify(line));
+  }
+}
+
+/**
+ * The route of a request: a {@link Route}, 405 when the path exists under another method, or null.
+ * Path segments are percent-decoded; a malformed escape is no route.
+ */
+function matchRoute(method: string, path: string): Route | 405 | null {
+  let parts: string[];
+  try {
+    parts = path.split('/').slice(1).map(decodeURIComponent);
+  } catch {
+    // A malformed percent escape names no resource.
+    return null;
+  }
+  const [a, b, c, d, e, f] = parts;
+  const want = (expected: string, route: Route): Route | 405 => (method === expected ? route : 405);
+  if (a === 'v2' && b === 'agent' && c && d === 'job') {
+    if (parts.length === 4) return want('POST', { endpoint: 'create', projectId: c });
+    if (parts.length === 5 && e) return want('GET', { endpoint: 'get', projectId: c, jobId: e });
+    if (parts.length === 6 && e && f === 'message')
+      return want('POST', { endpoint: 'message', projectId: c, jobId: e });
+  }
+  if (a === '_sim') {
+    if (parts.length === 2 && b === 'stats') return want('GET', { endpoint: 'admin-stats' });
+    if (parts.length === 3 && b === 'scenarios' && c)
+      return want('PUT', { endpoint: 'admin-scenario', projectId: c });
+    if (parts.length === 5 && b === 'jobs' && c && d && e === 'archive') {
+      return want('POST', { endpoint: 'admin-archive', projectId: c, jobId: d });
+    }
+  }
+  return null;
+}
+
+/** The prompt of a create or message body, or the 400/413 reply that refuses it. */
+function readPrompt(req: IncomingMessage, body: string | null): string | Reply {
+  if (body === null) return errorReply(413, `body larger than ${MAX_BODY_BYTES} bytes`);
+  const mediaType = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (mediaType !== 'application/json') return errorReply(400, 'Content-Type must be application/json');
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    // The parser's own message would echo the body; a fixed one is enough.
+    return errorReply(400, 'body is not valid JSON');
+  }
+  const prompt =
+    typeof json === 'object' && json !== null ? (json as { prompt?: unknown }).prompt : undefined;
+  if (typeof prompt !== 'string' || prompt.length === 0) {
+    return errorReply(400, 'prompt is required and must be a non-empty string');
+  }
+  return prompt;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function jsonReply(status: number, value: unknown): Reply {
+  return { status, body: JSON.stringify(value) };
+}
+
+function errorReply(status: number, error: string, headers?: Record<string, string>): Reply {
+  return { status, body: JSON.stringify({ error }), headers };
+}
+
+/** The fault's Retry-After header, in the form it asks for. */
+function retryAfter(fault: FaultRule & { kind: 'status' }): Record<string, string> | undefined {
+  if (fault.retryAfter === undefined) return undefined;
+  const { seconds, form } = fault.retryAfter;
+  if (form === 'http-date') return { 'retry-after': new Date(Date.now() + seconds * 1000).toUTCString() };
+  return { 'retry-after': String(seconds) };
+}
+
+/** The first half of a JSON text: what a client sees when a proxy cuts a response short. */
+function truncate(body: string): string {
+  return body.slice(0, Math.max(1, Math.floor(body.length / 2)));
+}

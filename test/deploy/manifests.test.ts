@@ -1,0 +1,517 @@
+/**
+ * Checks of docker-compose.yml and deploy/k8s against what they deploy: the settings the worker's
+ * configuration loader reads, its health and metrics ports, its shutdown grace, the contract's
+ * search attributes, the Kubernetes and KEDA schemas, and a real Compose validator.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  ScaledObject,
+  TriggerAuthentication,
+  type IScaledObject,
+  type ITriggerAuthentication,
+} from '@kubernetes-models/keda/keda.sh/v1alpha1';
+import { SearchAttributeType, type Duration } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { ConfigMap, Secret } from 'kubernetes-models/v1';
+import { parse, parseAllDocuments } from 'yaml';
+import { loadWorkerConfig, WORKER_SETTINGS } from '../../src/config.js';
+import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'deploy-test-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * What @temporalio/envconfig reads from the environment (node_modules/@temporalio/envconfig/lib),
+ * listed by name so that a misspelled TLS variable is caught rather than silently ignored.
+ */
+const ENVCONFIG_SETTINGS = [
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_PROFILE',
+  'TEMPORAL_CONFIG_FILE',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_CERT_DATA',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_DATA',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_TLS_DISABLE_HOST_VERIFICATION',
+];
+
+const WORKER_ENV = new Set<string>([...WORKER_SETTINGS, ...ENVCONFIG_SETTINGS, 'NODE_ENV']);
+
+function assertWorkerSettings(names: Iterable<string>, where: string): void {
+  const unknown = [...names].filter((name) => !WORKER_ENV.has(name));
+  assert.deepEqual(unknown, [], `${where} sets variables the worker never reads`);
+}
+
+/** Defaults of the configuration loader, the reference for ports and grace. */
+const defaults = loadWorkerConfig({
+  AGENT_API_BASE_URL: 'http://simulator.invalid',
+  AGENT_API_KEY: 'placeholder',
+});
+
+function portOf(address: string): number {
+  const port = Number(/:(\d+)$/.exec(address)?.[1]);
+  assert.ok(Number.isInteger(port), `${address} is not host:port`);
+  return port;
+}
+
+const METRICS_PORT = portOf(defaults.metricsBindAddress ?? '');
+
+function record(value: unknown, what: string): Record<string, unknown> {
+  assert.ok(
+    value !== null && typeof value === 'object' && !Array.isArray(value),
+    `${what} must be a mapping`,
+  );
+  return value as Record<string, unknown>;
+}
+
+function stringRecord(value: unknown, what: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, v] of Object.entries(record(value, what))) out[key] = String(v);
+  return out;
+}
+
+/** The search attributes of the contract as NAME=Type, the form the Temporal CLI takes. */
+function contractAttributes(): string[] {
+  return ALL_SEARCH_ATTRIBUTES.map((key) => `${key.name}=${key.type}`).sort();
+}
+
+/** `AgentJobId=Keyword` → `AgentJobId=KEYWORD`: CLI type names are the SDK's without the underscore. */
+function normalizeAttribute(pair: string): string {
+  const [name, type = ''] = pair.split('=', 2);
+  const sdkType = Object.values(SearchAttributeType).find((t) => t.replace('_', '') === type.toUpperCase());
+  return `${name}=${sdkType ?? `unknown type ${type}`}`;
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return join(dir, name);
+    } catch {
+      // Not in this directory; keep looking.
+      continue;
+    }
+  }
+  return null;
+}
+
+/** The parts of a Compose service that these checks read. */
+interface ComposeService {
+  image?: string;
+  build?: { context?: string; dockerfile?: string; target?: string };
+  environment?: Record<string, string | number | boolean>;
+  command?: string[];
+  volumes?: string[];
+  ports?: string[];
+  deploy?: { replicas?: number };
+  depends_on?: Record<string, { condition?: string }>;
+  container_name?: string;
+  stop_grace_period?: string;
+}
+
+describe('docker-compose.yml', () => {
+  // Merge keys (<<) are YAML 1.1, which Compose reads.
+  const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, ComposeService>;
+  };
+  const services = compose.services;
+
+  function service(name: string): ComposeService {
+    const found = services[name];
+    assert.ok(found, `docker-compose.yml has no service ${name}`);
+    return found;
+  }
+
+  /** Compose's `${VAR:-default}`, `${VAR-default}` and `${VAR}` with an empty environment. */
+  function interpolate(value: string): string {
+    return value.replace(
+      /\$\{(\w+)(?::?-([^}]*))?\}/g,
+      (_, _name: string, fallback?: string) => fallback ?? '',
+    );
+  }
+
+  function environment(name: string): Record<string, string> {
+    return Object.fromEntries(
+      Object.entries(service(name).environment ?? {}).map(([key, value]) => [
+        key,
+        interpolate(String(value)),
+      ]),
+    );
+  }
+
+  test('is accepted by docker-compose (a real validator that needs no Docker engine)', () => {
+    const binary = findOnPath('docker-compose');
+    assert.ok(
+      binary,
+      'docker-compose is not installed, so the compose file cannot be validated. ' +
+        "Install Debian's package: apt-get update && apt-get install -y docker-compose",
+    );
+    const result = spawnSync(binary, ['-f', 'docker-compose.yml', 'config', '-q'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      // Only what the file's defaults give: a developer's own AGENT_API_* must not change the result.
+      env: { PATH: process.env.PATH ?? '', HOME: scratch },
+    });
+    assert.equal(result.status, 0, `docker-compose config -q failed:\n${result.stderr}${result.stdout}`);
+  });
+
+  test('pins every image to a version', () => {
+    for (const [name, { image }] of Object.entries(services)) {
+      if (image === undefined) continue;
+      assert.match(image, /^[\w./-]+:\d[\w.-]*$/, `service ${name} uses ${image}`);
+    }
+  });
+
+  test('builds from contexts, Dockerfiles and targets that exist', () => {
+    for (const [name, { build }] of Object.entries(services)) {
+      if (build === undefined) continue;
+      const dockerfile = join(ROOT, build.context ?? '.', build.dockerfile ?? 'Dockerfile');
+      assert.ok(existsSync(dockerfile), `service ${name}: ${dockerfile} does not exist`);
+      if (build.target === undefined) continue;
+      const stages = [...readFileSync(dockerfile, 'utf8').matchAll(/^FROM\s+\S+\s+AS\s+(\S+)/gim)].map(
+        (m) => m[1],
+      );
+      assert.ok(stages.includes(build.target), `service ${name}: no stage ${build.target} in the Dockerfile`);
+    }
+  });
+
+  test('mounts host files that exist', () => {
+    for (const [name, { volumes = [] }] of Object.entries(services)) {
+      for (const volume of volumes) {
+        const host = volume.split(':')[0] ?? '';
+        if (!host.startsWith('.')) continue;
+        assert.ok(existsSync(join(ROOT, host)), `service ${name} mounts ${host}, which does not exist`);
+      }
+    }
+  });
+
+  test('registers exactly the search attributes of the contract, in the namespace the workers use', () => {
+    const command = service('temporal-init').command ?? [];
+    assert.deepEqual(command.map(normalizeAttribute).sort(), contractAttributes());
+    assert.equal(environment('temporal-init').TEMPORAL_NAMESPACE, environment('worker').TEMPORAL_NAMESPACE);
+  });
+
+  test('starts workers only after the namespace and search attributes exist', () => {
+    const dependsOn = service('worker').depends_on ?? {};
+    assert.deepEqual(dependsOn['temporal-init'], { condition: 'service_completed_successfully' });
+    assert.deepEqual(dependsOn.simulator, { condition: 'service_healthy' });
+  });
+
+  test('runs three worker replicas that can coexist (no container_name, no host ports)', () => {
+    const worker = service('worker');
+    assert.equal(worker.deploy?.replicas, 3);
+    assert.equal(worker.container_name, undefined);
+    assert.equal(worker.ports, undefined);
+    assert.equal(worker.build?.target, 'worker');
+  });
+
+  test('gives the worker only settings its configuration loader reads, with values it accepts', () => {
+    const env = environment('worker');
+    assertWorkerSettings(Object.keys(env), 'the compose worker service');
+    const config = loadWorkerConfig(env);
+    assert.equal(
+      config.healthAddress.port,
+      defaults.healthAddress.port,
+      'the image health check probes the default port',
+    );
+    assert.equal(portOf(config.metricsBindAddress ?? ''), METRICS_PORT);
+    assert.equal(config.temporal.taskQueue, DEFAULT_TASK_QUEUE, 'the starter uses the default task queue');
+  });
+
+  test('points the worker at services of this file', () => {
+    const env = environment('worker');
+    const simulator = environment('simulator');
+    const api = new URL(env.AGENT_API_BASE_URL ?? '');
+    assert.equal(api.hostname, 'simulator');
+    assert.equal(api.port, simulator.SIMULATOR_PORT);
+    assert.equal(simulator.SIMULATOR_HOST, '0.0.0.0', 'the simulator must listen beyond its own container');
+    assert.ok((simulator.SIMULATOR_API_KEYS ?? '').split(',').includes(env.AGENT_API_KEY ?? ''));
+    const published = (service('temporal').ports ?? []).map((p) => p.split(':').at(-1));
+    assert.ok(
+      published.includes(env.TEMPORAL_ADDRESS?.replace(/^temporal:/, '')),
+      'the worker uses the server port',
+    );
+    assert.match(env.TEMPORAL_ADDRESS ?? '', /^temporal:/);
+  });
+
+  test('lets the worker drain before Docker kills it', () => {
+    const env = environment('worker');
+    const graceMs = loadWorkerConfig(env).shutdownGraceMs;
+    const stopMs = msToNumber(service('worker').stop_grace_period as Duration);
+    assert.ok(
+      stopMs > graceMs,
+      `stop_grace_period (${stopMs} ms) must exceed WORKER_SHUTDOWN_GRACE (${graceMs} ms)`,
+    );
+  });
+});
+
+describe('deploy/k8s', () => {
+  const dir = join(ROOT, 'deploy/k8s');
+  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+  const documents = files.flatMap((file) =>
+    parseAllDocuments(readFileSync(join(dir, file), 'utf8')).map((doc) => {
+      assert.deepEqual(doc.errors, [], `${file} is not valid YAML`);
+      return { file, body: record(doc.toJS(), file) };
+    }),
+  );
+
+  function only(kind: string): Record<string, unknown> {
+    const found = documents.filter((d) => d.body.kind === kind);
+    assert.equal(found.length, 1, `expected one ${kind}`);
+    return found[0]!.body;
+  }
+
+  function path(value: unknown, ...keys: (string | number)[]): unknown {
+    let current = value;
+    for (const key of keys) current = (current as Record<string | number, unknown> | undefined)?.[key];
+    return current;
+  }
+
+  const deployment = only('Deployment');
+  const configMap = only('ConfigMap');
+  const podSpec = record(path(deployment, 'spec', 'template', 'spec'), 'pod spec');
+  const containers = podSpec.containers as Record<string, unknown>[];
+  const container = containers[0]!;
+  const containerEnv = (container.env as { name: string; value?: string; valueFrom?: unknown }[]) ?? [];
+  const literalEnv = Object.fromEntries(
+    containerEnv.filter((e) => e.value !== undefined).map((e) => [e.name, e.value ?? '']),
+  );
+  const configData = stringRecord(configMap.data, 'ConfigMap data');
+
+  test('every manifest validates against the Kubernetes and KEDA schemas', () => {
+    // The parsed YAML is untyped input: validate() is the check, the casts only reach it.
+    const models: Record<string, (body: Record<string, unknown>) => { validate(): void }> = {
+      'v1/ConfigMap': (b) => new ConfigMap(b),
+      'v1/Secret': (b) => new Secret(b),
+      'apps/v1/Deployment': (b) => new Deployment(b),
+      'policy/v1/PodDisruptionBudget': (b) => new PodDisruptionBudget(b),
+      'keda.sh/v1alpha1/ScaledObject': (b) => new ScaledObject(b as unknown as IScaledObject),
+      'keda.sh/v1alpha1/TriggerAuthentication': (b) =>
+        new TriggerAuthentication(b as unknown as ITriggerAuthentication),
+    };
+    for (const { file, body } of documents) {
+      if (body.kind === 'Kustomization') continue;
+      const model = models[`${String(body.apiVersion)}/${String(body.kind)}`];
+      assert.ok(model, `${file}: no schema for ${String(body.apiVersion)} ${String(body.kind)}`);
+      assert.doesNotThrow(() => model(body).validate(), `${file}: ${String(body.kind)} is invalid`);
+    }
+  });
+
+  test('the schema validation rejects a broken Deployment (the check above can fail)', () => {
+    const broken = structuredClone(deployment);
+    (
+      path(broken, 'spec', 'template', 'spec', 'containers', 0, 'ports', 0) as Record<string, unknown>
+    ).containerPort = 'http';
+    assert.throws(() => new Deployment(broken).validate(), /containerPort/);
+  });
+
+  test('kustomization.yaml lists every manifest except the Secret example, and sets the worker image', () => {
+    const kustomization = only('Kustomization');
+    const resources = (kustomization.resources as string[]).slice().sort();
+    const expected = files.filter((f) => f !== 'kustomization.yaml' && f !== 'secret.example.yaml').sort();
+    assert.deepEqual(resources, expected);
+    const images = kustomization.images as { name: string }[];
+    assert.deepEqual(
+      images.map((i) => i.name),
+      [container.image],
+    );
+  });
+
+  test('the worker gets only settings its configuration loader reads', () => {
+    assertWorkerSettings(Object.keys(configData), 'the ConfigMap');
+    assertWorkerSettings(
+      containerEnv.map((e) => e.name),
+      'the Deployment',
+    );
+    assert.deepEqual(container.envFrom, [{ configMapRef: { name: path(configMap, 'metadata', 'name') } }]);
+  });
+
+  test('the configuration loader accepts the settings, with the API key read from the mounted file', () => {
+    const keyFile = join(scratch, 'api-key');
+    writeFileSync(keyFile, 'placeholder-key\n');
+    const config = loadWorkerConfig({ ...configData, ...literalEnv, AGENT_API_KEY_FILE: keyFile });
+    assert.equal(config.agentApi.apiKey, 'placeholder-key');
+    assert.equal(config.temporal.taskQueue, configData.TEMPORAL_TASK_QUEUE);
+  });
+
+  test('the API key file is a mounted Secret, and TEMPORAL_API_KEY an optional Secret', () => {
+    const file = literalEnv.AGENT_API_KEY_FILE ?? '';
+    const mounts = container.volumeMounts as { name: string; mountPath: string }[];
+    const mount = mounts.find((m) => file.startsWith(`${m.mountPath}/`));
+    assert.ok(mount, `${file} is not under a volume mount`);
+    const volume = (
+      podSpec.volumes as {
+        name: string;
+        secret?: { secretName: string; items?: { key: string; path: string }[] };
+      }[]
+    ).find((v) => v.name === mount.name);
+    assert.ok(volume?.secret, `${mount.name} must be a Secret volume`);
+    const item = volume.secret.items?.find((i) => `${mount.mountPath}/${i.path}` === file);
+    assert.ok(item, `no item of ${volume.secret.secretName} is mounted at ${file}`);
+    const example = documents.find(
+      (d) => d.body.kind === 'Secret' && path(d.body, 'metadata', 'name') === volume.secret?.secretName,
+    );
+    assert.ok(example, `secret.example.yaml must show the Secret ${volume.secret.secretName}`);
+    assert.ok(item.key in record(example.body.stringData, 'stringData'));
+    assert.ok(
+      !('AGENT_API_KEY' in literalEnv) && !containerEnv.some((e) => e.name === 'AGENT_API_KEY'),
+      'the key must not be an env var',
+    );
+
+    const temporalKey = containerEnv.find((e) => e.name === 'TEMPORAL_API_KEY');
+    assert.equal(path(temporalKey, 'valueFrom', 'secretKeyRef', 'optional'), true);
+  });
+
+  test('the Secret example holds placeholders only', () => {
+    for (const { file, body } of documents.filter((d) => d.body.kind === 'Secret')) {
+      assert.equal(body.data, undefined, `${file}: use stringData placeholders, never encoded data`);
+      for (const [key, value] of Object.entries(stringRecord(body.stringData, 'stringData'))) {
+        assert.match(value, /^REPLACE_WITH_[A-Z_]+$/, `${file}: ${key} must be a placeholder`);
+      }
+    }
+  });
+
+  test('probes and ports match the health and metrics settings', () => {
+    const ports = container.ports as { name: string; containerPort: number }[];
+    const portNumber = (ref: unknown) =>
+      typeof ref === 'number' ? ref : ports.find((p) => p.name === ref)?.containerPort;
+    const healthPort = portOf(literalEnv.HEALTH_ADDRESS ?? '');
+    const metricsPort = portOf(literalEnv.METRICS_ADDRESS ?? '');
+    assert.equal(healthPort, defaults.healthAddress.port);
+    assert.equal(metricsPort, METRICS_PORT);
+    const probes = {
+      readinessProbe: '/readyz',
+      livenessProbe: '/healthz',
+      startupProbe: '/healthz',
+    } as const;
+    for (const [probe, expected] of Object.entries(probes)) {
+      const httpGet = record(path(container, probe, 'httpGet'), probe);
+      assert.equal(httpGet.path, expected, probe);
+      assert.equal(portNumber(httpGet.port), healthPort, `${probe} port`);
+    }
+    const annotations = stringRecord(
+      path(deployment, 'spec', 'template', 'metadata', 'annotations'),
+      'annotations',
+    );
+    assert.equal(annotations['prometheus.io/scrape'], 'true');
+    assert.equal(Number(annotations['prometheus.io/port']), metricsPort);
+    assert.equal(portNumber('metrics'), metricsPort);
+    assert.equal(annotations['prometheus.io/path'], '/metrics');
+  });
+
+  test('terminationGracePeriodSeconds leaves time for the drain', () => {
+    const graceMs = loadWorkerConfig({
+      ...configData,
+      ...literalEnv,
+      AGENT_API_KEY: 'x',
+      AGENT_API_KEY_FILE: '',
+    }).shutdownGraceMs;
+    const termination = Number(podSpec.terminationGracePeriodSeconds) * 1000;
+    assert.ok(
+      termination > graceMs,
+      `terminationGracePeriodSeconds (${termination} ms) must exceed WORKER_SHUTDOWN_GRACE (${graceMs} ms)`,
+    );
+  });
+
+  test('rolls out without losing a poller and leaves the replica count to the autoscaler', () => {
+    assert.equal(path(deployment, 'spec', 'strategy', 'rollingUpdate', 'maxUnavailable'), 0);
+    assert.equal(path(deployment, 'spec', 'replicas'), undefined);
+  });
+
+  test('runs non-root on a read-only root file system with resource requests and limits', () => {
+    assert.equal(path(podSpec, 'securityContext', 'runAsNonRoot'), true);
+    assert.notEqual(path(podSpec, 'securityContext', 'runAsUser'), 0);
+    assert.equal(path(container, 'securityContext', 'readOnlyRootFilesystem'), true);
+    assert.equal(path(container, 'securityContext', 'allowPrivilegeEscalation'), false);
+    for (const kind of ['requests', 'limits']) {
+      const resources = record(path(container, 'resources', kind), kind);
+      assert.ok(resources.cpu && resources.memory, `${kind} must set cpu and memory`);
+    }
+  });
+
+  test('the PodDisruptionBudget selects the worker pods', () => {
+    const pdb = only('PodDisruptionBudget');
+    assert.deepEqual(path(pdb, 'spec', 'selector'), path(deployment, 'spec', 'selector'));
+  });
+
+  test('the KEDA trigger scales the Deployment on the queue it polls, with documented temporal scaler fields', () => {
+    // The temporal scaler's parameters in KEDA 2.17 (keda.sh/docs/2.17/scalers/temporal); the CRD
+    // schema types trigger metadata as a plain string map, so only this list catches a typo.
+    const documented = new Set([
+      'endpoint',
+      'namespace',
+      'taskQueue',
+      'targetQueueSize',
+      'activationTargetQueueSize',
+      'queueTypes',
+      'buildId',
+      'selectAllActive',
+      'selectUnversioned',
+      'minConnectTimeout',
+      'unsafeSsl',
+      'apiKey',
+    ]);
+    const scaledObject = only('ScaledObject');
+    assert.equal(path(scaledObject, 'spec', 'scaleTargetRef', 'name'), path(deployment, 'metadata', 'name'));
+    const triggers = path(scaledObject, 'spec', 'triggers') as {
+      type: string;
+      metadata: Record<string, string>;
+      authenticationRef?: { name: string };
+    }[];
+    assert.equal(triggers.length, 1);
+    const trigger = triggers[0]!;
+    assert.equal(trigger.type, 'temporal');
+    const containerSettings = { ...configData, ...literalEnv };
+    for (const [key, value] of Object.entries(trigger.metadata)) {
+      const base = key.replace(/FromEnv$/, '');
+      assert.ok(documented.has(base), `${key} is not a parameter of KEDA's temporal scaler`);
+      if (key.endsWith('FromEnv'))
+        assert.ok(value in containerSettings, `${key}: the worker container has no ${value}`);
+    }
+    for (const required of ['endpoint', 'taskQueue']) {
+      assert.ok(
+        required in trigger.metadata || `${required}FromEnv` in trigger.metadata,
+        `${required} is required`,
+      );
+    }
+    assert.deepEqual(
+      trigger.metadata.queueTypes?.split(',').sort(),
+      ['activity', 'workflow'],
+      'the worker runs both workflows and activities',
+    );
+
+    const auth = only('TriggerAuthentication');
+    assert.equal(trigger.authenticationRef?.name, path(auth, 'metadata', 'name'));
+    const refs = path(auth, 'spec', 'secretTargetRef') as { parameter: string; name: string; key: string }[];
+    const temporalKey = path(
+      containerEnv.find((e) => e.name === 'TEMPORAL_API_KEY'),
+      'valueFrom',
+      'secretKeyRef',
+    ) as { name: string; key: string };
+    assert.deepEqual(refs, [{ parameter: 'apiKey', name: temporalKey.name, key: temporalKey.key }]);
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * The starter CLI as a real process, the client library, and a workflow started with the Temporal
+ * CLI alone: exit codes, usage, idempotent starts, and results with their prLink.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { before, describe, test } from 'node:test';
+import { agentJobWorkflowId, startAgentJob } from '../../src/client/index.js';
+import { InvalidInputError, WORKFLOW_TYPE } from '../../src/contract.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { findTemporalCli } from '../../dev/temporal-cli.js';
+import {
+  activitiesFor,
+  spawnTs,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  type TemporalTestEnv,
+  type TestWorker,
+} from '../harness.js';
+import { createdJobs } from '../simulator-stats.js';
+
+const API_KEY = `starter-test-key-${randomUUID()}`;
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let worker: TestWorker;
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
+  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
+});
+
+function starterEnv(): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: env.address,
+    TEMPORAL_NAMESPACE: env.namespace,
+    TEMPORAL_TASK_QUEUE: worker.taskQueue,
+  };
+}
+
+async function starter(args: string[], vars: NodeJS.ProcessEnv = starterEnv()) {
+  const run = spawnTs('src/starter.ts', args, vars);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
+}
+
+function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
+  const projectId = uniqueId('docs');
+  sim.setScenario(projectId, scenario);
+  return projectId;
+}
+
+describe('starter CLI', { concurrency: 4 }, () => {
+  test('bad arguments print the usage, not a stack trace, and exit 2', async () => {
+    for (const args of [[], ['--project', 'x'], ['--project', 'x', '--prompt', 'y', '--bogus']]) {
+      const run = await starter(args);
+      assert.equal(run.code, 2, `args ${args.join(' ')}`);
+      assert.match(run.stderr, /usage: npm run starter/);
+      assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
+
+  test('invalid input exits 2 and starts nothing', async () => {
+    const projectId = project();
+    const run = await starter(['--project', projectId, '--prompt', '   ']);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /invalid input: prompt/);
+    assert.equal(createdJobs(sim, projectId), 0);
+  });
+
+  test('an unreachable Temporal server exits 5', async () => {
+    const run = await starter(['--project', 'x', '--prompt', 'y'], { ...starterEnv(), TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    assert.equal(run.code, 5);
+    assert.match(run.stderr, /cannot reach the Temporal server at 127\.0\.0\.1:1/);
+  });
+
+  test('--wait --json ends with the final record and prLink, exit 0', async () => {
+    const projectId = project({ outcome: 'pr' });
+    const run = await starter(['--project', projectId, '--prompt', 'Document it', '--wait', '--json', '--poll-interval', '50ms']);
+    assert.equal(run.code, 0, run.stderr);
+    const out = JSON.parse(run.stdout) as { workflowId: string; prLink: string; job: { status: string } };
+    assert.equal(out.job.status, 'completed');
+    assert.match(out.prLink, /^https:\/\/github\.com\//);
+    assert.match(out.workflowId, new RegExp(`^agent-job/${projectId}/`));
+  });
+
+  test('--wait in text mode shows progress and the prLink', async () => {
+    const projectId = project({ outcome: 'pr' });
+    const run = await starter(['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms']);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^workflow: agent-job\//m);
+    assert.match(run.stdout, /\[(creating|polling|completed)\]/);
+    assert.match(run.stdout, /prLink: https:\/\/github\.com\//);
+  });
+
+  test('a failed agent job exits 3, a timed-out one 4', async () => {
+    const failed = await starter(['--project', project({ outcome: 'failed' }), '--prompt', 'x', '--wait', '--json', '--poll-interval', '50ms']);
+    assert.equal(failed.code, 3, failed.stderr);
+    assert.equal((JSON.parse(failed.stdout) as { error: { type: string } }).error.type, 'AgentJobFailed');
+    const slow = project({ durationMs: 600_000 });
+    const timedOut = await starter(['--project', slow, '--prompt', 'x', '--wait', '--timeout', '1s', '--poll-interval', '100ms']);
+    assert.equal(timedOut.code, 4, timedOut.stderr);
+    assert.match(timedOut.stderr, /AgentJobTimedOut/);
+  });
+
+  test('the same key twice attaches to the same workflow and makes one agent job', async () => {
+    const projectId = project();
+    const key = uniqueId('key');
+    const args = ['--project', projectId, '--prompt', 'Once', '--key', key, '--wait', '--json', '--poll-interval', '50ms'];
+    const [first, second] = await Promise.all([starter(args), starter(args)]);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(second.code, 0, second.stderr);
+    const a = JSON.parse(first.stdout) as { workflowId: string; job: { id: string } };
+    const b = JSON.parse(second.stdout) as { workflowId: string; job: { id: string } };
+    assert.equal(a.workflowId, agentJobWorkflowId(projectId, key));
+    assert.equal(a.workflowId, b.workflowId);
+    assert.equal(a.job.id, b.job.id);
+    // Once more after it closed: attaches to the closed run.
+    const third = await starter(args);
+    assert.equal(third.code, 0);
+    assert.equal((JSON.parse(third.stdout) as { job: { id: string } }).job.id, a.job.id);
+    assert.equal(createdJobs(sim, projectId), 1);
+  });
+});
+
+describe('client library', () => {
+  test('startAgentJob refuses invalid input before starting anything', async () => {
+    await assert.rejects(
+      startAgentJob(env.client, { projectId: 'x', prompt: '' }, { taskQueue: worker.taskQueue }),
+      (err: unknown) => err instanceof InvalidInputError && err.field === 'prompt',
+    );
+  });
+
+  test('startAgentJob returns a handle whose result carries the prLink', async () => {
+    const projectId = project();
+    const handle = await startAgentJob(
+      env.client,
+      { projectId, prompt: 'From a service', poll: { initialInterval: 50 } },
+      { taskQueue: worker.taskQueue, key: uniqueId('key') },
+    );
+    const result = await handle.result();
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
+    const description = await handle.describe();
+    assert.match((await description.staticSummary()) ?? '', new RegExp(`Agent job in ${projectId}: "From a service"`));
+  });
+});
+
+describe('Temporal CLI alone', () => {
+  test('`temporal workflow execute` with a JSON input returns the final record with its prLink', async () => {
+    const cli = findTemporalCli();
+    assert.ok(cli?.path, 'the suite resolved a Temporal CLI binary');
+    const projectId = project();
+    const input = JSON.stringify({ projectId, prompt: 'From the CLI', poll: { initialInterval: '100ms' } });
+    const run = spawnSync(
+      cli.path,
+      ['workflow', 'execute', '--address', env.address, '--namespace', env.namespace, '--type', WORKFLOW_TYPE,
+        '--task-queue', worker.taskQueue, '--workflow-id', uniqueId('cli'), '--input', input, '--output', 'json'],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout) as { result: { prLink: string; job: { status: string } } };
+    assert.equal(out.result.job.status, 'completed');
+    assert.match(out.result.prLink, /^https:\/\/github\.com\//);
+  });
+});

@@ -1,0 +1,358 @@
+/**
+ * The agent-job workflow against a real Temporal server, real workers, the real API client and the
+ * real simulator over HTTP. Poll intervals are injected short, so no test waits long in real time.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import {
+  FailureType,
+  MAX_PROMPT_LENGTH,
+  pollNowSignal,
+  SearchAttributes,
+  sendMessageUpdate,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type AgentJobResult,
+} from '../../src/contract.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
+import {
+  activitiesFor,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+  type TestWorker,
+} from '../harness.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+// A distinctive key, so that finding it in a history is meaningful.
+const API_KEY = `wf-test-key-${randomUUID()}`;
+const FAST = { initialInterval: 50, maxInterval: 200, backoffCoefficient: 1.5 };
+
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let worker: TestWorker;
+const handles: WorkflowHandle[] = [];
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
+  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
+});
+
+
+function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
+  const projectId = uniqueId('docs');
+  sim.setScenario(projectId, scenario);
+  return projectId;
+}
+
+async function start(input: Partial<AgentJobInput> & Record<string, unknown>) {
+  const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: worker.taskQueue,
+    workflowId: uniqueId('agent-job-test'),
+    args: [input as AgentJobInput],
+  });
+  handles.push(handle);
+  return handle;
+}
+
+async function failureOf(handle: WorkflowHandle): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    () => assert.fail('the workflow should have failed'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(err)}`);
+  assert.ok(err.cause instanceof ApplicationFailure, `expected ApplicationFailure, got ${String(err.cause)}`);
+  return err.cause;
+}
+
+async function jobIdOf(handle: WorkflowHandle): Promise<string> {
+  return waitFor(async () => (await handle.query(statusQuery)).jobId, { what: 'the agent job ID' });
+}
+
+/** Keeps the history of a run under test/histories for the replay test, when asked to. */
+async function captureHistory(handle: WorkflowHandle, name: string): Promise<void> {
+  if (!process.env.CAPTURE_HISTORIES) return;
+  const history = await handle.fetchHistory();
+  writeFileSync(new URL(`../histories/${name}.json`, import.meta.url), `${JSON.stringify(history, null, 2)}\n`);
+}
+
+describe('agent-job workflow', { concurrency: 4 }, () => {
+  after(async () => {
+    // Secrets never enter workflow inputs, results or history: check every workflow this file ran.
+    for (const handle of handles) {
+      const history = JSON.stringify(await handle.fetchHistory());
+      assert.ok(!history.includes(API_KEY), `history of ${handle.workflowId} holds the API key`);
+    }
+    assert.ok(handles.length >= 15, 'the secret check covered the workflows of this file');
+  });
+
+  test('completes with the pull request link and creates exactly one agent job', async () => {
+    const projectId = project({ outcome: 'pr' });
+    const handle = await start({ projectId, prompt: 'Document the CLI flags', poll: FAST });
+    const result: AgentJobResult = await handle.result();
+    assert.equal(result.status, 'completed');
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+$/);
+    assert.equal(result.job.prLink, result.prLink);
+    assert.equal(result.created, true);
+    assert.ok(result.polls >= 1);
+    assert.equal(createdJobs(sim, projectId), 1);
+    const described = await handle.describe();
+    assert.equal(described.typedSearchAttributes.get(SearchAttributes.jobId), result.job.id);
+    assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), 'completed');
+    assert.equal(described.typedSearchAttributes.get(SearchAttributes.projectId), projectId);
+    await captureHistory(handle, 'completed-with-pr');
+  });
+
+  test('a completed job with prLink null (no files changed) is a success', async () => {
+    const projectId = project({ outcome: 'no-changes' });
+    const result = await (await start({ projectId, prompt: 'Check the spelling', poll: FAST })).result();
+    assert.equal(result.status, 'completed');
+    assert.equal(result.prLink, null);
+  });
+
+  test('an archived job is a success with status archived', async () => {
+    const projectId = project({ durationMs: 60_000 });
+    const handle = await start({ projectId, prompt: 'Archive me', poll: { initialInterval: 60_000 } });
+    const jobId = await jobIdOf(handle);
+    sim.archiveJob(projectId, jobId);
+    await handle.signal(pollNowSignal);
+    const result = await handle.result();
+    assert.equal(result.status, 'archived');
+    assert.equal(result.job.status, 'archived');
+    assert.ok(result.job.archivedAt);
+  });
+
+  test('a failed job fails the workflow with AgentJobFailed and the final record', async () => {
+    const projectId = project({ outcome: 'failed' });
+    const handle = await start({ projectId, prompt: 'Break things', poll: FAST });
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, FailureType.AgentJobFailed);
+    assert.equal(failure.nonRetryable, true);
+    const record = failure.details?.[0] as { status: string; id: string };
+    assert.equal(record.status, 'failed');
+    assert.match(failure.message, new RegExp(record.id));
+    await captureHistory(handle, 'failed');
+  });
+
+  test('transient errors on create and get are retried and the job completes', async () => {
+    const projectId = project({
+      faults: {
+        rules: [
+          { endpoint: 'create', first: 1, kind: 'status', status: 503 },
+          { endpoint: 'get', first: 1, kind: 'status', status: 502 },
+        ],
+      },
+    });
+    const result = await (await start({ projectId, prompt: 'Survive', poll: FAST })).result();
+    assert.equal(result.status, 'completed');
+    // 503 surely did not create anything; the retried create made the one job.
+    assert.equal(createdJobs(sim, projectId), 1);
+    assert.ok(requestsTo(sim, projectId, 'create') >= 2);
+  });
+
+  test('Retry-After on 429 sets the wait before the next attempt', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'get', first: 1, kind: 'status', status: 429, retryAfter: { seconds: 2 } }] },
+    });
+    const handle = await start({ projectId, prompt: 'Slow down', poll: FAST });
+    const startedAt = Date.now();
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    // Without Retry-After the activity's own first retry comes after 1s.
+    assert.ok(Date.now() - startedAt >= 2_000, `finished after ${Date.now() - startedAt}ms, before Retry-After`);
+  });
+
+  test('a final API error fails fast with its own type: Unauthorized, no key in the message', async () => {
+    const wrongKeyWorker = await startTestWorker(env, activitiesFor(sim, 'not-the-right-key'));
+    const projectId = project();
+    const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+      taskQueue: wrongKeyWorker.taskQueue,
+      workflowId: uniqueId('agent-job-test'),
+      args: [{ projectId, prompt: 'No entry', poll: FAST }],
+    });
+    handles.push(handle);
+    const startedAt = Date.now();
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, FailureType.Unauthorized);
+    assert.match(failure.message, /API key/);
+    assert.ok(!failure.message.includes('not-the-right-key'));
+    assert.ok(Date.now() - startedAt < 5_000, 'a final error is not retried');
+    assert.equal(createdJobs(sim, projectId), 0);
+  });
+
+  test('create on an unknown project fails with ProjectNotFound', async () => {
+    const projectId = project({ projectExists: false });
+    const failure = await failureOf(await start({ projectId, prompt: 'Nowhere', poll: FAST }));
+    assert.equal(failure.type, FailureType.ProjectNotFound);
+    assert.equal(createdJobs(sim, projectId), 0);
+  });
+
+  test('a job still active at the deadline fails with AgentJobTimedOut and the last record', async () => {
+    const projectId = project({ durationMs: 600_000 });
+    const handle = await start({ projectId, prompt: 'Take forever', poll: { initialInterval: 200 }, timeout: '2s' });
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, FailureType.AgentJobTimedOut);
+    assert.equal((failure.details?.[0] as { status: string }).status, 'active');
+    assert.equal((await handle.query(statusQuery)).phase, 'timed-out');
+  });
+
+  test('continue-as-new keeps the history bounded and never creates a second job', async () => {
+    const projectId = project({ durationMs: 1_500 });
+    const handle = await start({
+      projectId,
+      prompt: 'Long one',
+      poll: { initialInterval: 100, backoffCoefficient: 1 },
+      continueAsNewAfterPolls: 3,
+    });
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    assert.ok(result.polls > 3, `polls ${result.polls} span more than one run`);
+    assert.equal(result.created, true);
+    assert.equal(createdJobs(sim, projectId), 1);
+    const first = await env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).fetchHistory();
+    const last = first.events?.at(-1);
+    assert.ok(last?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
+    await captureHistory(env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId), 'continued-as-new');
+  });
+
+  test('jobId attaches to an existing agent job without creating one', async () => {
+    const projectId = project({ durationMs: 200 });
+    const created = await activitiesFor(sim, API_KEY).createAgentJob.call(undefined as never, {
+      projectId,
+      prompt: 'made elsewhere',
+      idempotencyKey: uniqueId('key'),
+    });
+    const result = await (await start({ projectId, prompt: 'attach', jobId: created.id, poll: FAST })).result();
+    assert.equal(result.job.id, created.id);
+    assert.equal(result.created, false);
+    assert.equal(createdJobs(sim, projectId), 1);
+  });
+
+  test('pollNow polls at once instead of waiting for the timer', async () => {
+    const projectId = project({ durationMs: 100 });
+    const handle = await start({ projectId, prompt: 'Webhook', poll: { initialInterval: '1 hour' } });
+    await jobIdOf(handle);
+    const status = await handle.query(statusQuery);
+    assert.ok(status.nextPollAt, 'a poll is scheduled');
+    await waitFor(() => sim.stats().jobs.some((job) => job.projectId === projectId && job.terminalAt !== null), {
+      what: 'the agent job to end',
+    });
+    await handle.signal(pollNowSignal);
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(result.polls, 1);
+    await captureHistory(handle, 'poll-now');
+  });
+
+  test('sendMessage after a turn ended: the previous turn\u2019s completed is not taken for the new turn\u2019s end', async () => {
+    // The message response and the next 2 reads still show turn 1's record, as a lagging service would.
+    const projectId = project({ durationMs: 200, faults: { staleReadsAfterMessage: 2 } });
+    const handle = await start({ projectId, prompt: 'Turn one', poll: { initialInterval: '1 hour' } });
+    const jobId = await jobIdOf(handle);
+    await waitFor(() => sim.stats().jobs.some((job) => job.id === jobId && job.terminalAt !== null), {
+      what: 'turn 1 to end',
+    });
+    const stale = await handle.executeUpdate(sendMessageUpdate, { args: ['Now add examples'] });
+    assert.equal(stale.status, 'completed', 'the simulator answered with the previous turn\u2019s record');
+    const turnOnePrLink = stale.prLink;
+    assert.ok(turnOnePrLink);
+    // Each pollNow makes one poll; keep asking until the workflow has seen the real end of turn 2.
+    let closed = false;
+    const result = handle.result().finally(() => (closed = true));
+    await waitFor(
+      async () => {
+        if (!closed) await handle.signal(pollNowSignal).catch(() => undefined);
+        return closed;
+      },
+      { what: 'the new turn to end', intervalMs: 100 },
+    );
+    const final = await result;
+    assert.equal(final.turns, 2);
+    assert.equal(final.status, 'completed');
+    assert.ok(final.prLink && final.prLink !== turnOnePrLink, 'the result is turn 2\u2019s, with its own pull request');
+    assert.ok(final.polls >= 3, 'the stale reads were polled through');
+    await captureHistory(handle, 'send-message-after-turn');
+  });
+
+  test('sendMessage during a turn resumes polling until the new turn ends', async () => {
+    const projectId = project({ durationMs: 300, faults: { staleReadsAfterMessage: 2 } });
+    const handle = await start({ projectId, prompt: 'Turn one', poll: { initialInterval: 100, backoffCoefficient: 1 } });
+    await jobIdOf(handle);
+    const record = await handle.executeUpdate(sendMessageUpdate, { args: ['Now add examples'] });
+    assert.equal(record.id, (await handle.query(statusQuery)).jobId);
+    const result = await handle.result();
+    assert.equal(result.turns, 2);
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(sim, projectId, 'message'), 1);
+    // The result is the new turn's: the simulator ended turn 2 after the message, not before it.
+    const job = sim.stats().jobs.find((j) => j.id === record.id);
+    assert.ok(job && job.terminalAt !== null);
+    await captureHistory(handle, 'send-message');
+  });
+
+  test('sendMessage is rejected by its validator when it cannot apply, and nothing is sent', async () => {
+    const projectId = project({ durationMs: 60_000 });
+    const handle = await start({ projectId, prompt: 'Busy', poll: { initialInterval: '1 hour' } });
+    await jobIdOf(handle);
+    await assert.rejects(handle.executeUpdate(sendMessageUpdate, { args: ['   '] }), WorkflowUpdateFailedError);
+    await assert.rejects(
+      handle.executeUpdate(sendMessageUpdate, { args: ['x'.repeat(MAX_PROMPT_LENGTH + 1)] }),
+      WorkflowUpdateFailedError,
+    );
+    assert.equal(requestsTo(sim, projectId, 'message'), 0);
+    await handle.cancel();
+  });
+
+  test('cancelling stops polling promptly and ends the workflow as cancelled', async () => {
+    const projectId = project({ durationMs: 600_000 });
+    const handle = await start({ projectId, prompt: 'Never mind', poll: { initialInterval: '1 hour' } });
+    const jobId = await jobIdOf(handle);
+    const startedAt = Date.now();
+    await handle.cancel();
+    const err = await handle.result().then(
+      () => assert.fail('the workflow should have been cancelled'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+    assert.ok(Date.now() - startedAt < 5_000);
+    assert.equal((await handle.describe()).status.name, 'CANCELLED');
+    // The agent job is still findable by its search attribute.
+    assert.equal((await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId), jobId);
+    await captureHistory(handle, 'cancelled');
+  });
+
+  const invalidInputs: Array<[string, Record<string, unknown>, string]> = [
+    ['missing projectId', { prompt: 'p' }, 'projectId'],
+    ['blank projectId', { projectId: '  ', prompt: 'p' }, 'projectId'],
+    ['missing prompt', { projectId: 'x' }, 'prompt'],
+    ['blank prompt', { projectId: 'x', prompt: ' \n ' }, 'prompt'],
+    ['prompt over the limit', { projectId: 'x', prompt: 'y'.repeat(MAX_PROMPT_LENGTH + 1) }, 'prompt'],
+    ['backoff below 1', { projectId: 'x', prompt: 'p', poll: { backoffCoefficient: 0.5 } }, 'poll.backoffCoefficient'],
+    ['max below initial', { projectId: 'x', prompt: 'p', poll: { initialInterval: '10s', maxInterval: '1s' } }, 'poll.maxInterval'],
+    ['nonsense interval', { projectId: 'x', prompt: 'p', poll: { initialInterval: 'soon' } }, 'poll.initialInterval'],
+    ['nonsense timeout', { projectId: 'x', prompt: 'p', timeout: -5 }, 'timeout'],
+  ];
+  for (const [name, input, field] of invalidInputs) {
+    test(`invalid input (${name}) fails with InvalidInput naming ${field} and creates no job`, async () => {
+      const projectId = typeof input.projectId === 'string' && input.projectId.trim() ? project() : undefined;
+      const handle = await start({ ...input, ...(projectId ? { projectId } : {}) });
+      const failure = await failureOf(handle);
+      assert.equal(failure.type, FailureType.InvalidInput);
+      assert.match(failure.message, new RegExp(field.replace('.', '\\.')));
+      assert.equal((failure.details?.[0] as { field: string }).field, field);
+      if (projectId) assert.equal(requestsTo(sim, projectId, 'create'), 0);
+      const events = (await handle.fetchHistory()).events ?? [];
+      assert.ok(!events.some((e) => e.activityTaskScheduledEventAttributes), 'no activity ran');
+    });
+  }
+});
