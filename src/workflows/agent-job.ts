@@ -174,7 +174,6 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
     sendMessageUpdate,
     async (prompt: string): Promise<AgentJobRecord> => {
       state.sendingMessage = true;
-      const before = state.progress.lastRecord;
       const previousPhase = state.progress.phase;
       state.progress.phase = 'sending-message';
       try {
@@ -192,11 +191,15 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
           ],
         );
         state.progress.turns = turn;
-        state.awaitingNewTurn = true;
-        state.recordBeforeMessage = before;
+        observe(state, record);
+        // A terminal answer to the message may still be the previous turn's record: until the job
+        // is seen active, or a different terminal record shows up, the turn is not over.
+        state.awaitingNewTurn = isTerminalStatus(record.status);
+        state.recordBeforeMessage = record;
         state.stalePolls = 0;
         state.intervalMs = resolved.poll.initialIntervalMs;
-        observe(state, record);
+        // Look again soon rather than at the end of the wait that was running before the message.
+        state.pollRequested = true;
         return record;
       } catch (err) {
         state.progress.lastError = describeError(err);
