@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
@@ -19,6 +20,7 @@ import {
   type AgentJobInput,
   type AgentJobResult,
 } from '../../src/contract.js';
+import { findTemporalCli } from '../../dev/temporal-cli.js';
 import { AgentApiClient } from '../../src/agent-api/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
@@ -80,11 +82,20 @@ async function jobIdOf(handle: WorkflowHandle): Promise<string> {
   return waitFor(async () => (await handle.query(statusQuery)).jobId, { what: 'the agent job ID' });
 }
 
-/** Keeps the history of a run under test/histories for the replay test, when asked to. */
-async function captureHistory(handle: WorkflowHandle, name: string): Promise<void> {
+/**
+ * Keeps the history of a run under test/histories for the replay test, when asked to. The
+ * Temporal CLI writes it, in the same JSON form as `temporal workflow show` gives operators.
+ */
+async function captureHistory(handle: WorkflowHandle, name: string, runId?: string): Promise<void> {
   if (!process.env.CAPTURE_HISTORIES) return;
-  const history = await handle.fetchHistory();
-  writeFileSync(new URL(`../histories/${name}.json`, import.meta.url), `${JSON.stringify(history, null, 2)}\n`);
+  await handle.result().catch(() => undefined);
+  const cli = findTemporalCli();
+  assert.ok(cli, 'capturing histories needs the Temporal CLI');
+  const args = ['workflow', 'show', '--address', env.address, '--namespace', env.namespace, '--workflow-id', handle.workflowId, '--output', 'json'];
+  if (runId) args.push('--run-id', runId);
+  const shown = spawnSync(cli.path, args, { encoding: 'utf8' });
+  assert.equal(shown.status, 0, shown.stderr);
+  writeFileSync(new URL(`../histories/${name}.json`, import.meta.url), shown.stdout);
 }
 
 describe('agent-job workflow', { concurrency: 4 }, () => {
@@ -154,8 +165,10 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
         ],
       },
     });
-    const result = await (await start({ projectId, prompt: 'Survive', poll: FAST })).result();
+    const handle = await start({ projectId, prompt: 'Survive', poll: FAST });
+    const result = await handle.result();
     assert.equal(result.status, 'completed');
+    await captureHistory(handle, 'transient-errors');
     // 503 surely did not create anything; the retried create made the one job.
     assert.equal(createdJobs(sim, projectId), 1);
     assert.ok(requestsTo(sim, projectId, 'create') >= 2);
@@ -205,6 +218,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(failure.type, FailureType.AgentJobTimedOut);
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
     assert.equal((await handle.query(statusQuery)).phase, 'timed-out');
+    await captureHistory(handle, 'timed-out');
   });
 
   test('continue-as-new keeps the history bounded and never creates a second job', async () => {
@@ -237,7 +251,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const events = (await firstRun.fetchHistory()).events ?? [];
     assert.ok(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
     assert.ok(events.length < 60, `the first run stayed small (${events.length} events)`);
-    await captureHistory(firstRun, 'continued-as-new');
+    await captureHistory(handle, 'continued-as-new', handle.firstExecutionRunId);
   });
 
   test('jobId attaches to an existing agent job without creating one', async () => {

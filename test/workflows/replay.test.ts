@@ -1,0 +1,46 @@
+/**
+ * Replays the histories captured from real runs (test/histories, refreshed with
+ * `CAPTURE_HISTORIES=1 npx tsx test/run.ts workflows`) through today's workflow code. A change
+ * that would break running workflows fails here; the second test shows that it can.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { temporalEnv } from '../harness.js';
+
+const dir = new URL('../histories/', import.meta.url);
+const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
+
+function histories() {
+  return files.map((name) => ({
+    workflowId: name,
+    history: historyFromJSON(JSON.parse(readFileSync(new URL(name, dir), 'utf8'))),
+  }));
+}
+
+test('every saved history replays through the current workflow code', async () => {
+  assert.ok(files.length >= 6, `saved histories: ${files.join(', ')}`);
+  const { workflowBundle } = await temporalEnv();
+  const replayed: string[] = [];
+  for await (const result of Worker.runReplayHistories({ workflowBundle }, histories())) {
+    assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
+    replayed.push(result.workflowId);
+  }
+  assert.deepEqual(replayed, files);
+});
+
+test('a change that breaks running workflows fails the replay', async () => {
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('./fixtures/changed-workflow.ts', import.meta.url)),
+    logger: new DefaultLogger('ERROR'),
+  });
+  const failures: string[] = [];
+  for await (const result of Worker.runReplayHistories({ workflowBundle }, histories())) {
+    if (result.error) failures.push(`${result.workflowId}: ${result.error.name}`);
+  }
+  assert.equal(failures.length, files.length, failures.join('\n'));
+  assert.match(failures[0] ?? '', /DeterminismViolationError/);
+});
