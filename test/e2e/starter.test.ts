@@ -3,7 +3,8 @@
  * CLI alone: exit codes, usage, idempotent starts, and results with their prLink.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { agentJobWorkflowId, startAgentJob } from '../../src/client/index.js';
@@ -22,6 +23,7 @@ import {
 } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
+const execFileAsync = promisify(execFile);
 const API_KEY = `starter-test-key-${randomUUID()}`;
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
@@ -156,13 +158,11 @@ describe('Temporal CLI alone', () => {
     assert.ok(cli?.path, 'the suite resolved a Temporal CLI binary');
     const projectId = project();
     const input = JSON.stringify({ projectId, prompt: 'From the CLI', poll: { initialInterval: '100ms' } });
-    const run = spawnSync(
-      cli.path,
-      ['workflow', 'execute', '--address', env.address, '--namespace', env.namespace, '--type', WORKFLOW_TYPE,
-        '--task-queue', worker.taskQueue, '--workflow-id', uniqueId('cli'), '--input', input, '--output', 'json'],
-      { encoding: 'utf8', timeout: 60_000 },
-    );
-    assert.equal(run.status, 0, run.stderr);
+    // Asynchronously: the worker that runs the workflow lives in this process.
+    const run = await execFileAsync(cli.path, [
+      'workflow', 'execute', '--address', env.address, '--namespace', env.namespace, '--type', WORKFLOW_TYPE,
+      '--task-queue', worker.taskQueue, '--workflow-id', uniqueId('cli'), '--input', input, '--output', 'json',
+    ], { timeout: 60_000 });
     const out = JSON.parse(run.stdout) as { result: { prLink: string; job: { status: string } } };
     assert.equal(out.result.job.status, 'completed');
     assert.match(out.result.prLink, /^https:\/\/github\.com\//);

@@ -101,7 +101,7 @@ describe('worker process', { concurrency: 3 }, () => {
       args: [{ projectId: slowProject, prompt: 'Slow create' }],
     });
     await waitFor(
-      async () => (await handle.describe()).raw.pendingActivities?.some((a) => String(a.state).includes('STARTED')),
+      async () => (await handle.describe()).raw.pendingActivities?.some((activity) => activity.lastStartedTime),
       { what: 'the create activity to be in flight' },
     );
     worker.child.kill('SIGTERM');
