@@ -13,7 +13,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['eslint.config.js', 'dev/*.mjs'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     rules: {
       // node:test's test() and describe() return promises that the runner itself awaits.
@@ -39,10 +42,14 @@ export default tseslint.config(
         {
           paths: nodeBuiltins.map((name) => ({
             name,
-            message: 'Workflow code must be deterministic: no Node built-in modules in src/workflows/ or the contract.',
+            message:
+              'Workflow code must be deterministic: no Node built-in modules in src/workflows/ or the contract.',
           })),
           patterns: [
-            { group: ['undici', '**/agent-api/**', '**/simulator/**'], message: 'Workflows reach the API through activities only.' },
+            {
+              group: ['undici', '**/agent-api/**', '**/simulator/**'],
+              message: 'Workflows reach the API through activities only.',
+            },
           ],
         },
       ],

@@ -12,4 +12,6 @@ const { code } = await bundleWorkflowCode({
 });
 const target = fileURLToPath(new URL('../lib/workflow-bundle.js', import.meta.url));
 writeFileSync(target, code);
-process.stderr.write(`[build] workflow bundle: ${target} (${Math.round(code.length / 1024)} KiB in ${Date.now() - started}ms)\n`);
+process.stderr.write(
+  `[build] workflow bundle: ${target} (${Math.round(code.length / 1024)} KiB in ${Date.now() - started}ms)\n`,
+);

@@ -34,7 +34,10 @@ const cleanups: Array<() => Promise<void>> = [];
 
 async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   const entry = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let buffered = '';
   const ready = new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
@@ -47,7 +50,9 @@ async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
         if (process.env.DEMO_VERBOSE) process.stdout.write(`[worker] ${line}\n`);
       }
     });
-    child.once('exit', (code) => reject(new Error(`the worker exited with code ${code} before it was ready`)));
+    child.once('exit', (code) =>
+      reject(new Error(`the worker exited with code ${code} before it was ready`)),
+    );
   });
   await ready;
   return child;
@@ -65,7 +70,9 @@ async function main(): Promise<number> {
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
   if (!temporalAddress) {
-    say('starting a local Temporal dev server with the UI (the first run builds the Temporal CLI, which takes minutes)');
+    say(
+      'starting a local Temporal dev server with the UI (the first run builds the Temporal CLI, which takes minutes)',
+    );
     server = await startDevServer({ ui: true, log: (line) => say(line) });
     cleanups.push(() => server!.stop());
     temporalAddress = server.address;
@@ -84,7 +91,9 @@ async function main(): Promise<number> {
     });
     cleanups.push(() => simulator!.stop());
     apiBaseUrl = simulator.url;
-    say(`started the agent job API simulator on ${apiBaseUrl} (set AGENT_API_BASE_URL and AGENT_API_KEY for the live API)`);
+    say(
+      `started the agent job API simulator on ${apiBaseUrl} (set AGENT_API_BASE_URL and AGENT_API_KEY for the live API)`,
+    );
   } else {
     say(`using the agent job API at ${apiBaseUrl}`);
   }
@@ -104,7 +113,9 @@ async function main(): Promise<number> {
   say('starting a worker');
   const worker = await startWorker(env);
   cleanups.push(() => stopProcess(worker));
-  say(`worker ready (health http://${env.HEALTH_ADDRESS}/readyz, metrics http://${env.METRICS_ADDRESS}/metrics)`);
+  say(
+    `worker ready (health http://${env.HEALTH_ADDRESS}/readyz, metrics http://${env.METRICS_ADDRESS}/metrics)`,
+  );
 
   const settings = loadTemporalSettings(env);
   const connection = await Connection.connect(settings.connect.connectionOptions);
@@ -120,7 +131,9 @@ async function main(): Promise<number> {
   if (ui) say(`watch it in the Temporal UI: ${ui}`);
   try {
     const result = await followAgentJob(handle, (p) =>
-      say(`${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`),
+      say(
+        `${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`,
+      ),
     );
     say(`final record:\n${JSON.stringify(result.job, null, 2)}`);
     say(`prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);

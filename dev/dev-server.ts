@@ -73,10 +73,14 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await waitUntilServing(address, child);
   } catch (err) {
     await stopChild(child);
-    throw new Error(`Temporal dev server did not start: ${(err as Error).message}\n${output}`, { cause: err });
+    throw new Error(`Temporal dev server did not start: ${(err as Error).message}\n${output}`, {
+      cause: err,
+    });
   }
   const uiUrl = uiPort === null ? null : `http://127.0.0.1:${uiPort}`;
-  log(`started Temporal dev server pid ${child.pid} from ${cli.path} on ${address}${uiUrl ? ` (UI ${uiUrl})` : ''}`);
+  log(
+    `started Temporal dev server pid ${child.pid} from ${cli.path} on ${address}${uiUrl ? ` (UI ${uiUrl})` : ''}`,
+  );
   return {
     address,
     namespace: NAMESPACE,
@@ -132,5 +136,11 @@ async function startWithSdkDownload(log: (line: string) => void): Promise<DevSer
   }
   const address = env.address;
   log(`started Temporal dev server from the SDK download on ${address}`);
-  return { address, namespace: env.namespace ?? NAMESPACE, uiUrl: null, pid: null, stop: () => env.teardown() };
+  return {
+    address,
+    namespace: env.namespace ?? NAMESPACE,
+    uiUrl: null,
+    pid: null,
+    stop: () => env.teardown(),
+  };
 }

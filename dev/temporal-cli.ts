@@ -66,7 +66,9 @@ export function findTemporalCli(env: NodeJS.ProcessEnv = process.env): FoundCli 
   const fromEnv = env.TEMPORAL_CLI_PATH;
   if (fromEnv) {
     if (!isExecutable(fromEnv)) {
-      throw new TemporalCliUnavailableError(`TEMPORAL_CLI_PATH=${fromEnv} is not an executable file; fix or unset it.`);
+      throw new TemporalCliUnavailableError(
+        `TEMPORAL_CLI_PATH=${fromEnv} is not an executable file; fix or unset it.`,
+      );
     }
     return { source: 'TEMPORAL_CLI_PATH', path: fromEnv };
   }
@@ -90,9 +92,14 @@ export async function buildTemporalCli(
   const target = cliCacheDir(env);
   mkdirSync(target, { recursive: true });
   const scratch = mkdtempSync(join(target, '.build-'));
-  log(`building Temporal CLI v${TEMPORAL_CLI_VERSION} with ${go} into ${target} (the first build takes several minutes)`);
+  log(
+    `building Temporal CLI v${TEMPORAL_CLI_VERSION} with ${go} into ${target} (the first build takes several minutes)`,
+  );
   const started = Date.now();
-  const ticker = setInterval(() => log(`still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)}s)`), 20_000);
+  const ticker = setInterval(
+    () => log(`still building the Temporal CLI (${Math.round((Date.now() - started) / 1000)}s)`),
+    20_000,
+  );
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       const child = spawn(go, ['install', `${CLI_MODULE}@v${TEMPORAL_CLI_VERSION}`], {
@@ -103,7 +110,9 @@ export async function buildTemporalCli(
       child.on('exit', resolve);
     });
     if (code !== 0) {
-      throw new TemporalCliUnavailableError(`go install ${CLI_MODULE}@v${TEMPORAL_CLI_VERSION} exited with code ${code}`);
+      throw new TemporalCliUnavailableError(
+        `go install ${CLI_MODULE}@v${TEMPORAL_CLI_VERSION} exited with code ${code}`,
+      );
     }
     const built = join(target, 'temporal');
     renameSync(join(scratch, 'temporal'), built);
@@ -134,7 +143,9 @@ export async function resolveTemporalCli(
     log(`using Temporal CLI from go-build: ${path} (${cliVersion(path)})`);
     return { source: 'go-build', path };
   }
-  log('no Temporal CLI found and no Go toolchain: falling back to the SDK download of the CLI (needs internet)');
+  log(
+    'no Temporal CLI found and no Go toolchain: falling back to the SDK download of the CLI (needs internet)',
+  );
   return { source: 'sdk-download', path: null };
 }
 

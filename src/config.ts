@@ -87,9 +87,13 @@ export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
   try {
     connect = loadClientConnectConfig({ overrideEnvVars: definedOnly(env) });
   } catch (err) {
-    throw new ConfigError('TEMPORAL_*', `cannot load the Temporal connection settings: ${(err as Error).message}`, {
-      cause: err,
-    });
+    throw new ConfigError(
+      'TEMPORAL_*',
+      `cannot load the Temporal connection settings: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
   }
   const address = connect.connectionOptions.address ?? 'localhost:7233';
   connect.connectionOptions.address = address;
@@ -117,22 +121,29 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
   }
   const direct = env.AGENT_API_KEY;
   const file = text(env, 'AGENT_API_KEY_FILE');
-  if (direct && file) throw new ConfigError('AGENT_API_KEY', 'set AGENT_API_KEY or AGENT_API_KEY_FILE, not both');
+  if (direct && file)
+    throw new ConfigError('AGENT_API_KEY', 'set AGENT_API_KEY or AGENT_API_KEY_FILE, not both');
   let apiKey: string;
   if (file) {
     try {
       apiKey = readFileSync(file, 'utf8').trim();
     } catch (err) {
-      throw new ConfigError('AGENT_API_KEY_FILE', `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, {
-        cause: err,
-      });
+      throw new ConfigError(
+        'AGENT_API_KEY_FILE',
+        `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+        {
+          cause: err,
+        },
+      );
     }
     if (!apiKey) throw new ConfigError('AGENT_API_KEY_FILE', `${file} is empty`);
   } else {
     apiKey = (direct ?? '').trim();
-    if (!apiKey) throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
+    if (!apiKey)
+      throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
   }
-  if (/\s/.test(apiKey)) throw new ConfigError(file ? 'AGENT_API_KEY_FILE' : 'AGENT_API_KEY', 'must not contain white space');
+  if (/\s/.test(apiKey))
+    throw new ConfigError(file ? 'AGENT_API_KEY_FILE' : 'AGENT_API_KEY', 'must not contain white space');
   const policy = text(env, 'AGENT_API_AMBIGUOUS_CREATE') ?? 'retry';
   if (policy !== 'retry' && policy !== 'fail') {
     throw new ConfigError('AGENT_API_AMBIGUOUS_CREATE', `must be "retry" or "fail", not "${policy}"`);
@@ -194,7 +205,8 @@ function int(env: Env, name: string, fallback: number, min: number): number {
   const value = text(env, name);
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min) throw new ConfigError(name, `must be a whole number of at least ${min}, not "${value}"`);
+  if (!Number.isInteger(parsed) || parsed < min)
+    throw new ConfigError(name, `must be a whole number of at least ${min}, not "${value}"`);
   return parsed;
 }
 
@@ -202,7 +214,8 @@ function optionalNumber(env: Env, name: string): number | undefined {
   const value = text(env, name);
   if (value === undefined) return undefined;
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new ConfigError(name, `must be a positive number, not "${value}"`);
+  if (!Number.isFinite(parsed) || parsed <= 0)
+    throw new ConfigError(name, `must be a positive number, not "${value}"`);
   return parsed;
 }
 
@@ -215,7 +228,8 @@ function duration(env: Env, name: string, fallback: number): number {
   } catch (err) {
     throw new ConfigError(name, `"${value}" is not a duration such as "30s"`, { cause: err });
   }
-  if (!Number.isFinite(ms) || ms < 0) throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
+  if (!Number.isFinite(ms) || ms < 0)
+    throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
   return ms;
 }
 

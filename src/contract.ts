@@ -7,7 +7,6 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
-import type { Duration } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Workflow type name, as other SDKs and `temporal workflow start --type` see it. */
@@ -83,12 +82,18 @@ export interface AgentJobRecord {
   [field: string]: unknown;
 }
 
-/** How often the workflow polls. Durations are Temporal duration strings (`'10s'`) or milliseconds. */
+/**
+ * A duration as callers write it in JSON: a Temporal duration string (`'10s'`, `'5 minutes'`) or
+ * milliseconds. Strings are checked at run time by {@link resolveInput}.
+ */
+export type DurationInput = string | number;
+
+/** How often the workflow polls. */
 export interface PollSettings {
   /** First wait after create, and after each follow-up message. Default 5s (the API recommends 5–10 s). */
-  initialInterval?: Duration;
+  initialInterval?: DurationInput;
   /** The longest wait between polls. Default 60s. */
-  maxInterval?: Duration;
+  maxInterval?: DurationInput;
   /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
   backoffCoefficient?: number;
 }
@@ -104,7 +109,7 @@ export interface AgentJobInput {
   /** Poll schedule. */
   poll?: PollSettings;
   /** How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h. */
-  timeout?: Duration;
+  timeout?: DurationInput;
   /** Polls per workflow run before continue-as-new, which keeps each run's history bounded. Default 150. */
   continueAsNewAfterPolls?: number;
 }
@@ -154,7 +159,15 @@ export interface AgentJobResult {
 
 /** What the `status` query answers. */
 export interface AgentJobProgress {
-  phase: 'creating' | 'polling' | 'sending-message' | 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
+  phase:
+    | 'creating'
+    | 'polling'
+    | 'sending-message'
+    | 'completed'
+    | 'archived'
+    | 'failed'
+    | 'timed-out'
+    | 'cancelled';
   jobId: string | null;
   lastRecord: AgentJobRecord | null;
   polls: number;
@@ -235,7 +248,10 @@ export function resolveInput(input: unknown): ResolvedInput {
   const projectId = requireText(raw, 'projectId');
   const prompt = requireText(raw, 'prompt');
   if (prompt.length > MAX_PROMPT_LENGTH) {
-    throw new InvalidInputError('prompt', `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+    throw new InvalidInputError(
+      'prompt',
+      `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
+    );
   }
   const jobId = raw.jobId === undefined ? undefined : requireText(raw, 'jobId');
   const poll = resolvePoll(raw.poll);
@@ -244,7 +260,9 @@ export function resolveInput(input: unknown): ResolvedInput {
   const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
   if (
     continueAsNewAfterPolls !== undefined &&
-    (typeof continueAsNewAfterPolls !== 'number' || !Number.isInteger(continueAsNewAfterPolls) || continueAsNewAfterPolls < 1)
+    (typeof continueAsNewAfterPolls !== 'number' ||
+      !Number.isInteger(continueAsNewAfterPolls) ||
+      continueAsNewAfterPolls < 1)
   ) {
     throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
   }
@@ -290,7 +308,8 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
 
 function toMs(value: unknown, field: string): number {
   if (typeof value === 'number') {
-    if (!Number.isFinite(value) || value <= 0) throw new InvalidInputError(field, 'must be a positive number of milliseconds');
+    if (!Number.isFinite(value) || value <= 0)
+      throw new InvalidInputError(field, 'must be a positive number of milliseconds');
     return value;
   }
   if (typeof value !== 'string' || value.trim() === '') {
@@ -298,9 +317,11 @@ function toMs(value: unknown, field: string): number {
   }
   let ms: number;
   try {
-    ms = msToNumber(value as Duration);
+    ms = msToNumber(value as Parameters<typeof msToNumber>[0]);
   } catch (err) {
-    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`, { cause: err });
+    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`, {
+      cause: err,
+    });
   }
   if (!Number.isFinite(ms) || ms <= 0) {
     throw new InvalidInputError(field, `"${value}" is not a positive duration`);

@@ -83,8 +83,9 @@ function parse(argv: string[]): Options | 'help' {
   if (!values.prompt) throw new UsageError('--prompt is required');
   const input: AgentJobInput = { projectId: values.project, prompt: values.prompt };
   if (values['job-id']) input.jobId = values['job-id'];
-  if (values.timeout) input.timeout = values.timeout as AgentJobInput['timeout'];
-  if (values['poll-interval']) input.poll = { initialInterval: values['poll-interval'] as never };
+  // Durations are checked by the contract's resolveInput, with a message that names the field.
+  if (values.timeout) input.timeout = values.timeout;
+  if (values['poll-interval']) input.poll = { initialInterval: values['poll-interval'] };
   return { input, key: values.key, taskQueue: values['task-queue'], wait: values.wait, json: values.json };
 }
 
@@ -98,8 +99,10 @@ function describeProgress(p: AgentJobProgress): string {
 /** Maps a workflow failure to an exit code and a one-line explanation. */
 function classifyFailure(err: WorkflowFailedError): { code: number; type: string } {
   const cause = err.cause;
-  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure) return { code: ExitCode.Cancelled, type: cause.name };
-  const type = cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
+  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
+    return { code: ExitCode.Cancelled, type: cause.name };
+  const type =
+    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
   if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
   if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
   if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
@@ -176,7 +179,8 @@ async function main(argv: string[]): Promise<number> {
       const { code, type } = classifyFailure(e);
       const message = e.cause?.message ?? e.message;
       const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
-      if (options.json) out(JSON.stringify({ workflowId: handle.workflowId, ui, error: { type, message, details } }));
+      if (options.json)
+        out(JSON.stringify({ workflowId: handle.workflowId, ui, error: { type, message, details } }));
       else err(`workflow failed (${type}): ${message}`);
       return code;
     }

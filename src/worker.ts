@@ -20,7 +20,10 @@ function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath
   const bundle = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
   if (existsSync(bundle)) return { workflowBundle: { codePath: bundle }, mode: 'prebuilt-bundle' };
   const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  return { workflowsPath: fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)), mode: 'workflowsPath' };
+  return {
+    workflowsPath: fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)),
+    mode: 'workflowsPath',
+  };
 }
 
 async function run(config: WorkerConfig): Promise<void> {

@@ -8,7 +8,14 @@ import { readFileSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkflowBundle,
+} from '@temporalio/worker';
 import { startDevServer, type DevServer } from '../dev/dev-server.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
@@ -124,7 +131,9 @@ export async function startTestWorker(env: TemporalTestEnv, activities: object):
 }
 
 /** A simulator on a free loopback port, stopped after the file's tests. */
-export async function startTestSimulator(options: Partial<SimulatorOptions> & { apiKeys: string[] }): Promise<RunningSimulator> {
+export async function startTestSimulator(
+  options: Partial<SimulatorOptions> & { apiKeys: string[] },
+): Promise<RunningSimulator> {
   const simulator = await startSimulator({ log: false, ...options });
   onCleanup(() => simulator.stop());
   return simulator;
@@ -149,7 +158,7 @@ export async function waitFor<T>(
   while (Date.now() < deadline) {
     try {
       const value = await check();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (err) {
       lastError = err;
     }
@@ -196,7 +205,10 @@ export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv):
     stderr: () => err,
     exited,
     waitForOutput: (pattern, what, timeoutMs = 30_000) =>
-      waitFor(() => pattern.test(out) || pattern.test(err) || child.exitCode !== null, { what, timeoutMs }).then(() => {
+      waitFor(() => pattern.test(out) || pattern.test(err) || child.exitCode !== null, {
+        what,
+        timeoutMs,
+      }).then(() => {
         if (!pattern.test(out) && !pattern.test(err)) {
           throw new Error(`process exited with ${child.exitCode} before ${what}:\n${out}\n${err}`);
         }

@@ -35,7 +35,9 @@ async function main(): Promise<number> {
     const bundlePath = join(scratch, 'workflow-bundle.js');
     writeFileSync(bundlePath, (await bundleWorkflows()).code);
     process.stderr.write(`[test] bundled workflow code once in ${Date.now() - started}ms\n`);
-    process.stderr.write(`[test] running ${files.length} files: ${files.map((f) => relative(root, f)).join(', ')}\n`);
+    process.stderr.write(
+      `[test] running ${files.length} files: ${files.map((f) => relative(root, f)).join(', ')}\n`,
+    );
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files],

@@ -7,6 +7,10 @@ export function createdJobs(sim: RunningSimulator, projectId: string): number {
 }
 
 /** Requests the simulator saw for a project on one endpoint, whatever it answered. */
-export function requestsTo(sim: RunningSimulator, projectId: string, endpoint: 'create' | 'get' | 'message'): number {
+export function requestsTo(
+  sim: RunningSimulator,
+  projectId: string,
+  endpoint: 'create' | 'get' | 'message',
+): number {
   return sim.stats().requestsPerProjectEndpoint[projectId]?.[endpoint] ?? 0;
 }

@@ -90,12 +90,17 @@ export function createActivities(deps: ActivityDeps) {
           cause: err,
         });
       }
-      metricMeter.createCounter('agent_job_ambiguous_creates', 'creates', 'Creates retried with an unknown outcome').add(1);
-      log.warn('create outcome unknown; retrying with the same Idempotency-Key (a server that ignores it may create a duplicate agent job)', {
-        type: err.type,
-        status: err.status,
-        attempt,
-      });
+      metricMeter
+        .createCounter('agent_job_ambiguous_creates', 'creates', 'Creates retried with an unknown outcome')
+        .add(1);
+      log.warn(
+        'create outcome unknown; retrying with the same Idempotency-Key (a server that ignores it may create a duplicate agent job)',
+        {
+          type: err.type,
+          status: err.status,
+          attempt,
+        },
+      );
     }
     const bound = bounds[err.type];
     const exhausted = bound !== undefined && attempt >= bound;
@@ -121,7 +126,9 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Reads the agent job once: one poll. */
     async getAgentJob(input: GetAgentJobInput): Promise<AgentJobRecord> {
-      const record = await call('getJob', (signal) => deps.api.getJob(input.projectId, input.jobId, { signal }));
+      const record = await call('getJob', (signal) =>
+        deps.api.getJob(input.projectId, input.jobId, { signal }),
+      );
       metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
         terminal: String(isTerminalStatus(record.status)),
       });
@@ -131,9 +138,16 @@ export function createActivities(deps: ActivityDeps) {
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     async sendAgentJobMessage(input: SendAgentJobMessageInput): Promise<AgentJobRecord> {
       const record = await call('sendMessage', (signal) =>
-        deps.api.sendMessage(input.projectId, input.jobId, input.prompt, { idempotencyKey: input.idempotencyKey, signal }),
+        deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
+          idempotencyKey: input.idempotencyKey,
+          signal,
+        }),
       );
-      log.info('follow-up message sent', { projectId: input.projectId, jobId: input.jobId, status: record.status });
+      log.info('follow-up message sent', {
+        projectId: input.projectId,
+        jobId: input.jobId,
+        status: record.status,
+      });
       return record;
     },
   };

@@ -27,7 +27,9 @@ export async function startHealthServer(
       return;
     }
     if (path === '/healthz' || path === '/livez') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, state: current.state }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ ok: true, state: current.state }));
       return;
     }
     if (path === '/readyz') {
@@ -36,7 +38,9 @@ export async function startHealthServer(
         .end(JSON.stringify({ ready: current.ready, state: current.state }));
       return;
     }
-    res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'try /healthz or /readyz' }));
+    res
+      .writeHead(404, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ error: 'try /healthz or /readyz' }));
   });
   server.keepAliveTimeout = 5_000;
   server.listen(address.port, address.host);

@@ -21,11 +21,19 @@ export function redact(meta: LogMetadata | undefined): Record<string, unknown> {
 
 /** Formats one entry as a JSON line. */
 export function formatLogLine(entry: Pick<LogEntry, 'level' | 'message' | 'meta'>, time: Date): string {
-  return JSON.stringify({ time: time.toISOString(), level: entry.level, msg: entry.message, ...redact(entry.meta) });
+  return JSON.stringify({
+    time: time.toISOString(),
+    level: entry.level,
+    msg: entry.message,
+    ...redact(entry.meta),
+  });
 }
 
 /** A Temporal logger that writes JSON lines to `stream` (stdout by default). */
-export function createJsonLogger(level: LogLevel, stream: NodeJS.WritableStream = process.stdout): DefaultLogger {
+export function createJsonLogger(
+  level: LogLevel,
+  stream: NodeJS.WritableStream = process.stdout,
+): DefaultLogger {
   return new DefaultLogger(level, (entry) => {
     stream.write(`${formatLogLine(entry, new Date(Number(entry.timestampNanos / 1_000_000n)))}\n`);
   });

@@ -101,7 +101,10 @@ interface RunState {
  * Drives one agent job to its end. `continuation` is set only by continue-as-new; callers pass
  * the input object alone.
  */
-export async function agentJobWorkflow(input: AgentJobInput, continuation?: ContinuationState): Promise<AgentJobResult> {
+export async function agentJobWorkflow(
+  input: AgentJobInput,
+  continuation?: ContinuationState,
+): Promise<AgentJobResult> {
   const resolved = validate(input);
   const info = workflowInfo();
   const state: RunState = {
@@ -145,7 +148,9 @@ export async function agentJobWorkflow(input: AgentJobInput, continuation?: Cont
     if (isCancellation(err)) {
       state.progress.phase = 'cancelled';
       state.progress.nextPollAt = null;
-      setCurrentDetails(`Cancelled. The agent job ${state.progress.jobId ?? '(not created)'} goes on at the API.`);
+      setCurrentDetails(
+        `Cancelled. The agent job ${state.progress.jobId ?? '(not created)'} goes on at the API.`,
+      );
     }
     throw err;
   }
@@ -215,9 +220,12 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
           throw new Error('sendMessage needs a non-blank prompt');
         }
         if (prompt.length > MAX_PROMPT_LENGTH) {
-          throw new Error(`sendMessage prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+          throw new Error(
+            `sendMessage prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
+          );
         }
-        if (state.progress.jobId === null) throw new Error('the agent job is not created yet; try again in a moment');
+        if (state.progress.jobId === null)
+          throw new Error('the agent job is not created yet; try again in a moment');
         if (state.sendingMessage) throw new Error('a follow-up message is already being sent; wait for it');
         if (!['polling', 'creating'].includes(state.progress.phase)) {
           throw new Error(`the workflow is ${state.progress.phase}; it takes no more messages`);
@@ -248,7 +256,11 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
   }
 }
 
-async function pollUntilDone(state: RunState, resolved: ResolvedInput, input: AgentJobInput): Promise<AgentJobResult> {
+async function pollUntilDone(
+  state: RunState,
+  resolved: ResolvedInput,
+  input: AgentJobInput,
+): Promise<AgentJobResult> {
   const pollsPerRun = resolved.continueAsNewAfterPolls ?? POLLS_PER_RUN;
   let pollsThisRun = 0;
   for (;;) {
@@ -260,7 +272,10 @@ async function pollUntilDone(state: RunState, resolved: ResolvedInput, input: Ag
     pollsThisRun++;
     const outcome = observe(state, record);
     if (outcome !== null) return finish(state, outcome);
-    state.intervalMs = Math.min(state.intervalMs * resolved.poll.backoffCoefficient, resolved.poll.maxIntervalMs);
+    state.intervalMs = Math.min(
+      state.intervalMs * resolved.poll.backoffCoefficient,
+      resolved.poll.maxIntervalMs,
+    );
     if ((pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested) && !state.sendingMessage) {
       await condition(allHandlersFinished);
       const next: ContinuationState = {
@@ -292,7 +307,9 @@ async function waitForNextPoll(state: RunState): Promise<void> {
   setCurrentDetails(
     `Agent job ${state.progress.jobId}: ${state.progress.lastRecord?.status ?? 'unknown'} after ${state.progress.polls} polls; next poll at ${at}`,
   );
-  await condition(() => state.pollRequested, waitMs, { summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}` });
+  await condition(() => state.pollRequested, waitMs, {
+    summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}`,
+  });
   state.pollRequested = false;
   state.progress.nextPollAt = null;
 }
@@ -371,7 +388,9 @@ function sameRecord(a: AgentJobRecord, b: AgentJobRecord): boolean {
 function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
   const record = state.progress.lastRecord as AgentJobRecord;
   state.progress.nextPollAt = null;
-  metricMeter.createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status').add(1, { status });
+  metricMeter
+    .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
+    .add(1, { status });
   if (status === 'failed') {
     state.progress.phase = 'failed';
     setCurrentDetails(`Agent job ${record.id} failed after ${state.progress.polls} polls`);
@@ -383,7 +402,9 @@ function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
     });
   }
   state.progress.phase = status === 'archived' ? 'archived' : 'completed';
-  setCurrentDetails(`Agent job ${record.id} ${status}${record.prLink ? `: ${record.prLink}` : ' without a pull request'}`);
+  setCurrentDetails(
+    `Agent job ${record.id} ${status}${record.prLink ? `: ${record.prLink}` : ' without a pull request'}`,
+  );
   return {
     job: record,
     prLink: record.prLink,
@@ -429,7 +450,8 @@ function toWorkflowFailure(err: unknown, doing: string): unknown {
 
 function describeError(err: unknown): { type: string; message: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'ApplicationFailure', message: cause.message };
+  if (cause instanceof ApplicationFailure)
+    return { type: cause.type ?? 'ApplicationFailure', message: cause.message };
   if (cause instanceof Error) return { type: cause.name, message: cause.message };
   return { type: 'Error', message: String(cause) };
 }

@@ -12,10 +12,20 @@ import { ROOT } from '../harness.js';
 test('npm run demo prints a final record with a prLink and stops what it started', async () => {
   const env = { ...process.env };
   // The suite's server and any API settings would make the demo reuse them: start from nothing.
-  for (const name of ['TEMPORAL_ADDRESS', 'TEMPORAL_NAMESPACE', 'AGENT_API_BASE_URL', 'AGENT_API_KEY', 'AGENT_API_KEY_FILE']) {
+  for (const name of [
+    'TEMPORAL_ADDRESS',
+    'TEMPORAL_NAMESPACE',
+    'AGENT_API_BASE_URL',
+    'AGENT_API_KEY',
+    'AGENT_API_KEY_FILE',
+  ]) {
     delete env[name];
   }
-  const demo = spawn('npm', ['run', '--silent', 'demo'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const demo = spawn('npm', ['run', '--silent', 'demo'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   demo.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   demo.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));

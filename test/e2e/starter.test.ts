@@ -76,14 +76,26 @@ describe('starter CLI', { concurrency: 4 }, () => {
   });
 
   test('an unreachable Temporal server exits 5', async () => {
-    const run = await starter(['--project', 'x', '--prompt', 'y'], { ...starterEnv(), TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    const run = await starter(['--project', 'x', '--prompt', 'y'], {
+      ...starterEnv(),
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+    });
     assert.equal(run.code, 5);
     assert.match(run.stderr, /cannot reach the Temporal server at 127\.0\.0\.1:1/);
   });
 
   test('--wait --json ends with the final record and prLink, exit 0', async () => {
     const projectId = project({ outcome: 'pr' });
-    const run = await starter(['--project', projectId, '--prompt', 'Document it', '--wait', '--json', '--poll-interval', '50ms']);
+    const run = await starter([
+      '--project',
+      projectId,
+      '--prompt',
+      'Document it',
+      '--wait',
+      '--json',
+      '--poll-interval',
+      '50ms',
+    ]);
     assert.equal(run.code, 0, run.stderr);
     const out = JSON.parse(run.stdout) as { workflowId: string; prLink: string; job: { status: string } };
     assert.equal(out.job.status, 'completed');
@@ -93,7 +105,15 @@ describe('starter CLI', { concurrency: 4 }, () => {
 
   test('--wait in text mode shows progress and the prLink', async () => {
     const projectId = project({ outcome: 'pr' });
-    const run = await starter(['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms']);
+    const run = await starter([
+      '--project',
+      projectId,
+      '--prompt',
+      'Document it',
+      '--wait',
+      '--poll-interval',
+      '50ms',
+    ]);
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^workflow: agent-job\//m);
     assert.match(run.stdout, /\[(creating|polling|completed)\]/);
@@ -101,11 +121,30 @@ describe('starter CLI', { concurrency: 4 }, () => {
   });
 
   test('a failed agent job exits 3, a timed-out one 4', async () => {
-    const failed = await starter(['--project', project({ outcome: 'failed' }), '--prompt', 'x', '--wait', '--json', '--poll-interval', '50ms']);
+    const failed = await starter([
+      '--project',
+      project({ outcome: 'failed' }),
+      '--prompt',
+      'x',
+      '--wait',
+      '--json',
+      '--poll-interval',
+      '50ms',
+    ]);
     assert.equal(failed.code, 3, failed.stderr);
     assert.equal((JSON.parse(failed.stdout) as { error: { type: string } }).error.type, 'AgentJobFailed');
     const slow = project({ durationMs: 600_000 });
-    const timedOut = await starter(['--project', slow, '--prompt', 'x', '--wait', '--timeout', '1s', '--poll-interval', '100ms']);
+    const timedOut = await starter([
+      '--project',
+      slow,
+      '--prompt',
+      'x',
+      '--wait',
+      '--timeout',
+      '1s',
+      '--poll-interval',
+      '100ms',
+    ]);
     assert.equal(timedOut.code, 4, timedOut.stderr);
     assert.match(timedOut.stderr, /AgentJobTimedOut/);
   });
@@ -113,7 +152,18 @@ describe('starter CLI', { concurrency: 4 }, () => {
   test('the same key twice attaches to the same workflow and makes one agent job', async () => {
     const projectId = project();
     const key = uniqueId('key');
-    const args = ['--project', projectId, '--prompt', 'Once', '--key', key, '--wait', '--json', '--poll-interval', '50ms'];
+    const args = [
+      '--project',
+      projectId,
+      '--prompt',
+      'Once',
+      '--key',
+      key,
+      '--wait',
+      '--json',
+      '--poll-interval',
+      '50ms',
+    ];
     const [first, second] = await Promise.all([starter(args), starter(args)]);
     assert.equal(first.code, 0, first.stderr);
     assert.equal(second.code, 0, second.stderr);
@@ -148,7 +198,10 @@ describe('client library', () => {
     const result = await handle.result();
     assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
     const description = await handle.describe();
-    assert.match((await description.staticSummary()) ?? '', new RegExp(`Agent job in ${projectId}: "From a service"`));
+    assert.match(
+      (await description.staticSummary()) ?? '',
+      new RegExp(`Agent job in ${projectId}: "From a service"`),
+    );
   });
 });
 
@@ -159,10 +212,28 @@ describe('Temporal CLI alone', () => {
     const projectId = project();
     const input = JSON.stringify({ projectId, prompt: 'From the CLI', poll: { initialInterval: '100ms' } });
     // Asynchronously: the worker that runs the workflow lives in this process.
-    const run = await execFileAsync(cli.path, [
-      'workflow', 'execute', '--address', env.address, '--namespace', env.namespace, '--type', WORKFLOW_TYPE,
-      '--task-queue', worker.taskQueue, '--workflow-id', uniqueId('cli'), '--input', input, '--output', 'json',
-    ], { timeout: 60_000 });
+    const run = await execFileAsync(
+      cli.path,
+      [
+        'workflow',
+        'execute',
+        '--address',
+        env.address,
+        '--namespace',
+        env.namespace,
+        '--type',
+        WORKFLOW_TYPE,
+        '--task-queue',
+        worker.taskQueue,
+        '--workflow-id',
+        uniqueId('cli'),
+        '--input',
+        input,
+        '--output',
+        'json',
+      ],
+      { timeout: 60_000 },
+    );
     const out = JSON.parse(run.stdout) as { result: { prLink: string; job: { status: string } } };
     assert.equal(out.result.job.status, 'completed');
     assert.match(out.result.prLink, /^https:\/\/github\.com\//);

@@ -9,7 +9,14 @@ import { WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { freePort } from '../../dev/dev-server.js';
-import { spawnTs, startTestSimulator, temporalEnv, uniqueId, waitFor, type TemporalTestEnv } from '../harness.js';
+import {
+  spawnTs,
+  startTestSimulator,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+} from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const API_KEY = `worker-test-key-${randomUUID()}`;
@@ -45,10 +52,26 @@ describe('worker process', { concurrency: 3 }, () => {
   const badSettings: Array<[string, NodeJS.ProcessEnv, RegExp]> = [
     ['no API base URL', { AGENT_API_BASE_URL: '' }, /AGENT_API_BASE_URL: is required/],
     ['no API key', { AGENT_API_KEY: '' }, /AGENT_API_KEY: is required/],
-    ['an unreadable key file', { AGENT_API_KEY: '', AGENT_API_KEY_FILE: '/nonexistent/key' }, /AGENT_API_KEY_FILE: cannot read/],
-    ['a bad concurrency', { WORKER_MAX_CONCURRENT_ACTIVITIES: 'lots' }, /WORKER_MAX_CONCURRENT_ACTIVITIES: must be a whole number/],
-    ['a bad ambiguous-create policy', { AGENT_API_AMBIGUOUS_CREATE: 'maybe' }, /AGENT_API_AMBIGUOUS_CREATE: must be "retry" or "fail"/],
-    ['a base URL that is not http', { AGENT_API_BASE_URL: 'ftp://example.com' }, /AGENT_API_BASE_URL: must be an http\(s\) URL/],
+    [
+      'an unreadable key file',
+      { AGENT_API_KEY: '', AGENT_API_KEY_FILE: '/nonexistent/key' },
+      /AGENT_API_KEY_FILE: cannot read/,
+    ],
+    [
+      'a bad concurrency',
+      { WORKER_MAX_CONCURRENT_ACTIVITIES: 'lots' },
+      /WORKER_MAX_CONCURRENT_ACTIVITIES: must be a whole number/,
+    ],
+    [
+      'a bad ambiguous-create policy',
+      { AGENT_API_AMBIGUOUS_CREATE: 'maybe' },
+      /AGENT_API_AMBIGUOUS_CREATE: must be "retry" or "fail"/,
+    ],
+    [
+      'a base URL that is not http',
+      { AGENT_API_BASE_URL: 'ftp://example.com' },
+      /AGENT_API_BASE_URL: must be an http\(s\) URL/,
+    ],
   ];
   for (const [name, overrides, expected] of badSettings) {
     test(`refuses ${name} with one clear line and exit code 2, before connecting`, async () => {
@@ -85,7 +108,9 @@ describe('worker process', { concurrency: 3 }, () => {
     const metrics = await waitFor(
       async () => {
         const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-        return /agent_jobs_created_total\{[^}]*\} 1/.test(text) && /agent_job_polls_total/.test(text) ? text : null;
+        return /agent_jobs_created_total\{[^}]*\} 1/.test(text) && /agent_job_polls_total/.test(text)
+          ? text
+          : null;
       },
       { what: 'the project counters on /metrics' },
     );
@@ -101,17 +126,24 @@ describe('worker process', { concurrency: 3 }, () => {
       args: [{ projectId: slowProject, prompt: 'Slow create' }],
     });
     await waitFor(
-      async () => (await handle.describe()).raw.pendingActivities?.some((activity) => activity.lastStartedTime),
+      async () =>
+        (await handle.describe()).raw.pendingActivities?.some((activity) => activity.lastStartedTime),
       { what: 'the create activity to be in flight' },
     );
     worker.child.kill('SIGTERM');
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.status !== 200, {
-      what: 'readiness to turn off during the drain',
-    });
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.status !== 200,
+      {
+        what: 'readiness to turn off during the drain',
+      },
+    );
     assert.equal(await worker.exited, 0);
     assert.match(worker.stdout(), /"worker stopped"/);
     const events = (await handle.fetchHistory()).events ?? [];
-    assert.ok(events.some((e) => e.activityTaskCompletedEventAttributes), 'the in-flight create completed during the drain');
+    assert.ok(
+      events.some((e) => e.activityTaskCompletedEventAttributes),
+      'the in-flight create completed during the drain',
+    );
     assert.equal(createdJobs(sim, slowProject), 1);
     assert.ok(!worker.stdout().includes(API_KEY) && !worker.stderr().includes(API_KEY), 'no key in the logs');
     await handle.terminate('test over');

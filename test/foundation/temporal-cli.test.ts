@@ -19,7 +19,11 @@ function fakeBinary(dir: string): string {
 test('TEMPORAL_CLI_PATH wins over PATH and the cache', () => {
   const explicit = fakeBinary(join(scratch, 'explicit'));
   const onPath = fakeBinary(join(scratch, 'bin'));
-  const found = findTemporalCli({ TEMPORAL_CLI_PATH: explicit, PATH: join(scratch, 'bin'), XDG_CACHE_HOME: scratch });
+  const found = findTemporalCli({
+    TEMPORAL_CLI_PATH: explicit,
+    PATH: join(scratch, 'bin'),
+    XDG_CACHE_HOME: scratch,
+  });
   assert.deepEqual(found, { source: 'TEMPORAL_CLI_PATH', path: explicit });
   assert.notEqual(found?.path, onPath);
 });
@@ -27,7 +31,8 @@ test('TEMPORAL_CLI_PATH wins over PATH and the cache', () => {
 test('a TEMPORAL_CLI_PATH that is not executable is a clear error, not a silent fallback', () => {
   assert.throws(
     () => findTemporalCli({ TEMPORAL_CLI_PATH: join(scratch, 'missing'), PATH: '' }),
-    (err: unknown) => err instanceof TemporalCliUnavailableError && /TEMPORAL_CLI_PATH=.*not an executable/.test(err.message),
+    (err: unknown) =>
+      err instanceof TemporalCliUnavailableError && /TEMPORAL_CLI_PATH=.*not an executable/.test(err.message),
   );
 });
 
@@ -39,6 +44,9 @@ test('PATH comes before the cache, and the cache before a build', () => {
     source: 'PATH',
     path: onPath,
   });
-  assert.deepEqual(findTemporalCli({ PATH: '', XDG_CACHE_HOME: cacheHome }), { source: 'cache', path: cached });
+  assert.deepEqual(findTemporalCli({ PATH: '', XDG_CACHE_HOME: cacheHome }), {
+    source: 'cache',
+    path: cached,
+  });
   assert.equal(findTemporalCli({ PATH: '', XDG_CACHE_HOME: join(scratch, 'empty') }), null);
 });

@@ -51,7 +51,6 @@ before(async () => {
   worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
 });
 
-
 function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
   const projectId = uniqueId('docs');
   sim.setScenario(projectId, scenario);
@@ -91,7 +90,18 @@ async function captureHistory(handle: WorkflowHandle, name: string, runId?: stri
   await handle.result().catch(() => undefined);
   const cli = findTemporalCli();
   assert.ok(cli, 'capturing histories needs the Temporal CLI');
-  const args = ['workflow', 'show', '--address', env.address, '--namespace', env.namespace, '--workflow-id', handle.workflowId, '--output', 'json'];
+  const args = [
+    'workflow',
+    'show',
+    '--address',
+    env.address,
+    '--namespace',
+    env.namespace,
+    '--workflow-id',
+    handle.workflowId,
+    '--output',
+    'json',
+  ];
   if (runId) args.push('--run-id', runId);
   const shown = spawnSync(cli.path, args, { encoding: 'utf8' });
   assert.equal(shown.status, 0, shown.stderr);
@@ -176,14 +186,19 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
 
   test('Retry-After on 429 sets the wait before the next attempt', async () => {
     const projectId = project({
-      faults: { rules: [{ endpoint: 'get', first: 1, kind: 'status', status: 429, retryAfter: { seconds: 2 } }] },
+      faults: {
+        rules: [{ endpoint: 'get', first: 1, kind: 'status', status: 429, retryAfter: { seconds: 2 } }],
+      },
     });
     const handle = await start({ projectId, prompt: 'Slow down', poll: FAST });
     const startedAt = Date.now();
     const result = await handle.result();
     assert.equal(result.status, 'completed');
     // Without Retry-After the activity's own first retry comes after 1s.
-    assert.ok(Date.now() - startedAt >= 2_000, `finished after ${Date.now() - startedAt}ms, before Retry-After`);
+    assert.ok(
+      Date.now() - startedAt >= 2_000,
+      `finished after ${Date.now() - startedAt}ms, before Retry-After`,
+    );
   });
 
   test('a final API error fails fast with its own type: Unauthorized, no key in the message', async () => {
@@ -213,7 +228,12 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
 
   test('a job still active at the deadline fails with AgentJobTimedOut and the last record', async () => {
     const projectId = project({ durationMs: 600_000 });
-    const handle = await start({ projectId, prompt: 'Take forever', poll: { initialInterval: 200 }, timeout: '2s' });
+    const handle = await start({
+      projectId,
+      prompt: 'Take forever',
+      poll: { initialInterval: 200 },
+      timeout: '2s',
+    });
     const failure = await failureOf(handle);
     assert.equal(failure.type, FailureType.AgentJobTimedOut);
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
@@ -233,7 +253,9 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await waitFor(
       async () => {
         const executions = [];
-        for await (const execution of env.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) {
+        for await (const execution of env.client.workflow.list({
+          query: `WorkflowId = '${handle.workflowId}'`,
+        })) {
           executions.push(execution);
         }
         return executions.length >= 3;
@@ -249,17 +271,26 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(createdJobs(sim, projectId), 1);
     const firstRun = env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
     const events = (await firstRun.fetchHistory()).events ?? [];
-    assert.ok(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes, 'the first run continued as new');
+    assert.ok(
+      events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes,
+      'the first run continued as new',
+    );
     assert.ok(events.length < 60, `the first run stayed small (${events.length} events)`);
     await captureHistory(handle, 'continued-as-new', handle.firstExecutionRunId);
   });
 
   test('jobId attaches to an existing agent job without creating one', async () => {
     const projectId = project({ durationMs: 200 });
-    const created = await new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY }).createJob(projectId, 'made elsewhere', {
-      idempotencyKey: uniqueId('key'),
-    });
-    const result = await (await start({ projectId, prompt: 'attach', jobId: created.id, poll: FAST })).result();
+    const created = await new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY }).createJob(
+      projectId,
+      'made elsewhere',
+      {
+        idempotencyKey: uniqueId('key'),
+      },
+    );
+    const result = await (
+      await start({ projectId, prompt: 'attach', jobId: created.id, poll: FAST })
+    ).result();
     assert.equal(result.job.id, created.id);
     assert.equal(result.created, false);
     assert.equal(createdJobs(sim, projectId), 1);
@@ -271,9 +302,12 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await jobIdOf(handle);
     const status = await handle.query(statusQuery);
     assert.ok(status.nextPollAt, 'a poll is scheduled');
-    await waitFor(() => sim.stats().jobs.some((job) => job.projectId === projectId && job.terminalAt !== null), {
-      what: 'the agent job to end',
-    });
+    await waitFor(
+      () => sim.stats().jobs.some((job) => job.projectId === projectId && job.terminalAt !== null),
+      {
+        what: 'the agent job to end',
+      },
+    );
     await handle.signal(pollNowSignal);
     const result = await handle.result();
     assert.equal(result.status, 'completed');
@@ -306,14 +340,21 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const final = await result;
     assert.equal(final.turns, 2);
     assert.equal(final.status, 'completed');
-    assert.ok(final.prLink && final.prLink !== turnOnePrLink, 'the result is turn 2\u2019s, with its own pull request');
+    assert.ok(
+      final.prLink && final.prLink !== turnOnePrLink,
+      'the result is turn 2\u2019s, with its own pull request',
+    );
     assert.ok(final.polls >= 3, 'the stale reads were polled through');
     await captureHistory(handle, 'send-message-after-turn');
   });
 
   test('sendMessage during a turn resumes polling until the new turn ends', async () => {
     const projectId = project({ durationMs: 300, faults: { staleReadsAfterMessage: 2 } });
-    const handle = await start({ projectId, prompt: 'Turn one', poll: { initialInterval: 100, backoffCoefficient: 1 } });
+    const handle = await start({
+      projectId,
+      prompt: 'Turn one',
+      poll: { initialInterval: 100, backoffCoefficient: 1 },
+    });
     await jobIdOf(handle);
     const record = await handle.executeUpdate(sendMessageUpdate, { args: ['Now add examples'] });
     assert.equal(record.id, (await handle.query(statusQuery)).jobId);
@@ -331,7 +372,10 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const projectId = project({ durationMs: 60_000 });
     const handle = await start({ projectId, prompt: 'Busy', poll: { initialInterval: '1 hour' } });
     await jobIdOf(handle);
-    await assert.rejects(handle.executeUpdate(sendMessageUpdate, { args: ['   '] }), WorkflowUpdateFailedError);
+    await assert.rejects(
+      handle.executeUpdate(sendMessageUpdate, { args: ['   '] }),
+      WorkflowUpdateFailedError,
+    );
     await assert.rejects(
       handle.executeUpdate(sendMessageUpdate, { args: ['x'.repeat(MAX_PROMPT_LENGTH + 1)] }),
       WorkflowUpdateFailedError,
@@ -364,9 +408,21 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     ['missing prompt', { projectId: 'x' }, 'prompt'],
     ['blank prompt', { projectId: 'x', prompt: ' \n ' }, 'prompt'],
     ['prompt over the limit', { projectId: 'x', prompt: 'y'.repeat(MAX_PROMPT_LENGTH + 1) }, 'prompt'],
-    ['backoff below 1', { projectId: 'x', prompt: 'p', poll: { backoffCoefficient: 0.5 } }, 'poll.backoffCoefficient'],
-    ['max below initial', { projectId: 'x', prompt: 'p', poll: { initialInterval: '10s', maxInterval: '1s' } }, 'poll.maxInterval'],
-    ['nonsense interval', { projectId: 'x', prompt: 'p', poll: { initialInterval: 'soon' } }, 'poll.initialInterval'],
+    [
+      'backoff below 1',
+      { projectId: 'x', prompt: 'p', poll: { backoffCoefficient: 0.5 } },
+      'poll.backoffCoefficient',
+    ],
+    [
+      'max below initial',
+      { projectId: 'x', prompt: 'p', poll: { initialInterval: '10s', maxInterval: '1s' } },
+      'poll.maxInterval',
+    ],
+    [
+      'nonsense interval',
+      { projectId: 'x', prompt: 'p', poll: { initialInterval: 'soon' } },
+      'poll.initialInterval',
+    ],
     ['nonsense timeout', { projectId: 'x', prompt: 'p', timeout: -5 }, 'timeout'],
   ];
   for (const [name, input, field] of invalidInputs) {

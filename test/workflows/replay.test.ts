@@ -12,7 +12,9 @@ import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { temporalEnv } from '../harness.js';
 
 const dir = new URL('../histories/', import.meta.url);
-const files = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
+const files = readdirSync(dir)
+  .filter((name) => name.endsWith('.json'))
+  .sort();
 
 function histories() {
   return files.map((name) => ({
