@@ -35,6 +35,23 @@ export default tseslint.config(
     },
   },
   {
+    // The API client stands alone: plain HTTP and records, no Temporal.
+    files: ['src/agent-api/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@temporalio/*', '../*'],
+              message: 'src/agent-api/ knows nothing of Temporal or the rest of the project.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['src/workflows/**/*.ts', 'src/contract.ts'],
     rules: {
       'no-restricted-imports': [
@@ -47,8 +64,9 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: ['undici', '**/agent-api/**', '**/simulator/**'],
-              message: 'Workflows reach the API through activities only.',
+              group: ['undici', '**/agent-api/*', '!**/agent-api/types.js', '**/simulator/**'],
+              message:
+                'Workflows reach the API through activities only (the contract may re-export agent-api/types).',
             },
           ],
         },

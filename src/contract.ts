@@ -8,6 +8,16 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { ApiFailureType, type AgentJobRecord, type AgentJobStatus } from './agent-api/types.js';
+
+export {
+  AGENT_JOB_STATUSES,
+  ApiFailureType,
+  isTerminalStatus,
+  TERMINAL_STATUSES,
+  type AgentJobRecord,
+  type AgentJobStatus,
+} from './agent-api/types.js';
 
 /** Workflow type name, as other SDKs and `temporal workflow start --type` see it. */
 export const WORKFLOW_TYPE = 'agentJobWorkflow';
@@ -16,30 +26,14 @@ export const WORKFLOW_TYPE = 'agentJobWorkflow';
 export const DEFAULT_TASK_QUEUE = 'agent-jobs';
 
 /**
- * Every failure type that leaves an activity or the workflow. The values are stable API: callers
- * match on `ApplicationFailure.type`, so a rename is a breaking change.
+ * Every failure type that leaves an activity or the workflow: the API client's
+ * ({@link ApiFailureType}) and the workflow's own. The values are stable API: callers match on
+ * `ApplicationFailure.type`, so a rename is a breaking change.
  */
 export const FailureType = {
+  ...ApiFailureType,
   /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
-  /** The API refused the request as malformed (400, 422). */
-  InvalidRequest: 'InvalidRequest',
-  /** The API refused the key (401, 403). */
-  Unauthorized: 'Unauthorized',
-  /** Create answered 404: the project does not exist or the key cannot see it. */
-  ProjectNotFound: 'ProjectNotFound',
-  /** Get answered 404 more times than a freshly created agent job can explain. */
-  JobNotFound: 'JobNotFound',
-  /** 429: too many requests; retried after `Retry-After`. */
-  RateLimited: 'RateLimited',
-  /** 408, 425, 500, 502, 503, 504: the API is unwell for now; retried. */
-  ServiceUnavailable: 'ServiceUnavailable',
-  /** Refused or reset connection, DNS failure: retried. */
-  NetworkError: 'NetworkError',
-  /** The request did not finish within its timeout: retried. */
-  RequestTimeout: 'RequestTimeout',
-  /** A body that is not JSON or not an agent job record (a proxy's error page, say). */
-  UnexpectedResponse: 'UnexpectedResponse',
   /** A create whose outcome is unknown, under the `fail` policy for ambiguous creates. */
   CreateOutcomeUnknown: 'CreateOutcomeUnknown',
   /** The agent job ended with status `failed`; details carry the final record. */
@@ -52,35 +46,6 @@ export const FailureType = {
 
 /** One of the {@link FailureType} names. */
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
-
-/** The statuses the API documents. */
-export const AGENT_JOB_STATUSES = ['active', 'completed', 'archived', 'failed'] as const;
-
-/** A documented agent job status. */
-export type AgentJobStatus = (typeof AGENT_JOB_STATUSES)[number];
-
-/** The statuses after which polling stops. */
-export const TERMINAL_STATUSES: readonly AgentJobStatus[] = ['completed', 'archived', 'failed'];
-
-/** Whether `status` is one the API documents as terminal. */
-export function isTerminalStatus(status: string): boolean {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
-
-/**
- * The agent job record as the API returns it. `status` stays a string because the live service may
- * add values; the workflow decides what an undocumented one means. Unknown extra fields are kept.
- */
-export interface AgentJobRecord {
-  id: string;
-  status: string;
-  source?: { repository?: string; ref?: string; [field: string]: unknown };
-  model?: string;
-  prLink: string | null;
-  createdAt?: string;
-  archivedAt?: string | null;
-  [field: string]: unknown;
-}
 
 /**
  * A duration as callers write it in JSON: a Temporal duration string (`'10s'`, `'5 minutes'`) or

@@ -4,7 +4,7 @@
  * from the contract, except a caller's own abort, which is passed through untouched.
  */
 import { request, type Dispatcher } from 'undici';
-import { FailureType, type AgentJobRecord } from '../contract.js';
+import { ApiFailureType, type AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
 import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
@@ -176,7 +176,7 @@ export class AgentApiClient {
     const problem = argumentProblem(call);
     if (problem === null) return null;
     return new AgentApiError({
-      type: FailureType.InvalidRequest,
+      type: ApiFailureType.InvalidRequest,
       operation: call.operation,
       status: null,
       retryAfterMs: null,
@@ -204,7 +204,7 @@ export class AgentApiClient {
     }
     if (call.signal?.aborted) {
       return new AgentApiError({
-        type: FailureType.RequestTimeout,
+        type: ApiFailureType.RequestTimeout,
         operation: call.operation,
         status: null,
         retryAfterMs: null,
@@ -265,7 +265,7 @@ export class AgentApiClient {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
     return new AgentApiError({
-      type: FailureType.UnexpectedResponse,
+      type: ApiFailureType.UnexpectedResponse,
       operation: call.operation,
       status,
       retryAfterMs: null,
@@ -341,21 +341,21 @@ function ambiguity(call: Call): string {
 }
 
 /** What a person should do about a failure of this type. */
-function hint(type: FailureType, call: Call, retryAfterMs: number | null): string {
+function hint(type: ApiFailureType, call: Call, retryAfterMs: number | null): string {
   const after =
     retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
   switch (type) {
-    case FailureType.Unauthorized:
+    case ApiFailureType.Unauthorized:
       return 'The API refused the admin API key: check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
-    case FailureType.ProjectNotFound:
+    case ApiFailureType.ProjectNotFound:
       return 'Check the project ID, and that the admin API key belongs to the organization that owns it';
-    case FailureType.JobNotFound:
+    case ApiFailureType.JobNotFound:
       return `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
-    case FailureType.InvalidRequest:
+    case ApiFailureType.InvalidRequest:
       return 'The API rejected the request as invalid; repeating it will not help';
-    case FailureType.RateLimited:
+    case ApiFailureType.RateLimited:
       return `Rate limited (the API allows 100 creates per project per hour)${after}`;
-    case FailureType.ServiceUnavailable:
+    case ApiFailureType.ServiceUnavailable:
       return `The API is unavailable for now${after}`;
     default:
       return '';

@@ -1,33 +1,21 @@
 /**
  * The one error type the client throws (besides a caller's own abort reason), and the tables that
- * map an HTTP status or a network failure onto a {@link FailureType}.
+ * map an HTTP status or a network failure onto a {@link ApiFailureType}.
  */
-import { FailureType } from '../contract.js';
+import { ApiFailureType } from './types.js';
 
 /** The client call a failure came from. */
 export type ApiOperation = 'createJob' | 'getJob' | 'sendMessage';
-
-/** The failure types this client can produce: the API-facing subset of {@link FailureType}. */
-export type ApiFailureType =
-  | typeof FailureType.InvalidRequest
-  | typeof FailureType.Unauthorized
-  | typeof FailureType.ProjectNotFound
-  | typeof FailureType.JobNotFound
-  | typeof FailureType.RateLimited
-  | typeof FailureType.ServiceUnavailable
-  | typeof FailureType.NetworkError
-  | typeof FailureType.RequestTimeout
-  | typeof FailureType.UnexpectedResponse;
 
 /**
  * Failures that no retry can fix: the request itself, the key or the project is wrong. Everything
  * else is retryable here; the activity layer bounds how often (JobNotFound and UnexpectedResponse
  * in particular).
  */
-const FINAL_TYPES: ReadonlySet<FailureType> = new Set([
-  FailureType.InvalidRequest,
-  FailureType.Unauthorized,
-  FailureType.ProjectNotFound,
+const FINAL_TYPES: ReadonlySet<ApiFailureType> = new Set([
+  ApiFailureType.InvalidRequest,
+  ApiFailureType.Unauthorized,
+  ApiFailureType.ProjectNotFound,
 ]);
 
 /** What {@link AgentApiError} is built from. */
@@ -48,7 +36,7 @@ export interface AgentApiErrorInit {
  */
 export class AgentApiError extends Error {
   /** The failure type: always one of the API-facing names in {@link ApiFailureType}. */
-  readonly type: FailureType;
+  readonly type: ApiFailureType;
   /** The client call that failed. */
   readonly operation: ApiOperation;
   /** The HTTP status, or null when no response arrived. */
@@ -97,28 +85,28 @@ export function classifyStatus(status: number, operation: ApiOperation): StatusC
   switch (status) {
     case 400:
     case 422:
-      return refused(FailureType.InvalidRequest);
+      return refused(ApiFailureType.InvalidRequest);
     case 401:
     case 403:
-      return refused(FailureType.Unauthorized);
+      return refused(ApiFailureType.Unauthorized);
     case 404:
       // A create names only the project, so its 404 is about the project; get and message name a job.
-      return refused(operation === 'createJob' ? FailureType.ProjectNotFound : FailureType.JobNotFound);
+      return refused(operation === 'createJob' ? ApiFailureType.ProjectNotFound : ApiFailureType.JobNotFound);
     case 408:
     case 425:
-      return refused(FailureType.ServiceUnavailable);
+      return refused(ApiFailureType.ServiceUnavailable);
     case 429:
-      return { type: FailureType.RateLimited, mayHaveTakenEffect: false, readsRetryAfter: true };
+      return { type: ApiFailureType.RateLimited, mayHaveTakenEffect: false, readsRetryAfter: true };
     case 503:
-      return { type: FailureType.ServiceUnavailable, mayHaveTakenEffect: false, readsRetryAfter: true };
+      return { type: ApiFailureType.ServiceUnavailable, mayHaveTakenEffect: false, readsRetryAfter: true };
   }
   if (status >= 500) {
-    return { type: FailureType.ServiceUnavailable, mayHaveTakenEffect: true, readsRetryAfter: false };
+    return { type: ApiFailureType.ServiceUnavailable, mayHaveTakenEffect: true, readsRetryAfter: false };
   }
-  if (status >= 400) return refused(FailureType.InvalidRequest);
+  if (status >= 400) return refused(ApiFailureType.InvalidRequest);
   // 1xx and 3xx are not part of the API (redirects are not followed): the server is not the one we
   // expect, and we cannot tell what it did with the request.
-  return { type: FailureType.UnexpectedResponse, mayHaveTakenEffect: true, readsRetryAfter: false };
+  return { type: ApiFailureType.UnexpectedResponse, mayHaveTakenEffect: true, readsRetryAfter: false };
 }
 
 /** How one network failure is handled. */
@@ -156,26 +144,26 @@ const MAYBE_SENT: Readonly<Record<string, string>> = {
 export function classifyNetworkError(err: unknown): NetworkClass {
   const code = errorCode(err);
   if (code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return { type: FailureType.RequestTimeout, mayHaveTakenEffect: false, what: 'connect timeout' };
+    return { type: ApiFailureType.RequestTimeout, mayHaveTakenEffect: false, what: 'connect timeout' };
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT') {
     return {
-      type: FailureType.RequestTimeout,
+      type: ApiFailureType.RequestTimeout,
       mayHaveTakenEffect: true,
       what: 'no response headers in time',
     };
   }
   if (code === 'UND_ERR_BODY_TIMEOUT') {
-    return { type: FailureType.RequestTimeout, mayHaveTakenEffect: true, what: 'response body stalled' };
+    return { type: ApiFailureType.RequestTimeout, mayHaveTakenEffect: true, what: 'response body stalled' };
   }
   if (code !== undefined && code in NOT_SENT) {
-    return { type: FailureType.NetworkError, mayHaveTakenEffect: false, what: NOT_SENT[code] ?? code };
+    return { type: ApiFailureType.NetworkError, mayHaveTakenEffect: false, what: NOT_SENT[code] ?? code };
   }
   if (code !== undefined && code in MAYBE_SENT) {
-    return { type: FailureType.NetworkError, mayHaveTakenEffect: true, what: MAYBE_SENT[code] ?? code };
+    return { type: ApiFailureType.NetworkError, mayHaveTakenEffect: true, what: MAYBE_SENT[code] ?? code };
   }
   // Unknown failure: assume the worst for a create (it may have been applied) but let it be retried.
-  return { type: FailureType.NetworkError, mayHaveTakenEffect: true, what: code ?? 'network failure' };
+  return { type: ApiFailureType.NetworkError, mayHaveTakenEffect: true, what: code ?? 'network failure' };
 }
 
 function errorCode(err: unknown): string | undefined {

@@ -7,7 +7,6 @@ export {
   classifyNetworkError,
   classifyStatus,
   type AgentApiErrorInit,
-  type ApiFailureType,
   type ApiOperation,
   type NetworkClass,
   type StatusClass,
@@ -21,3 +20,11 @@ export {
   type DispatcherTimeouts,
 } from './dispatcher.js';
 export { parseRetryAfter } from './retry-after.js';
+export {
+  AGENT_JOB_STATUSES,
+  ApiFailureType,
+  isTerminalStatus,
+  TERMINAL_STATUSES,
+  type AgentJobRecord,
+  type AgentJobStatus,
+} from './types.js';

@@ -3,7 +3,7 @@
  * rest of the project can trust the shape of what it stores in workflow history.
  */
 import { z } from 'zod';
-import type { AgentJobRecord } from '../contract.js';
+import type { AgentJobRecord } from './types.js';
 
 /**
  * A field the API documents as optional. `null` is read as absent: a server that sends `"model": null`

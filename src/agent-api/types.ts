@@ -1,0 +1,59 @@
+/**
+ * The Agent Job API's own vocabulary: the record it returns, its statuses and the failure types
+ * of the client. No Temporal imports, so the client stands alone; src/contract.ts re-exports
+ * these as part of the workflow's public contract.
+ */
+
+/** Failure types of the API client. Stable names: callers match on them. */
+export const ApiFailureType = {
+  /** The API refused the request as malformed (400, 422, other 4xx). Final. */
+  InvalidRequest: 'InvalidRequest',
+  /** The API refused the key (401, 403). Final. */
+  Unauthorized: 'Unauthorized',
+  /** Create answered 404: the project does not exist or the key cannot see it. Final. */
+  ProjectNotFound: 'ProjectNotFound',
+  /** Get or message answered 404; retried a bounded few times (read-after-create lag), then final. */
+  JobNotFound: 'JobNotFound',
+  /** 429: too many requests; retried after `Retry-After`. */
+  RateLimited: 'RateLimited',
+  /** 408, 425, 500, 502, 503, 504 and other 5xx: the API is unwell for now; retried. */
+  ServiceUnavailable: 'ServiceUnavailable',
+  /** Refused or reset connection, DNS failure: retried. */
+  NetworkError: 'NetworkError',
+  /** The request did not finish within its timeout: retried. */
+  RequestTimeout: 'RequestTimeout',
+  /** A body that is not JSON or not an agent job record (a proxy's error page, say); bounded retries. */
+  UnexpectedResponse: 'UnexpectedResponse',
+} as const;
+
+/** One of the {@link ApiFailureType} names. */
+export type ApiFailureType = (typeof ApiFailureType)[keyof typeof ApiFailureType];
+
+/** The statuses the API documents. */
+export const AGENT_JOB_STATUSES = ['active', 'completed', 'archived', 'failed'] as const;
+
+/** A documented agent job status. */
+export type AgentJobStatus = (typeof AGENT_JOB_STATUSES)[number];
+
+/** The statuses after which polling stops. */
+export const TERMINAL_STATUSES: readonly AgentJobStatus[] = ['completed', 'archived', 'failed'];
+
+/** Whether `status` is one the API documents as terminal. */
+export function isTerminalStatus(status: string): boolean {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/**
+ * The agent job record as the API returns it. `status` stays a string because the live service may
+ * add values; the workflow decides what an undocumented one means. Unknown extra fields are kept.
+ */
+export interface AgentJobRecord {
+  id: string;
+  status: string;
+  source?: { repository?: string; ref?: string; [field: string]: unknown };
+  model?: string;
+  prLink: string | null;
+  createdAt?: string;
+  archivedAt?: string | null;
+  [field: string]: unknown;
+}
