@@ -1,0 +1,132 @@
+/**
+ * Cost of a workflow, counted from its real event histories: events per run and billable actions,
+ * over every run of a continue-as-new chain.
+ *
+ * Billable actions follow Temporal Cloud's list (docs.temporal.io/cloud/actions, "Temporal Cloud
+ * Actions"): workflow started (by a client or by continue-as-new), timer started, activity started
+ * or retried (every attempt), local activities (one per workflow task that records any), search
+ * attribute upsert (one per command, however many keys), signal, accepted update, side effect,
+ * workflow options updated, child workflow start (two). Queries are billable too but never reach the
+ * history; the benchmark sends none.
+ */
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time.js';
+
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+type HistoryEvent = NonNullable<History['events']>[number];
+
+/** Billable actions by kind. */
+export interface ActionCounts {
+  workflowStarted: number;
+  timersStarted: number;
+  /** Activity attempts: each start and each retry is one action. */
+  activityAttempts: number;
+  /** Workflow tasks that recorded local activity markers (one action each). */
+  localActivityTasks: number;
+  searchAttributeUpserts: number;
+  signals: number;
+  updates: number;
+  other: number;
+  total: number;
+}
+
+/** Cost of one workflow: every run of its continue-as-new chain. */
+export interface WorkflowCost {
+  workflowId: string;
+  runs: number;
+  /** Events over every run. */
+  events: number;
+  /** Events of the longest run. */
+  maxRunEvents: number;
+  actions: ActionCounts;
+  /** Close time of the last run (epoch ms), or null while it runs. */
+  closedAt: number | null;
+  /** The workflow's result, decoded, when the last run completed. */
+  result: unknown;
+}
+
+/** Zeroed counts. */
+export function noActions(): ActionCounts {
+  return {
+    workflowStarted: 0,
+    timersStarted: 0,
+    activityAttempts: 0,
+    localActivityTasks: 0,
+    searchAttributeUpserts: 0,
+    signals: 0,
+    updates: 0,
+    other: 0,
+    total: 0,
+  };
+}
+
+/** Adds the billable actions of one run's events to `into`. */
+export function countActions(events: readonly HistoryEvent[], into: ActionCounts = noActions()): ActionCounts {
+  const localActivityTasks = new Set<string>();
+  for (const event of events) {
+    if (event.workflowExecutionStartedEventAttributes) into.workflowStarted++;
+    else if (event.timerStartedEventAttributes) into.timersStarted++;
+    // The started event of a retried activity is written once, at the end, with the last attempt's
+    // number: that number is how many attempts (actions) the activity took.
+    else if (event.activityTaskStartedEventAttributes)
+      into.activityAttempts += Math.max(1, event.activityTaskStartedEventAttributes.attempt ?? 1);
+    else if (event.markerRecordedEventAttributes)
+      localActivityTasks.add(String(event.markerRecordedEventAttributes.workflowTaskCompletedEventId));
+    else if (event.upsertWorkflowSearchAttributesEventAttributes) into.searchAttributeUpserts++;
+    else if (event.workflowExecutionSignaledEventAttributes) into.signals++;
+    else if (event.workflowExecutionUpdateAcceptedEventAttributes) into.updates++;
+    else if (event.startChildWorkflowExecutionInitiatedEventAttributes) into.other += 2;
+    else if (event.workflowExecutionOptionsUpdatedEventAttributes) into.other++;
+  }
+  into.localActivityTasks += localActivityTasks.size;
+  into.total =
+    into.workflowStarted +
+    into.timersStarted +
+    into.activityAttempts +
+    into.localActivityTasks +
+    into.searchAttributeUpserts +
+    into.signals +
+    into.updates +
+    into.other;
+  return into;
+}
+
+/**
+ * Fetches every run of the workflow's continue-as-new chain, from the first run, and counts them.
+ * `firstRunId` is the run the client started.
+ */
+export async function workflowCost(client: Client, workflowId: string, firstRunId: string): Promise<WorkflowCost> {
+  const actions = noActions();
+  let runId: string | null = firstRunId;
+  let runs = 0;
+  let events = 0;
+  let maxRunEvents = 0;
+  let closedAt: number | null = null;
+  let result: unknown = undefined;
+  while (runId !== null) {
+    const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const runEvents = history.events ?? [];
+    runs++;
+    events += runEvents.length;
+    maxRunEvents = Math.max(maxRunEvents, runEvents.length);
+    countActions(runEvents, actions);
+    const last = runEvents.at(-1);
+    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+    const completed = last?.workflowExecutionCompletedEventAttributes;
+    if (runId === null && last && isClose(last)) closedAt = tsToMs(last.eventTime);
+    const payload = completed?.result?.payloads?.[0];
+    if (payload) result = defaultPayloadConverter.fromPayload(payload);
+  }
+  return { workflowId, runs, events, maxRunEvents, actions, closedAt, result };
+}
+
+function isClose(event: HistoryEvent): boolean {
+  return Boolean(
+    event.workflowExecutionCompletedEventAttributes ??
+      event.workflowExecutionFailedEventAttributes ??
+      event.workflowExecutionTimedOutEventAttributes ??
+      event.workflowExecutionTerminatedEventAttributes ??
+      event.workflowExecutionCanceledEventAttributes,
+  );
+}
