@@ -16,7 +16,7 @@ import {
   Worker,
   type WorkflowBundle,
 } from '@temporalio/worker';
-import { startDevServer, type DevServer } from '../dev/dev-server.js';
+import { freePort, startDevServer, type DevServer } from '../dev/dev-server.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
@@ -214,4 +214,39 @@ export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv):
         }
       }),
   };
+}
+
+/** The environment of a worker process (`src/worker.ts`) for the suite's server and a simulator. */
+export interface WorkerProcessEnv {
+  vars: NodeJS.ProcessEnv;
+  taskQueue: string;
+  healthPort: number;
+  metricsPort: number;
+}
+
+/**
+ * Builds a worker process's environment from scratch (nothing inherited but PATH and HOME), on a
+ * unique task queue and free health and metrics ports; `overrides` win.
+ */
+export async function workerProcessEnv(
+  env: TemporalTestEnv,
+  api: { url: string; apiKey: string },
+  overrides: NodeJS.ProcessEnv = {},
+): Promise<WorkerProcessEnv> {
+  const healthPort = await freePort();
+  const metricsPort = await freePort();
+  const taskQueue = overrides.TEMPORAL_TASK_QUEUE ?? uniqueId('tq');
+  const vars: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: env.address,
+    TEMPORAL_NAMESPACE: env.namespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    AGENT_API_BASE_URL: api.url,
+    AGENT_API_KEY: api.apiKey,
+    HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+    METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    ...overrides,
+  };
+  return { vars, taskQueue, healthPort, metricsPort };
 }

@@ -9,13 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { before, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { freePort } from '../../dev/dev-server.js';
 import {
   spawnTs,
   startTestSimulator,
   temporalEnv,
   uniqueId,
   waitFor,
+  workerProcessEnv,
   type TemporalTestEnv,
   type TestProcess,
 } from '../harness.js';
@@ -42,26 +42,18 @@ interface WorkerProcess {
 }
 
 async function startWorker(name: string, taskQueue: string): Promise<WorkerProcess> {
-  const metricsPort = await freePort();
-  const healthPort = await freePort();
-  const process_ = spawnTs('src/worker.ts', [], {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: env.address,
-    TEMPORAL_NAMESPACE: env.namespace,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    AGENT_API_BASE_URL: sim.url,
-    AGENT_API_KEY: API_KEY,
-    HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
-    METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-    LOG_LEVEL: 'WARN',
-  });
+  const { vars, healthPort, metricsPort } = await workerProcessEnv(
+    env,
+    { url: sim.url, apiKey: API_KEY },
+    { TEMPORAL_TASK_QUEUE: taskQueue },
+  );
+  const worker = spawnTs('src/worker.ts', [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: `${name} to be ready`,
     timeoutMs: 120_000,
     intervalMs: 200,
   });
-  return { name, process: process_, metricsPort };
+  return { name, process: worker, metricsPort };
 }
 
 /** Activities this worker completed, from its own Prometheus counters. */
@@ -78,7 +70,9 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
   const taskQueue = uniqueId('tq-scale');
   const projectId = uniqueId('docs-scale');
   const startedAt = Date.now();
-  const workers = await Promise.all(['worker-1', 'worker-2', 'worker-3'].map((name) => startWorker(name, taskQueue)));
+  const workers = await Promise.all(
+    ['worker-1', 'worker-2', 'worker-3'].map((name) => startWorker(name, taskQueue)),
+  );
 
   const handles: AgentJobHandle[] = [];
   for (let i = 0; i < JOBS; i++) {
@@ -91,12 +85,17 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
     );
   }
   // Kill once the agent jobs are being worked on: most created, none finished yet.
-  await waitFor(() => createdJobs(sim, projectId) >= JOBS / 2, { what: 'half of the agent jobs to be created', timeoutMs: 60_000 });
+  await waitFor(() => createdJobs(sim, projectId) >= JOBS / 2, {
+    what: 'half of the agent jobs to be created',
+    timeoutMs: 60_000,
+  });
   const victim = workers[0] as WorkerProcess;
   const victimWork = await activitiesDone(victim);
   victim.process.child.kill('SIGKILL');
   assert.equal(await victim.process.exited, 'SIGKILL');
-  const inFlightAtKill = sim.stats().jobs.filter((job) => job.projectId === projectId && job.terminalAt === null).length;
+  const inFlightAtKill = sim
+    .stats()
+    .jobs.filter((job) => job.projectId === projectId && job.terminalAt === null).length;
   const replacement = await startWorker('worker-4', taskQueue);
 
   const results = await Promise.all(handles.map((handle) => handle.result()));
@@ -111,9 +110,14 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
   assert.equal(createdJobs(sim, projectId), JOBS, 'exactly one agent job per workflow');
   const jobIds = new Set(results.map((result) => result.job.id));
   assert.equal(jobIds.size, JOBS, 'no two workflows share an agent job');
-  const keys = Object.entries(stats.jobsPerIdempotencyKey).filter(([key]) => key.includes(`agent-job/${projectId}/`));
+  const keys = Object.entries(stats.jobsPerIdempotencyKey).filter(([key]) =>
+    key.includes(`agent-job/${projectId}/`),
+  );
   assert.equal(keys.length, JOBS);
-  assert.ok(keys.every(([, count]) => count === 1), 'no idempotency key made two jobs');
+  assert.ok(
+    keys.every(([, count]) => count === 1),
+    'no idempotency key made two jobs',
+  );
 
   const work: Record<string, number> = { [victim.name]: victimWork };
   for (const worker of [...workers.slice(1), replacement]) work[worker.name] = await activitiesDone(worker);

@@ -8,13 +8,13 @@ import { before, describe, test } from 'node:test';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import { freePort } from '../../dev/dev-server.js';
 import {
   spawnTs,
   startTestSimulator,
   temporalEnv,
   uniqueId,
   waitFor,
+  workerProcessEnv,
   type TemporalTestEnv,
 } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
@@ -28,24 +28,12 @@ before(async () => {
   sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
 });
 
-async function workerEnv(overrides: NodeJS.ProcessEnv = {}) {
-  const healthPort = await freePort();
-  const metricsPort = await freePort();
-  const taskQueue = uniqueId('tq');
-  const vars: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: env.address,
-    TEMPORAL_NAMESPACE: env.namespace,
-    TEMPORAL_TASK_QUEUE: taskQueue,
-    AGENT_API_BASE_URL: sim.url,
-    AGENT_API_KEY: API_KEY,
-    HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
-    METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
-    WORKER_SHUTDOWN_GRACE: '20s',
-    ...overrides,
-  };
-  return { vars, taskQueue, healthPort, metricsPort };
+function workerEnv(overrides: NodeJS.ProcessEnv = {}) {
+  return workerProcessEnv(
+    env,
+    { url: sim.url, apiKey: API_KEY },
+    { WORKER_SHUTDOWN_GRACE: '20s', ...overrides },
+  );
 }
 
 describe('worker process', { concurrency: 3 }, () => {
