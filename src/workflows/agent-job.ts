@@ -191,7 +191,7 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
               projectId: resolved.projectId,
               jobId,
               prompt,
-              idempotencyKey: `${workflowInfo().workflowId}/turn-${turn}`,
+              idempotencyKey: idempotencyKey(`${workflowInfo().workflowId}/turn-${turn}`),
             },
           ],
         );
@@ -246,7 +246,13 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
       },
       // The workflow ID is the idempotency key: stable across activity retries, worker restarts
       // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
-      [{ projectId: resolved.projectId, prompt: resolved.prompt, idempotencyKey: workflowId }],
+      [
+        {
+          projectId: resolved.projectId,
+          prompt: resolved.prompt,
+          idempotencyKey: idempotencyKey(workflowId),
+        },
+      ],
     );
   } catch (err) {
     state.progress.lastError = describeError(err);
@@ -379,6 +385,14 @@ function observe(state: RunState, record: AgentJobRecord): AgentJobStatus | null
     state.awaitingNewTurn = false;
   }
   return isTerminalStatus(record.status) ? (record.status as AgentJobStatus) : null;
+}
+
+/**
+ * An `Idempotency-Key` header value from a workflow ID. Header values must be visible ASCII, and a
+ * workflow ID may hold spaces or any Unicode: such an ID is percent-encoded, others pass unchanged.
+ */
+function idempotencyKey(id: string): string {
+  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(id);
 }
 
 function sameRecord(a: AgentJobRecord, b: AgentJobRecord): boolean {

@@ -57,10 +57,13 @@ function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}):
   return projectId;
 }
 
-async function start(input: Partial<AgentJobInput> & Record<string, unknown>) {
+async function start(
+  input: Partial<AgentJobInput> & Record<string, unknown>,
+  workflowId = uniqueId('agent-job-test'),
+) {
   const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
     taskQueue: worker.taskQueue,
-    workflowId: uniqueId('agent-job-test'),
+    workflowId,
     args: [input as AgentJobInput],
   });
   handles.push(handle);
@@ -133,6 +136,21 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), 'completed');
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.projectId), projectId);
     await captureHistory(handle, 'completed-with-pr');
+  });
+
+  test('a workflow ID with spaces and Unicode still gives a valid Idempotency-Key', async () => {
+    const projectId = project();
+    const handle = await start(
+      { projectId, prompt: 'Any ID', poll: FAST },
+      uniqueId('docs job \u00e9t\u00e9 \u2713'),
+    );
+    assert.equal((await handle.result()).status, 'completed');
+    assert.equal(createdJobs(sim, projectId), 1);
+    const keys = Object.keys(sim.stats().jobsPerIdempotencyKey);
+    assert.ok(
+      keys.includes(encodeURIComponent(handle.workflowId)),
+      'the key is the percent-encoded workflow ID',
+    );
   });
 
   test('a completed job with prLink null (no files changed) is a success', async () => {
