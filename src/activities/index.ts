@@ -115,7 +115,7 @@ export function createActivities(deps: ActivityDeps) {
 
   return {
     /** Creates the agent job. Retries carry the same Idempotency-Key. */
-    async createAgentJob(input: CreateAgentJobInput): Promise<AgentJobRecord> {
+    createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
       const record = await call('createJob', (signal) =>
         deps.api.createJob(input.projectId, input.prompt, { idempotencyKey: input.idempotencyKey, signal }),
       );
@@ -125,7 +125,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Reads the agent job once: one poll. */
-    async getAgentJob(input: GetAgentJobInput): Promise<AgentJobRecord> {
+    getAgentJob: async (input: GetAgentJobInput): Promise<AgentJobRecord> => {
       const record = await call('getJob', (signal) =>
         deps.api.getJob(input.projectId, input.jobId, { signal }),
       );
@@ -136,7 +136,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
-    async sendAgentJobMessage(input: SendAgentJobMessageInput): Promise<AgentJobRecord> {
+    sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
       const record = await call('sendMessage', (signal) =>
         deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
           idempotencyKey: input.idempotencyKey,
