@@ -10,7 +10,7 @@ import { before, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../src/activities/index.js';
-import { FailureType } from '../../src/contract.js';
+import { FailureType, type AgentJobRecord } from '../../src/contract.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import { activitiesFor, startTestSimulator, uniqueId } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
@@ -119,7 +119,9 @@ describe('activity failure policy', () => {
       const failure = await failureAt(1, () => createAgentJob(input));
       assert.equal(failure.type, FailureType.NetworkError);
       assert.equal(failure.nonRetryable, false);
-      const record = await new MockActivityEnvironment({ attempt: 2 }).run(() => createAgentJob(input));
+      const record: AgentJobRecord = await new MockActivityEnvironment({ attempt: 2 }).run(() =>
+        createAgentJob(input),
+      );
       assert.equal(record.status, 'active');
       assert.equal(createdJobs(sim, projectId), 1, 'no second agent job');
     });
