@@ -1,0 +1,71 @@
+/** The configuration loader: defaults, the standard Temporal settings, key files, and clear errors. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { ConfigError, loadTemporalSettings, loadWorkerConfig } from '../src/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+const base = {
+  AGENT_API_BASE_URL: 'http://127.0.0.1:8787/',
+  AGENT_API_KEY: 'k-123',
+  TEMPORAL_CONFIG_FILE: join(dir, 'none.toml'),
+};
+
+test('defaults: local Temporal, task queue agent-jobs, health 8080, metrics 9464, retry policy', () => {
+  const config = loadWorkerConfig(base);
+  assert.equal(config.temporal.address, 'localhost:7233');
+  assert.equal(config.temporal.namespace, 'default');
+  assert.equal(config.temporal.taskQueue, 'agent-jobs');
+  assert.equal(config.temporal.uiUrl, 'http://localhost:8233');
+  assert.equal(config.agentApi.baseUrl, 'http://127.0.0.1:8787');
+  assert.equal(config.agentApi.ambiguousCreatePolicy, 'retry');
+  assert.deepEqual(config.healthAddress, { host: '0.0.0.0', port: 8080 });
+  assert.equal(config.metricsBindAddress, '0.0.0.0:9464');
+  assert.equal(config.shutdownGraceMs, 30_000);
+});
+
+test('the standard TEMPORAL_* settings reach the connection through envconfig', () => {
+  const settings = loadTemporalSettings({
+    ...base,
+    TEMPORAL_ADDRESS: 'my-ns.acct.tmprl.cloud:7233',
+    TEMPORAL_NAMESPACE: 'my-ns.acct',
+    TEMPORAL_API_KEY: 'cloud-key',
+    TEMPORAL_TASK_QUEUE: 'docs-jobs',
+  });
+  assert.equal(settings.address, 'my-ns.acct.tmprl.cloud:7233');
+  assert.equal(settings.namespace, 'my-ns.acct');
+  assert.equal(settings.connect.connectionOptions.apiKey, 'cloud-key');
+  assert.equal(settings.taskQueue, 'docs-jobs');
+  assert.equal(settings.uiUrl, null, 'no guessed UI link for a remote server');
+});
+
+test('AGENT_API_KEY_FILE reads a mounted secret, trimmed', () => {
+  const file = join(dir, 'key');
+  writeFileSync(file, 'mint_from_file\n');
+  const config = loadWorkerConfig({ ...base, AGENT_API_KEY: undefined, AGENT_API_KEY_FILE: file });
+  assert.equal(config.agentApi.apiKey, 'mint_from_file');
+});
+
+test('each bad setting is a ConfigError naming it, and never echoes the key', () => {
+  const cases: Array<[Record<string, string | undefined>, string]> = [
+    [{ AGENT_API_BASE_URL: undefined }, 'AGENT_API_BASE_URL'],
+    [{ AGENT_API_BASE_URL: 'https://user:pw@example.com' }, 'AGENT_API_BASE_URL'],
+    [{ AGENT_API_KEY: 'has space' }, 'AGENT_API_KEY'],
+    [{ AGENT_API_KEY_FILE: join(dir, 'key') }, 'AGENT_API_KEY'],
+    [{ WORKER_SHUTDOWN_GRACE: 'later' }, 'WORKER_SHUTDOWN_GRACE'],
+    [{ HEALTH_ADDRESS: '8080' }, 'HEALTH_ADDRESS'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ WORKER_ACTIVITIES_PER_SECOND: '-1' }, 'WORKER_ACTIVITIES_PER_SECOND'],
+  ];
+  for (const [overrides, setting] of cases) {
+    assert.throws(
+      () => loadWorkerConfig({ ...base, ...overrides }),
+      (err: unknown) =>
+        err instanceof ConfigError && err.setting === setting && !err.message.includes('has space'),
+      setting,
+    );
+  }
+});
