@@ -8,7 +8,13 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
 import { followAgentJob, startAgentJob, workflowUiUrl } from './client/index.js';
 import { ConfigError, loadTemporalSettings } from './config.js';
-import { FailureType, InvalidInputError, type AgentJobInput, type AgentJobProgress } from './contract.js';
+import {
+  ALL_SEARCH_ATTRIBUTES,
+  FailureType,
+  InvalidInputError,
+  type AgentJobInput,
+  type AgentJobProgress,
+} from './contract.js';
 
 /** The starter's exit codes. */
 export const ExitCode = {
@@ -189,10 +195,28 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** The error's message followed by its causes', since the SDK's own messages are generic. */
+function explain(e: unknown): string {
+  const parts: string[] = [];
+  for (let cause: unknown = e; cause instanceof Error && parts.length < 5; cause = cause.cause) {
+    if (!parts.includes(cause.message)) parts.push(cause.message);
+  }
+  const text = parts.length > 0 ? parts.join(': ') : String(e);
+  if (/no mapping defined for search attribute/.test(text)) {
+    return (
+      `${text}. Register the search attributes once per namespace: ` +
+      ALL_SEARCH_ATTRIBUTES.map(
+        (key) => `temporal operator search-attribute create --name ${key.name} --type Keyword`,
+      ).join('; ')
+    );
+  }
+  return text;
+}
+
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`error: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(`error: ${explain(e)}\n`);
     process.exit(ExitCode.Error);
   },
 );
