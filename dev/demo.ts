@@ -14,7 +14,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { startDevServer, freePort, type DevServer } from './dev-server.js';
+import { startDevServer, freePorts, type DevServer } from './dev-server.js';
 
 const DEFAULT_PROMPT = 'Add a "Quickstart" page that shows how to install the CLI and run a first command.';
 const DEMO_KEY = 'demo-local-key';
@@ -98,12 +98,13 @@ async function main(): Promise<number> {
     say(`using the agent job API at ${apiBaseUrl}`);
   }
 
+  const [healthPort, metricsPort] = await freePorts(2);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     TEMPORAL_ADDRESS: temporalAddress,
     AGENT_API_BASE_URL: apiBaseUrl,
-    HEALTH_ADDRESS: `127.0.0.1:${await freePort()}`,
-    METRICS_ADDRESS: `127.0.0.1:${await freePort()}`,
+    HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+    METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
   };
   if (simulator) {
     env.AGENT_API_KEY = DEMO_KEY;

@@ -35,16 +35,28 @@ export interface DevServerOptions {
 const NAMESPACE = 'default';
 const READY_TIMEOUT_MS = 60_000;
 
-/** Asks the kernel for a free TCP port on loopback. */
+/**
+ * Asks the kernel for `count` distinct free TCP ports on loopback. All are held open until every
+ * one is known, so two of them can never be the same port.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = Array.from({ length: count }, () => createServer().listen(0, '127.0.0.1'));
+  try {
+    await Promise.all(servers.map((server) => once(server, 'listening')));
+    return servers.map((server) => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('could not read a free port');
+      return address.port;
+    });
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}
+
+/** One free TCP port on loopback. */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (address === null || typeof address === 'string') throw new Error('could not read a free port');
-  return address.port;
+  const [port] = await freePorts(1);
+  return port as number;
 }
 
 /** Starts the dev server and resolves once it answers on gRPC. */
@@ -53,8 +65,9 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   const cli = await resolveTemporalCli(process.env, (line) => log(line));
   if (cli.path === null) return startWithSdkDownload(log);
 
-  const port = options.port ?? (await freePort());
-  const uiPort = options.ui ? await freePort() : null;
+  const [grpcPort, freeUiPort] = await freePorts(2);
+  const port = options.port ?? grpcPort;
+  const uiPort = options.ui ? (freeUiPort as number) : null;
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];
   args.push(...(uiPort === null ? ['--headless'] : ['--ui-port', String(uiPort)]));
   for (const key of ALL_SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=Keyword`);

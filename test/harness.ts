@@ -16,7 +16,7 @@ import {
   Worker,
   type WorkflowBundle,
 } from '@temporalio/worker';
-import { freePort, startDevServer, type DevServer } from '../dev/dev-server.js';
+import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
@@ -233,8 +233,7 @@ export async function workerProcessEnv(
   api: { url: string; apiKey: string },
   overrides: NodeJS.ProcessEnv = {},
 ): Promise<WorkerProcessEnv> {
-  const healthPort = await freePort();
-  const metricsPort = await freePort();
+  const [healthPort, metricsPort] = (await freePorts(2)) as [number, number];
   const taskQueue = overrides.TEMPORAL_TASK_QUEUE ?? uniqueId('tq');
   const vars: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
