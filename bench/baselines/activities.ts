@@ -1,0 +1,42 @@
+/**
+ * Activities of the benchmark's own workflows: the project's activities as they are (so agent jobs
+ * are created and read the same way everywhere), plus the one of baseline (b), the "poll by
+ * activity retry" pattern, which fails while the agent job is active so that Temporal's retry
+ * policy, not a workflow timer, sets the cadence.
+ */
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { createActivities } from '../../src/activities/index.js';
+import type { AgentApiClient } from '../../src/agent-api/index.js';
+import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
+
+/** Failure type of an attempt that found the agent job still active; the retry policy retries it. */
+export const STILL_ACTIVE = 'AgentJobStillActive';
+
+/** Input of the poll-by-retry activity. */
+export interface AwaitTerminalInput {
+  projectId: string;
+  jobId: string;
+}
+
+/** Builds the activities around an API client. */
+export function createBaselineActivities(api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>) {
+  return {
+    ...createActivities({ api }),
+
+    /** One poll per attempt: returns the terminal record, or fails so that the retry policy polls again. */
+    async awaitTerminalStatus(input: AwaitTerminalInput): Promise<AgentJobRecord> {
+      const record = await api.getJob(input.projectId, input.jobId);
+      if (isTerminalStatus(record.status)) return record;
+      throw ApplicationFailure.create({
+        type: STILL_ACTIVE,
+        message: `agent job ${input.jobId} is ${record.status}`,
+        // Benign: an expected outcome of this pattern, so the SDK logs it at debug level and does
+        // not count it as an activity failure in its metrics.
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    },
+  };
+}
+
+/** The activities' type, for `proxyActivities` in the benchmark's workflows. */
+export type BaselineActivities = ReturnType<typeof createBaselineActivities>;

@@ -1,0 +1,150 @@
+/**
+ * Baseline (a): what a user would write without Temporal. One Node process creates N agent jobs
+ * and polls each on its own `setTimeout` at the same cadence as the workflow (same jitter), with
+ * the project's API client against the same simulator. Nothing is durable: a crash loses every job.
+ * It is the floor for CPU per poll and for detection latency.
+ *
+ * Protocol with the benchmark: prints `{"msg":"ready"}`, waits for a line `go` on stdin, runs,
+ * prints one `{"msg":"result", ...}` line, and exits when stdin closes (so the benchmark can read
+ * its CPU time from /proc before it goes).
+ *
+ *   node plain-loop.js --base-url URL --project ID --jobs N --interval-ms MS
+ *     [--max-interval-ms MS --backoff X]   (the key in AGENT_API_KEY)
+ */
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { AgentApiClient, AgentApiError } from '../../src/agent-api/index.js';
+import { isTerminalStatus } from '../../src/contract.js';
+
+/** The workflow's jitter (±10%), so both poll with the same spread. */
+const JITTER = 0.1;
+/** Creates in flight at once, like the benchmark's workflow starts. */
+const CREATE_CONCURRENCY = 64;
+
+interface Options {
+  api: AgentApiClient;
+  projectId: string;
+  jobs: number;
+  intervalMs: number;
+  maxIntervalMs: number;
+  backoff: number;
+}
+
+/** What one job ended with. */
+interface Outcome {
+  jobId: string;
+  /** Epoch ms at which the loop saw the terminal status. */
+  detectedAt: number;
+  polls: number;
+}
+
+function readOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      'base-url': { type: 'string' },
+      project: { type: 'string' },
+      jobs: { type: 'string' },
+      'interval-ms': { type: 'string' },
+      'max-interval-ms': { type: 'string' },
+      backoff: { type: 'string', default: '1' },
+    },
+    strict: true,
+  });
+  const jobs = Number(values.jobs);
+  const intervalMs = Number(values['interval-ms']);
+  const maxIntervalMs = Number(values['max-interval-ms'] ?? intervalMs);
+  const backoff = Number(values.backoff);
+  const apiKey = process.env.AGENT_API_KEY;
+  const valid = jobs >= 1 && intervalMs >= 10 && maxIntervalMs >= intervalMs && backoff >= 1;
+  if (!values['base-url'] || !values.project || !apiKey || !valid) {
+    throw new Error(
+      'usage: plain-loop --base-url URL --project ID --jobs N --interval-ms MS [--max-interval-ms MS --backoff X], with AGENT_API_KEY set',
+    );
+  }
+  return {
+    api: new AgentApiClient({ baseUrl: values['base-url'], apiKey }),
+    projectId: values.project,
+    jobs,
+    intervalMs,
+    maxIntervalMs,
+    backoff,
+  };
+}
+
+function jittered(intervalMs: number): number {
+  return Math.max(1, Math.round(intervalMs * (1 + (Math.random() * 2 - 1) * JITTER)));
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Creates one agent job, retrying what the client calls retryable, like the create activity. */
+async function create(options: Options, index: number): Promise<string> {
+  const key = `plain-loop/${options.projectId}/${index}`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const record = await options.api.createJob(options.projectId, 'Benchmark agent job', {
+        idempotencyKey: key,
+      });
+      return record.id;
+    } catch (err) {
+      if (!(err instanceof AgentApiError) || !err.retryable || attempt >= 5) throw err;
+      await sleep(1_000);
+    }
+  }
+}
+
+/** Polls one agent job until it is terminal: the whole of what the workflow does, minus durability. */
+async function follow(options: Options, jobId: string): Promise<Outcome> {
+  let polls = 0;
+  let intervalMs = options.intervalMs;
+  for (;;) {
+    await sleep(jittered(intervalMs));
+    // The workflow's schedule: grow after every wait, up to the maximum.
+    intervalMs = Math.min(intervalMs * options.backoff, options.maxIntervalMs);
+    try {
+      const record = await options.api.getJob(options.projectId, jobId);
+      polls++;
+      if (isTerminalStatus(record.status)) return { jobId, detectedAt: Date.now(), polls };
+    } catch (err) {
+      // A transient error waits one more interval, as the workflow's retry policy would.
+      if (!(err instanceof AgentApiError) || !err.retryable) throw err;
+    }
+  }
+}
+
+async function run(options: Options): Promise<Outcome[]> {
+  const outcomes: Promise<Outcome>[] = [];
+  let next = 0;
+  // A fixed pool of creators, so at most CREATE_CONCURRENCY creates are in flight.
+  const creators = Array.from({ length: Math.min(CREATE_CONCURRENCY, options.jobs) }, async () => {
+    while (next < options.jobs) {
+      const index = next++;
+      const jobId = await create(options, index);
+      outcomes.push(follow(options, jobId));
+    }
+  });
+  await Promise.all(creators);
+  return Promise.all(outcomes);
+}
+
+async function main(): Promise<void> {
+  const options = readOptions();
+  const input = createInterface({ input: process.stdin });
+  const lines = input[Symbol.asyncIterator]();
+  process.stdout.write(`${JSON.stringify({ msg: 'ready' })}\n`);
+  const go = await lines.next();
+  if (go.done || go.value.trim() !== 'go') throw new Error('expected "go" on stdin');
+  const startedAt = Date.now();
+  const outcomes = await run(options);
+  process.stdout.write(`${JSON.stringify({ msg: 'result', startedAt, outcomes })}\n`);
+  // Stay until the benchmark has read /proc and closes stdin.
+  while (!(await lines.next()).done);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`plain-loop failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,3 @@
+/** The benchmark's own workflows, bundled together for the baselines' worker. */
+export { pollByRetryWorkflow } from './retry-workflow.js';
+export { pollLoopWorkflow } from './poll-loop-workflow.js';

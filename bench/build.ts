@@ -1,0 +1,109 @@
+/**
+ * Builds what the measured processes run: the sources emitted as plain JavaScript into a scratch
+ * directory (what `npm run build` puts in lib/, without touching lib/), the worker's workflow bundle
+ * beside it (so the worker loads it as a prebuilt bundle, as the image does), and the bundle of the
+ * benchmark's own workflows (bench/baselines/). Every measured process then runs under plain `node`, with no
+ * TypeScript loader in it.
+ */
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import ts from 'typescript';
+
+/** Repository root. */
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** The directories emitted: the worker's sources and the baselines it is compared with. */
+const EMITTED = ['src', 'bench/baselines'];
+
+/** A scratch build; `remove()` deletes it. */
+export interface Build {
+  dir: string;
+  /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
+  workerEntry: string;
+  /** The baseline entries, emitted as JavaScript. */
+  plainLoopEntry: string;
+  baselineWorkerEntry: string;
+  /** Bundle of the benchmark's own workflows, for their worker's `workflowBundle.codePath`. */
+  baselineBundlePath: string;
+  /** Milliseconds spent emitting and bundling. */
+  emitMs: number;
+  bundleMs: number;
+  remove(): void;
+}
+
+/** Emits the sources and bundles both workflow sets into a fresh scratch directory. */
+export async function buildForBench(): Promise<Build> {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-job-bench-'));
+  try {
+    const started = Date.now();
+    for (const folder of EMITTED) emitTree(join(ROOT, folder), join(dir, folder));
+    // Bare imports resolve by walking up from the file: give the scratch tree the project's
+    // node_modules, and its package.json so the emitted files load as ES modules.
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', private: true }));
+    const emitMs = Date.now() - started;
+
+    const bundleStarted = Date.now();
+    const logger = new DefaultLogger('WARN');
+    const worker = await bundleWorkflowCode({ workflowsPath: join(ROOT, 'src/workflows/index.ts'), logger });
+    // The worker looks for `workflow-bundle.js` beside its own module (src/worker.ts, workflowSource()).
+    writeFileSync(join(dir, 'src/workflow-bundle.js'), worker.code);
+    const baselines = await bundleWorkflowCode({
+      workflowsPath: join(ROOT, 'bench/baselines/workflows.ts'),
+      logger,
+    });
+    const baselineBundlePath = join(dir, 'bench/baselines/workflow-bundle.js');
+    writeFileSync(baselineBundlePath, baselines.code);
+    return {
+      dir,
+      workerEntry: join(dir, 'src/worker.js'),
+      plainLoopEntry: join(dir, 'bench/baselines/plain-loop.js'),
+      baselineWorkerEntry: join(dir, 'bench/baselines/worker.js'),
+      baselineBundlePath,
+      emitMs,
+      bundleMs: Date.now() - bundleStarted,
+      remove: () => rmSync(dir, { recursive: true, force: true }),
+    };
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Emits every .ts file under `from` as .js under `to`. Single-file transpilation is exact here:
+ * the project compiles with `isolatedModules` and `verbatimModuleSyntax`, so no file's output
+ * depends on another file's types.
+ */
+function emitTree(from: string, to: string): void {
+  for (const entry of readdirSync(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    if (entry.isDirectory()) {
+      emitTree(source, join(to, entry.name));
+      continue;
+    }
+    if (!entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) continue;
+    const output = ts.transpileModule(readFileSync(source, 'utf8'), {
+      fileName: relative(ROOT, source),
+      compilerOptions: {
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.ES2022,
+        verbatimModuleSyntax: true,
+      },
+    });
+    const target = join(to, entry.name.replace(/\.ts$/, '.js'));
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, output.outputText);
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * What every scenario runs against: the real Temporal dev server (from the project's CLI
+ * resolver) with raised rate limits, the API simulator without its create limit, a client, and the
+ * scratch build of the measured processes. Everything started here is stopped by `close()`, newest
+ * first, also when a later step failed.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { freePort, startDevServer } from '../dev/dev-server.js';
+import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
+import { buildForBench, type Build } from './build.js';
+import { spawnMeasured, type MeasuredProcess } from './processes.js';
+
+/** The bench's API key at the simulator; a made-up value that guards nothing. */
+export const BENCH_API_KEY = 'bench-local-key';
+
+/**
+ * Dynamic config of the dev server. Key names and defaults are those of the Temporal server's
+ * common/dynamicconfig/constants.go (server 1.29): the per-instance request limits (frontend.rps,
+ * frontend.namespaceRPS: 2,400; history.rps: 3,000; matching.rps: 1,200), the frontend's database
+ * limit (frontend.persistenceMaxQPS: 2,000) and the visibility API limit
+ * (frontend.namespaceRPS.visibility: 10). Thousands of workflows polling every few seconds, plus
+ * the benchmark's own history reads, pass the defaults; the limits under test are the machine's,
+ * not these.
+ */
+export const DYNAMIC_CONFIG: Record<string, number> = {
+  'frontend.rps': 50_000,
+  'frontend.namespaceRPS': 50_000,
+  'frontend.persistenceMaxQPS': 50_000,
+  'frontend.namespaceRPS.visibility': 200,
+  'history.rps': 50_000,
+  'matching.rps': 50_000,
+};
+
+/** A running environment. */
+export interface BenchEnvironment {
+  address: string;
+  namespace: string;
+  client: Client;
+  simulator: RunningSimulator;
+  build: Build;
+  /** The dev server's process, for its CPU time; null when it came from the SDK's download. */
+  serverPid: number | null;
+  /** Temporal server version as the server reports it. */
+  serverVersion: string;
+  /** Milliseconds to start the server, emit and bundle. */
+  setupMs: { server: number; emit: number; bundle: number };
+  /** Environment of a worker process on `taskQueue` (ours or the baseline's), before overrides. */
+  workerEnv(taskQueue: string, overrides?: Record<string, string>): Promise<NodeJS.ProcessEnv>;
+  close(): Promise<void>;
+}
+
+/** Starts the dev server, the simulator and the build. `log` receives progress lines. */
+export async function startBenchEnvironment(log: (line: string) => void): Promise<BenchEnvironment> {
+  const closers: Array<() => Promise<void> | void> = [];
+  const close = async () => {
+    const errors: unknown[] = [];
+    for (const closer of closers.splice(0).reverse()) {
+      try {
+        await closer();
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length > 0) throw new AggregateError(errors, 'stopping the bench environment failed');
+  };
+  try {
+    let started = Date.now();
+    const server = await startDevServer({
+      dynamicConfig: DYNAMIC_CONFIG,
+      log: (line) => log(`[dev-server] ${line}`),
+    });
+    closers.push(() => server.stop());
+    const serverMs = Date.now() - started;
+    const connection = await Connection.connect({ address: server.address });
+    closers.push(() => connection.close());
+    const client = new Client({ connection, namespace: server.namespace });
+    const info = await connection.workflowService.getSystemInfo({});
+    const serverVersion = info.serverVersion || 'unknown';
+
+    const simulator = await startSimulator({
+      apiKeys: [BENCH_API_KEY],
+      // The API's limit of 100 creates per project per hour would be the bottleneck of every run.
+      createsPerProjectPerHour: 0,
+      defaultScenario: { durationMs: 5_000, outcome: 'pr' },
+      log: false,
+    });
+    closers.push(() => simulator.stop());
+
+    started = Date.now();
+    log('emitting the sources and bundling the workflow code');
+    const build = await buildForBench();
+    closers.push(() => build.remove());
+    log(`build ready in ${Date.now() - started}ms (emit ${build.emitMs}ms, bundles ${build.bundleMs}ms)`);
+
+    const workerEnv = async (taskQueue: string, overrides: Record<string, string> = {}) => ({
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      AGENT_API_BASE_URL: simulator.url,
+      AGENT_API_KEY: BENCH_API_KEY,
+      HEALTH_ADDRESS: `127.0.0.1:${await freePort()}`,
+      METRICS_ADDRESS: 'off',
+      // INFO, as in production: the worker's own log lines are part of its cost.
+      LOG_LEVEL: 'INFO',
+      ...overrides,
+    });
+    return {
+      address: server.address,
+      namespace: server.namespace,
+      client,
+      simulator,
+      build,
+      serverPid: server.pid,
+      serverVersion,
+      setupMs: { server: serverMs, emit: build.emitMs, bundle: build.bundleMs },
+      workerEnv,
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/**
+ * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker.js`, prebuilt
+ * bundle) or the one of the benchmark's own workflows. `overrides` are worker settings such as
+ * WORKER_MAX_CACHED_WORKFLOWS.
+ */
+export async function spawnWorker(
+  env: BenchEnvironment,
+  kind: 'worker' | 'baselines',
+  taskQueue: string,
+  overrides: Record<string, string> = {},
+): Promise<MeasuredProcess> {
+  const workerEnv = await env.workerEnv(taskQueue, overrides);
+  if (kind === 'worker') return spawnMeasured([env.build.workerEntry], workerEnv);
+  return spawnMeasured([env.build.baselineWorkerEntry], {
+    ...workerEnv,
+    BENCH_WORKFLOW_BUNDLE: env.build.baselineBundlePath,
+  });
+}

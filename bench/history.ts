@@ -1,0 +1,168 @@
+/**
+ * Cost of a workflow, counted from its real event histories: events per run and billable actions,
+ * over every run of a continue-as-new chain.
+ *
+ * Billable actions follow Temporal Cloud's list (docs.temporal.io/cloud/actions, "Temporal Cloud
+ * Actions"): workflow started (by a client or by continue-as-new), timer started, activity started
+ * or retried (every attempt), local activities (one per workflow task that records any), search
+ * attribute upsert (one per command, however many keys), signal, accepted update, side effect,
+ * workflow options updated, child workflow start (two). Queries are billable too but never reach the
+ * history; the benchmark sends none.
+ */
+import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time.js';
+
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+type HistoryEvent = NonNullable<History['events']>[number];
+
+/** Billable actions by kind. */
+export interface ActionCounts {
+  workflowStarted: number;
+  timersStarted: number;
+  /** Activity attempts: each start and each retry is one action. */
+  activityAttempts: number;
+  /** Workflow tasks that recorded local activity markers (one action each). */
+  localActivityTasks: number;
+  searchAttributeUpserts: number;
+  signals: number;
+  updates: number;
+  other: number;
+  total: number;
+}
+
+/** Cost of one workflow: every run of its continue-as-new chain. */
+export interface WorkflowCost {
+  workflowId: string;
+  runs: number;
+  /** Events over every run. */
+  events: number;
+  /** Events of the longest run. */
+  maxRunEvents: number;
+  actions: ActionCounts;
+  /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
+  attemptsByActivity: Record<string, number>;
+  /** Close time of the last run (epoch ms), or null while it runs. */
+  closedAt: number | null;
+  /** The workflow's result, decoded, when the last run completed. */
+  result: unknown;
+}
+
+/** Zeroed counts. */
+export function noActions(): ActionCounts {
+  return {
+    workflowStarted: 0,
+    timersStarted: 0,
+    activityAttempts: 0,
+    localActivityTasks: 0,
+    searchAttributeUpserts: 0,
+    signals: 0,
+    updates: 0,
+    other: 0,
+    total: 0,
+  };
+}
+
+/** Adds the billable actions of one run's events to `into`. */
+export function countActions(
+  events: readonly HistoryEvent[],
+  into: ActionCounts = noActions(),
+): ActionCounts {
+  const localActivityTasks = new Set<string>();
+  for (const event of events) {
+    if (event.workflowExecutionStartedEventAttributes) into.workflowStarted++;
+    else if (event.timerStartedEventAttributes) into.timersStarted++;
+    // The started event of a retried activity is written once, at the end, with the last attempt's
+    // number: that number is how many attempts (actions) the activity took.
+    else if (event.activityTaskStartedEventAttributes)
+      into.activityAttempts += Math.max(1, event.activityTaskStartedEventAttributes.attempt ?? 1);
+    else if (event.markerRecordedEventAttributes)
+      localActivityTasks.add(String(event.markerRecordedEventAttributes.workflowTaskCompletedEventId));
+    else if (event.upsertWorkflowSearchAttributesEventAttributes) into.searchAttributeUpserts++;
+    else if (event.workflowExecutionSignaledEventAttributes) into.signals++;
+    else if (event.workflowExecutionUpdateAcceptedEventAttributes) into.updates++;
+    else if (event.startChildWorkflowExecutionInitiatedEventAttributes) into.other += 2;
+    else if (event.workflowExecutionOptionsUpdatedEventAttributes) into.other++;
+  }
+  into.localActivityTasks += localActivityTasks.size;
+  into.total =
+    into.workflowStarted +
+    into.timersStarted +
+    into.activityAttempts +
+    into.localActivityTasks +
+    into.searchAttributeUpserts +
+    into.signals +
+    into.updates +
+    into.other;
+  return into;
+}
+
+/**
+ * Fetches every run of the workflow's continue-as-new chain, from the first run, and counts them.
+ * `firstRunId` is the run the client started.
+ */
+export async function workflowCost(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): Promise<WorkflowCost> {
+  const actions = noActions();
+  const attemptsByActivity: Record<string, number> = {};
+  let runId: string | null = firstRunId;
+  let runs = 0;
+  let events = 0;
+  let maxRunEvents = 0;
+  let closedAt: number | null = null;
+  let result: unknown = undefined;
+  while (runId !== null) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    const runEvents: HistoryEvent[] = history.events ?? [];
+    runs++;
+    events += runEvents.length;
+    maxRunEvents = Math.max(maxRunEvents, runEvents.length);
+    countActions(runEvents, actions);
+    countAttempts(runEvents, attemptsByActivity);
+    const last: HistoryEvent | undefined = runEvents.at(-1);
+    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+    const completed = last?.workflowExecutionCompletedEventAttributes;
+    if (runId === null && last && isClose(last)) closedAt = tsToMs(last.eventTime);
+    const payload = completed?.result?.payloads?.[0];
+    if (payload) result = defaultPayloadConverter.fromPayload(payload);
+  }
+  return { workflowId, runs, events, maxRunEvents, actions, attemptsByActivity, closedAt, result };
+}
+
+/** Adds each activity's attempts, by activity type, to `into`. */
+function countAttempts(events: readonly HistoryEvent[], into: Record<string, number>): void {
+  const typeByScheduledId = new Map<string, string>();
+  for (const event of events) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) typeByScheduledId.set(String(event.eventId), scheduled.activityType?.name ?? 'unknown');
+    const started = event.activityTaskStartedEventAttributes;
+    if (started) {
+      const type = typeByScheduledId.get(String(started.scheduledEventId)) ?? 'unknown';
+      into[type] = (into[type] ?? 0) + Math.max(1, started.attempt ?? 1);
+    }
+  }
+}
+
+function isClose(event: HistoryEvent): boolean {
+  return Boolean(
+    event.workflowExecutionCompletedEventAttributes ??
+    event.workflowExecutionFailedEventAttributes ??
+    event.workflowExecutionTimedOutEventAttributes ??
+    event.workflowExecutionTerminatedEventAttributes ??
+    event.workflowExecutionCanceledEventAttributes,
+  );
+}
+
+/**
+ * The run a client start created. `startAgentJob` types its handle without it (it may attach to a
+ * workflow started earlier), so the run ID is read where the SDK put it, or asked of the server.
+ */
+export async function firstRunId(handle: WorkflowHandle): Promise<string> {
+  const known = (handle as Partial<WorkflowHandleWithFirstExecutionRunId>).firstExecutionRunId;
+  if (known) return known;
+  const description = await handle.describe();
+  return description.raw.workflowExecutionInfo?.firstRunId || description.runId;
+}

@@ -1,0 +1,492 @@
+/**
+ * Writes a run down: the table printed at the end of `npm run bench`, the JSON under
+ * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run and the
+ * newest quick run in bench/results/ (so a quick run in CI never pushes the full run out of it).
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as prettier from 'prettier';
+import { ROOT } from './build.js';
+import { COST_VARIANTS } from './scenarios/cost.js';
+import { IMPLEMENTATIONS } from './scenarios/load.js';
+import type { StartupMode } from './scenarios/startup.js';
+import { spread, type Spread } from './stats.js';
+import {
+  evaluateAims,
+  ratios,
+  summarizeLoad,
+  type AimResult,
+  type BenchResult,
+  type LoadSummary,
+  type RatioRow,
+} from './summary.js';
+
+/** Where results go. */
+export const RESULTS_DIR = join(ROOT, 'bench', 'results');
+/** The generated performance document. */
+export const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
+
+type Format = 'text' | 'markdown';
+
+/** Writes the run's JSON; returns its path. */
+export function writeResult(result: BenchResult): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const path = join(RESULTS_DIR, `${stamp}-${result.mode}.json`);
+  const summary = summarizeLoad(result.load);
+  writeFileSync(
+    path,
+    `${JSON.stringify({ ...result, summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) } }, null, 2)}\n`,
+  );
+  return path;
+}
+
+/** The newest result of a mode in bench/results/, or null. */
+export function newestResult(mode: BenchResult['mode']): BenchResult | null {
+  let names: string[];
+  try {
+    names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(`-${mode}.json`));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const newest = names.sort().at(-1);
+  return newest ? (JSON.parse(readFileSync(join(RESULTS_DIR, newest), 'utf8')) as BenchResult) : null;
+}
+
+/**
+ * Regenerates docs/PERFORMANCE.md from the newest full and quick results, formatted by the
+ * project's Prettier settings so that `prettier --check` passes on it.
+ */
+export async function writePerformanceDoc(): Promise<void> {
+  const full = newestResult('full');
+  const quick = newestResult('quick');
+  const parts = [DOC_INTRO];
+  parts.push('## Latest full run\n');
+  parts.push(
+    full ? render(full, 'markdown', 3) : 'No full run recorded yet: run `npm run bench -- --full`.\n',
+  );
+  parts.push('## Latest quick run\n');
+  parts.push(
+    quick ? render(quick, 'markdown', 3) : 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
+  );
+  parts.push(DOC_METHOD);
+  const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
+  writeFileSync(
+    PERFORMANCE_DOC,
+    await prettier.format(parts.join('\n'), { ...options, filepath: PERFORMANCE_DOC }),
+  );
+}
+
+/** The whole report of one run, as console text or as markdown under a heading of `level`. */
+export function render(result: BenchResult, format: Format, level = 2): string {
+  const h = (title: string, extra = 0) =>
+    format === 'markdown' ? `${'#'.repeat(level + extra)} ${title}\n` : `\n== ${title} ==\n`;
+  const loads = summarizeLoad(result.load);
+  const out: string[] = [];
+  out.push(header(result, format));
+  out.push(h('Aims'));
+  out.push(aimsTable(evaluateAims(result, loads), format));
+  out.push(h('Throughput, detection latency, worker resources'));
+  out.push(
+    loadTable(
+      loads.filter((s) => s.variant === '' && (IMPLEMENTATIONS as readonly string[]).includes(s.impl)),
+      format,
+    ),
+  );
+  const marginal = marginalMemory(loads);
+  if (marginal) out.push(marginal);
+  if (result.ladderStops.length > 0) {
+    out.push(
+      `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
+    );
+  }
+  out.push(h('This worker as ratios to the baselines'));
+  out.push(ratioTable(ratios(loads, result.cost), format));
+  out.push(h('Cost per job'));
+  out.push(costTable(result, format));
+  out.push(h('Start-up'));
+  out.push(startupTable(result, format));
+  if (result.settings.choices.length > 0) {
+    out.push(h('Design choices, both sides'));
+    out.push(choiceTable(result, loads, format));
+  }
+  return out.join('\n');
+}
+
+function header(result: BenchResult, format: Format): string {
+  const m = result.machine;
+  const lines = [
+    `Mode: ${result.mode}, run ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${Math.round(result.durationSeconds)} s in all.`,
+    `Command: \`${result.command}\`.`,
+    `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Linux ${m.kernel}; shared with other work while measured ` +
+      `(1-minute load average ${m.loadAverageAtStart.toFixed(2)} at the start, ${m.loadAverageAtEnd?.toFixed(2) ?? '?'} at the end; ` +
+      `cores busy ${m.cpuBusyPercent?.toFixed(0) ?? '?'}% of the run, ${m.cpuStealPercent?.toFixed(1) ?? '?'}% stolen by the hypervisor).`,
+    `Versions: Node ${m.node}, Temporal CLI ${m.temporalCli}, server ${m.temporalServer}, TypeScript SDK ${m.temporalSdk}.`,
+    `Load points: ${result.settings.points
+      .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? result.settings.repeats}`)
+      .join(
+        ', ',
+      )}${result.settings.choices.length > 0 ? `; design choices ×${result.settings.repeats}` : ''} ` +
+      `(figures are medians, with min–max when repeated); cost: ${result.settings.costSamples} jobs per row, ` +
+      `schedules ${result.settings.costScale} times faster than real time.`,
+  ];
+  return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
+}
+
+function aimsTable(aims: AimResult[], format: Format): string {
+  if (format === 'text') {
+    return aims
+      .map(
+        (a) =>
+          `${a.status.padEnd(12)} ${a.aim}\n             lands: ${a.landed}\n             limit: ${a.limits}`,
+      )
+      .join('\n');
+  }
+  return table(
+    ['Aim', 'Status', 'Where it lands', 'What limits it'],
+    aims.map((a) => [a.aim, a.status, a.landed, a.limits]),
+    format,
+  );
+}
+
+function loadTable(loads: LoadSummary[], format: Format): string {
+  const rows = [...loads]
+    .sort((a, b) => a.jobs - b.jobs || a.impl.localeCompare(b.impl))
+    .map((s) => [
+      String(s.jobs),
+      `${s.cadenceMs / 1000} s`,
+      label(s.impl),
+      f(s.throughput, 1),
+      f(s.rampSeconds, 1),
+      f(s.p50, 2, 1000),
+      f(s.p95, 2, 1000),
+      f(s.p99, 2, 1000),
+      `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
+      f(s.cpuMeasured, 2),
+      f(s.cpuServer, 2),
+      f(s.cpuPerStartMs, 0),
+      f(s.peakRssMiB, 0),
+      f(s.rssPer1000Open, 0),
+      f(s.apiRequestsPerJob, 2),
+      f(s.eventsPerJob, 0),
+      f(s.actionsPerJob, 1),
+      s.broke.length > 0 ? `broke: ${s.broke[0]}` : '',
+    ]);
+  return table(
+    [
+      'N',
+      'cadence',
+      'implementation',
+      'jobs/s',
+      'ramp s',
+      'p50 s',
+      'p95 s',
+      'p99 s',
+      'polls/s (asked)',
+      'CPU s/1k polls',
+      'server CPU s/1k polls',
+      'CPU ms/start',
+      'peak RSS MiB',
+      'RSS MiB/1k open',
+      'API req/job',
+      'events/job',
+      'actions/job',
+      'note',
+    ],
+    rows,
+    format,
+  );
+}
+
+function ratioTable(rows: RatioRow[], format: Format): string {
+  return table(
+    ['at', 'figure', 'this worker', '(a) plain loop', '(b) poll by retry', '÷ (a)', '÷ (b)'],
+    rows.map((r) => [
+      r.point === 'cost' ? 'cost' : `N=${r.point.jobs}, ${r.point.cadenceMs / 1000} s`,
+      r.figure,
+      num(r.worker),
+      num(r.plainLoop),
+      num(r.pollByRetry),
+      r.vsPlainLoop === null ? '' : `${r.vsPlainLoop.toFixed(2)}×`,
+      r.vsPollByRetry === null ? '' : `${r.vsPollByRetry.toFixed(2)}×`,
+    ]),
+    format,
+  );
+}
+
+function costTable(result: BenchResult, format: Format): string {
+  const order = COST_VARIANTS.map((v) => v.name);
+  const rows = [...result.cost]
+    .sort((a, b) => order.indexOf(a.variant) - order.indexOf(b.variant) || a.jobLengthMs - b.jobLengthMs)
+    .map((r) => [
+      r.variant,
+      `${duration(r.jobLengthMs)}${r.measured ? '' : ' (extrapolated)'}`,
+      f(r.realTimePolls, 0),
+      f(r.polls, 0),
+      r.meanDetectionDelayS.toFixed(1),
+      f(r.events, 0),
+      r.maxRunEvents === null ? '' : String(r.maxRunEvents),
+      f(r.runs, 0),
+      f(r.actions, 0),
+      r.actionBreakdown ? breakdown(r.actionBreakdown) : '',
+      f(r.apiRequestsPerJob, 0),
+    ]);
+  return table(
+    [
+      'variant',
+      'job length',
+      'polls by the schedule',
+      'polls made',
+      'mean detection delay s',
+      'events',
+      'max events/run',
+      'runs',
+      'billable actions',
+      'actions by kind',
+      'API req/job',
+    ],
+    rows,
+    format,
+  );
+}
+
+function breakdown(a: NonNullable<BenchResult['cost'][number]['actionBreakdown']>): string {
+  const parts = [
+    `start ${a.workflowStarted}`,
+    a.timersStarted ? `timers ${a.timersStarted}` : '',
+    a.activityAttempts ? `activity attempts ${a.activityAttempts}` : '',
+    a.localActivityTasks ? `local activity tasks ${a.localActivityTasks}` : '',
+    a.searchAttributeUpserts ? `upserts ${a.searchAttributeUpserts}` : '',
+  ];
+  return parts.filter(Boolean).join(', ');
+}
+
+function startupTable(result: BenchResult, format: Format): string {
+  const modes: Array<[StartupMode, string]> = [
+    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker.js`)'],
+    ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
+    ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
+  ];
+  const rows = modes.map(([mode, name]) => {
+    const runs = result.startup.filter((r) => r.mode === mode);
+    return [
+      name,
+      String(runs.length),
+      f(spread(runs.map((r) => r.firstPollMs)), 0),
+      f(spread(runs.map((r) => r.runningMs)), 0),
+      f(spread(runs.map((r) => r.reportedStartupMs)), 0),
+    ];
+  });
+  return table(
+    [
+      'worker started with',
+      'starts',
+      'to first poll, ms',
+      'to "worker running" (or exit), ms',
+      'startupMs the worker logs',
+    ],
+    rows,
+    format,
+  );
+}
+
+function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format): string {
+  const rows: string[][] = [];
+  for (const choice of result.settings.choices) {
+    for (const side of choice.sides) {
+      const impl = side.impl ?? 'worker';
+      const s = loads.find(
+        (l) =>
+          l.impl === impl &&
+          l.variant === side.variant &&
+          l.jobs === choice.point.jobs &&
+          l.cadenceMs === choice.point.cadenceMs,
+      );
+      if (!s) continue;
+      rows.push([
+        choice.name,
+        side.variant || 'this worker, defaults',
+        `N=${s.jobs}, ${s.cadenceMs / 1000} s`,
+        f(s.throughput, 1),
+        f(s.p99, 2, 1000),
+        `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
+        f(s.cpuMeasured, 2),
+        f(s.cpuServer, 2),
+        f(s.cpuPerStartMs, 0),
+        f(s.peakRssMiB, 0),
+        f(s.apiRequestsPerJob, 1),
+        f(s.eventsPerJob, 0),
+        f(s.actionsPerJob, 1),
+      ]);
+    }
+  }
+  return table(
+    [
+      'choice',
+      'side',
+      'at',
+      'jobs/s',
+      'p99 s',
+      'polls/s (asked)',
+      'CPU s/1k polls',
+      'server CPU s/1k polls',
+      'CPU ms/start',
+      'peak RSS MiB',
+      'API req/job',
+      'events/job',
+      'actions/job',
+    ],
+    rows,
+    format,
+  );
+}
+
+/**
+ * Resident memory each further 1,000 open jobs adds, between the smallest and the largest N an
+ * implementation ran: free of what the process and its first workflows warm up once.
+ */
+function marginalMemory(loads: LoadSummary[]): string | null {
+  const parts: string[] = [];
+  for (const impl of IMPLEMENTATIONS) {
+    const own = loads
+      .filter((s) => s.impl === impl && s.variant === '' && s.peakRssMiB && s.broke.length === 0)
+      .sort((a, b) => a.jobs - b.jobs);
+    const low = own[0];
+    const high = own.at(-1);
+    if (!low || !high || high.jobs === low.jobs) continue;
+    const perThousand =
+      (((high.peakRssMiB as Spread).median - (low.peakRssMiB as Spread).median) / (high.jobs - low.jobs)) *
+      1000;
+    parts.push(`${label(impl)} ${perThousand.toFixed(0)} MiB (N=${low.jobs} to ${high.jobs})`);
+  }
+  return parts.length === 0
+    ? null
+    : `Resident memory each further 1,000 open jobs adds: ${parts.join('; ')}.\n`;
+}
+
+function label(impl: string): string {
+  if (impl === 'worker') return 'this worker';
+  if (impl === 'plain-loop') return '(a) plain loop';
+  return '(b) poll by retry';
+}
+
+/** A spread as "median (min–max)", or the median alone for one reading; values divided by `unit`. */
+function f(s: Spread | null, digits: number, unit = 1): string {
+  if (!s) return '';
+  const v = (x: number) => (x / unit).toFixed(digits);
+  return s.n > 1 && s.min !== s.max ? `${v(s.median)} (${v(s.min)}–${v(s.max)})` : v(s.median);
+}
+
+function num(value: number | null): string {
+  if (value === null || !Number.isFinite(value)) return '';
+  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(2);
+}
+
+function duration(ms: number): string {
+  if (ms >= 3_600_000) return `${ms / 3_600_000} h`;
+  return `${ms / 60_000} min`;
+}
+
+function table(headers: string[], rows: string[][], format: Format): string {
+  if (format === 'markdown') {
+    const escape = (cell: string) => cell.replace(/\|/g, '\\|');
+    return [
+      `| ${headers.map(escape).join(' | ')} |`,
+      `| ${headers.map(() => '---').join(' | ')} |`,
+      ...rows.map((row) => `| ${row.map(escape).join(' | ')} |`),
+      '',
+    ].join('\n');
+  }
+  const widths = headers.map((h, i) =>
+    Math.max(h.length, ...rows.map((r) => Math.min(60, (r[i] ?? '').length))),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+const DOC_INTRO = `# Performance
+
+Generated by \`npm run bench\` (bench/report.ts) from the newest full and quick results in
+\`bench/results/\`; do not edit by hand. Every figure was taken on the machine named with it, a
+2-core machine shared with other work at the time: read them as figures of a busy machine, and
+compare figures within one run rather than across runs.
+
+- \`npm run bench -- --quick\`: N = 100 at a 2 s cadence for this worker and both baselines,
+  N = 1,000 at 10 s for this worker, start-up, and cost per job (1-minute and 10-minute jobs run,
+  1-hour jobs extrapolated from them). About three minutes when the machine is otherwise idle,
+  longer when it is shared: starting 1,000 workflows is most of it. It exits 0 when an aim is
+  missed (it prints MISSED) and non-zero only when the benchmark itself breaks (a workflow failed,
+  a process died, the server did not start), so it can run beside CI's tests without failing the
+  build on noise.
+- \`npm run bench -- --full\`: N = 100, 1,000, 2,000, 5,000 and 10,000 (up to \`--max-jobs\`) for
+  all three, stopping the ladder for an implementation at the first N that breaks and saying what
+  broke; the design choices at N = 500; cost per job for 1-minute, 10-minute, 1-hour and 6-hour
+  jobs; three repeats (\`--repeats\`).
+- \`npm run bench -- --help\` lists every flag.
+`;
+
+const DOC_METHOD = `## How the figures are taken
+
+Everything runs on this machine: the real Temporal dev server (\`temporal server start-dev\` of the
+CLI that dev/temporal-cli.ts resolves, in-memory SQLite), the API simulator (in the benchmark's
+process, create limit off), and each implementation in a process of its own, started fresh for
+every run, on its own task queue and simulator project.
+
+- **Implementations.** *This worker*: \`src/worker.ts\` emitted to JavaScript in a scratch
+  directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by
+  plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
+  loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the
+  project's API client, at the same cadence with the same ±10% jitter, nothing durable. *(b) poll by
+  retry* (bench/baselines/retry-workflow.ts): a workflow that creates the job with the project's
+  create activity, then runs one activity that fails while the job is active, under a retry policy
+  with coefficient 1, initial interval = the cadence and unlimited attempts; its worker
+  (bench/baselines/worker.ts) has the same settings as ours.
+- **Load runs** start N jobs that the simulator holds active until all N exist (the *ramp*),
+  wait half a cadence, measure a *steady* window of whole cadences with all N open, then end each
+  job at a random moment within one cadence (the simulator archives it) and wait for every
+  workflow to close (the *drain*). Throughput is N ÷ (ramp + drain): the hold is left out, so it is
+  the rate at which jobs are started, created, seen ending and closed. Detection latency runs from
+  the moment the simulator made the job terminal (\`stats().jobs[].terminalAt\`) to the workflow's
+  close time (from visibility, or from the history for (b)), or to the loop's detection for (a).
+  It includes the wait for the next poll, so at a fixed cadence c its floor is about c/2 at p50
+  and c at p99. *polls/s (asked)* is the poll rate of the steady window next to N ÷ c: when the
+  first falls short, the machine could not keep the cadence.
+- **CPU** is user + system time from /proc/<pid>/stat of the measured process (the SDK's Rust
+  threads included), of the dev server, and of the benchmark process (the simulator), over the
+  steady window, divided by the polls the simulator answered in it. *CPU ms/start* is the measured
+  process's CPU over the ramp per job (start, first workflow task, create, and the polls of the
+  jobs already started). **Memory** is the highest VmRSS sampled every 250 ms during the steady
+  window; per 1,000 open jobs it is (peak − the idle process's RSS just before the ramp) ÷ N ×
+  1,000, so it carries what the first workflows warm up and means most at large N.
+- **Cost per job** counts events and billable actions from real histories, every run of a
+  continue-as-new chain included, and API requests from the simulator's counters. A job of length
+  L takes a number of polls that only the schedule decides (with its ±10% jitter): bench/schedule.ts
+  replays the schedule 1,001 times for it, and the benchmark then runs the workflow on the same
+  schedule with every interval divided by \`--scale\` (240) against an agent job that the
+  simulator ends right after the poll before the last, so each history holds exactly the polls,
+  timers, activities and runs of a real-time job of length L. Shortening the job instead would
+  not do: the dev server fires timers at whole-second granularity (a 21 ms timer fires after
+  about 950 ms), so each poll takes a second or more whatever its interval. For the same reason
+  jobs of more than \`--cost-max-polls\` polls are not run but extrapolated on the straight line
+  through the variant's measured lengths (each poll adds the same events and actions), plus one
+  action and five events per extra continue-as-new run; the table marks them. *Mean detection
+  delay* is the schedule's mean wait from a job's end to the poll that sees it, for jobs of L ±10%.
+- **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
+  workflow started (by the client or by continue-as-new), timer started, activity started or
+  retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
+  activity leaves one started event), local activities (one per workflow task that records any),
+  search-attribute upsert (one per command; those set at start are free), signal, accepted update,
+  child workflow (two). Queries are billable but never reach a history; the benchmark sends none.
+- **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
+  then spawns the worker: the time from the spawn to the simulator's answer to that first poll.
+- **Dev server limits** (\`--dynamic-config-value\`; key names and defaults from the server's
+  common/dynamicconfig/constants.go): frontend.rps, frontend.namespaceRPS, history.rps,
+  matching.rps and frontend.persistenceMaxQPS at 50,000 (defaults 2,400, 2,400, 3,000, 1,200 and
+  2,000), frontend.namespaceRPS.visibility at 200 (default 10), so that the limits measured are the
+  machine's.
+`;

@@ -1,0 +1,452 @@
+/**
+ * Cost per job for jobs that last 1 minute, 10 minutes and 1 hour (and, in full mode, 6 hours, the
+ * default timeout, whose ~365 polls span three continue-as-new runs), counted from real histories
+ * and the simulator's request counters.
+ *
+ * How an hour fits in seconds: the number of polls a job of length L takes on a schedule is fixed
+ * by the schedule alone (apart from the ±10% jitter), so it is replayed without a server
+ * (schedule.ts), and the workflow then runs for real on the same schedule with every interval
+ * divided by `scale`, against an agent job that the simulator ends right after the poll before the
+ * last one. The history then holds exactly the polls, timers, activities and runs of a real-time
+ * job of length L, made in L / scale or so. (Scaling the job length too would not do: each poll
+ * spends tens of milliseconds between its timer and its response, nothing next to intervals of 5 to
+ * 60 s but most of a scaled one, so a scaled-time job would end after far fewer polls.)
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
+import { startAgentJob } from '../../src/client/index.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
+import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
+import { firstRunId, workflowCost, type ActionCounts, type WorkflowCost } from '../history.js';
+import { mapLimit } from '../pool.js';
+import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
+import { DEFAULT_SCHEDULE, replay, scaleSchedule, type Schedule } from '../schedule.js';
+import { spread, type Spread } from '../stats.js';
+import { POLLS_PER_RUN } from '../../src/workflows/agent-job.js';
+import { BenchmarkBroken, type Implementation } from './load.js';
+
+/** What to run. */
+export interface CostParams {
+  variants: CostVariant[];
+  /** Real-time job lengths. */
+  jobLengthsMs: number[];
+  /** The schedule runs this many times faster than real time. */
+  scale: number;
+  /** Jobs per length and variant. */
+  samples: number;
+  /**
+   * Longer jobs are not run but extrapolated from the shorter ones of the same variant. A poll
+   * takes at least a second however short its scaled interval (the server fires timers at
+   * whole-second granularity), so this bounds the scenario at about that many seconds.
+   */
+  maxMeasuredPolls: number;
+  log: (line: string) => void;
+}
+
+/**
+ * Time allowed per poll on top of its scaled interval: a workflow task, an activity and another
+ * workflow task take some tens of milliseconds on a quiet machine, several times that on a busy one.
+ */
+const POLL_OVERHEAD_ALLOWANCE_MS = 1_000;
+
+/** One way of polling that the cost table compares. */
+export interface CostVariant {
+  /** Row label. */
+  name: string;
+  impl: Implementation;
+  /** Real-time schedule. */
+  schedule: Schedule;
+}
+
+/** This worker on its defaults, and both baselines. */
+export const COST_VARIANTS: CostVariant[] = [
+  { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_SCHEDULE },
+  { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_SCHEDULE },
+  // A retry policy can express the same schedule (5 s ×1.5 up to 60 s), so this row differs from
+  // ours only in the mechanism.
+  { name: '(b) poll by retry, same schedule', impl: 'poll-by-retry', schedule: DEFAULT_SCHEDULE },
+  // The pattern as Temporal documents it for polling: coefficient 1, here at our longest interval.
+  {
+    name: '(b) poll by retry, fixed 60 s',
+    impl: 'poll-by-retry',
+    schedule: { initialIntervalMs: 60_000, maxIntervalMs: 60_000, backoffCoefficient: 1 },
+  },
+  // The poll-schedule design choice: a fixed cadence as short as the default's first interval
+  // would detect the end sooner and cost more.
+  {
+    name: 'this worker, fixed 10 s',
+    impl: 'worker',
+    schedule: { initialIntervalMs: 10_000, maxIntervalMs: 10_000, backoffCoefficient: 1 },
+  },
+];
+
+/** Costs of one variant at one job length, over its samples. */
+export interface CostRow {
+  variant: string;
+  impl: Implementation;
+  jobLengthMs: number;
+  scale: number;
+  samples: number;
+  /**
+   * false: not run, but extrapolated from this variant's measured lengths (a straight line in the
+   * number of polls, plus one action and five events per extra continue-as-new run).
+   */
+  measured: boolean;
+  /** Polls the schedule makes at real time over the jitter (replayed); the runs make the median. */
+  realTimePolls: Spread;
+  /** Polls the runs made (from their histories, or the loop's count). */
+  polls: Spread | null;
+  events: Spread | null;
+  /** Events of the longest single run over every sample. */
+  maxRunEvents: number | null;
+  runs: Spread | null;
+  actions: Spread | null;
+  /** The actions of one sample, by kind. */
+  actionBreakdown: ActionCounts | null;
+  apiRequestsPerJob: Spread | null;
+  /** Mean wait from the job's end to its detection at real time, by the schedule (replayed). */
+  meanDetectionDelayS: number;
+}
+
+/** One job to run: its project at the simulator is its own, so requests count per job. */
+interface Cell {
+  variant: CostVariant;
+  jobLengthMs: number;
+  project: string;
+  /** The poll after which the job reads terminal. */
+  polls: number;
+}
+
+/** Runs every variant at every length at once (the load is a few polls per second) and counts. */
+export async function runCost(env: BenchEnvironment, params: CostParams): Promise<CostRow[]> {
+  const cells: Cell[] = [];
+  for (const variant of params.variants) {
+    for (const jobLengthMs of params.jobLengthsMs) {
+      const polls = realTime(variant, jobLengthMs).polls.median;
+      if (polls > params.maxMeasuredPolls) continue;
+      for (let i = 0; i < params.samples; i++) {
+        cells.push({
+          variant,
+          jobLengthMs,
+          project: `cost-${variant.impl}-${randomUUID().slice(0, 8)}`,
+          polls,
+        });
+      }
+    }
+  }
+  const simulator = await startCountingSimulator(cells);
+  const workers: MeasuredProcess[] = [];
+  try {
+    const queues = new Map<Implementation, string>();
+    for (const impl of ['worker', 'poll-by-retry'] as const) {
+      const taskQueue = `cost-${impl}-${randomUUID().slice(0, 8)}`;
+      const worker = await spawnWorker(env, impl === 'worker' ? 'worker' : 'baselines', taskQueue, {
+        AGENT_API_BASE_URL: simulator.url,
+      });
+      workers.push(worker);
+      await worker.waitForLine('worker running', 60_000);
+      queues.set(impl, taskQueue);
+    }
+    const slowest = Math.max(
+      ...cells.map(
+        (c) => c.polls * (c.variant.schedule.maxIntervalMs / params.scale + POLL_OVERHEAD_ALLOWANCE_MS),
+      ),
+    );
+    const deadline = Date.now() + slowest + 60_000;
+    const byVariant = new Map<CostVariant, Cell[]>();
+    for (const cell of cells) byVariant.set(cell.variant, [...(byVariant.get(cell.variant) ?? []), cell]);
+    const outcomes = await Promise.all(
+      [...byVariant].map(async ([variant, own]) => {
+        const result =
+          variant.impl === 'plain-loop'
+            ? await runPlainLoop(env, simulator, own, params, workers, deadline)
+            : await runWorkflows(env.client, queues.get(variant.impl) as string, own, params, deadline);
+        params.log(`  cost: ${variant.name} done`);
+        return result;
+      }),
+    );
+    const samples = new Map<Cell, WorkflowCost | { polls: number }>();
+    for (const map of outcomes) for (const [cell, cost] of map) samples.set(cell, cost);
+    const rows = measuredRows(simulator, cells, samples, params);
+    return [...rows, ...extrapolatedRows(rows, params)];
+  } finally {
+    for (const worker of workers) await worker.stop();
+    await simulator.stop();
+  }
+}
+
+/** The polls a variant takes for a job of `jobLengthMs` at real time, and its mean detection delay. */
+function realTime(variant: CostVariant, jobLengthMs: number): { polls: Spread; meanDelayMs: number } {
+  if (variant.impl !== 'poll-by-retry') return replay(jobLengthMs, variant.schedule);
+  // A retry policy has no jitter, and its first attempt runs at once, before the first interval.
+  const replayed = replay(jobLengthMs, variant.schedule, { jittered: false });
+  const polls = replayed.polls.median + 1;
+  return { polls: exact(polls), meanDelayMs: replayed.meanDelayMs };
+}
+
+/**
+ * A simulator of its own whose request log ends each cell's agent job right after the poll before
+ * its last: the log line is written once the response is out, and the next poll comes an interval
+ * later, so the last poll always reads the terminal record.
+ */
+function startCountingSimulator(cells: Cell[]): Promise<RunningSimulator> {
+  const byProject = new Map(cells.map((c) => [c.project, { cell: c, gets: 0 }]));
+  let simulator: RunningSimulator | null = null;
+  const end = (project: string, jobId: string | undefined) => {
+    const id = jobId ?? simulator?.stats().jobs.find((j) => j.projectId === project)?.id;
+    if (id !== undefined) simulator?.archiveJob(project, id);
+  };
+  return startSimulator({
+    apiKeys: [BENCH_API_KEY],
+    createsPerProjectPerHour: 0,
+    // Held active until the count ends it.
+    defaultScenario: { durationMs: 7 * 24 * 60 * 60_000, outcome: 'pr' },
+    log: (line) => {
+      const { method, path, status } = JSON.parse(line) as {
+        method: string;
+        path: string;
+        status: number | null;
+      };
+      const match = /^\/v2\/agent\/([^/]+)\/job(?:\/([^/]+))?$/.exec(path);
+      const entry = match ? byProject.get(decodeURIComponent(match[1] as string)) : undefined;
+      if (!match || !entry || status === null || status >= 300) return;
+      if (method === 'GET') entry.gets++;
+      if (entry.gets === entry.cell.polls - 1) {
+        end(entry.cell.project, match[2] === undefined ? undefined : decodeURIComponent(match[2]));
+      }
+    },
+  }).then((running) => {
+    simulator = running;
+    return running;
+  });
+}
+
+async function runWorkflows(
+  client: Client,
+  taskQueue: string,
+  cells: Cell[],
+  params: CostParams,
+  deadline: number,
+): Promise<Map<Cell, WorkflowCost>> {
+  const started = await mapLimit(cells, 8, async (cell) => {
+    const schedule = scaleSchedule(cell.variant.schedule, params.scale);
+    const prompt = 'Benchmark agent job: cost per job.';
+    const handle = await (cell.variant.impl === 'worker'
+      ? startAgentJob(
+          client,
+          {
+            projectId: cell.project,
+            prompt,
+            poll: {
+              initialInterval: schedule.initialIntervalMs,
+              maxInterval: schedule.maxIntervalMs,
+              backoffCoefficient: schedule.backoffCoefficient,
+            },
+          },
+          { taskQueue },
+        )
+      : client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
+          taskQueue,
+          workflowId: `poll-by-retry/${cell.project}`,
+          args: [
+            {
+              projectId: cell.project,
+              prompt,
+              intervalMs: schedule.initialIntervalMs,
+              maxIntervalMs: schedule.maxIntervalMs,
+              backoffCoefficient: schedule.backoffCoefficient,
+            },
+          ],
+        }));
+    return { cell, workflowId: handle.workflowId, runId: await firstRunId(handle) };
+  });
+  const costs = await mapLimit(
+    started,
+    8,
+    async (s) => [s.cell, await waitForCost(client, s.workflowId, s.runId, deadline)] as const,
+  );
+  return new Map(costs);
+}
+
+/** Waits for the workflow's chain to close and counts it. A failed workflow breaks the benchmark. */
+async function waitForCost(
+  client: Client,
+  workflowId: string,
+  runId: string,
+  deadline: number,
+): Promise<WorkflowCost> {
+  for (;;) {
+    const description = await client.workflow.getHandle(workflowId).describe();
+    if (description.status.name === 'COMPLETED') return workflowCost(client, workflowId, runId);
+    if (description.status.name !== 'RUNNING') {
+      throw new BenchmarkBroken(`cost workflow ${workflowId} ended ${description.status.name}`);
+    }
+    if (Date.now() > deadline)
+      throw new BenchmarkBroken(`cost workflow ${workflowId} still running at the deadline`);
+    await sleep(500);
+  }
+}
+
+/** One plain-loop process per cell (the loop takes one project), all at once. */
+async function runPlainLoop(
+  env: BenchEnvironment,
+  simulator: RunningSimulator,
+  cells: Cell[],
+  params: CostParams,
+  processes: MeasuredProcess[],
+  deadline: number,
+): Promise<Map<Cell, { polls: number }>> {
+  const results = await Promise.all(
+    cells.map(async (cell) => {
+      const schedule = scaleSchedule(cell.variant.schedule, params.scale);
+      const proc = spawnMeasured(
+        [
+          env.build.plainLoopEntry,
+          ...['--base-url', simulator.url, '--project', cell.project, '--jobs', '1'],
+          ...[
+            '--interval-ms',
+            String(schedule.initialIntervalMs),
+            '--max-interval-ms',
+            String(schedule.maxIntervalMs),
+          ],
+          ...['--backoff', String(schedule.backoffCoefficient)],
+        ],
+        { AGENT_API_KEY: BENCH_API_KEY },
+        { stdin: 'pipe' },
+      );
+      processes.push(proc);
+      await proc.waitForLine('ready', 60_000);
+      await writeStdin(proc, 'go\n');
+      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
+      proc.child.stdin?.end();
+      const [outcome] = line.outcomes as Array<{ polls: number }>;
+      return [cell, { polls: outcome?.polls ?? 0 }] as const;
+    }),
+  );
+  return new Map(results);
+}
+
+function measuredRows(
+  simulator: RunningSimulator,
+  cells: Cell[],
+  samples: Map<Cell, WorkflowCost | { polls: number }>,
+  params: CostParams,
+): CostRow[] {
+  const requests = simulator.stats().requestsPerProjectEndpoint;
+  const groups = new Map<string, Cell[]>();
+  for (const cell of cells) {
+    const key = `${cell.variant.name}|${cell.jobLengthMs}`;
+    groups.set(key, [...(groups.get(key) ?? []), cell]);
+  }
+  return [...groups.values()].map((group) => {
+    const first = group[0] as Cell;
+    const pollActivity = first.variant.impl === 'worker' ? 'getAgentJob' : 'awaitTerminalStatus';
+    const costs = group.flatMap((c) => {
+      const s = samples.get(c);
+      return s && 'actions' in s ? [s] : [];
+    });
+    const polls = group.map((c) => {
+      const s = samples.get(c);
+      if (!s) return null;
+      return 'actions' in s ? (s.attemptsByActivity[pollActivity] ?? 0) : s.polls;
+    });
+    const replayed = realTime(first.variant, first.jobLengthMs);
+    return {
+      variant: first.variant.name,
+      impl: first.variant.impl,
+      jobLengthMs: first.jobLengthMs,
+      scale: params.scale,
+      samples: group.length,
+      measured: true,
+      realTimePolls: replayed.polls,
+      polls: spread(polls),
+      events: spread(costs.map((c) => c.events)),
+      maxRunEvents: costs.length > 0 ? Math.max(...costs.map((c) => c.maxRunEvents)) : null,
+      runs: spread(costs.map((c) => c.runs)),
+      actions: spread(costs.map((c) => c.actions.total)),
+      actionBreakdown: costs[0]?.actions ?? null,
+      apiRequestsPerJob: spread(
+        group.map((c) => {
+          const counts = requests[c.project] ?? {};
+          return (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
+        }),
+      ),
+      meanDetectionDelayS: replayed.meanDelayMs / 1000,
+    };
+  });
+}
+
+/** Events a continue-as-new adds: ContinuedAsNew, then the next run's start and first workflow task. */
+const EVENTS_PER_CONTINUATION = 5;
+
+/**
+ * The (variant, length) pairs not run, from a straight line through the variant's measured rows:
+ * every poll adds the same events and actions (11 and 2 for this worker, 0 and 1 for poll by
+ * retry), which the measured rows show exactly.
+ */
+function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
+  const rows: CostRow[] = [];
+  for (const variant of params.variants) {
+    const own = measured.filter((r) => r.variant === variant.name && r.polls !== null);
+    for (const jobLengthMs of params.jobLengthsMs) {
+      if (own.some((r) => r.jobLengthMs === jobLengthMs)) continue;
+      const replayed = realTime(variant, jobLengthMs);
+      const polls = replayed.polls.median;
+      const xs = own.map((r) => (r.polls as Spread).median);
+      const line = (pick: (r: CostRow) => number | undefined) => {
+        const ys = own.map(pick);
+        if (own.length < 2 || ys.some((y) => y === undefined)) return null;
+        return fitLine(xs, ys as number[]);
+      };
+      const events = line((r) => r.events?.median);
+      const actions = line((r) => r.actions?.median);
+      const requests = line((r) => r.apiRequestsPerJob?.median);
+      const runs = variant.impl === 'worker' ? Math.ceil(polls / POLLS_PER_RUN) : 1;
+      const at = (fit: { a: number; b: number } | null, perRun: number) =>
+        fit === null ? null : exact(fit.a + fit.b * polls + (runs - 1) * perRun);
+      const runPolls = Math.min(polls, POLLS_PER_RUN);
+      rows.push({
+        variant: variant.name,
+        impl: variant.impl,
+        jobLengthMs,
+        scale: params.scale,
+        samples: 0,
+        measured: false,
+        realTimePolls: replayed.polls,
+        polls: exact(polls),
+        events: variant.impl === 'plain-loop' ? null : at(events, EVENTS_PER_CONTINUATION),
+        maxRunEvents:
+          events === null || variant.impl === 'plain-loop'
+            ? null
+            : Math.round(events.a + events.b * runPolls + (runs > 1 ? 1 : 0)),
+        runs: variant.impl === 'plain-loop' ? null : exact(runs),
+        actions: variant.impl === 'plain-loop' ? null : at(actions, 1),
+        actionBreakdown: null,
+        apiRequestsPerJob: at(requests, 0),
+        meanDetectionDelayS: replayed.meanDelayMs / 1000,
+      });
+    }
+  }
+  return rows;
+}
+
+function exact(value: number): Spread {
+  return { median: value, min: value, max: value, n: 1 };
+}
+
+/** Least-squares line y = a + b·x. */
+function fitLine(xs: number[], ys: number[]): { a: number; b: number } {
+  const n = xs.length;
+  const mx = xs.reduce((s, x) => s + x, 0) / n;
+  const my = ys.reduce((s, y) => s + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += ((xs[i] as number) - mx) * ((ys[i] as number) - my);
+    den += ((xs[i] as number) - mx) ** 2;
+  }
+  const b = den === 0 ? 0 : num / den;
+  return { a: my - b * mx, b };
+}

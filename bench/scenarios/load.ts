@@ -1,0 +1,483 @@
+/**
+ * The load scenario: N agent jobs in flight at once, polled at a fixed cadence, by one of three
+ * implementations — this worker, baseline (a) the plain Node loop, baseline (b) the
+ * poll-by-activity-retry workflow — each in a fresh process on its own task queue and simulator
+ * project. One run has three phases:
+ *
+ * 1. ramp: start N workflows (or create N jobs, for the plain loop) whose agent jobs stay active;
+ * 2. steady: with all N open, measure CPU per poll and memory over a window of whole cadences;
+ * 3. release: end every agent job at a random moment within one cadence (the simulator archives
+ *    it, a terminal status) and wait for every workflow to close.
+ *
+ * Holding the jobs until all N are open is what makes "N concurrent jobs" true: creating
+ * thousands of workflows takes tens of seconds here, longer than a job of a few cadences lasts.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@temporalio/client';
+import { startAgentJob } from '../../src/client/index.js';
+import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
+import { POLL_LOOP_WORKFLOW, type pollLoopWorkflow } from '../baselines/poll-loop-workflow.js';
+import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
+import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
+import { firstRunId, workflowCost } from '../history.js';
+import { mapLimit } from '../pool.js';
+import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
+import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
+import { percentile } from '../stats.js';
+
+/** The three implementations compared. */
+export const IMPLEMENTATIONS = ['worker', 'plain-loop', 'poll-by-retry'] as const;
+/**
+ * One of {@link IMPLEMENTATIONS}, or a side of the local-activity design choice: the agent-job
+ * loop stripped down (bench/baselines/poll-loop-workflow.ts), polling by activity or local activity.
+ */
+export type Implementation = (typeof IMPLEMENTATIONS)[number] | 'poll-loop-activity' | 'poll-loop-local';
+
+/** What to run. */
+export interface LoadParams {
+  impl: Implementation;
+  jobs: number;
+  /** Poll interval in force (fixed: initial = max, coefficient 1). */
+  cadenceMs: number;
+  /** Length of the steady window, in whole cadences. */
+  steadyCadences: number;
+  /** Give up on a phase (and call the run broken) after this long. */
+  phaseTimeoutMs: number;
+  /** Histories fetched to count events and actions per job (Temporal implementations only). */
+  historySample: number;
+  /** Extra worker settings (cache size, concurrency), as environment variables. */
+  workerEnv?: Record<string, string>;
+  /** Label of a design-choice variant; empty for the defaults. */
+  variant?: string;
+}
+
+/** CPU seconds of the three busy processes over a window. */
+export interface CpuSplit {
+  /** The measured process (worker or baseline). */
+  measured: number;
+  /** The Temporal dev server. */
+  server: number;
+  /** This process: the simulator and the client. */
+  bench: number;
+}
+
+/** What one run measured. Times in ms unless named otherwise. */
+export interface LoadRun {
+  impl: Implementation;
+  variant: string;
+  jobs: number;
+  cadenceMs: number;
+  workerEnv: Record<string, string>;
+  completed: number;
+  /** Seconds from the first start until every agent job existed. */
+  rampSeconds: number;
+  /** Seconds from the release until the last close. */
+  drainSeconds: number;
+  /** Agent jobs completed per second end to end: N / (ramp + drain), the hold left out. */
+  throughput: number;
+  /** Most workflows (jobs) open at the same moment. */
+  peakOpen: number;
+  /** From the simulator's terminal moment to the workflow's close (or the loop's detection). */
+  latency: { p50: number; p95: number; p99: number; max: number } | null;
+  /** Polls in the steady window, and per second. */
+  steadyPolls: number;
+  steadyPollsPerSecond: number;
+  /** CPU seconds per 1,000 polls in the steady window, by process. */
+  cpuPer1000Polls: CpuSplit;
+  /** CPU seconds per agent job started in the ramp (start, first workflow task, create), by process. */
+  cpuPerStart: CpuSplit;
+  apiRequestsPerJob: number;
+  idleRssMiB: number;
+  peakRssMiB: number;
+  /** (Peak − idle resident memory) per 1,000 open workflows. */
+  rssMiBPer1000Open: number;
+  /** From sampled histories; null for the plain loop. */
+  history: { sampled: number; eventsPerJob: number; actionsPerJob: number; maxRunEvents: number } | null;
+  /** Why the run did not complete, or null. */
+  broke: string | null;
+}
+
+/** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
+export class BenchmarkBroken extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BenchmarkBroken';
+  }
+}
+
+/** Workflow starts in flight at once: enough to start thousands quickly, few enough not to flood. */
+const START_CONCURRENCY = 64;
+const PROMPT = 'Benchmark agent job: add a changelog entry.';
+/** Jobs stay active until released; this only bounds a run that lost its release. */
+const HELD_JOB_MS = 6 * 60 * 60_000;
+
+/** Runs one load scenario. */
+export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
+  const project = `load-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
+  env.simulator.setScenario(project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const proc = await spawnImplementation(env, params, project);
+  try {
+    await proc.waitForLine(params.impl === 'plain-loop' ? 'ready' : 'worker running', 60_000);
+    return await drive(env, params, project, proc);
+  } finally {
+    await proc.stop();
+  }
+}
+
+async function spawnImplementation(
+  env: BenchEnvironment,
+  params: LoadParams,
+  project: string,
+): Promise<MeasuredProcess> {
+  if (params.impl !== 'plain-loop') {
+    return spawnWorker(env, params.impl === 'worker' ? 'worker' : 'baselines', project, params.workerEnv);
+  }
+  return spawnMeasured(
+    [
+      env.build.plainLoopEntry,
+      ...['--base-url', env.simulator.url, '--project', project],
+      ...['--jobs', String(params.jobs), '--interval-ms', String(params.cadenceMs)],
+    ],
+    { AGENT_API_KEY: BENCH_API_KEY },
+    { stdin: 'pipe' },
+  );
+}
+
+/** A clock over the three processes, read at phase boundaries. */
+interface Reading {
+  at: number;
+  proc: ProcessSample;
+  server: number;
+  bench: number;
+  polls: number;
+}
+
+function read(env: BenchEnvironment, pid: number, project: string): Reading {
+  const bench = process.cpuUsage();
+  return {
+    at: Date.now(),
+    proc: sampleProcess(pid),
+    server: env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds,
+    bench: (bench.user + bench.system) / 1e6,
+    polls: env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0,
+  };
+}
+
+function cpuBetween(a: Reading, b: Reading, per: number): CpuSplit {
+  return {
+    measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
+    server: (b.server - a.server) / per,
+    bench: (b.bench - a.bench) / per,
+  };
+}
+
+interface Started {
+  workflowId: string;
+  runId: string;
+  startedAt: number;
+}
+
+async function drive(
+  env: BenchEnvironment,
+  params: LoadParams,
+  project: string,
+  proc: MeasuredProcess,
+): Promise<LoadRun> {
+  await sleep(500);
+  const idle = read(env, proc.pid, project);
+  const t0 = Date.now();
+  let broke: string | null = null;
+  let started: Started[] = [];
+  let loopResult: Promise<{ line: Record<string, unknown> } | { error: unknown }> | null = null;
+
+  // 1. Ramp.
+  if (params.impl === 'plain-loop') {
+    await writeStdin(proc, 'go\n');
+    // The result only comes after the release; until it is awaited there, a failure is kept as a value.
+    loopResult = proc.waitForLine('result', params.phaseTimeoutMs * 3).then(
+      (hit) => ({ line: hit.line }),
+      (error: unknown) => ({ error }),
+    );
+  } else {
+    try {
+      started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
+        start(env.client, params, project, i),
+      );
+    } catch (err) {
+      broke = `starting workflows failed: ${(err as Error).message}`;
+    }
+  }
+  if (broke === null)
+    broke = await waitForJobs(env, project, params.jobs, Date.now() + params.phaseTimeoutMs, proc);
+  const rampEnd = read(env, proc.pid, project);
+  const jobs = env.simulator.stats().jobs.filter((j) => j.projectId === project);
+
+  // 2. Steady: every job open, nothing starting or ending. Half a cadence first, so that the jobs
+  // created last are in their polling rhythm too.
+  const watch = new ResourceWatch(proc.pid);
+  let steadyStart = rampEnd;
+  if (broke === null) {
+    await sleep(params.cadenceMs / 2);
+    steadyStart = read(env, proc.pid, project);
+    await sleep(params.steadyCadences * params.cadenceMs);
+  }
+  watch.stop();
+  const steadyEnd = read(env, proc.pid, project);
+  checkAlive(proc);
+
+  // 3. Release, each job at a random moment of one cadence, and drain.
+  const releaseAt = Date.now();
+  const timers = jobs.map((job) =>
+    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * params.cadenceMs),
+  );
+  let closes: Close[] = [];
+  try {
+    if (params.impl === 'plain-loop') {
+      const outcome = broke === null ? await loopResult : null;
+      if (outcome && 'line' in outcome) {
+        closes = (outcome.line.outcomes as Array<{ jobId: string; detectedAt: number }>).map((o) => ({
+          jobId: o.jobId,
+          closedAt: o.detectedAt,
+        }));
+      } else if (outcome) {
+        checkAlive(proc);
+        broke = `the plain loop did not finish: ${String((outcome.error as Error).message).split('\n')[0]}`;
+      }
+    } else {
+      if (broke === null)
+        broke = await waitForClose(env.client, project, params.jobs, Date.now() + params.phaseTimeoutMs);
+      if (broke !== null) await terminateLeftovers(env, project);
+      closes =
+        params.impl === 'worker'
+          ? await closesFromVisibility(env.client, project)
+          : await closesFromHistories(env.client, started);
+    }
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
+
+  const terminalAt = terminalTimes(env, project);
+  const latencies = closes.flatMap((c) => {
+    const at = c.jobId === null ? undefined : terminalAt.get(c.jobId);
+    return at === undefined ? [] : [c.closedAt - at];
+  });
+  const sample = started.slice(0, params.historySample);
+  const costs = await mapLimit(sample, 16, (s) => workflowCost(env.client, s.workflowId, s.runId));
+  const counts = env.simulator.stats().requestsPerProjectEndpoint[project] ?? {};
+  const requests = (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
+  const lastClose = closes.length > 0 ? Math.max(...closes.map((c) => c.closedAt)) : Date.now();
+  const rampSeconds = (rampEnd.at - t0) / 1000;
+  const drainSeconds = (lastClose - releaseAt) / 1000;
+  const steadyPolls = steadyEnd.polls - steadyStart.polls;
+  const steadySeconds = (steadyEnd.at - steadyStart.at) / 1000;
+  const peakOpen = peakConcurrency(
+    params.impl === 'plain-loop' ? jobs.map((j) => j.createdAt) : started.map((s) => s.startedAt),
+    closes.map((c) => c.closedAt),
+  );
+  const peakRssMiB = Math.max(watch.peakRssMiB, steadyEnd.proc.rssMiB);
+  return {
+    impl: params.impl,
+    variant: params.variant ?? '',
+    jobs: params.jobs,
+    cadenceMs: params.cadenceMs,
+    workerEnv: params.workerEnv ?? {},
+    completed: closes.length,
+    rampSeconds,
+    drainSeconds,
+    throughput: closes.length / (rampSeconds + drainSeconds),
+    peakOpen,
+    latency:
+      latencies.length === 0
+        ? null
+        : {
+            p50: percentile(latencies, 50),
+            p95: percentile(latencies, 95),
+            p99: percentile(latencies, 99),
+            max: Math.max(...latencies),
+          },
+    steadyPolls,
+    steadyPollsPerSecond: steadyPolls / steadySeconds,
+    cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
+    cpuPerStart: cpuBetween(idle, rampEnd, params.jobs),
+    apiRequestsPerJob: requests / params.jobs,
+    idleRssMiB: idle.proc.rssMiB,
+    peakRssMiB,
+    rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / params.jobs) * 1000,
+    history:
+      costs.length === 0
+        ? null
+        : {
+            sampled: costs.length,
+            eventsPerJob: mean(costs.map((c) => c.events)),
+            actionsPerJob: mean(costs.map((c) => c.actions.total)),
+            maxRunEvents: Math.max(...costs.map((c) => c.maxRunEvents)),
+          },
+    broke,
+  };
+}
+
+async function start(client: Client, params: LoadParams, project: string, index: number): Promise<Started> {
+  if (params.impl === 'worker') {
+    const handle = await startAgentJob(
+      client,
+      {
+        projectId: project,
+        prompt: PROMPT,
+        poll: { initialInterval: params.cadenceMs, maxInterval: params.cadenceMs, backoffCoefficient: 1 },
+      },
+      { key: String(index), taskQueue: project },
+    );
+    return { workflowId: handle.workflowId, runId: await firstRunId(handle), startedAt: Date.now() };
+  }
+  if (params.impl === 'poll-by-retry') {
+    const handle = await client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
+      taskQueue: project,
+      workflowId: `${params.impl}/${project}/${index}`,
+      args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
+    });
+    return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
+  }
+  const handle = await client.workflow.start<typeof pollLoopWorkflow>(POLL_LOOP_WORKFLOW, {
+    taskQueue: project,
+    workflowId: `${params.impl}/${project}/${index}`,
+    args: [
+      {
+        projectId: project,
+        prompt: PROMPT,
+        intervalMs: params.cadenceMs,
+        local: params.impl === 'poll-loop-local',
+      },
+    ],
+  });
+  return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
+}
+
+/** Waits until the simulator holds `expected` agent jobs of the project; null then, else why not. */
+async function waitForJobs(
+  env: BenchEnvironment,
+  project: string,
+  expected: number,
+  deadline: number,
+  proc: MeasuredProcess,
+): Promise<string | null> {
+  for (;;) {
+    const created = env.simulator.stats().jobsPerProject[project] ?? 0;
+    if (created >= expected) return null;
+    checkAlive(proc);
+    if (Date.now() > deadline) return `only ${created} of ${expected} agent jobs were created in time`;
+    await sleep(200);
+  }
+}
+
+function checkAlive(proc: MeasuredProcess): void {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
+    throw new BenchmarkBroken(
+      `the measured process exited (${proc.child.exitCode ?? proc.child.signalCode}):\n${proc.tail()}`,
+    );
+  }
+  if (proc.failures() > 0) {
+    throw new BenchmarkBroken(`the measured process reported failed workflow tasks:\n${proc.tail()}`);
+  }
+}
+
+/**
+ * Waits until `expected` workflows on the task queue have completed. Returns null then, or why not:
+ * the deadline. A workflow that ended otherwise means the benchmark broke, and throws.
+ */
+async function waitForClose(
+  client: Client,
+  taskQueue: string,
+  expected: number,
+  deadline: number,
+): Promise<string | null> {
+  for (;;) {
+    const { groups } = await client.workflow.count(`TaskQueue = "${taskQueue}" GROUP BY ExecutionStatus`);
+    const byStatus = new Map(groups.map((g) => [String(g.groupValues[0]), g.count]));
+    const bad = [...byStatus].filter(
+      ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
+    );
+    if (bad.length > 0) {
+      throw new BenchmarkBroken(
+        `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+      );
+    }
+    const completed = byStatus.get('Completed') ?? 0;
+    if (completed >= expected) return null;
+    if (Date.now() > deadline)
+      return `${expected - completed} of ${expected} workflows still open at the deadline`;
+    await sleep(1_000);
+  }
+}
+
+/** Terminates what a broken run left open, so later scenarios get the server to themselves. */
+async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
+  await env.client.workflowService.startBatchOperation({
+    namespace: env.namespace,
+    jobId: randomUUID(),
+    reason: 'benchmark run over',
+    visibilityQuery: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
+    terminationOperation: {},
+  });
+}
+
+interface Close {
+  jobId: string | null;
+  closedAt: number;
+}
+
+/** Close times and agent job IDs of this worker's workflows, from visibility (AgentJobId is a search attribute). */
+async function closesFromVisibility(client: Client, taskQueue: string): Promise<Close[]> {
+  const closes: Close[] = [];
+  const query = `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Completed"`;
+  for await (const info of client.workflow.list({ query, pageSize: 1000 })) {
+    if (!info.closeTime) continue;
+    closes.push({
+      jobId: info.typedSearchAttributes.get(SearchAttributes.jobId) ?? null,
+      closedAt: info.closeTime.getTime(),
+    });
+  }
+  return closes;
+}
+
+/** Close times and agent job IDs of the baseline's workflows, from their histories (the result is the record). */
+async function closesFromHistories(client: Client, started: Started[]): Promise<Close[]> {
+  const costs = await mapLimit(started, 16, (s) => workflowCost(client, s.workflowId, s.runId));
+  return costs
+    .filter((c) => c.closedAt !== null)
+    .map((c) => ({
+      jobId: (c.result as AgentJobRecord | undefined)?.id ?? null,
+      closedAt: c.closedAt as number,
+    }));
+}
+
+/** Epoch ms at which the simulator made each job of `project` terminal. */
+function terminalTimes(env: BenchEnvironment, project: string): Map<string, number> {
+  const times = new Map<string, number>();
+  for (const job of env.simulator.stats().jobs) {
+    if (job.projectId === project && job.terminalAt !== null) times.set(job.id, job.terminalAt);
+  }
+  return times;
+}
+
+/** The most intervals [start, close) open at one moment; a start with no close stays open. */
+function peakConcurrency(starts: number[], closes: number[]): number {
+  const events = [...starts.map((t) => [t, 1] as const), ...closes.map((t) => [t, -1] as const)];
+  // Closes before starts at the same instant: a job that ended is no longer open.
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let peak = 0;
+  for (const [, delta] of events) {
+    open += delta;
+    peak = Math.max(peak, open);
+  }
+  return peak;
+}
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+function mean(values: number[]): number {
+  return values.reduce((a, b) => a + b, 0) / values.length;
+}

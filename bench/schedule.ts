@@ -1,0 +1,69 @@
+/**
+ * The workflow's poll schedule, replayed without a server: how many polls a job of a given length
+ * takes, so that costs measured on time-scaled runs can be checked against real time. The
+ * schedule is the one in src/workflows/agent-job.ts: wait, poll, grow the wait by the coefficient
+ * up to the maximum; every wait is jittered by ±10%.
+ */
+import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
+import { spread, type Spread } from './stats.js';
+
+/** The workflow's jitter of each wait, as a fraction (agent-job.ts keeps it private). */
+export const JITTER = 0.1;
+
+/** A poll schedule in milliseconds. */
+export type Schedule = ResolvedPollSettings;
+
+/** The workflow's default schedule: 5 s, ×1.5, at most 60 s. */
+export const DEFAULT_SCHEDULE: Schedule = DEFAULT_POLL;
+
+/** `schedule` with every interval divided by `factor` (time runs `factor` times faster). */
+export function scaleSchedule(schedule: Schedule, factor: number): Schedule {
+  return {
+    initialIntervalMs: schedule.initialIntervalMs / factor,
+    maxIntervalMs: schedule.maxIntervalMs / factor,
+    backoffCoefficient: schedule.backoffCoefficient,
+  };
+}
+
+/**
+ * The poll that first sees a job that ends `jobMs` after its creation: how many polls it took and
+ * when it came, with no time spent between a timer and its poll (true to within milliseconds at
+ * real-time intervals of seconds). `random` draws the jitter; `() => 0.5` gives none.
+ */
+export function detect(
+  jobMs: number,
+  schedule: Schedule,
+  random: () => number = Math.random,
+): { polls: number; atMs: number } {
+  let elapsed = 0;
+  let interval = schedule.initialIntervalMs;
+  let polls = 0;
+  for (;;) {
+    elapsed += interval * (1 + (random() * 2 - 1) * JITTER);
+    polls++;
+    if (elapsed >= jobMs) return { polls, atMs: elapsed };
+    interval = Math.min(interval * schedule.backoffCoefficient, schedule.maxIntervalMs);
+  }
+}
+
+/**
+ * {@link detect} over `samples` draws: the polls' median and range for a job of exactly `jobMs`,
+ * and the mean wait from a job's end to the poll that sees it, for jobs of `jobMs` ±10% (a job
+ * that ends exactly on a poll would make a fixed schedule look instant). `jittered: false` for a
+ * schedule without jitter, such as a retry policy's.
+ */
+export function replay(
+  jobMs: number,
+  schedule: Schedule,
+  options: { jittered?: boolean; samples?: number } = {},
+): { polls: Spread; meanDelayMs: number } {
+  const samples = options.samples ?? 1_001;
+  const random = options.jittered === false ? () => 0.5 : Math.random;
+  const polls = Array.from({ length: samples }, () => detect(jobMs, schedule, random).polls);
+  let delay = 0;
+  for (let i = 0; i < samples; i++) {
+    const length = jobMs * (1 + (Math.random() * 2 - 1) * 0.1);
+    delay += detect(length, schedule, random).atMs - length;
+  }
+  return { polls: spread(polls) as Spread, meanDelayMs: delay / samples };
+}

@@ -1,0 +1,48 @@
+/**
+ * Order statistics for the benchmark: percentiles of one run's samples, and the median and spread
+ * of a figure over repeated runs. Shared machines are noisy, so every figure the report prints is a
+ * {@link Spread}, never a single reading.
+ */
+
+/** A figure over repeats: the median, the lowest and the highest reading, and how many there were. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+/**
+ * The `p`-th percentile (0 to 100) of `values`, by linear interpolation between the closest ranks,
+ * so that p50 of an even-sized sample is the mean of the two middle values. NaN for no values.
+ */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = (p / 100) * (sorted.length - 1);
+  const lower = Math.floor(rank);
+  const upper = Math.ceil(rank);
+  const low = sorted[lower] as number;
+  const high = sorted[upper] as number;
+  return low + (high - low) * (rank - lower);
+}
+
+/** The median and min–max of the finite values among `values`; null when there is none. */
+export function spread(values: readonly (number | null | undefined)[]): Spread | null {
+  const finite = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  if (finite.length === 0) return null;
+  return {
+    median: percentile(finite, 50),
+    min: Math.min(...finite),
+    max: Math.max(...finite),
+    n: finite.length,
+  };
+}
+
+/** `a / b` when both are known and `b` is not zero, else null. */
+export function ratio(a: number | null | undefined, b: number | null | undefined): number | null {
+  if (typeof a !== 'number' || typeof b !== 'number' || !Number.isFinite(a) || !Number.isFinite(b)) {
+    return null;
+  }
+  return b === 0 ? null : a / b;
+}
