@@ -41,34 +41,53 @@ export function writeResult(result: BenchResult): string {
   return path;
 }
 
-/** The newest result of a mode in bench/results/, or null. */
-export function newestResult(mode: BenchResult['mode']): BenchResult | null {
+/** Every result of a mode in bench/results/, newest first. */
+export function results(mode: BenchResult['mode']): BenchResult[] {
   let names: string[];
   try {
     names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(`-${mode}.json`));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  const newest = names.sort().at(-1);
-  return newest ? (JSON.parse(readFileSync(join(RESULTS_DIR, newest), 'utf8')) as BenchResult) : null;
+  return names
+    .sort()
+    .reverse()
+    .map((name) => JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult);
+}
+
+/** The parts of a report; a run made with `--only` has some of them. */
+type Section = 'load' | 'cost' | 'startup' | 'choices';
+const SECTIONS: readonly Section[] = ['load', 'cost', 'startup', 'choices'];
+
+function has(result: BenchResult, section: Section): boolean {
+  switch (section) {
+    case 'load':
+      return result.load.some(
+        (r) => r.variant === '' && result.settings.points.some((p) => p.jobs === r.jobs),
+      );
+    case 'cost':
+      return result.cost.length > 0;
+    case 'startup':
+      return result.startup.length > 0;
+    case 'choices':
+      return result.settings.choices.length > 0 && result.load.some((r) => r.variant !== '');
+  }
 }
 
 /**
- * Regenerates docs/PERFORMANCE.md from the newest full and quick results, formatted by the
- * project's Prettier settings so that `prettier --check` passes on it.
+ * Regenerates docs/PERFORMANCE.md from bench/results/, formatted by the project's Prettier settings
+ * so that `prettier --check` passes on it. Each part comes from the newest run of its mode that
+ * has it, so a later `--only choices` run replaces the design choices and leaves the rest; every
+ * part is shown under the run it came from.
  */
 export async function writePerformanceDoc(): Promise<void> {
-  const full = newestResult('full');
-  const quick = newestResult('quick');
   const parts = [DOC_INTRO];
   parts.push('## Latest full run\n');
-  parts.push(
-    full ? render(full, 'markdown', 3) : 'No full run recorded yet: run `npm run bench -- --full`.\n',
-  );
+  parts.push(renderNewest(results('full')) ?? 'No full run recorded yet: run `npm run bench -- --full`.\n');
   parts.push('## Latest quick run\n');
   parts.push(
-    quick ? render(quick, 'markdown', 3) : 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
+    renderNewest(results('quick')) ?? 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
   );
   parts.push(DOC_METHOD);
   const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
@@ -78,36 +97,87 @@ export async function writePerformanceDoc(): Promise<void> {
   );
 }
 
-/** The whole report of one run, as console text or as markdown under a heading of `level`. */
-export function render(result: BenchResult, format: Format, level = 2): string {
-  const h = (title: string, extra = 0) =>
-    format === 'markdown' ? `${'#'.repeat(level + extra)} ${title}\n` : `\n== ${title} ==\n`;
+function renderNewest(runs: BenchResult[]): string | null {
+  const sources = new Map<BenchResult, Set<Section>>();
+  for (const section of SECTIONS) {
+    const source = runs.find((r) => has(r, section));
+    if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section]));
+  }
+  if (sources.size === 0) return null;
+  if (sources.size === 1) {
+    const [[only, sections]] = [...sources] as [[BenchResult, Set<Section>]];
+    return render(only, 'markdown', 3, sections);
+  }
+  // Parts from several runs: the aims are judged on them together, then each run is shown.
+  const pick = (section: Section) => [...sources].find(([, set]) => set.has(section))?.[0];
+  const loadRun = pick('load');
+  const [first] = sources.keys();
+  const base = loadRun ?? first;
+  if (!base) return null;
+  const combined: BenchResult = {
+    ...base,
+    load: loadRun?.load ?? [],
+    cost: pick('cost')?.cost ?? [],
+    startup: pick('startup')?.startup ?? [],
+  };
+  const out = [
+    '### Aims, judged on the runs below\n',
+    aimsTable(evaluateAims(combined, summarizeLoad(combined.load)), 'markdown'),
+  ];
+  for (const [run, sections] of sources) {
+    out.push(`### Run of ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC: ${[...sections].join(', ')}\n`);
+    out.push(render(run, 'markdown', 4, sections, false));
+  }
+  return out.join('\n');
+}
+
+/**
+ * The report of one run, as console text or as markdown under headings of `level`: the sections
+ * asked for, and the aims unless `withAims` is false.
+ */
+export function render(
+  result: BenchResult,
+  format: Format,
+  level = 2,
+  sections: ReadonlySet<Section> = new Set(SECTIONS),
+  withAims = true,
+): string {
+  const h = (title: string) =>
+    format === 'markdown' ? `${'#'.repeat(level)} ${title}\n` : `\n== ${title} ==\n`;
   const loads = summarizeLoad(result.load);
   const out: string[] = [];
   out.push(header(result, format));
-  out.push(h('Aims'));
-  out.push(aimsTable(evaluateAims(result, loads), format));
-  out.push(h('Throughput, detection latency, worker resources'));
-  out.push(
-    loadTable(
-      loads.filter((s) => s.variant === '' && (IMPLEMENTATIONS as readonly string[]).includes(s.impl)),
-      format,
-    ),
-  );
-  const marginal = marginalMemory(loads);
-  if (marginal) out.push(marginal);
-  if (result.ladderStops.length > 0) {
-    out.push(
-      `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
-    );
+  if (withAims) {
+    out.push(h('Aims'));
+    out.push(aimsTable(evaluateAims(result, loads), format));
   }
-  out.push(h('This worker as ratios to the baselines'));
-  out.push(ratioTable(ratios(loads, result.cost), format));
-  out.push(h('Cost per job'));
-  out.push(costTable(result, format));
-  out.push(h('Start-up'));
-  out.push(startupTable(result, format));
-  if (result.settings.choices.length > 0) {
+  if (sections.has('load') && has(result, 'load')) {
+    out.push(h('Throughput, detection latency, worker resources'));
+    out.push(
+      loadTable(
+        loads.filter((s) => s.variant === '' && (IMPLEMENTATIONS as readonly string[]).includes(s.impl)),
+        format,
+      ),
+    );
+    const marginal = marginalMemory(loads);
+    if (marginal) out.push(marginal);
+    if (result.ladderStops.length > 0) {
+      out.push(
+        `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
+      );
+    }
+    out.push(h('This worker as ratios to the baselines'));
+    out.push(ratioTable(ratios(loads, result.cost), format));
+  }
+  if (sections.has('cost') && has(result, 'cost')) {
+    out.push(h('Cost per job'));
+    out.push(costTable(result, format));
+  }
+  if (sections.has('startup') && has(result, 'startup')) {
+    out.push(h('Start-up'));
+    out.push(startupTable(result, format));
+  }
+  if (sections.has('choices') && has(result, 'choices')) {
     out.push(h('Design choices, both sides'));
     out.push(choiceTable(result, loads, format));
   }

@@ -237,13 +237,35 @@ async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Pr
         if (stopped.has(impl)) continue;
         const run = await loadRun(env, p, point, impl, repeat, {}, '');
         result.load.push(run);
-        if (run.broke !== null && p.ladder) {
+        if (!p.ladder) continue;
+        const reason = ladderStop(run);
+        if (reason !== null) {
           stopped.add(impl);
-          result.ladderStops.push({ impl, jobs: point.jobs, reason: run.broke });
+          result.ladderStops.push({ impl, jobs: point.jobs, reason });
         }
       }
     }
   }
+}
+
+/** Jobs of the in-flight aim: the ladder always climbs at least this far. */
+const AIM_JOBS = 2_000;
+
+/**
+ * Why the ladder stops climbing N for an implementation after this run, or null: the run broke
+ * (a phase passed its deadline), or, past the aim's N, the machine kept less than half the poll
+ * rate the cadence asks for, so that every larger N would only take longer to say the same.
+ */
+function ladderStop(run: LoadRun): string | null {
+  if (run.broke !== null) return run.broke;
+  const asked = run.jobs / (run.cadenceMs / 1000);
+  if (run.jobs >= AIM_JOBS && run.steadyPollsPerSecond < asked / 2) {
+    return (
+      `kept ${run.steadyPollsPerSecond.toFixed(0)} of the ${asked.toFixed(0)} polls/s the cadence asks for: ` +
+      'the machine cannot hold the cadence at this N'
+    );
+  }
+  return null;
 }
 
 async function loadRun(
