@@ -11,6 +11,7 @@ import { msToNumber } from '@temporalio/common/lib/time.js';
 import type { Duration } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { ClientConnectConfig } from '@temporalio/envconfig';
+import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
 
@@ -80,6 +81,22 @@ export const WORKER_SETTINGS = [
   'METRICS_ADDRESS',
   'LOG_LEVEL',
 ] as const;
+
+/**
+ * The worker's settings as Temporal `WorkerOptions`, shared by the worker and the benchmark's
+ * baseline worker so both run with the same tuning.
+ */
+export function workerOptionsFrom(config: WorkerConfig) {
+  return {
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
+    maxCachedWorkflows: config.maxCachedWorkflows,
+    maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
+    shutdownGraceTime: config.shutdownGraceMs,
+  } satisfies Partial<WorkerOptions>;
+}
 
 /** Loads the Temporal connection settings (shared by the worker and the starter). */
 export function loadTemporalSettings(env: Env = process.env): TemporalSettings {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher } from './agent-api/index.js';
-import { ConfigError, loadWorkerConfig, type WorkerConfig } from './config.js';
+import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 
@@ -42,15 +42,9 @@ async function run(config: WorkerConfig): Promise<void> {
     const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
     const worker = await Worker.create({
       connection,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
+      ...workerOptionsFrom(config),
       ...workflows,
       activities: createActivities({ api, ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy }),
-      maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-      maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
-      maxCachedWorkflows: config.maxCachedWorkflows,
-      maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
-      shutdownGraceTime: config.shutdownGraceMs,
     });
     const health = await startHealthServer(config.healthAddress, () => {
       const state = worker.getState();

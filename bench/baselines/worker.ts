@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { AgentApiClient, closeDispatcher } from '../../src/agent-api/index.js';
-import { loadWorkerConfig } from '../../src/config.js';
+import { loadWorkerConfig, workerOptionsFrom } from '../../src/config.js';
 import { createJsonLogger } from '../../src/observability/logger.js';
 import { createBaselineActivities } from './activities.js';
 
@@ -22,14 +22,9 @@ async function main(): Promise<void> {
     const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
     const worker = await Worker.create({
       connection,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
+      ...workerOptionsFrom(config),
       workflowBundle: { codePath },
       activities: createBaselineActivities(api),
-      maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-      maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
-      maxCachedWorkflows: config.maxCachedWorkflows,
-      shutdownGraceTime: config.shutdownGraceMs,
     });
     logger.info('worker running', {
       taskQueue: config.temporal.taskQueue,
