@@ -30,9 +30,13 @@ async function run(config: WorkerConfig): Promise<void> {
   const logger = createJsonLogger(config.logLevel);
   Runtime.install({
     logger,
-    telemetryOptions: config.metricsBindAddress
-      ? { metrics: { prometheus: { bindAddress: config.metricsBindAddress, countersTotalSuffix: true } } }
-      : undefined,
+    telemetryOptions: {
+      // The SDK core's own log lines go through the JSON logger too, instead of to the console.
+      logging: { forward: {} },
+      metrics: config.metricsBindAddress
+        ? { prometheus: { bindAddress: config.metricsBindAddress, countersTotalSuffix: true } }
+        : undefined,
+    },
     // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });

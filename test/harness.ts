@@ -38,7 +38,11 @@ let runtimeQuieted = false;
 function quietRuntime(): void {
   if (runtimeQuieted) return;
   runtimeQuieted = true;
-  Runtime.install({ logger: quietLogger() });
+  Runtime.install({
+    logger: quietLogger(),
+    // Core warnings (for example the replay test's intended nondeterminism) go to the quiet logger.
+    telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } },
+  });
 }
 
 /** A connection to the suite's Temporal server. */
