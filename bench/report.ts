@@ -201,6 +201,7 @@ function header(result: BenchResult, format: Format): string {
       `(figures are medians, with min–max when repeated); cost: ${result.settings.costSamples} jobs per row, ` +
       `schedules ${result.settings.costScale} times faster than real time.`,
   ];
+  if (result.error) lines.push(`This run broke part-way, and exited 1: ${result.error.split('\n')[0]}`);
   return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
 }
 

@@ -399,13 +399,20 @@ async function main(): Promise<number> {
       ladderStops: [],
       cost: [],
     };
-    if (p.only.has('startup')) {
-      say('start-up');
-      result.startup = await runStartup(env, p.startupRepeats);
+    let failure: Error | null = null;
+    try {
+      if (p.only.has('startup')) {
+        say('start-up');
+        result.startup = await runStartup(env, p.startupRepeats);
+      }
+      if (p.only.has('cost')) result.cost = await runCostScenario(env, p);
+      if (p.only.has('load')) await runLoads(env, p, result);
+      if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
+    } catch (err) {
+      // What ran before the break is kept: a full run takes long, and the break is a finding too.
+      failure = err instanceof Error ? err : new Error(String(err));
+      result.error = failure.message;
     }
-    if (p.only.has('cost')) result.cost = await runCostScenario(env, p);
-    if (p.only.has('load')) await runLoads(env, p, result);
-    if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
     result.finishedAt = new Date().toISOString();
     result.durationSeconds = (Date.now() - began) / 1000;
     result.machine.loadAverageAtEnd = currentLoad();
@@ -418,6 +425,7 @@ async function main(): Promise<number> {
       await writePerformanceDoc();
       say(`wrote ${path} and docs/PERFORMANCE.md`);
     }
+    if (failure !== null) throw failure;
     return 0;
   } finally {
     process.off('SIGINT', stop);

@@ -68,6 +68,8 @@ export interface BenchResult {
   /** Where the ladder of N stopped for an implementation, and why. */
   ladderStops: Array<{ impl: Implementation; jobs: number; reason: string }>;
   cost: CostRow[];
+  /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
+  error?: string;
 }
 
 /** The figures of one (point, implementation, variant) over its repeats. */
