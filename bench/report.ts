@@ -365,6 +365,7 @@ function startupTable(result: BenchResult, format: Format): string {
 function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format): string {
   const rows: string[][] = [];
   for (const choice of result.settings.choices) {
+    let above: LoadSummary | null = null;
     for (const side of choice.sides) {
       const impl = side.impl ?? 'worker';
       const s = loads.find(
@@ -384,12 +385,15 @@ function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format):
         `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
         f(s.cpuMeasured, 2),
         f(s.cpuServer, 2),
+        above ? times(cpuPerPoll(s), cpuPerPoll(above)) : '',
+        above ? times(s.p99?.median, above.p99?.median) : '',
         f(s.cpuPerStartMs, 0),
         f(s.peakRssMiB, 0),
         f(s.apiRequestsPerJob, 1),
         f(s.eventsPerJob, 0),
         f(s.actionsPerJob, 1),
       ]);
+      above = s;
     }
   }
   return table(
@@ -402,6 +406,8 @@ function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format):
       'polls/s (asked)',
       'CPU s/1k polls',
       'server CPU s/1k polls',
+      'CPU incl. server, ÷ the row above',
+      'p99, ÷ the row above',
       'CPU ms/start',
       'peak RSS MiB',
       'API req/job',
@@ -411,6 +417,15 @@ function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format):
     rows,
     format,
   );
+}
+
+function cpuPerPoll(s: LoadSummary): number | undefined {
+  if (!s.cpuMeasured || !s.cpuServer) return undefined;
+  return s.cpuMeasured.median + s.cpuServer.median;
+}
+
+function times(a: number | undefined, b: number | undefined): string {
+  return a === undefined || b === undefined || b === 0 ? '' : `${(a / b).toFixed(2)}×`;
 }
 
 /**
