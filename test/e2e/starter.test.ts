@@ -51,6 +51,11 @@ async function starter(args: string[], vars: NodeJS.ProcessEnv = starterEnv()) {
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
+/** Arguments that start a job in `projectId` and wait for it, polling fast. */
+function startAndWaitArgs(projectId: string, ...extra: string[]): string[] {
+  return ['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms', ...extra];
+}
+
 function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
   const projectId = uniqueId('docs');
   sim.setScenario(projectId, scenario);
@@ -86,16 +91,7 @@ describe('starter CLI', { concurrency: 4 }, () => {
 
   test('--wait --json ends with the final record and prLink, exit 0', async () => {
     const projectId = project({ outcome: 'pr' });
-    const run = await starter([
-      '--project',
-      projectId,
-      '--prompt',
-      'Document it',
-      '--wait',
-      '--json',
-      '--poll-interval',
-      '50ms',
-    ]);
+    const run = await starter(startAndWaitArgs(projectId, '--json'));
     assert.equal(run.code, 0, run.stderr);
     const out = JSON.parse(run.stdout) as { workflowId: string; prLink: string; job: { status: string } };
     assert.equal(out.job.status, 'completed');
@@ -105,15 +101,7 @@ describe('starter CLI', { concurrency: 4 }, () => {
 
   test('--wait in text mode shows progress and the prLink', async () => {
     const projectId = project({ outcome: 'pr' });
-    const run = await starter([
-      '--project',
-      projectId,
-      '--prompt',
-      'Document it',
-      '--wait',
-      '--poll-interval',
-      '50ms',
-    ]);
+    const run = await starter(startAndWaitArgs(projectId));
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stdout, /^workflow: agent-job\//m);
     assert.match(run.stdout, /\[(creating|polling|completed)\]/);
