@@ -91,6 +91,8 @@ export function workerOptionsFrom(config: WorkerConfig) {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+    // Polls run as local activities by default: the same short HTTP calls, the same cap.
+    maxConcurrentLocalActivityExecutions: config.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
     maxCachedWorkflows: config.maxCachedWorkflows,
     maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,

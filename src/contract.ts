@@ -61,6 +61,13 @@ export interface PollSettings {
   maxInterval?: DurationInput;
   /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
   backoffCoefficient?: number;
+  /**
+   * Run each poll as a local activity, inside the workflow task the timer wakes (default true).
+   * `false` schedules a regular activity per poll: each poll then shows as its own activity in the
+   * UI, at the price of one more trip through the server and about 5 more history events per poll
+   * (docs/PERFORMANCE.md measures both).
+   */
+  localActivity?: boolean;
 }
 
 /** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */
@@ -84,6 +91,7 @@ export interface ResolvedPollSettings {
   initialIntervalMs: number;
   maxIntervalMs: number;
   backoffCoefficient: number;
+  localActivity: boolean;
 }
 
 /**
@@ -173,6 +181,7 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
   initialIntervalMs: 5_000,
   maxIntervalMs: 60_000,
   backoffCoefficient: 1.5,
+  localActivity: true,
 };
 
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
@@ -268,7 +277,11 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
   if (backoffCoefficient < 1 || backoffCoefficient > 10) {
     throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
   }
-  return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
+  const localActivity = raw.localActivity ?? DEFAULT_POLL.localActivity;
+  if (typeof localActivity !== 'boolean') {
+    throw new InvalidInputError('poll.localActivity', 'must be true or false');
+  }
+  return { initialIntervalMs, maxIntervalMs, backoffCoefficient, localActivity };
 }
 
 function toMs(value: unknown, field: string): number {

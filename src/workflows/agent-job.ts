@@ -14,12 +14,15 @@ import {
   isCancellation,
   log,
   metricMeter,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
+  type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities } from '../activities/index.js';
 import {
@@ -43,8 +46,9 @@ import {
 } from '../contract.js';
 
 /**
- * Polls per run before continue-as-new. One poll adds about 11 history events (timer, activity,
- * two workflow tasks), so 150 polls keep a run near 1,700 events, below the 2,000 we allow.
+ * Polls per run before continue-as-new. A poll adds about 6 history events as a local activity
+ * (timer, one workflow task, marker) and about 11 as a regular one (timer, activity, two workflow
+ * tasks), so 150 polls keep a run below 1,000 or near 1,700 events: under the 2,000 we allow.
  */
 export const POLLS_PER_RUN = 150;
 
@@ -57,6 +61,13 @@ export const NEW_TURN_GRACE_POLLS = 5;
 
 /** Consecutive polls in an undocumented status before failing with `UnknownStatus`. */
 export const UNKNOWN_STATUS_POLL_LIMIT = 20;
+
+/**
+ * Marks the runs that poll through local activities. Runs that started before this patch poll
+ * with regular activities when they replay, so their histories stay valid; every new run (and
+ * every run after a continue-as-new) takes the patched path.
+ */
+export const LOCAL_ACTIVITY_POLLS_PATCH = 'polls-as-local-activities';
 
 /** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
 const JITTER = 0.1;
@@ -73,11 +84,20 @@ const getOptions: ActivityOptions = {
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 };
 
+// A poll as a local activity retries inside the worker while the wait is short; longer waits (a
+// Retry-After, a long outage) become a workflow timer instead of holding the workflow task open.
+const localGetOptions: LocalActivityOptions = {
+  startToCloseTimeout: getOptions.startToCloseTimeout,
+  retry: getOptions.retry,
+  localRetryThreshold: '10s',
+};
+
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
 const messageOptions: ActivityOptions = createOptions;
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
+const { getAgentJob: getAgentJobLocally } = proxyLocalActivities<AgentJobActivities>(localGetOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
 /** Run-wide mutable state of one workflow run. */
@@ -95,6 +115,8 @@ interface RunState {
   intervalMs: number;
   created: boolean;
   projectId: string;
+  /** Polls run as local activities: the input asks for it and this run is not an older one replaying. */
+  localPolls: boolean;
 }
 
 /**
@@ -127,6 +149,7 @@ export async function agentJobWorkflow(
     intervalMs: continuation?.intervalMs ?? resolved.poll.initialIntervalMs,
     created: continuation?.created ?? !resolved.jobId,
     projectId: resolved.projectId,
+    localPolls: resolved.poll.localActivity && patched(LOCAL_ACTIVITY_POLLS_PATCH),
   };
   registerHandlers(state, resolved);
 
@@ -322,8 +345,9 @@ async function waitForNextPoll(state: RunState): Promise<void> {
 
 async function poll(state: RunState, resolved: ResolvedInput): Promise<AgentJobRecord> {
   const jobId = state.progress.jobId as string;
+  const getJob = state.localPolls ? getAgentJobLocally : getAgentJob;
   try {
-    const record = await getAgentJob.executeWithOptions(
+    const record = await getJob.executeWithOptions(
       {
         summary: `poll ${state.progress.polls + 1} of agent job ${jobId}`,
         // Transient errors are retried until the workflow's deadline, not beyond.

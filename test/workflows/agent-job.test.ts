@@ -138,6 +138,42 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await captureHistory(handle, 'completed-with-pr');
   });
 
+  test('polls run as local activities by default, or as one regular activity each when asked', async () => {
+    // Long enough for several polls: the dev server fires timers on a 1 s tick.
+    const poll = { initialInterval: 200, backoffCoefficient: 1 };
+    const local = await start({ projectId: project({ durationMs: 2_500 }), prompt: 'Poll locally', poll });
+    const regular = await start({
+      projectId: project({ durationMs: 2_500 }),
+      prompt: 'Poll through the server',
+      poll: { ...poll, localActivity: false },
+    });
+    const shapes = [];
+    for (const handle of [local, regular]) {
+      const { polls } = await handle.result();
+      const events = (await handle.fetchHistory()).events ?? [];
+      const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
+      const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+      shapes.push({ polls, events: events.length, scheduled: scheduled.length, markers });
+      assert.ok(polls >= 2, `${handle.workflowId} polled ${polls} times`);
+    }
+    const [byLocal, byRegular] = shapes as [(typeof shapes)[number], (typeof shapes)[number]];
+    // Local: the patch marker, then one local-activity marker per poll; only the create is scheduled.
+    assert.equal(byLocal.scheduled, 1);
+    assert.deepEqual(byLocal.markers, [
+      'core_patch',
+      ...Array<string>(byLocal.polls).fill('core_local_activity'),
+    ]);
+    // Regular: the create and one activity per poll, no markers.
+    assert.equal(byRegular.scheduled, 1 + byRegular.polls);
+    assert.deepEqual(byRegular.markers, []);
+    // Each poll as a local activity saves the activity's events and one workflow task.
+    assert.ok(
+      byLocal.events / byLocal.polls < byRegular.events / byRegular.polls - 3,
+      JSON.stringify(shapes),
+    );
+    await captureHistory(regular, 'regular-activity-polls');
+  });
+
   test('a workflow ID with spaces and Unicode still gives a valid Idempotency-Key', async () => {
     const projectId = project();
     const handle = await start(
@@ -442,6 +478,11 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       'poll.initialInterval',
     ],
     ['nonsense timeout', { projectId: 'x', prompt: 'p', timeout: -5 }, 'timeout'],
+    [
+      'localActivity not a boolean',
+      { projectId: 'x', prompt: 'p', poll: { localActivity: 'yes' } },
+      'poll.localActivity',
+    ],
   ];
   for (const [name, input, field] of invalidInputs) {
     test(`invalid input (${name}) fails with InvalidInput naming ${field} and creates no job`, async () => {
@@ -453,7 +494,10 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       assert.equal((failure.details?.[0] as { field: string }).field, field);
       if (projectId) assert.equal(requestsTo(sim, projectId, 'create'), 0);
       const events = (await handle.fetchHistory()).events ?? [];
-      assert.ok(!events.some((e) => e.activityTaskScheduledEventAttributes), 'no activity ran');
+      assert.ok(
+        !events.some((e) => e.activityTaskScheduledEventAttributes || e.markerRecordedEventAttributes),
+        'no activity ran, local or regular',
+      );
     });
   }
 });

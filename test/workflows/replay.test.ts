@@ -1,7 +1,10 @@
 /**
- * Replays the histories captured from real runs (test/histories, refreshed with
- * `CAPTURE_HISTORIES=1 npx tsx test/run.ts workflows`) through today's workflow code. A change
- * that would break running workflows fails here; the second test shows that it can.
+ * Replays the histories captured from real runs through today's workflow code. A change that
+ * would break running workflows fails here; the second test shows that it can.
+ *
+ * test/histories holds today's shapes (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts
+ * workflows`); each subfolder keeps the histories of an earlier version, captured before a
+ * patched change, so the unpatched path keeps replaying until no such run can remain.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,7 +15,7 @@ import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { temporalEnv } from '../harness.js';
 
 const dir = new URL('../histories/', import.meta.url);
-const files = readdirSync(dir)
+const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
   .filter((name) => name.endsWith('.json'))
   .sort();
 
@@ -25,6 +28,11 @@ function histories() {
 
 test('every saved history replays through the current workflow code', async () => {
   assert.ok(files.length >= 6, `saved histories: ${files.join(', ')}`);
+  assert.ok(
+    files.some((name) => name.startsWith('before-local-activity-polls/')) &&
+      files.some((name) => !name.includes('/')),
+    'histories from before and after the local-activity patch',
+  );
   const { workflowBundle } = await temporalEnv();
   const replayed: string[] = [];
   for await (const result of Worker.runReplayHistories({ workflowBundle }, histories())) {
