@@ -14,7 +14,7 @@ import { render, writePerformanceDoc, writeResult } from './report.js';
 import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
 import { IMPLEMENTATIONS, runLoad, type Implementation, type LoadRun } from './scenarios/load.js';
 import { runStartup } from './scenarios/startup.js';
-import type { BenchResult, DesignChoice, LoadPoint, Mode } from './summary.js';
+import type { BenchResult, ChoiceSide, DesignChoice, LoadPoint, Mode } from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 
@@ -168,11 +168,7 @@ function designChoices(point: LoadPoint): DesignChoice[] {
       name: 'local activities for polls',
       why: 'a local activity runs the poll inside the workflow task the timer woke: no activity task through the server',
       point,
-      sides: [
-        defaults,
-        { variant: 'bare loop, activity', impl: 'poll-loop-activity' },
-        { variant: 'bare loop, local activity', impl: 'poll-loop-local' },
-      ],
+      sides: [defaults, { variant: 'polls as regular activities', localActivity: false }],
     },
   ];
 }
@@ -231,19 +227,29 @@ function phaseTimeoutMs(point: LoadPoint): number {
 async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
   const stopped = new Set<Implementation>();
   for (const point of p.points) {
+    // A run that broke stops its implementation at once; one that could not hold the cadence
+    // lets the point's other repeats run, so the point where the climb ends has its spread too.
+    const stopAfterPoint = new Map<Implementation, string>();
     for (let repeat = 1; repeat <= (point.repeats ?? p.repeats); repeat++) {
       // Interleaved, so that a change in the machine's load falls on all three alike.
       for (const impl of point.impls ?? IMPLEMENTATIONS) {
         if (stopped.has(impl)) continue;
-        const run = await loadRun(env, p, point, impl, repeat, {}, '');
+        const run = await loadRun(env, p, point, impl, repeat);
         result.load.push(run);
         if (!p.ladder) continue;
-        const reason = ladderStop(run);
-        if (reason !== null) {
+        if (run.broke !== null) {
           stopped.add(impl);
-          result.ladderStops.push({ impl, jobs: point.jobs, reason });
+          stopAfterPoint.delete(impl);
+          result.ladderStops.push({ impl, jobs: point.jobs, reason: run.broke });
+        } else {
+          const reason = cadenceNotHeld(run);
+          if (reason !== null && !stopAfterPoint.has(impl)) stopAfterPoint.set(impl, reason);
         }
       }
+    }
+    for (const [impl, reason] of stopAfterPoint) {
+      stopped.add(impl);
+      result.ladderStops.push({ impl, jobs: point.jobs, reason });
     }
   }
 }
@@ -252,12 +258,11 @@ async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Pr
 const AIM_JOBS = 2_000;
 
 /**
- * Why the ladder stops climbing N for an implementation after this run, or null: the run broke
- * (a phase passed its deadline), or, past the aim's N, the machine kept less than half the poll
- * rate the cadence asks for, so that every larger N would only take longer to say the same.
+ * Why the ladder stops climbing N for an implementation after this point, or null: past the aim's
+ * N, the machine kept less than half the poll rate the cadence asks for, so that every larger N
+ * would only take longer to say the same.
  */
-function ladderStop(run: LoadRun): string | null {
-  if (run.broke !== null) return run.broke;
+function cadenceNotHeld(run: LoadRun): string | null {
   const asked = run.jobs / (run.cadenceMs / 1000);
   if (run.jobs >= AIM_JOBS && run.steadyPollsPerSecond < asked / 2) {
     return (
@@ -274,9 +279,9 @@ async function loadRun(
   point: LoadPoint,
   impl: Implementation,
   repeat: number,
-  workerEnv: Record<string, string>,
-  variant: string,
+  side: Omit<ChoiceSide, 'impl'> = { variant: '' },
 ): Promise<LoadRun> {
+  const { variant } = side;
   const what = `${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${point.repeats ?? p.repeats})`;
   const started = Date.now();
   say(`load ${what}`);
@@ -287,7 +292,8 @@ async function loadRun(
     steadyCadences: p.steadyCadences,
     phaseTimeoutMs: phaseTimeoutMs(point),
     historySample: 20,
-    workerEnv,
+    workerEnv: side.workerEnv ?? {},
+    localActivity: side.localActivity,
     variant,
   });
   say(
@@ -317,9 +323,7 @@ async function runChoices(env: BenchEnvironment, p: Plan, result: BenchResult): 
         );
         // The ladder may have run this worker's defaults at this point already.
         if (ran.length >= repeat) continue;
-        result.load.push(
-          await loadRun(env, p, choice.point, impl, repeat, side.workerEnv ?? {}, side.variant),
-        );
+        result.load.push(await loadRun(env, p, choice.point, impl, repeat, side));
       }
     }
   }

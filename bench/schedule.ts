@@ -11,7 +11,10 @@ import { spread, type Spread } from './stats.js';
 export const JITTER = 0.1;
 
 /** A poll schedule in milliseconds. */
-export type Schedule = ResolvedPollSettings;
+export type Schedule = Pick<
+  ResolvedPollSettings,
+  'initialIntervalMs' | 'maxIntervalMs' | 'backoffCoefficient'
+>;
 
 /** The workflow's default schedule: 5 s, ×1.5, at most 60 s. */
 export const DEFAULT_SCHEDULE: Schedule = DEFAULT_POLL;

@@ -1,3 +1,2 @@
 /** The benchmark's own workflows, bundled together for the baselines' worker. */
 export { pollByRetryWorkflow } from './retry-workflow.js';
-export { pollLoopWorkflow } from './poll-loop-workflow.js';

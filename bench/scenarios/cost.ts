@@ -58,11 +58,20 @@ export interface CostVariant {
   impl: Implementation;
   /** Real-time schedule. */
   schedule: Schedule;
+  /** This worker only: its `poll.localActivity` input; the default when unset. */
+  localActivity?: boolean;
 }
 
 /** This worker on its defaults, and both baselines. */
 export const COST_VARIANTS: CostVariant[] = [
   { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_SCHEDULE },
+  // The local-activity design choice: the same schedule with a regular activity per poll.
+  {
+    name: 'this worker, polls as regular activities',
+    impl: 'worker',
+    schedule: DEFAULT_SCHEDULE,
+    localActivity: false,
+  },
   { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_SCHEDULE },
   // A retry policy can express the same schedule (5 s ×1.5 up to 60 s), so this row differs from
   // ours only in the mechanism.
@@ -243,6 +252,9 @@ async function runWorkflows(
               initialInterval: schedule.initialIntervalMs,
               maxInterval: schedule.maxIntervalMs,
               backoffCoefficient: schedule.backoffCoefficient,
+              ...(cell.variant.localActivity === undefined
+                ? {}
+                : { localActivity: cell.variant.localActivity }),
             },
           },
           { taskQueue },

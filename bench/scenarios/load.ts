@@ -17,7 +17,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { startAgentJob } from '../../src/client/index.js';
 import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
-import { POLL_LOOP_WORKFLOW, type pollLoopWorkflow } from '../baselines/poll-loop-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
 import { firstRunId, workflowCost } from '../history.js';
@@ -28,11 +27,8 @@ import { percentile } from '../stats.js';
 
 /** The three implementations compared. */
 export const IMPLEMENTATIONS = ['worker', 'plain-loop', 'poll-by-retry'] as const;
-/**
- * One of {@link IMPLEMENTATIONS}, or a side of the local-activity design choice: the agent-job
- * loop stripped down (bench/baselines/poll-loop-workflow.ts), polling by activity or local activity.
- */
-export type Implementation = (typeof IMPLEMENTATIONS)[number] | 'poll-loop-activity' | 'poll-loop-local';
+/** One of {@link IMPLEMENTATIONS}. */
+export type Implementation = (typeof IMPLEMENTATIONS)[number];
 
 /** What to run. */
 export interface LoadParams {
@@ -48,6 +44,8 @@ export interface LoadParams {
   historySample: number;
   /** Extra worker settings (cache size, concurrency), as environment variables. */
   workerEnv?: Record<string, string>;
+  /** This worker's `poll.localActivity` input; the default when unset. */
+  localActivity?: boolean;
   /** Label of a design-choice variant; empty for the defaults. */
   variant?: string;
 }
@@ -324,31 +322,21 @@ async function start(client: Client, params: LoadParams, project: string, index:
       {
         projectId: project,
         prompt: PROMPT,
-        poll: { initialInterval: params.cadenceMs, maxInterval: params.cadenceMs, backoffCoefficient: 1 },
+        poll: {
+          initialInterval: params.cadenceMs,
+          maxInterval: params.cadenceMs,
+          backoffCoefficient: 1,
+          ...(params.localActivity === undefined ? {} : { localActivity: params.localActivity }),
+        },
       },
       { key: String(index), taskQueue: project },
     );
     return { workflowId: handle.workflowId, runId: await firstRunId(handle), startedAt: Date.now() };
   }
-  if (params.impl === 'poll-by-retry') {
-    const handle = await client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
-      taskQueue: project,
-      workflowId: `${params.impl}/${project}/${index}`,
-      args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
-    });
-    return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
-  }
-  const handle = await client.workflow.start<typeof pollLoopWorkflow>(POLL_LOOP_WORKFLOW, {
+  const handle = await client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
     taskQueue: project,
     workflowId: `${params.impl}/${project}/${index}`,
-    args: [
-      {
-        projectId: project,
-        prompt: PROMPT,
-        intervalMs: params.cadenceMs,
-        local: params.impl === 'poll-loop-local',
-      },
-    ],
+    args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
   });
   return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
 }
