@@ -390,13 +390,20 @@ function measuredRows(
   });
 }
 
-/** Events a continue-as-new adds: ContinuedAsNew, then the next run's start and first workflow task. */
-const EVENTS_PER_CONTINUATION = 5;
+/**
+ * What a continue-as-new adds: the ContinuedAsNew event, then the next run's start (an action) and
+ * first workflow task. A run that polls through local activities also records the patch marker
+ * and the SDK's TemporalChangeVersion search-attribute upsert, two more events and actions.
+ */
+function perContinuation(variant: CostVariant): { events: number; actions: number } {
+  const patched = variant.impl === 'worker' && variant.localActivity !== false;
+  return patched ? { events: 7, actions: 3 } : { events: 5, actions: 1 };
+}
 
 /**
  * The (variant, length) pairs not run, from a straight line through the variant's measured rows:
- * every poll adds the same events and actions (11 and 2 for this worker, 0 and 1 for poll by
- * retry), which the measured rows show exactly.
+ * every poll adds the same events and actions (for this worker 6 and 2 with local-activity polls,
+ * 11 and 2 with regular ones; 0 and 1 for poll by retry), which the measured rows show exactly.
  */
 function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
   const rows: CostRow[] = [];
@@ -419,6 +426,7 @@ function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
       const at = (fit: { a: number; b: number } | null, perRun: number) =>
         fit === null ? null : exact(fit.a + fit.b * polls + (runs - 1) * perRun);
       const runPolls = Math.min(polls, POLLS_PER_RUN);
+      const continuation = perContinuation(variant);
       rows.push({
         variant: variant.name,
         impl: variant.impl,
@@ -428,13 +436,13 @@ function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
         measured: false,
         realTimePolls: replayed.polls,
         polls: exact(polls),
-        events: variant.impl === 'plain-loop' ? null : at(events, EVENTS_PER_CONTINUATION),
+        events: variant.impl === 'plain-loop' ? null : at(events, continuation.events),
         maxRunEvents:
           events === null || variant.impl === 'plain-loop'
             ? null
             : Math.round(events.a + events.b * runPolls + (runs > 1 ? 1 : 0)),
         runs: variant.impl === 'plain-loop' ? null : exact(runs),
-        actions: variant.impl === 'plain-loop' ? null : at(actions, 1),
+        actions: variant.impl === 'plain-loop' ? null : at(actions, continuation.actions),
         actionBreakdown: null,
         apiRequestsPerJob: at(requests, 0),
         meanDetectionDelayS: replayed.meanDelayMs / 1000,
