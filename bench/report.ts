@@ -507,14 +507,15 @@ compare figures within one run rather than across runs.
 
 - \`npm run bench -- --quick\`: N = 100 at a 2 s cadence for this worker and both baselines,
   N = 1,000 at 10 s for this worker, start-up, and cost per job (1-minute and 10-minute jobs run,
-  1-hour jobs extrapolated from them). About three minutes when the machine is otherwise idle,
-  longer when it is shared: starting 1,000 workflows is most of it. It exits 0 when an aim is
+  1-hour jobs extrapolated from them). About two minutes when the machine is otherwise idle,
+  longer when it is shared: the N = 1,000 run is half of it. It exits 0 when an aim is
   missed (it prints MISSED) and non-zero only when the benchmark itself breaks (a workflow failed,
   a process died, the server did not start), so it can run beside CI's tests without failing the
   build on noise.
 - \`npm run bench -- --full\`: N = 100, 1,000, 2,000, 5,000 and 10,000 (up to \`--max-jobs\`) for
-  all three, stopping the ladder for an implementation at the first N that breaks and saying what
-  broke; the design choices at N = 500; cost per job for 1-minute, 10-minute, 1-hour and 6-hour
+  all three, stopping the ladder for an implementation at the first N that breaks (a phase past
+  its deadline) or, from N = 2,000, that keeps less than half the poll rate its cadence asks for
+  (after that N's repeats), and saying which; the design choices at N = 500; cost per job for 1-minute, 10-minute, 1-hour and 6-hour
   jobs; three repeats (\`--repeats\`).
 - \`npm run bench -- --help\` lists every flag.
 `;
