@@ -515,8 +515,8 @@ compare figures within one run rather than across runs.
 - \`npm run bench -- --full\`: N = 100, 1,000, 2,000, 5,000 and 10,000 (up to \`--max-jobs\`) for
   all three, stopping the ladder for an implementation at the first N that breaks (a phase past
   its deadline) or, from N = 2,000, that keeps less than half the poll rate its cadence asks for
-  (after that N's repeats), and saying which; the design choices at N = 500; cost per job for 1-minute, 10-minute, 1-hour and 6-hour
-  jobs; three repeats (\`--repeats\`).
+  (after that N's repeats), and saying which; the design choices at N = 500; cost per job for
+  1-minute, 10-minute, 1-hour and 6-hour jobs; three repeats (\`--repeats\`).
 - \`npm run bench -- --help\` lists every flag.
 `;
 
