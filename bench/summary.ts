@@ -171,21 +171,7 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
       figure: string,
       pick: (s: LoadSummary) => number | null | undefined,
       higherIsBetter = false,
-    ) => {
-      const wv = pick(w) ?? null;
-      const av = a ? (pick(a) ?? null) : null;
-      const bv = b ? (pick(b) ?? null) : null;
-      rows.push({
-        point,
-        figure,
-        worker: wv,
-        plainLoop: av,
-        pollByRetry: bv,
-        vsPlainLoop: ratio(wv, av),
-        vsPollByRetry: ratio(wv, bv),
-        higherIsBetter,
-      });
-    };
+    ) => rows.push(ratioRow(point, figure, { w, a, b }, pick, higherIsBetter));
     add('throughput, jobs/s', (s) => s.throughput?.median, true);
     add('detection latency p50, s', (s) => ms(s.p50?.median));
     add('detection latency p99, s', (s) => ms(s.p99?.median));
@@ -199,26 +185,37 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
   const a = row('(a) plain loop, same schedule');
   const b = row('(b) poll by retry, same schedule');
   if (w) {
-    const add = (figure: string, pick: (r: CostRow) => number | null | undefined) => {
-      const wv = pick(w) ?? null;
-      const av = a ? (pick(a) ?? null) : null;
-      const bv = b ? (pick(b) ?? null) : null;
-      rows.push({
-        point: 'cost',
-        figure,
-        worker: wv,
-        plainLoop: av,
-        pollByRetry: bv,
-        vsPlainLoop: ratio(wv, av),
-        vsPollByRetry: ratio(wv, bv),
-        higherIsBetter: false,
-      });
-    };
+    const add = (figure: string, pick: (r: CostRow) => number | null | undefined) =>
+      rows.push(ratioRow('cost', figure, { w, a, b }, pick, false));
     add('1-hour job: billable actions', (r) => r.actions?.median);
     add('1-hour job: history events', (r) => r.events?.median);
     add('1-hour job: API requests', (r) => r.apiRequestsPerJob?.median);
   }
   return rows;
+}
+
+/** One figure of this worker (`w`) next to the baselines (`a`, `b`) that ran beside it. */
+function ratioRow<T>(
+  point: RatioRow['point'],
+  figure: string,
+  sides: { w: T; a: T | undefined; b: T | undefined },
+  pick: (side: T) => number | null | undefined,
+  higherIsBetter: boolean,
+): RatioRow {
+  const value = (side: T | undefined) => (side === undefined ? null : (pick(side) ?? null));
+  const worker = value(sides.w);
+  const plainLoop = value(sides.a);
+  const pollByRetry = value(sides.b);
+  return {
+    point,
+    figure,
+    worker,
+    plainLoop,
+    pollByRetry,
+    vsPlainLoop: ratio(worker, plainLoop),
+    vsPollByRetry: ratio(worker, pollByRetry),
+    higherIsBetter,
+  };
 }
 
 /** Where an aim lands. */
