@@ -1,8 +1,8 @@
 /**
  * Scale-out and survival: three worker processes share one task queue; one is killed with SIGKILL
- * while agent jobs are in flight and a replacement starts. Every workflow must still complete with
- * its prLink, the simulator must have seen exactly one agent job per workflow, and every worker
- * must have done part of the work. Temporal is the only coordination.
+ * while agent jobs are in flight and a replacement starts, and more jobs arrive once it runs. Every
+ * workflow must still complete with its prLink, the simulator must have seen exactly one agent job
+ * per workflow, and every worker must have done part of the work. Temporal is the only coordination.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -22,6 +22,12 @@ import {
 import { createdJobs } from '../simulator-stats.js';
 
 const JOBS = 200;
+/**
+ * Jobs started once the replacement runs. Workflows stay with the worker that caches them, and the
+ * killed worker's come back within seconds, maybe before the replacement polls: new workflows are
+ * the work a joining worker is sure to compete for (40 tasks over three workers).
+ */
+const LATE_JOBS = 20;
 const API_KEY = `scale-test-key-${randomUUID()}`;
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
@@ -75,15 +81,18 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
   );
 
   const handles: AgentJobHandle[] = [];
-  for (let i = 0; i < JOBS; i++) {
-    handles.push(
-      await startAgentJob(
-        env.client,
-        { projectId, prompt: `Scale-out job ${i}`, poll: { initialInterval: '2s', backoffCoefficient: 1 } },
-        { taskQueue, key: `job-${i}` },
-      ),
-    );
-  }
+  const startJobs = async (count: number) => {
+    for (let i = handles.length, end = handles.length + count; i < end; i++) {
+      handles.push(
+        await startAgentJob(
+          env.client,
+          { projectId, prompt: `Scale-out job ${i}`, poll: { initialInterval: '2s', backoffCoefficient: 1 } },
+          { taskQueue, key: `job-${i}` },
+        ),
+      );
+    }
+  };
+  await startJobs(JOBS);
   // Kill once the agent jobs are being worked on: most created, none finished yet.
   await waitFor(() => createdJobs(sim, projectId) >= JOBS / 2, {
     what: 'half of the agent jobs to be created',
@@ -97,23 +106,24 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
     .stats()
     .jobs.filter((job) => job.projectId === projectId && job.terminalAt === null).length;
   const replacement = await startWorker('worker-4', taskQueue);
+  await startJobs(LATE_JOBS);
 
   const results = await Promise.all(handles.map((handle) => handle.result()));
   const seconds = (Date.now() - startedAt) / 1000;
 
-  assert.equal(results.length, JOBS);
+  assert.equal(results.length, JOBS + LATE_JOBS);
   for (const result of results) {
     assert.equal(result.status, 'completed');
     assert.match(result.prLink ?? '', /^https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+$/);
   }
   const stats = sim.stats();
-  assert.equal(createdJobs(sim, projectId), JOBS, 'exactly one agent job per workflow');
+  assert.equal(createdJobs(sim, projectId), JOBS + LATE_JOBS, 'exactly one agent job per workflow');
   const jobIds = new Set(results.map((result) => result.job.id));
-  assert.equal(jobIds.size, JOBS, 'no two workflows share an agent job');
+  assert.equal(jobIds.size, JOBS + LATE_JOBS, 'no two workflows share an agent job');
   const keys = Object.entries(stats.jobsPerIdempotencyKey).filter(([key]) =>
     key.includes(`agent-job/${projectId}/`),
   );
-  assert.equal(keys.length, JOBS);
+  assert.equal(keys.length, JOBS + LATE_JOBS);
   assert.ok(
     keys.every(([, count]) => count === 1),
     'no idempotency key made two jobs',
@@ -124,7 +134,7 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplica
   for (const [name, count] of Object.entries(work)) assert.ok(count > 0, `${name} did part of the work`);
 
   process.stdout.write(
-    `# scale-out: ${JOBS} jobs in ${seconds.toFixed(1)}s; ${inFlightAtKill} agent jobs active when worker-1 was killed; ` +
+    `# scale-out: ${JOBS} + ${LATE_JOBS} jobs in ${seconds.toFixed(1)}s; ${inFlightAtKill} agent jobs active when worker-1 was killed; ` +
       `created ${createdJobs(sim, projectId)}; API requests ${JSON.stringify(stats.requestsPerEndpoint)}; ` +
       `activities per worker ${JSON.stringify(work)}\n`,
   );
