@@ -34,8 +34,10 @@ export const FailureType = {
   ...ApiFailureType,
   /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
-  /** A create whose outcome is unknown, under the `fail` policy for ambiguous creates. */
+  /** A create whose outcome is unknown, under the `fail` policy for ambiguous calls. */
   CreateOutcomeUnknown: 'CreateOutcomeUnknown',
+  /** A follow-up message whose outcome is unknown, under the `fail` policy for ambiguous calls. */
+  MessageOutcomeUnknown: 'MessageOutcomeUnknown',
   /** The agent job ended with status `failed`; details carry the final record. */
   AgentJobFailed: 'AgentJobFailed',
   /** The agent job was still working at the workflow's deadline; details carry the last record. */
@@ -80,7 +82,10 @@ export interface AgentJobInput {
   jobId?: string;
   /** Poll schedule. */
   poll?: PollSettings;
-  /** How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h. */
+  /**
+   * How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h,
+   * at most {@link MAX_TIMEOUT_MS} (7 days).
+   */
   timeout?: DurationInput;
   /** Polls per workflow run before continue-as-new, which keeps each run's history bounded. Default 150. */
   continueAsNewAfterPolls?: number;
@@ -112,6 +117,50 @@ export interface ContinuationState {
   intervalMs: number;
   /** Whether the first run created the agent job (false when it attached through `jobId`). */
   created: boolean;
+  /** A `pollNow` signal or a follow-up message asked for a poll that has not happened yet. */
+  pollRequested?: boolean;
+  /** The record the pending follow-up message answered, to tell a stale read from the new turn's end. */
+  recordBeforeMessage?: AgentJobRecord | null;
+  /** Polls since the follow-up message that still showed {@link recordBeforeMessage}. */
+  stalePolls?: number;
+  /** The API's failures in a row, so an outage's backoff and bounds go on across runs. */
+  apiFailures?: ApiFailureStreak;
+}
+
+/**
+ * The API's recent failures as the workflow counts them: every failed call in a row, and how many
+ * of the latest in a row were of one type (the bounds on 404s and odd bodies count those).
+ */
+export interface ApiFailureStreak {
+  /** Failed calls in a row; 0 after a success. Sets the backoff of the waits the workflow owns. */
+  failures: number;
+  /** Type of the latest failure, null after a success. */
+  type: string | null;
+  /** Latest failures in a row of that type. */
+  sameType: number;
+}
+
+/**
+ * The details of every failure the activities raise for an API error: what the workflow decides
+ * from, and what a caller reads in a final failure. Never holds a body or a key.
+ */
+export interface ApiErrorDetails {
+  /** HTTP status, or null when no response arrived. */
+  status: number | null;
+  /** The server's `Retry-After` in ms (0 for a date in the past), or null when it sent none. */
+  retryAfterMs: number | null;
+  /** The activity attempt that met the error. */
+  attempt: number;
+  /** No retry can help (bad key, bad request, unknown project, an ambiguous call under `fail`). */
+  final: boolean;
+}
+
+/** The last API error the workflow saw, as the `status` query and `AgentJobTimedOut` report it. */
+export interface LastApiError {
+  type: string;
+  /** HTTP status, or null when no response arrived (or the error did not come from the API). */
+  status: number | null;
+  message: string;
 }
 
 /** Result on `completed` or `archived`. */
@@ -148,7 +197,7 @@ export interface AgentJobProgress {
   /** ISO time of the next poll, null when none is scheduled. */
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
-  lastError: { type: string; message: string } | null;
+  lastError: LastApiError | null;
 }
 
 /** Query: the workflow's progress. */
@@ -186,6 +235,12 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
 
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
+ * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
+ */
+export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Validated input with every default applied. */
 export interface ResolvedInput {
@@ -231,6 +286,7 @@ export function resolveInput(input: unknown): ResolvedInput {
   const poll = resolvePoll(raw.poll);
   const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
   if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
+  if (timeoutMs > MAX_TIMEOUT_MS) throw new InvalidInputError('timeout', 'must be at most 7 days');
   const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
   if (
     continueAsNewAfterPolls !== undefined &&

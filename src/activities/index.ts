@@ -3,16 +3,22 @@
  * the API client and the policies, so the worker, the tests and the benchmark wire their own.
  *
  * Every API error leaves here as an `ApplicationFailure` whose `type` is a {@link FailureType}
- * name; whether Temporal retries it is decided here, from the client's classification and the
- * attempt number, so the workflow's retry policies need no list of error types.
+ * name and whose details are an {@link ApiErrorDetails}. Short waits are left to Temporal's retries
+ * (`nextRetryDelay` from src/retries.ts); everything the workflow must count or wait for itself is
+ * handed back to it (non-retryable for Temporal, `final: false` in the details).
  */
-import { activityInfo, cancellationSignal, log, metricMeter } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityInfo, cancellationSignal, heartbeat, log, metricMeter } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory, type RetryPolicy } from '@temporalio/common';
+import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
-import { FailureType, isTerminalStatus, type AgentJobRecord } from '../contract.js';
+import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
+import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
 
-/** What to do with a create whose outcome is unknown (timeout or reset after sending, 500/502/504). */
+/**
+ * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
+ * sending, 500/502/504): either may have started an agent job or a turn.
+ */
 export type AmbiguousCreatePolicy = 'retry' | 'fail';
 
 /** What the activities need. */
@@ -20,14 +26,10 @@ export interface ActivityDeps {
   api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>;
   /**
    * `retry` (default): retry with the same Idempotency-Key; a server that ignores the key may then
-   * create a second agent job, so each such retry is logged and counted. `fail`: fail at once with
-   * `CreateOutcomeUnknown` and let a person look.
+   * create a second agent job (or start a second turn), so each such retry is logged and counted.
+   * `fail`: fail at once with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.
    */
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
-  /** Attempts allowed for 404 on get: a just-created agent job may not be readable at once. */
-  jobNotFoundAttempts?: number;
-  /** Attempts allowed for a body that is not a record (a proxy's error page). */
-  unexpectedResponseAttempts?: number;
 }
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -51,18 +53,20 @@ export interface SendAgentJobMessageInput {
   idempotencyKey: string;
 }
 
-/** Default bound on 404 attempts for get; a few seconds of retries cover read-after-create lag. */
-export const DEFAULT_JOB_NOT_FOUND_ATTEMPTS = 5;
-/** Default bound on attempts that got a body that is not a record. */
-export const DEFAULT_UNEXPECTED_RESPONSE_ATTEMPTS = 5;
+/**
+ * Longest wait a local activity leaves to the SDK's own retry loop. Anything longer goes back to
+ * the workflow, which waits on a timer it controls (its deadline, `pollNow`, continue-as-new) and
+ * so keeps the history of a long outage bounded. Below the workflow's `localRetryThreshold`, so the
+ * SDK never turns a wait into a timer of its own.
+ */
+export const LOCAL_RETRY_LIMIT_MS = 5_000;
+
+/** How often a create in flight reports to the server, so a cancellation reaches it. */
+const CREATE_HEARTBEAT_MS = 1_000;
 
 /** Builds the activities around an API client. */
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
-  const bounds: Partial<Record<FailureType, number>> = {
-    [FailureType.JobNotFound]: deps.jobNotFoundAttempts ?? DEFAULT_JOB_NOT_FOUND_ATTEMPTS,
-    [FailureType.UnexpectedResponse]: deps.unexpectedResponseAttempts ?? DEFAULT_UNEXPECTED_RESPONSE_ATTEMPTS,
-  };
 
   async function call<T>(operation: ApiOperation, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
     try {
@@ -73,52 +77,99 @@ export function createActivities(deps: ActivityDeps) {
     }
   }
 
+  /**
+   * A create is not aborted by a cancellation: a POST in flight may already have made the agent
+   * job, and aborting it would lose the job's ID. The activity heartbeats so the cancellation
+   * reaches it, lets the request finish (the HTTP timeouts bound it), and returns the record when
+   * the job was made, so the workflow records its ID before it ends as cancelled.
+   */
+  async function createUnlessCancelled(input: CreateAgentJobInput): Promise<AgentJobRecord> {
+    const cancelled = cancellationSignal();
+    heartbeat();
+    const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
+    try {
+      return await deps.api.createJob(input.projectId, input.prompt, {
+        idempotencyKey: input.idempotencyKey,
+      });
+    } catch (err) {
+      if (cancelled.aborted) throw cancelled.reason;
+      if (!(err instanceof AgentApiError)) throw err;
+      throw toFailure(err, 'createJob');
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
   function toFailure(err: AgentApiError, operation: ApiOperation): ApplicationFailure {
-    const attempt = activityInfo().attempt;
+    const info = activityInfo();
     metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
       type: err.type,
       operation,
     });
-    if (operation === 'createJob' && err.retryable && err.requestMayHaveTakenEffect) {
+    const details = (final: boolean): ApiErrorDetails => ({
+      status: err.status,
+      retryAfterMs: err.retryAfterMs,
+      attempt: info.attempt,
+      final,
+    });
+    if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect) {
+      const what = operation === 'createJob' ? 'agent job' : 'follow-up message';
       if (policy === 'fail') {
-        return ApplicationFailure.create({
-          type: FailureType.CreateOutcomeUnknown,
+        return apiFailure(err, {
+          type:
+            operation === 'createJob' ? FailureType.CreateOutcomeUnknown : FailureType.MessageOutcomeUnknown,
           message:
-            `${err.message}. The agent job may or may not have been created; the ambiguous-create policy is "fail", ` +
-            'so it was not retried. Look for the job before starting again.',
+            operation === 'createJob'
+              ? `${err.message}. The agent job may or may not have been created; the ambiguous-call policy is "fail", so it was not retried. Look for the job before starting again.`
+              : `${err.message}. The follow-up message may or may not have started a turn; the ambiguous-call policy is "fail", so it was not retried. Look at the job before sending again.`,
           nonRetryable: true,
-          cause: err,
+          details: [details(true)],
         });
       }
       metricMeter
-        .createCounter('agent_job_ambiguous_creates', 'creates', 'Creates retried with an unknown outcome')
-        .add(1);
+        .createCounter(
+          'agent_job_ambiguous_creates',
+          'calls',
+          'Creates and messages retried with an unknown outcome',
+        )
+        .add(1, { operation });
       log.warn(
-        'create outcome unknown; retrying with the same Idempotency-Key (a server that ignores it may create a duplicate agent job)',
-        {
-          type: err.type,
-          status: err.status,
-          attempt,
-        },
+        `${what} outcome unknown; retrying with the same Idempotency-Key (a server that ignores it may apply it twice)`,
+        { type: err.type, status: err.status, attempt: info.attempt },
       );
     }
-    const bound = bounds[err.type];
-    const exhausted = bound !== undefined && attempt >= bound;
-    return ApplicationFailure.create({
+    const final = !err.retryable;
+    const delayMs = final
+      ? null
+      : retryDelayMs({
+          backoff: backoffOf(info.retryPolicy),
+          failures: info.attempt,
+          retryAfterMs: err.retryAfterMs,
+          random: Math.random,
+        });
+    // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
+    // when the workflow counts answers of its type in a row, when the wait would outlast the
+    // deadline, or when a local activity would otherwise sleep inside the SDK.
+    const handBack =
+      delayMs === null ||
+      CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
+      delayMs >= remainingMs(info) ||
+      (info.isLocal && delayMs > LOCAL_RETRY_LIMIT_MS);
+    return apiFailure(err, {
       type: err.type,
-      message: exhausted ? `${err.message} (gave up after ${attempt} attempts)` : err.message,
-      nonRetryable: !err.retryable || exhausted,
-      nextRetryDelay: err.retryAfterMs ?? undefined,
-      cause: err,
+      message: err.message,
+      nonRetryable: handBack,
+      nextRetryDelay: handBack ? undefined : (delayMs ?? undefined),
+      details: [details(final)],
+      // A transient error is expected and retried: the SDK logs it at DEBUG, not as a failure.
+      category: final ? undefined : ApplicationFailureCategory.BENIGN,
     });
   }
 
   return {
     /** Creates the agent job. Retries carry the same Idempotency-Key. */
     createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
-      const record = await call('createJob', (signal) =>
-        deps.api.createJob(input.projectId, input.prompt, { idempotencyKey: input.idempotencyKey, signal }),
-      );
+      const record = await createUnlessCancelled(input);
       metricMeter.createCounter('agent_jobs_created', 'jobs', 'Agent jobs created').add(1);
       log.info('agent job created', { projectId: input.projectId, jobId: record.id, status: record.status });
       return record;
@@ -151,6 +202,47 @@ export function createActivities(deps: ActivityDeps) {
       return record;
     },
   };
+}
+
+/**
+ * An `ApplicationFailure` for an API error, with short stacks and the API error as its cause
+ * without the network error below it: a failure goes into history (a local activity's marker, an
+ * activity's failed event), and its message already says everything the chain would.
+ */
+function apiFailure(
+  err: AgentApiError,
+  init: Omit<NonNullable<Parameters<typeof ApplicationFailure.create>[0]>, 'cause'>,
+): ApplicationFailure {
+  const cause = new AgentApiError({
+    type: err.type,
+    operation: err.operation,
+    status: err.status,
+    retryAfterMs: err.retryAfterMs,
+    requestMayHaveTakenEffect: err.requestMayHaveTakenEffect,
+    message: err.message,
+  });
+  cause.stack = `${cause.name}: ${cause.message}`;
+  const failure = ApplicationFailure.create({ ...init, cause });
+  failure.stack = `${failure.name}: ${failure.message}`;
+  return failure;
+}
+
+/** The backoff of the activity's retry policy, or the get backoff when it has none. */
+function backoffOf(policy: RetryPolicy | undefined): Backoff {
+  if (policy === undefined) return GET_BACKOFF;
+  const initialIntervalMs = msOptionalToNumber(policy.initialInterval) ?? GET_BACKOFF.initialIntervalMs;
+  const backoffCoefficient = policy.backoffCoefficient ?? 2;
+  return {
+    initialIntervalMs,
+    backoffCoefficient,
+    maximumIntervalMs: msOptionalToNumber(policy.maximumInterval) ?? initialIntervalMs * 100,
+  };
+}
+
+/** Time left before the activity's schedule-to-close timeout (the workflow's deadline). */
+function remainingMs(info: ReturnType<typeof activityInfo>): number {
+  if (!info.scheduleToCloseTimeoutMs) return Number.POSITIVE_INFINITY;
+  return info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - Date.now();
 }
 
 /** The activities' type, for `proxyActivities` in workflow code. */

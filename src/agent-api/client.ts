@@ -30,6 +30,13 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * Largest response body read: 256 KiB. A record is well under 1 KiB; past the cap the call fails
+ * with `UnexpectedResponse` instead of reading megabytes into a worker (and, bounded again by the
+ * record budget, into workflow history). Error bodies are read up to the cap for their excerpt.
+ */
+export const MAX_RESPONSE_BYTES = 256 * 1024;
+
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
 /** Longest project or job ID quoted in a message: IDs are opaque and could be anything. */
@@ -158,14 +165,23 @@ export class AgentApiClient {
 
     const { statusCode } = response;
     if (statusCode >= 200 && statusCode < 300) {
-      let text: string;
+      let body: CappedBody;
       try {
-        text = await response.body.text();
+        body = await readCapped(response.body);
       } catch (err) {
         // The server answered success, so the request was applied whatever happened to the body.
         throw this.#networkFailure(call, err, true);
       }
-      return this.#parseRecord(call, statusCode, text);
+      if (body.overCap) {
+        throw this.#unexpected(
+          call,
+          statusCode,
+          `a body larger than the client's cap of ${MAX_RESPONSE_BYTES} bytes (an agent job record is under 1 KiB)`,
+          body.text,
+          null,
+        );
+      }
+      return this.#parseRecord(call, statusCode, body.text);
     }
     const text = await this.#readErrorBody(call, response);
     throw this.#httpFailure(call, statusCode, response.headers['retry-after'], text);
@@ -233,7 +249,7 @@ export class AgentApiClient {
    */
   async #readErrorBody(call: Call, response: Dispatcher.ResponseData): Promise<string> {
     try {
-      return await response.body.text();
+      return (await readCapped(response.body)).text;
     } catch (err) {
       if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
       return `(body unreadable: ${classifyNetworkError(err).what})`;
@@ -261,7 +277,7 @@ export class AgentApiClient {
     }
   }
 
-  #unexpected(call: Call, status: number, what: string, text: string, err: unknown): AgentApiError {
+  #unexpected(call: Call, status: number, what: string, text: string, err: unknown | null): AgentApiError {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
     return new AgentApiError({
@@ -272,7 +288,7 @@ export class AgentApiClient {
       // A 2xx means the server took the request; only the body got lost.
       requestMayHaveTakenEffect: true,
       message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.#excerpt(text))}`,
-      cause,
+      cause: cause ?? undefined,
     });
   }
 
@@ -308,6 +324,31 @@ export class AgentApiClient {
       .trim();
     return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
   }
+}
+
+/** A response body read up to {@link MAX_RESPONSE_BYTES}. */
+interface CappedBody {
+  /** The body, or its first {@link MAX_RESPONSE_BYTES} bytes when it is longer. */
+  text: string;
+  /** The body was longer than the cap; the rest was not read. */
+  overCap: boolean;
+}
+
+/** Reads a body up to the cap, then stops reading and closes it. */
+async function readCapped(body: Dispatcher.ResponseData['body']): Promise<CappedBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    if (bytes + buffer.length > MAX_RESPONSE_BYTES) {
+      chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - bytes));
+      body.destroy();
+      return { text: Buffer.concat(chunks).toString('utf8'), overCap: true };
+    }
+    chunks.push(buffer);
+    bytes += buffer.length;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), overCap: false };
 }
 
 /**

@@ -10,7 +10,10 @@ export type Endpoint = 'create' | 'get' | 'message';
 
 /** A Retry-After header as a fault sends it. */
 export interface RetryAfterSpec {
-  /** Seconds to wait. */
+  /**
+   * Seconds to wait. Negative only with `http-date`: a date that many seconds in the past, as a
+   * server whose clock is behind sends it.
+   */
   seconds: number;
   /** `seconds` sends `Retry-After: 2`; `http-date` sends the same moment as an IMF-fixdate. Default `seconds`. */
   form?: 'seconds' | 'http-date';
@@ -44,7 +47,12 @@ export type FaultAction =
    */
   | { kind: 'truncated'; status: 200 | 502 }
   /** Process the request (store the job, start the turn), then reset the connection without a response. */
-  | { kind: 'reset-after-store' };
+  | { kind: 'reset-after-store' }
+  /**
+   * Process the request and answer its real record padded with an unknown field `padding` of this
+   * many bytes: a legal record, far larger than any real one.
+   */
+  | { kind: 'oversized'; bytes: number };
 
 /** One fault rule: which requests, and what happens to them. */
 export type FaultRule = FaultMatch & FaultAction;
@@ -92,10 +100,14 @@ export const DEFAULT_SCENARIO: Readonly<Scenario> = {
 
 const count = z.number().int().min(0);
 
-const retryAfterSchema = z.strictObject({
-  seconds: count,
-  form: z.enum(['seconds', 'http-date']).optional(),
-});
+const retryAfterSchema = z
+  .strictObject({
+    seconds: z.number().int(),
+    form: z.enum(['seconds', 'http-date']).optional(),
+  })
+  .refine((spec) => spec.seconds >= 0 || spec.form === 'http-date', {
+    message: 'negative seconds (a date in the past) need form "http-date"',
+  });
 
 const matchShape = {
   endpoint: z.enum(['create', 'get', 'message', 'any']),
@@ -125,6 +137,15 @@ const ruleSchema = z.discriminatedUnion('kind', [
     status: z.union([z.literal(200), z.literal(502)]),
   }),
   z.strictObject({ ...matchShape, kind: z.literal('reset-after-store') }),
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('oversized'),
+    bytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(64 * 1024 * 1024),
+  }),
 ]);
 
 const faultsSchema = z.strictObject({

@@ -297,6 +297,10 @@ class Simulator {
       res.socket?.resetAndDestroy();
       return;
     }
+    if (fault?.kind === 'oversized' && reply.status < 300) {
+      this.#send(res, exchange, scenario.latencyMs, { ...reply, body: pad(reply.body, fault.bytes) });
+      return;
+    }
     if (fault?.kind === 'truncated') {
       this.#send(res, exchange, scenario.latencyMs, { ...reply, status: 200, body: truncate(reply.body) });
       return;
@@ -335,6 +339,9 @@ class Simulator {
           : null;
       case 'reset-after-store':
         this.#bump(this.#perStatus, 'reset');
+        return null;
+      case 'oversized':
+        // Handled as usual; the padding goes onto the real reply.
         return null;
     }
   }
@@ -504,6 +511,12 @@ function retryAfter(fault: FaultRule & { kind: 'status' }): Record<string, strin
   const { seconds, form } = fault.retryAfter;
   if (form === 'http-date') return { 'retry-after': new Date(Date.now() + seconds * 1000).toUTCString() };
   return { 'retry-after': String(seconds) };
+}
+
+/** A JSON record with an unknown field `padding` of `bytes` characters added. */
+function pad(body: string, bytes: number): string {
+  const record = JSON.parse(body) as Record<string, unknown>;
+  return JSON.stringify({ ...record, padding: 'x'.repeat(bytes) });
 }
 
 /** The first half of a JSON text: what a client sees when a proxy cuts a response short. */

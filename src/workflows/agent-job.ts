@@ -6,11 +6,13 @@
  * workflow's seeded Math.random, and all I/O happens in activities.
  */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   condition,
   continueAsNew,
+  currentUpdateInfo,
   isCancellation,
   log,
   metricMeter,
@@ -41,9 +43,12 @@ import {
   type AgentJobRecord,
   type AgentJobResult,
   type AgentJobStatus,
+  type ApiFailureStreak,
   type ContinuationState,
   type ResolvedInput,
 } from '../contract.js';
+import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../retries.js';
+import { attempt, noFailures, untilAnswered, type ApiCallContext } from './api-calls.js';
 
 /**
  * Polls per run before continue-as-new. A poll adds about 6 history events as a local activity
@@ -72,28 +77,38 @@ export const LOCAL_ACTIVITY_POLLS_PATCH = 'polls-as-local-activities';
 /** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
 const JITTER = 0.1;
 
-// Retry policies. Final errors are marked non-retryable by the activities themselves, so these
-// only bound the transient ones; `nextRetryDelay` from Retry-After overrides the backoff.
+// Retry policies (src/retries.ts). The activities mark final errors non-retryable and set each
+// wait themselves (`nextRetryDelay`: the backoff, raised to a capped Retry-After); whatever must be
+// counted or waited for longer comes back to the workflow (./api-calls.ts).
 const createOptions: ActivityOptions = {
   // The HTTP client gives up well before this (connect 10s, headers 30s, body 30s).
   startToCloseTimeout: '75s',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2m' },
+  retry: retryPolicyOf(CREATE_BACKOFF),
+  // The create heartbeats while its request is in flight, so a cancellation reaches it; it then
+  // lets that request finish and the workflow waits for it, to record the job it may have made.
+  heartbeatTimeout: '10s',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
 const getOptions: ActivityOptions = {
   startToCloseTimeout: '75s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+  retry: retryPolicyOf(GET_BACKOFF),
 };
 
-// A poll as a local activity retries inside the worker while the wait is short; longer waits (a
-// Retry-After, a long outage) become a workflow timer instead of holding the workflow task open.
+// A poll as a local activity retries inside the worker for a few seconds only (three attempts, 1 s
+// then 2 s apart); then it comes back to the poll loop, which waits on its own timer and counts the
+// failed poll towards continue-as-new. So an outage of any length keeps each run's history bounded,
+// and the deadline and pollNow apply to every wait.
 const localGetOptions: LocalActivityOptions = {
   startToCloseTimeout: getOptions.startToCloseTimeout,
-  retry: getOptions.retry,
+  retry: { ...retryPolicyOf(GET_BACKOFF), maximumAttempts: 3 },
   localRetryThreshold: '10s',
 };
 
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
-const messageOptions: ActivityOptions = createOptions;
+const messageOptions: ActivityOptions = {
+  startToCloseTimeout: '75s',
+  retry: retryPolicyOf(MESSAGE_BACKOFF),
+};
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
@@ -117,6 +132,13 @@ interface RunState {
   projectId: string;
   /** Polls run as local activities: the input asks for it and this run is not an older one replaying. */
   localPolls: boolean;
+  /** The API's failures in a row, for the waits and bounds of ./api-calls.ts. */
+  apiFailures: ApiFailureStreak;
+  /**
+   * Bumped when a follow-up message is answered: a poll issued before that (or while the message
+   * was on its way) may carry the previous turn's record and must not end the new turn.
+   */
+  messageEpoch: number;
 }
 
 /**
@@ -140,16 +162,20 @@ export async function agentJobWorkflow(
       lastError: null,
     },
     deadlineMs: continuation?.deadlineMs ?? Date.now() + resolved.timeoutMs,
-    pollRequested: false,
+    pollRequested: continuation?.pollRequested ?? false,
     sendingMessage: false,
     awaitingNewTurn: continuation?.awaitingNewTurn ?? false,
-    recordBeforeMessage: continuation?.awaitingNewTurn ? (continuation.lastRecord ?? null) : null,
-    stalePolls: 0,
+    recordBeforeMessage:
+      continuation?.recordBeforeMessage ??
+      (continuation?.awaitingNewTurn ? (continuation.lastRecord ?? null) : null),
+    stalePolls: continuation?.stalePolls ?? 0,
     unknownStatusPolls: continuation?.unknownStatusPolls ?? 0,
     intervalMs: continuation?.intervalMs ?? resolved.poll.initialIntervalMs,
     created: continuation?.created ?? !resolved.jobId,
     projectId: resolved.projectId,
     localPolls: resolved.poll.localActivity && patched(LOCAL_ACTIVITY_POLLS_PATCH),
+    apiFailures: continuation?.apiFailures ?? noFailures(),
+    messageEpoch: 0,
   };
   registerHandlers(state, resolved);
 
@@ -172,7 +198,9 @@ export async function agentJobWorkflow(
       state.progress.phase = 'cancelled';
       state.progress.nextPollAt = null;
       setCurrentDetails(
-        `Cancelled. The agent job ${state.progress.jobId ?? '(not created)'} goes on at the API.`,
+        state.progress.jobId === null
+          ? 'Cancelled before the agent job was created: no create call succeeded.'
+          : `Cancelled. The agent job ${state.progress.jobId} goes on at the API.`,
       );
     }
     throw err;
@@ -207,18 +235,22 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
       try {
         const jobId = state.progress.jobId as string;
         const turn = state.progress.turns + 1;
-        const record = await sendAgentJobMessage.executeWithOptions(
-          { summary: `send follow-up message (turn ${turn})` },
-          [
-            {
-              projectId: resolved.projectId,
-              jobId,
-              prompt,
-              idempotencyKey: idempotencyKey(`${workflowInfo().workflowId}/turn-${turn}`),
-            },
-          ],
+        // One key per update: a client retrying this update (same update ID, also after
+        // continue-as-new) sends the same key, and a new message never reuses a failed one's.
+        const updateId = currentUpdateInfo()?.id ?? `turn-${turn}`;
+        const key = idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`);
+        const record = await untilAnswered(
+          apiCalls(state, 'the follow-up message could not be sent'),
+          'sending the follow-up message',
+          MESSAGE_BACKOFF,
+          (timeoutMs) =>
+            sendAgentJobMessage.executeWithOptions(
+              { summary: `send follow-up message (turn ${turn})`, scheduleToCloseTimeout: timeoutMs },
+              [{ projectId: resolved.projectId, jobId, prompt, idempotencyKey: key }],
+            ),
         );
         state.progress.turns = turn;
+        state.messageEpoch++;
         observe(state, record);
         // A terminal answer to the message may still be the previous turn's record: until the job
         // is seen active, or a different terminal record shows up, the turn is not over.
@@ -229,9 +261,6 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
         // Look again soon rather than at the end of the wait that was running before the message.
         state.pollRequested = true;
         return record;
-      } catch (err) {
-        state.progress.lastError = describeError(err);
-        throw toWorkflowFailure(err, 'sending the follow-up message');
       } finally {
         state.sendingMessage = false;
         state.progress.phase = previousPhase === 'sending-message' ? 'polling' : previousPhase;
@@ -261,28 +290,36 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
 
 async function create(state: RunState, resolved: ResolvedInput, workflowId: string): Promise<AgentJobRecord> {
   setCurrentDetails(`Creating the agent job in project ${resolved.projectId}`);
-  try {
-    return await createAgentJob.executeWithOptions(
-      {
-        summary: `create agent job in project ${resolved.projectId}`,
-        scheduleToCloseTimeout: Math.max(1, state.deadlineMs - Date.now()),
-      },
-      // The workflow ID is the idempotency key: stable across activity retries, worker restarts
-      // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
-      [
-        {
-          projectId: resolved.projectId,
-          prompt: resolved.prompt,
-          idempotencyKey: idempotencyKey(workflowId),
-        },
-      ],
-    );
-  } catch (err) {
-    state.progress.lastError = describeError(err);
-    if (isCancellation(err)) throw err;
-    if (isDeadlineTimeout(err)) throw timedOut(state, 'the agent job could not be created');
-    throw toWorkflowFailure(err, 'creating the agent job');
-  }
+  return untilAnswered(
+    apiCalls(state, 'the agent job could not be created'),
+    'creating the agent job',
+    CREATE_BACKOFF,
+    (timeoutMs) =>
+      createAgentJob.executeWithOptions(
+        { summary: `create agent job in project ${resolved.projectId}`, scheduleToCloseTimeout: timeoutMs },
+        // The workflow ID is the idempotency key: stable across activity retries, worker restarts
+        // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
+        [
+          {
+            projectId: resolved.projectId,
+            prompt: resolved.prompt,
+            idempotencyKey: idempotencyKey(workflowId),
+          },
+        ],
+      ),
+  );
+}
+
+/** The context of an API call: this run's deadline, failure streak and last error. */
+function apiCalls(state: RunState, whatTimedOut: string): ApiCallContext {
+  return {
+    deadlineMs: state.deadlineMs,
+    streak: state.apiFailures,
+    reportError: (error) => {
+      state.progress.lastError = error;
+    },
+    timedOut: () => timedOut(state, whatTimedOut),
+  };
 }
 
 async function pollUntilDone(
@@ -291,20 +328,28 @@ async function pollUntilDone(
   input: AgentJobInput,
 ): Promise<AgentJobResult> {
   const pollsPerRun = resolved.continueAsNewAfterPolls ?? POLLS_PER_RUN;
+  // Every poll counts towards continue-as-new, failed ones too: that bounds a run's history
+  // however long the API stays down.
   let pollsThisRun = 0;
+  let waitMs: number | null = null;
   for (;;) {
-    if (state.progress.polls > 0 && Date.now() >= state.deadlineMs) {
+    if ((state.progress.polls > 0 || pollsThisRun > 0) && Date.now() >= state.deadlineMs) {
       throw timedOut(state, 'the agent job was still working');
     }
-    await waitForNextPoll(state);
-    const record = await poll(state, resolved);
+    await waitForNextPoll(state, waitMs);
+    const polled = await poll(state, resolved);
     pollsThisRun++;
-    const outcome = observe(state, record);
-    if (outcome !== null) return finish(state, outcome);
-    state.intervalMs = Math.min(
-      state.intervalMs * resolved.poll.backoffCoefficient,
-      resolved.poll.maxIntervalMs,
-    );
+    waitMs = null;
+    if ('retryInMs' in polled) {
+      waitMs = polled.retryInMs;
+    } else if (polled.record !== null) {
+      const outcome = observe(state, polled.record);
+      if (outcome !== null) return finish(state, outcome);
+      state.intervalMs = Math.min(
+        state.intervalMs * resolved.poll.backoffCoefficient,
+        resolved.poll.maxIntervalMs,
+      );
+    }
     if ((pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested) && !state.sendingMessage) {
       await condition(allHandlersFinished);
       const next: ContinuationState = {
@@ -317,6 +362,10 @@ async function pollUntilDone(
         unknownStatusPolls: state.unknownStatusPolls,
         intervalMs: state.intervalMs,
         created: state.created,
+        pollRequested: state.pollRequested,
+        recordBeforeMessage: state.recordBeforeMessage,
+        stalePolls: state.stalePolls,
+        apiFailures: state.apiFailures,
       };
       log.info('continuing as new to keep the history bounded', { polls: state.progress.polls });
       return await continueAsNew<typeof agentJobWorkflow>(input, next);
@@ -324,12 +373,13 @@ async function pollUntilDone(
   }
 }
 
-async function waitForNextPoll(state: RunState): Promise<void> {
+/** Waits for the next poll: `retryInMs` after a failed poll, else the schedule's interval with jitter. */
+async function waitForNextPoll(state: RunState, retryInMs: number | null): Promise<void> {
   if (state.pollRequested) {
     state.pollRequested = false;
     return;
   }
-  const jittered = state.intervalMs * (1 + (Math.random() * 2 - 1) * JITTER);
+  const jittered = retryInMs ?? state.intervalMs * (1 + (Math.random() * 2 - 1) * JITTER);
   const waitMs = Math.max(1, Math.min(Math.round(jittered), state.deadlineMs - Date.now()));
   const at = new Date(Date.now() + waitMs).toISOString();
   state.progress.nextPollAt = at;
@@ -343,27 +393,36 @@ async function waitForNextPoll(state: RunState): Promise<void> {
   state.progress.nextPollAt = null;
 }
 
-async function poll(state: RunState, resolved: ResolvedInput): Promise<AgentJobRecord> {
+/**
+ * One poll: the record it read, null when the read may be stale (issued before the latest
+ * follow-up message was answered, so it cannot end the new turn), or the wait after a failure.
+ */
+async function poll(
+  state: RunState,
+  resolved: ResolvedInput,
+): Promise<{ record: AgentJobRecord | null } | { retryInMs: number }> {
   const jobId = state.progress.jobId as string;
   const getJob = state.localPolls ? getAgentJobLocally : getAgentJob;
-  try {
-    const record = await getJob.executeWithOptions(
-      {
-        summary: `poll ${state.progress.polls + 1} of agent job ${jobId}`,
-        // Transient errors are retried until the workflow's deadline, not beyond.
-        scheduleToCloseTimeout: Math.max(1_000, state.deadlineMs - Date.now()),
-      },
-      [{ projectId: resolved.projectId, jobId }],
-    );
-    state.progress.polls++;
-    state.progress.lastError = null;
-    return record;
-  } catch (err) {
-    state.progress.lastError = describeError(err);
-    if (isCancellation(err)) throw err;
-    if (isDeadlineTimeout(err)) throw timedOut(state, 'the agent job could not be read');
-    throw toWorkflowFailure(err, `reading agent job ${jobId}`);
-  }
+  const epoch = state.sendingMessage ? -1 : state.messageEpoch;
+  const result = await attempt(
+    apiCalls(state, 'the agent job could not be read'),
+    `reading agent job ${jobId}`,
+    GET_BACKOFF,
+    (timeoutMs) =>
+      getJob.executeWithOptions(
+        {
+          summary: `poll ${state.progress.polls + 1} of agent job ${jobId}`,
+          scheduleToCloseTimeout: timeoutMs,
+        },
+        [{ projectId: resolved.projectId, jobId }],
+      ),
+  );
+  if (!result.ok) return result;
+  state.progress.polls++;
+  if (epoch === state.messageEpoch && !state.sendingMessage) return { record: result.value };
+  // A follow-up message was answered while this read was under way: read again at once.
+  state.pollRequested = true;
+  return { record: null };
 }
 
 /**
@@ -453,43 +512,24 @@ function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
   };
 }
 
+/**
+ * `AgentJobTimedOut`. Details: the last record, then `{ lastError }` (type, HTTP status, message)
+ * so a caller can tell a slow agent job from an API that never answered.
+ */
 function timedOut(state: RunState, what: string): ApplicationFailure {
   state.progress.phase = 'timed-out';
   state.progress.nextPollAt = null;
   const record = state.progress.lastRecord;
+  const lastError = state.progress.lastError;
+  const errorText = lastError
+    ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`}`
+    : '';
   return ApplicationFailure.create({
     type: FailureType.AgentJobTimedOut,
     message:
       `Gave up at the workflow's deadline: ${what} (agent job ${state.progress.jobId ?? 'not created'}, ` +
-      `last status ${record?.status ?? 'unknown'}, ${state.progress.polls} polls` +
-      `${state.progress.lastError ? `, last error ${state.progress.lastError.type}` : ''}). Raise "timeout" in the input to wait longer.`,
+      `last status ${record?.status ?? 'unknown'}, ${state.progress.polls} polls${errorText}). Raise "timeout" in the input to wait longer.`,
     nonRetryable: true,
-    details: [record],
+    details: [record, { lastError }],
   });
-}
-
-/** An activity that ran out of its schedule-to-close time, which we set to the workflow's deadline. */
-function isDeadlineTimeout(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause?.name === 'TimeoutFailure';
-}
-
-/** Re-raises an activity's final failure as the workflow's failure, keeping its type and message. */
-function toWorkflowFailure(err: unknown, doing: string): unknown {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return err;
-  const cause = err.cause;
-  return ApplicationFailure.create({
-    type: cause.type ?? 'ActivityFailed',
-    message: `Failed while ${doing}: ${cause.message}`,
-    nonRetryable: true,
-    details: cause.details ? [...cause.details] : undefined,
-    cause: err,
-  });
-}
-
-function describeError(err: unknown): { type: string; message: string } {
-  const cause = err instanceof ActivityFailure ? err.cause : err;
-  if (cause instanceof ApplicationFailure)
-    return { type: cause.type ?? 'ApplicationFailure', message: cause.message };
-  if (cause instanceof Error) return { type: cause.name, message: cause.message };
-  return { type: 'Error', message: String(cause) };
 }

@@ -10,7 +10,7 @@ import { before, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../src/activities/index.js';
-import { FailureType, type AgentJobRecord } from '../../src/contract.js';
+import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../src/contract.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import { activitiesFor, startTestSimulator, uniqueId } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
@@ -28,9 +28,20 @@ function project(scenario: Partial<Scenario> = {}): string {
   return projectId;
 }
 
-/** Runs `fn` as attempt `attempt` of an activity and returns the ApplicationFailure it threw. */
-async function failureAt(attempt: number, fn: () => Promise<unknown>): Promise<ApplicationFailure> {
-  const env = new MockActivityEnvironment({ attempt });
+/**
+ * Runs `fn` as attempt `attempt` of an activity scheduled just now with `remainingMs` to go before
+ * the workflow's deadline, and returns the ApplicationFailure it threw.
+ */
+async function failureAt(
+  attempt: number,
+  fn: () => Promise<unknown>,
+  remainingMs = 600_000,
+): Promise<ApplicationFailure> {
+  const env = new MockActivityEnvironment({
+    attempt,
+    scheduledTimestampMs: Date.now(),
+    scheduleToCloseTimeoutMs: remainingMs,
+  });
   const err = await env.run(fn).then(
     () => assert.fail('the activity should have failed'),
     (e: unknown) => e,
@@ -39,39 +50,39 @@ async function failureAt(attempt: number, fn: () => Promise<unknown>): Promise<A
   return err;
 }
 
+function detailsOf(failure: ApplicationFailure): ApiErrorDetails {
+  return failure.details?.[0] as ApiErrorDetails;
+}
+
 function activities(deps: Omit<ActivityDeps, 'api'> = {}) {
   return activitiesFor(sim, API_KEY, deps);
 }
 
 describe('activity failure policy', () => {
-  test('404 on get is retryable for the first attempts, then final JobNotFound', async () => {
+  test('404 on get goes back to the workflow at once, not final: the workflow counts them in a row', async () => {
     const projectId = project();
-    const { getAgentJob } = activities({ jobNotFoundAttempts: 3 });
-    const input = { projectId, jobId: 'job_does_not_exist' };
-    const early = await failureAt(1, () => getAgentJob(input));
-    assert.equal(early.type, FailureType.JobNotFound);
-    assert.equal(early.nonRetryable, false);
-    const last = await failureAt(3, () => getAgentJob(input));
-    assert.equal(last.type, FailureType.JobNotFound);
-    assert.equal(last.nonRetryable, true);
-    assert.match(last.message, /gave up after 3 attempts/);
+    const failure = await failureAt(1, () =>
+      activities().getAgentJob({ projectId, jobId: 'job_does_not_exist' }),
+    );
+    assert.equal(failure.type, FailureType.JobNotFound);
+    assert.equal(failure.nonRetryable, true, 'not retried by Temporal');
+    assert.deepEqual(detailsOf(failure), { status: 404, retryAfterMs: null, attempt: 1, final: false });
   });
 
-  test('a body that is not a record is retryable a bounded number of times, then final', async () => {
+  test('a body that is not a record goes back to the workflow with a short excerpt, not final', async () => {
     // A proxy's HTML page answered with 200: the status says success, the body is not a record.
     const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'html', status: 200 }] } });
-    const { getAgentJob } = activities({ unexpectedResponseAttempts: 2 });
-    const input = { projectId, jobId: 'job_behind_a_proxy' };
-    const early = await failureAt(1, () => getAgentJob(input));
-    assert.equal(early.type, FailureType.UnexpectedResponse);
-    assert.equal(early.nonRetryable, false);
-    assert.match(early.message, /<html/i, 'the message carries a short excerpt of the body');
-    const last = await failureAt(2, () => getAgentJob(input));
-    assert.equal(last.type, FailureType.UnexpectedResponse);
-    assert.equal(last.nonRetryable, true);
+    const failure = await failureAt(4, () =>
+      activities().getAgentJob({ projectId, jobId: 'job_behind_a_proxy' }),
+    );
+    assert.equal(failure.type, FailureType.UnexpectedResponse);
+    assert.equal(failure.nonRetryable, true);
+    assert.equal(detailsOf(failure).final, false);
+    assert.equal(detailsOf(failure).attempt, 4);
+    assert.match(failure.message, /<html/i, 'the message carries a short excerpt of the body');
   });
 
-  test('Retry-After on 429 becomes the next retry delay', async () => {
+  test('Retry-After on 429 becomes the next retry delay, with up to 20% jitter on top', async () => {
     const projectId = project({
       faults: { rules: [{ endpoint: 'create', kind: 'status', status: 429, retryAfter: { seconds: 7 } }] },
     });
@@ -80,16 +91,61 @@ describe('activity failure policy', () => {
     );
     assert.equal(failure.type, FailureType.RateLimited);
     assert.equal(failure.nonRetryable, false);
-    assert.equal(failure.nextRetryDelay, 7_000);
+    assert.equal(failure.category, 'BENIGN', 'a retried error is logged as expected, not as a failure');
+    assert.ok(
+      failure.nextRetryDelay !== undefined &&
+        Number(failure.nextRetryDelay) >= 7_000 &&
+        Number(failure.nextRetryDelay) <= 8_400,
+      `nextRetryDelay ${String(failure.nextRetryDelay)}`,
+    );
   });
 
-  test('final API errors are non-retryable with their own type', async () => {
+  for (const [name, retryAfter] of [
+    ['Retry-After: 0', { seconds: 0 }],
+    ['a Retry-After date in the past (clock skew)', { seconds: -3600, form: 'http-date' as const }],
+  ] as const) {
+    test(`${name} never shortens the wait below the policy's backoff`, async () => {
+      const projectId = project({
+        faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter }] },
+      });
+      // Attempt 3 of the default get policy (1 s, doubling) waits at least 4 s.
+      const failure = await failureAt(3, () => activities().getAgentJob({ projectId, jobId: 'job_x' }));
+      assert.equal(failure.type, FailureType.ServiceUnavailable);
+      assert.equal(detailsOf(failure).retryAfterMs, 0);
+      const delay = Number(failure.nextRetryDelay);
+      assert.ok(delay >= 4_000 && delay <= 4_800, `nextRetryDelay ${delay}`);
+    });
+  }
+
+  test('a wait that would outlast the deadline goes back to the workflow instead', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 45 } }] },
+    });
+    const failure = await failureAt(1, () => activities().getAgentJob({ projectId, jobId: 'job_x' }), 12_000);
+    assert.equal(failure.type, FailureType.ServiceUnavailable);
+    assert.equal(failure.nonRetryable, true, 'Temporal does not wait 45 s past a 12 s deadline');
+    assert.deepEqual(detailsOf(failure), { status: 503, retryAfterMs: 45_000, attempt: 1, final: false });
+  });
+
+  test('final API errors are non-retryable with their own type, and say they are final', async () => {
     const projectId = project({ projectExists: false });
     const failure = await failureAt(1, () =>
       activities().createAgentJob({ projectId, prompt: 'p', idempotencyKey: uniqueId('key') }),
     );
     assert.equal(failure.type, FailureType.ProjectNotFound);
     assert.equal(failure.nonRetryable, true);
+    assert.equal(detailsOf(failure).final, true);
+    assert.equal(failure.category, undefined, 'a final error is a real failure in logs and metrics');
+  });
+
+  test('a failure is small: short stacks, no network error chain (it goes into history)', async () => {
+    const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'drop' }] } });
+    const failure = await failureAt(1, () => activities().getAgentJob({ projectId, jobId: 'job_x' }));
+    assert.equal(failure.type, FailureType.NetworkError);
+    assert.equal(failure.stack, `ApplicationFailure: ${failure.message}`);
+    assert.ok(failure.cause instanceof Error);
+    assert.equal(failure.cause.cause, undefined);
+    assert.ok(!(failure.cause.stack ?? '').includes('\n'), 'the cause has no stack frames');
   });
 
   describe('a create whose outcome is unknown (reset after the job was stored)', () => {
@@ -119,11 +175,32 @@ describe('activity failure policy', () => {
       const failure = await failureAt(1, () => createAgentJob(input));
       assert.equal(failure.type, FailureType.NetworkError);
       assert.equal(failure.nonRetryable, false);
-      const record: AgentJobRecord = await new MockActivityEnvironment({ attempt: 2 }).run(() =>
-        createAgentJob(input),
-      );
+      const record: AgentJobRecord = await new MockActivityEnvironment({
+        attempt: 2,
+        heartbeatTimeoutMs: 10_000,
+      }).run(() => createAgentJob(input));
       assert.equal(record.status, 'active');
       assert.equal(createdJobs(sim, projectId), 1, 'no second agent job');
+    });
+
+    test('the same policy holds for a follow-up message: "fail" gives MessageOutcomeUnknown', async () => {
+      const projectId = project({
+        faults: { rules: [{ endpoint: 'message', first: 1, kind: 'status', status: 502 }] },
+      });
+      const record: AgentJobRecord = await new MockActivityEnvironment().run(() =>
+        activities().createAgentJob({ projectId, prompt: 'p', idempotencyKey: uniqueId('key') }),
+      );
+      const failure = await failureAt(1, () =>
+        activities({ ambiguousCreatePolicy: 'fail' }).sendAgentJobMessage({
+          projectId,
+          jobId: record.id,
+          prompt: 'again',
+          idempotencyKey: uniqueId('key'),
+        }),
+      );
+      assert.equal(failure.type, FailureType.MessageOutcomeUnknown);
+      assert.equal(failure.nonRetryable, true);
+      assert.match(failure.message, /may or may not have started a turn/);
     });
   });
 });
