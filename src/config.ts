@@ -83,6 +83,14 @@ export const WORKER_SETTINGS = [
 ] as const;
 
 /**
+ * How long after `WORKER_SHUTDOWN_GRACE` a drain may still take before the worker gives up on it
+ * and exits: 10 s for activities cancelled at the end of the grace to answer (an HTTP call aborts at
+ * once; a create lets its request finish) and for the connection to close. So the drain always ends
+ * within grace + 10 s, which the manifests' termination grace periods must exceed.
+ */
+export const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
+
+/**
  * The worker's settings as Temporal `WorkerOptions`, shared by the worker and the benchmark's
  * baseline worker so both run with the same tuning.
  */
@@ -97,6 +105,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     maxCachedWorkflows: config.maxCachedWorkflows,
     maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
     shutdownGraceTime: config.shutdownGraceMs,
+    shutdownForceTime: config.shutdownGraceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
   } satisfies Partial<WorkerOptions>;
 }
 

@@ -161,6 +161,8 @@ export interface LastApiError {
   /** HTTP status, or null when no response arrived (or the error did not come from the API). */
   status: number | null;
   message: string;
+  /** The call that met it (`creating the agent job`, `reading agent job …`, `sending the follow-up message`). */
+  during: string;
 }
 
 /** Result on `completed` or `archived`. */

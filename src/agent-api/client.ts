@@ -277,7 +277,7 @@ export class AgentApiClient {
     }
   }
 
-  #unexpected(call: Call, status: number, what: string, text: string, err: unknown | null): AgentApiError {
+  #unexpected(call: Call, status: number, what: string, text: string, err: unknown): AgentApiError {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
     return new AgentApiError({

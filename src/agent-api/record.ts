@@ -88,7 +88,7 @@ function withinBudget(record: AgentJobRecord): AgentJobRecord {
   const unknown = [
     ...Object.keys(kept)
       .filter((field) => !DOCUMENTED_FIELDS.has(field))
-      .map((field) => ({ owner: kept as Record<string, unknown>, field })),
+      .map((field) => ({ owner: kept, field })),
     ...Object.keys(source ?? {})
       .filter((field) => field !== 'repository' && field !== 'ref')
       .map((field) => ({ owner: source as Record<string, unknown>, field })),

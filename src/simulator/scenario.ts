@@ -52,7 +52,12 @@ export type FaultAction =
    * Process the request and answer its real record padded with an unknown field `padding` of this
    * many bytes: a legal record, far larger than any real one.
    */
-  | { kind: 'oversized'; bytes: number };
+  | { kind: 'oversized'; bytes: number }
+  /**
+   * Process the request at once (a get reads the record as it is now) and answer this many ms
+   * later: a slow answer, during which the job may move on.
+   */
+  | { kind: 'slow'; ms: number };
 
 /** One fault rule: which requests, and what happens to them. */
 export type FaultRule = FaultMatch & FaultAction;
@@ -137,6 +142,7 @@ const ruleSchema = z.discriminatedUnion('kind', [
     status: z.union([z.literal(200), z.literal(502)]),
   }),
   z.strictObject({ ...matchShape, kind: z.literal('reset-after-store') }),
+  z.strictObject({ ...matchShape, kind: z.literal('slow'), ms: z.number().int().min(1).max(600_000) }),
   z.strictObject({
     ...matchShape,
     kind: z.literal('oversized'),

@@ -297,6 +297,10 @@ class Simulator {
       res.socket?.resetAndDestroy();
       return;
     }
+    if (fault?.kind === 'slow') {
+      this.#send(res, exchange, scenario.latencyMs + fault.ms, reply);
+      return;
+    }
     if (fault?.kind === 'oversized' && reply.status < 300) {
       this.#send(res, exchange, scenario.latencyMs, { ...reply, body: pad(reply.body, fault.bytes) });
       return;
@@ -341,7 +345,8 @@ class Simulator {
         this.#bump(this.#perStatus, 'reset');
         return null;
       case 'oversized':
-        // Handled as usual; the padding goes onto the real reply.
+      case 'slow':
+        // Handled as usual; the padding or the delay goes onto the real reply.
         return null;
     }
   }

@@ -7,7 +7,6 @@
  */
 import {
   ActivityCancellationType,
-  ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
   condition,
@@ -47,8 +46,8 @@ import {
   type ContinuationState,
   type ResolvedInput,
 } from '../contract.js';
-import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../retries.js';
-import { attempt, noFailures, untilAnswered, type ApiCallContext } from './api-calls.js';
+import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf, type Backoff } from '../retries.js';
+import { attempt, noFailures, singleCall, untilAnswered, type ApiCallContext } from './api-calls.js';
 
 /**
  * Polls per run before continue-as-new. A poll adds about 6 history events as a local activity
@@ -73,6 +72,15 @@ export const UNKNOWN_STATUS_POLL_LIMIT = 20;
  * every run after a continue-as-new) takes the patched path.
  */
 export const LOCAL_ACTIVITY_POLLS_PATCH = 'polls-as-local-activities';
+
+/**
+ * Marks the runs whose API calls go through ./api-calls.ts: the workflow owns long waits and the
+ * bounds, every phase ends at the deadline, and a poll issued before a follow-up message's answer
+ * cannot end the new turn. Runs that started before replay with the earlier handling (every
+ * failure final, local-activity polls retried inside the SDK); their next continue-as-new moves
+ * them over.
+ */
+export const BOUNDED_API_CALLS_PATCH = 'api-calls-bounded-by-workflow';
 
 /** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
 const JITTER = 0.1;
@@ -113,6 +121,11 @@ const messageOptions: ActivityOptions = {
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
 const { getAgentJob: getAgentJobLocally } = proxyLocalActivities<AgentJobActivities>(localGetOptions);
+// Runs from before BOUNDED_API_CALLS_PATCH: local polls retried inside the SDK without a bound.
+const { getAgentJob: getAgentJobLocallyBeforePatch } = proxyLocalActivities<AgentJobActivities>({
+  ...localGetOptions,
+  retry: retryPolicyOf(GET_BACKOFF),
+});
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
 /** Run-wide mutable state of one workflow run. */
@@ -134,6 +147,8 @@ interface RunState {
   localPolls: boolean;
   /** The API's failures in a row, for the waits and bounds of ./api-calls.ts. */
   apiFailures: ApiFailureStreak;
+  /** This run takes {@link BOUNDED_API_CALLS_PATCH}'s path (false only for older runs replaying). */
+  boundedCalls: boolean;
   /**
    * Bumped when a follow-up message is answered: a poll issued before that (or while the message
    * was on its way) may carry the previous turn's record and must not end the new turn.
@@ -176,6 +191,7 @@ export async function agentJobWorkflow(
     localPolls: resolved.poll.localActivity && patched(LOCAL_ACTIVITY_POLLS_PATCH),
     apiFailures: continuation?.apiFailures ?? noFailures(),
     messageEpoch: 0,
+    boundedCalls: patched(BOUNDED_API_CALLS_PATCH),
   };
   registerHandlers(state, resolved);
 
@@ -239,8 +255,9 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
         // continue-as-new) sends the same key, and a new message never reuses a failed one's.
         const updateId = currentUpdateInfo()?.id ?? `turn-${turn}`;
         const key = idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`);
-        const record = await untilAnswered(
-          apiCalls(state, 'the follow-up message could not be sent'),
+        const record = await callUntilAnswered(
+          state,
+          'the follow-up message could not be sent',
           'sending the follow-up message',
           MESSAGE_BACKOFF,
           (timeoutMs) =>
@@ -290,8 +307,9 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
 
 async function create(state: RunState, resolved: ResolvedInput, workflowId: string): Promise<AgentJobRecord> {
   setCurrentDetails(`Creating the agent job in project ${resolved.projectId}`);
-  return untilAnswered(
-    apiCalls(state, 'the agent job could not be created'),
+  return callUntilAnswered(
+    state,
+    'the agent job could not be created',
     'creating the agent job',
     CREATE_BACKOFF,
     (timeoutMs) =>
@@ -310,13 +328,27 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
   );
 }
 
+/** A call that must succeed before the workflow goes on, with this run's failure handling. */
+function callUntilAnswered<T>(
+  state: RunState,
+  whatTimedOut: string,
+  doing: string,
+  backoff: Backoff,
+  invoke: (timeoutMs: number) => Promise<T>,
+): Promise<T> {
+  const ctx = apiCalls(state, whatTimedOut);
+  return state.boundedCalls ? untilAnswered(ctx, doing, backoff, invoke) : singleCall(ctx, doing, invoke);
+}
+
 /** The context of an API call: this run's deadline, failure streak and last error. */
 function apiCalls(state: RunState, whatTimedOut: string): ApiCallContext {
   return {
     deadlineMs: state.deadlineMs,
     streak: state.apiFailures,
-    reportError: (error) => {
-      state.progress.lastError = error;
+    // A success clears only its own call's error: a poll that works does not hide that follow-up
+    // messages keep failing.
+    reportError: (error, doing) => {
+      if (error !== null || state.progress.lastError?.during === doing) state.progress.lastError = error;
     },
     timedOut: () => timedOut(state, whatTimedOut),
   };
@@ -402,21 +434,25 @@ async function poll(
   resolved: ResolvedInput,
 ): Promise<{ record: AgentJobRecord | null } | { retryInMs: number }> {
   const jobId = state.progress.jobId as string;
-  const getJob = state.localPolls ? getAgentJobLocally : getAgentJob;
+  const getLocally = state.boundedCalls ? getAgentJobLocally : getAgentJobLocallyBeforePatch;
+  const getJob = state.localPolls ? getLocally : getAgentJob;
   const epoch = state.sendingMessage ? -1 : state.messageEpoch;
-  const result = await attempt(
-    apiCalls(state, 'the agent job could not be read'),
-    `reading agent job ${jobId}`,
-    GET_BACKOFF,
-    (timeoutMs) =>
-      getJob.executeWithOptions(
-        {
-          summary: `poll ${state.progress.polls + 1} of agent job ${jobId}`,
-          scheduleToCloseTimeout: timeoutMs,
-        },
-        [{ projectId: resolved.projectId, jobId }],
-      ),
-  );
+  const ctx = apiCalls(state, 'the agent job could not be read');
+  const doing = `reading agent job ${jobId}`;
+  const invoke = (timeoutMs: number) =>
+    getJob.executeWithOptions(
+      {
+        summary: `poll ${state.progress.polls + 1} of agent job ${jobId}`,
+        scheduleToCloseTimeout: timeoutMs,
+      },
+      [{ projectId: resolved.projectId, jobId }],
+    );
+  if (!state.boundedCalls) {
+    const record = await singleCall(ctx, doing, invoke);
+    state.progress.polls++;
+    return { record };
+  }
+  const result = await attempt(ctx, doing, GET_BACKOFF, invoke);
   if (!result.ok) return result;
   state.progress.polls++;
   if (epoch === state.messageEpoch && !state.sendingMessage) return { record: result.value };
@@ -522,7 +558,7 @@ function timedOut(state: RunState, what: string): ApplicationFailure {
   const record = state.progress.lastRecord;
   const lastError = state.progress.lastError;
   const errorText = lastError
-    ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`}`
+    ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`} while ${lastError.during}`
     : '';
   return ApplicationFailure.create({
     type: FailureType.AgentJobTimedOut,

@@ -21,8 +21,8 @@ export interface ApiCallContext {
   deadlineMs: number;
   /** The API's failures in a row; updated in place, carried across continue-as-new. */
   streak: ApiFailureStreak;
-  /** Called with every failure, and with null after a success. */
-  reportError(error: LastApiError | null): void;
+  /** Called with every failure, and after a success of the call `doing` (which clears its error). */
+  reportError(error: LastApiError | null, doing: string): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
   timedOut(): ApplicationFailure;
 }
@@ -53,13 +53,13 @@ export async function attempt<T>(
       log.info('the Agent Job API answers again', { doing, failedCalls: ctx.streak.failures });
     }
     Object.assign(ctx.streak, noFailures());
-    ctx.reportError(null);
+    ctx.reportError(null, doing);
     return { ok: true, value };
   } catch (err) {
     if (isCancellation(err)) throw err;
-    const failure = apiFailureOf(err);
+    const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
-    ctx.reportError(failure.error);
+    ctx.reportError(failure.error, doing);
     if (failure.details?.final) throw finalFailure(failure, doing);
     count(ctx.streak, failure);
     const bound = CONSECUTIVE_ANSWER_BOUNDS[failure.error.type as keyof typeof CONSECUTIVE_ANSWER_BOUNDS];
@@ -104,6 +104,30 @@ export async function untilAnswered<T>(
   }
 }
 
+/**
+ * One call with the failure handling of runs that started before the workflow owned its waits
+ * (see `BOUNDED_API_CALLS_PATCH`): every failure that reaches the workflow is final, a timeout is
+ * the deadline. Kept so those runs replay exactly; new runs never take it.
+ */
+export async function singleCall<T>(
+  ctx: ApiCallContext,
+  doing: string,
+  invoke: (timeoutMs: number) => Promise<T>,
+): Promise<T> {
+  try {
+    const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
+    ctx.reportError(null, doing);
+    return value;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    const failure = apiFailureOf(err, doing);
+    if (failure === null) throw err;
+    ctx.reportError(failure.error, doing);
+    if (failure.activityFailure.cause?.name === 'TimeoutFailure') throw ctx.timedOut();
+    throw finalFailure(failure, doing);
+  }
+}
+
 /** An activity's failure as the workflow reads it. */
 interface ApiFailure {
   error: LastApiError;
@@ -111,7 +135,8 @@ interface ApiFailure {
   details: ApiErrorDetails | undefined;
   /** The activity's own `ApplicationFailure`, when there is one. */
   application: ApplicationFailure | undefined;
-  activityFailure: ActivityFailure;
+  /** What the workflow caught: the cause of the workflow's own failure. */
+  activityFailure: ActivityFailure | ApplicationFailure;
 }
 
 /**
@@ -119,15 +144,17 @@ interface ApiFailure {
  * chain, which is also where a schedule-to-close timeout keeps the last attempt's failure), or the
  * timeout itself. Null for anything that is not an activity's failure.
  */
-function apiFailureOf(err: unknown): ApiFailure | null {
-  if (!(err instanceof ActivityFailure)) return null;
-  let cause: unknown = err.cause;
+function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
+  // A local activity's failure can reach the workflow as the activity's own ApplicationFailure,
+  // without the ActivityFailure around it.
+  if (!(err instanceof ActivityFailure) && !(err instanceof ApplicationFailure)) return null;
+  let cause: unknown = err instanceof ActivityFailure ? err.cause : err;
   while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
   if (cause instanceof ApplicationFailure) {
     const details = cause.details?.[0] as ApiErrorDetails | undefined;
     const status = typeof details?.status === 'number' ? details.status : null;
     return {
-      error: { type: cause.type ?? 'ApplicationFailure', status, message: cause.message },
+      error: { type: cause.type ?? 'ApplicationFailure', status, message: cause.message, during: doing },
       details: typeof details === 'object' && details !== null && 'final' in details ? details : undefined,
       application: cause,
       activityFailure: err,
@@ -135,7 +162,7 @@ function apiFailureOf(err: unknown): ApiFailure | null {
   }
   const first = err.cause instanceof Error ? err.cause : err;
   return {
-    error: { type: first.name, status: null, message: first.message },
+    error: { type: first.name, status: null, message: first.message, during: doing },
     details: undefined,
     application: undefined,
     activityFailure: err,

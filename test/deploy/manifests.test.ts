@@ -31,7 +31,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadWorkerConfig, WORKER_SETTINGS } from '../../src/config.js';
+import { loadWorkerConfig, WORKER_SETTINGS, workerOptionsFrom } from '../../src/config.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -258,13 +258,12 @@ describe('docker-compose.yml', () => {
     assert.match(env.TEMPORAL_ADDRESS ?? '', /^temporal:/);
   });
 
-  test('lets the worker drain before Docker kills it', () => {
-    const env = environment('worker');
-    const graceMs = loadWorkerConfig(env).shutdownGraceMs;
+  test('lets the worker drain, forced end included, before Docker kills it', () => {
+    const drainMs = Number(workerOptionsFrom(loadWorkerConfig(environment('worker'))).shutdownForceTime);
     const stopMs = msToNumber(service('worker').stop_grace_period as Duration);
     assert.ok(
-      stopMs > graceMs,
-      `stop_grace_period (${stopMs} ms) must exceed WORKER_SHUTDOWN_GRACE (${graceMs} ms)`,
+      stopMs > drainMs,
+      `stop_grace_period (${stopMs} ms) must exceed the longest drain, WORKER_SHUTDOWN_GRACE + 10 s (${drainMs} ms)`,
     );
   });
 });
@@ -423,17 +422,18 @@ describe('deploy/k8s', () => {
     assert.equal(annotations['prometheus.io/path'], '/metrics');
   });
 
-  test('terminationGracePeriodSeconds leaves time for the drain', () => {
-    const graceMs = loadWorkerConfig({
+  test('terminationGracePeriodSeconds leaves time for the drain, forced end included', () => {
+    const config = loadWorkerConfig({
       ...configData,
       ...literalEnv,
       AGENT_API_KEY: 'x',
       AGENT_API_KEY_FILE: '',
-    }).shutdownGraceMs;
+    });
+    const drainMs = Number(workerOptionsFrom(config).shutdownForceTime);
     const termination = Number(podSpec.terminationGracePeriodSeconds) * 1000;
     assert.ok(
-      termination > graceMs,
-      `terminationGracePeriodSeconds (${termination} ms) must exceed WORKER_SHUTDOWN_GRACE (${graceMs} ms)`,
+      termination > drainMs,
+      `terminationGracePeriodSeconds (${termination} ms) must exceed the longest drain, WORKER_SHUTDOWN_GRACE + 10 s (${drainMs} ms)`,
     );
   });
 
