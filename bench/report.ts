@@ -564,15 +564,16 @@ every run, on its own task queue and simulator project.
   about 950 ms), so each poll takes a second or more whatever its interval. For the same reason
   jobs of more than \`--cost-max-polls\` polls are not run but extrapolated on the straight line
   through the variant's measured lengths (each poll adds the same events and actions), plus, per
-  extra continue-as-new run, one action and five events (three and seven when the run records
-  the local-activity patch marker and its TemporalChangeVersion upsert); the table marks them. *Mean detection
+  extra continue-as-new run, one action and five events, plus two of each per patch marker the
+  run records with its TemporalChangeVersion upsert (this worker: two patches with local-activity
+  polls, one without); the table marks them. *Mean detection
   delay* is the schedule's mean wait from a job's end to the poll that sees it, for jobs of L ±10%.
 - **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
   workflow started (by the client or by continue-as-new), timer started, activity started or
   retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
   activity leaves one started event), local activities (one per workflow task that records any
   local-activity marker), search-attribute upsert (one per command; those set at start are free),
-  signal, accepted update, child workflow (two). Other markers (the patch marker each run of this
+  signal, accepted update, child workflow (two). Other markers (the patch markers each run of this
   worker records once) are not on the list; they count one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
 - **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
   then spawns the worker: the time from the spawn to the simulator's answer to that first poll.

@@ -125,6 +125,8 @@ export interface ContinuationState {
   stalePolls?: number;
   /** The API's failures in a row, so an outage's backoff and bounds go on across runs. */
   apiFailures?: ApiFailureStreak;
+  /** The last API error, so a run that times out still names it. */
+  lastError?: LastApiError | null;
 }
 
 /**

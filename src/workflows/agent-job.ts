@@ -150,8 +150,9 @@ interface RunState {
   /** This run takes {@link BOUNDED_API_CALLS_PATCH}'s path (false only for older runs replaying). */
   boundedCalls: boolean;
   /**
-   * Bumped when a follow-up message is answered: a poll issued before that (or while the message
-   * was on its way) may carry the previous turn's record and must not end the new turn.
+   * Bumped when a follow-up message is answered: a poll issued before that may carry the previous
+   * turn's record and must not end the new turn. (One that returns while the message is still on
+   * its way cannot end anything: `observe` waits for the message.)
    */
   messageEpoch: number;
 }
@@ -174,7 +175,7 @@ export async function agentJobWorkflow(
       polls: continuation?.polls ?? 0,
       turns: continuation?.turns ?? 1,
       nextPollAt: null,
-      lastError: null,
+      lastError: continuation?.lastError ?? null,
     },
     deadlineMs: continuation?.deadlineMs ?? Date.now() + resolved.timeoutMs,
     pollRequested: continuation?.pollRequested ?? false,
@@ -366,6 +367,9 @@ async function pollUntilDone(
   let waitMs: number | null = null;
   for (;;) {
     if ((state.progress.polls > 0 || pollsThisRun > 0) && Date.now() >= state.deadlineMs) {
+      // A follow-up message on its way ends at the same deadline (its schedule-to-close timeout):
+      // let it, so that its error is the one named and its update is answered.
+      if (state.boundedCalls) await condition(() => !state.sendingMessage);
       throw timedOut(state, 'the agent job was still working');
     }
     await waitForNextPoll(state, waitMs);
@@ -384,6 +388,10 @@ async function pollUntilDone(
     }
     if ((pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested) && !state.sendingMessage) {
       await condition(allHandlersFinished);
+      // A follow-up message may have held the run until the deadline: end here, not in a new run.
+      if (state.boundedCalls && Date.now() >= state.deadlineMs) {
+        throw timedOut(state, 'the agent job was still working');
+      }
       const next: ContinuationState = {
         jobId: state.progress.jobId as string,
         deadlineMs: state.deadlineMs,
@@ -398,6 +406,7 @@ async function pollUntilDone(
         recordBeforeMessage: state.recordBeforeMessage,
         stalePolls: state.stalePolls,
         apiFailures: state.apiFailures,
+        lastError: state.progress.lastError,
       };
       log.info('continuing as new to keep the history bounded', { polls: state.progress.polls });
       return await continueAsNew<typeof agentJobWorkflow>(input, next);
@@ -436,7 +445,7 @@ async function poll(
   const jobId = state.progress.jobId as string;
   const getLocally = state.boundedCalls ? getAgentJobLocally : getAgentJobLocallyBeforePatch;
   const getJob = state.localPolls ? getLocally : getAgentJob;
-  const epoch = state.sendingMessage ? -1 : state.messageEpoch;
+  const epoch = state.messageEpoch;
   const ctx = apiCalls(state, 'the agent job could not be read');
   const doing = `reading agent job ${jobId}`;
   const invoke = (timeoutMs: number) =>
@@ -455,7 +464,7 @@ async function poll(
   const result = await attempt(ctx, doing, GET_BACKOFF, invoke);
   if (!result.ok) return result;
   state.progress.polls++;
-  if (epoch === state.messageEpoch && !state.sendingMessage) return { record: result.value };
+  if (epoch === state.messageEpoch) return { record: result.value };
   // A follow-up message was answered while this read was under way: read again at once.
   state.pollRequested = true;
   return { record: null };

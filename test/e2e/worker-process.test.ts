@@ -136,4 +136,35 @@ describe('worker process', { concurrency: 3 }, () => {
     assert.ok(!worker.stdout().includes(API_KEY) && !worker.stderr().includes(API_KEY), 'no key in the logs');
     await handle.terminate('test over');
   });
+
+  test('an outage in the log: its start and its end, not a line per failed attempt', async () => {
+    const { vars, taskQueue } = await workerEnv();
+    const worker = spawnTs('src/worker.ts', [], vars);
+    await worker.waitForOutput(/"worker running"/, 'the worker to run');
+    const projectId = uniqueId('docs');
+    sim.setScenario(projectId, {
+      faults: { rules: [{ endpoint: 'get', first: 4, kind: 'status', status: 503 }] },
+    });
+    const done = await env.client.workflow.execute<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+      taskQueue,
+      workflowId: uniqueId('agent-job-test'),
+      args: [
+        { projectId, prompt: 'Through an outage', poll: { initialInterval: 50 } } satisfies AgentJobInput,
+      ],
+    });
+    assert.equal(done.status, 'completed');
+    worker.child.kill('SIGTERM');
+    assert.equal(await worker.exited, 0);
+    const lines = `${worker.stdout()}\n${worker.stderr()}`
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    const loud = lines.filter((line) => line.level === 'WARN' || line.level === 'ERROR');
+    assert.deepEqual(
+      loud.map((line) => line.msg),
+      ['Agent Job API call failed; retrying until it answers or the deadline'],
+      'four 503s are one warning',
+    );
+    assert.equal(lines.filter((line) => line.msg === 'the Agent Job API answers again').length, 1);
+  });
 });
