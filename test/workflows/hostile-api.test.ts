@@ -273,7 +273,10 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     await waitFor(() => requestsTo(sim, projectId, 'create') >= 1, { what: 'the create request' });
     await handle.cancel();
     const ended = await outcome(handle, Date.now());
-    assert.ok(ended.cause instanceof CancelledFailure, String(ended.cause ?? ended.failure));
+    assert.ok(
+      ended.cause instanceof CancelledFailure,
+      `ended with ${ended.failure?.type ?? typeof ended.cause}`,
+    );
     const made = sim.stats().jobs.filter((job) => job.projectId === projectId);
     assert.equal(made.length, 1, 'the create landed');
     const attributes = (await handle.describe()).typedSearchAttributes;
