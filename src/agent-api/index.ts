@@ -1,7 +1,12 @@
 /**
  * Client of the Background Agent Job API: plain HTTP and record validation, no Temporal imports.
  */
-export { AgentApiClient, type AgentApiClientOptions, type CallOptions } from './client.js';
+export {
+  AgentApiClient,
+  MAX_RESPONSE_BYTES,
+  type AgentApiClientOptions,
+  type CallOptions,
+} from './client.js';
 export {
   AgentApiError,
   classifyNetworkError,
@@ -11,7 +16,12 @@ export {
   type NetworkClass,
   type StatusClass,
 } from './errors.js';
-export { agentJobRecordSchema, InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
+export {
+  agentJobRecordSchema,
+  InvalidAgentJobRecordError,
+  parseAgentJobRecord,
+  RECORD_BUDGET_BYTES,
+} from './record.js';
 export {
   closeDispatcher,
   createDispatcher,

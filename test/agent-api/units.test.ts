@@ -9,6 +9,7 @@ import {
   InvalidAgentJobRecordError,
   parseAgentJobRecord,
   parseRetryAfter,
+  RECORD_BUDGET_BYTES,
   type ApiFailureType,
 } from '../../src/agent-api/index.js';
 import { FailureType } from '../../src/contract.js';
@@ -96,6 +97,30 @@ describe('parseAgentJobRecord', () => {
       assert.throws(() => parseAgentJobRecord(body), InvalidAgentJobRecordError, JSON.stringify(body));
     }
     assert.throws(() => parseAgentJobRecord({ id: 'j', status: 'x', prLink: 'nope' }), /prLink/);
+  });
+
+  test('unknown fields are kept within the record budget; past it the largest go first', () => {
+    const small = { id: 'j', status: 'active', prLink: null, note: 'kept' };
+    assert.deepEqual(parseAgentJobRecord(small), small);
+    const parsed = parseAgentJobRecord({
+      ...small,
+      huge: 'x'.repeat(RECORD_BUDGET_BYTES),
+      source: { repository: 'r', ref: 'main', blob: 'y'.repeat((RECORD_BUDGET_BYTES * 3) / 4) },
+      trace: 'z'.repeat(RECORD_BUDGET_BYTES / 4),
+    });
+    assert.equal(parsed.huge, undefined, 'the largest unknown field is dropped');
+    assert.equal(parsed.source?.blob, undefined);
+    assert.equal(parsed.source?.repository, 'r');
+    assert.equal(parsed.note, 'kept');
+    assert.equal((parsed.trace as string).length, RECORD_BUDGET_BYTES / 4, 'what fits stays');
+    assert.ok(JSON.stringify(parsed).length <= RECORD_BUDGET_BYTES);
+  });
+
+  test('documented fields are bounded: a megabyte ID is not a record', () => {
+    assert.throws(
+      () => parseAgentJobRecord({ id: 'j'.repeat(1_000_001), status: 'active', prLink: null }),
+      InvalidAgentJobRecordError,
+    );
   });
 });
 

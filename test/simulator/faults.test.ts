@@ -1,7 +1,12 @@
 /** The fault rules as raw HTTP sees them: order, counting, skip, rates with a seed, and each kind. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { startSimulator, type FaultRule, type RunningSimulator } from '../../src/simulator/index.js';
+import {
+  parseScenario,
+  startSimulator,
+  type FaultRule,
+  type RunningSimulator,
+} from '../../src/simulator/index.js';
 import { uniqueId } from '../harness.js';
 import { call, jobPath, jobsPath, promptBody } from './http.js';
 
@@ -137,4 +142,48 @@ test('a fault comes after auth: an unauthenticated request does not use it up', 
   const projectId = projectWith([{ endpoint: 'get', first: 1, kind: 'status', status: 500 }]);
   assert.equal((await call(sim, 'GET', jobPath(projectId, 'j'), { key: 'wrong' })).status, 401);
   assert.equal((await call(sim, 'GET', jobPath(projectId, 'j'), { key: KEY })).status, 500);
+});
+
+test('Retry-After 0, and an HTTP date in the past (a server whose clock is behind)', async () => {
+  const projectId = projectWith([
+    { endpoint: 'get', first: 1, kind: 'status', status: 429, retryAfter: { seconds: 0 } },
+    {
+      endpoint: 'get',
+      first: 1,
+      kind: 'status',
+      status: 503,
+      retryAfter: { seconds: -3600, form: 'http-date' },
+    },
+  ]);
+  const zero = await call(sim, 'GET', jobPath(projectId, 'j'), { key: KEY });
+  assert.equal(zero.headers.get('retry-after'), '0');
+  const past = await call(sim, 'GET', jobPath(projectId, 'j'), { key: KEY });
+  const at = Date.parse(past.headers.get('retry-after') ?? '');
+  assert.ok(Date.now() - at > 3_500_000, `a date an hour ago, got ${past.headers.get('retry-after')}`);
+  assert.throws(
+    () =>
+      sim.setScenario(
+        uniqueId('proj'),
+        parseScenario({
+          faults: { rules: [{ endpoint: 'get', kind: 'status', status: 429, retryAfter: { seconds: -1 } }] },
+        }),
+      ),
+    /need form "http-date"/,
+  );
+});
+
+test('oversized: a real record padded with an unknown field; slow: processed now, answered later', async () => {
+  const projectId = projectWith([
+    { endpoint: 'create', first: 1, kind: 'oversized', bytes: 300_000 },
+    { endpoint: 'get', first: 1, kind: 'slow', ms: 700 },
+  ]);
+  const created = await call(sim, 'POST', jobsPath(projectId), { key: KEY, body: promptBody('x') });
+  assert.equal(created.status, 201);
+  const record = created.json as { id: string; status: string; padding: string };
+  assert.equal(record.status, 'active');
+  assert.equal(record.padding.length, 300_000);
+  const started = Date.now();
+  const read = await call(sim, 'GET', jobPath(projectId, record.id), { key: KEY });
+  assert.equal(read.status, 200);
+  assert.ok(Date.now() - started >= 650, `answered after ${Date.now() - started} ms`);
 });

@@ -228,6 +228,9 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
         rules: [
           { endpoint: 'create', first: 1, kind: 'status', status: 503 },
           { endpoint: 'get', first: 1, kind: 'status', status: 502 },
+          // A 404 goes back to the workflow, which waits on its own timer: that path is in the
+          // captured history too.
+          { endpoint: 'get', first: 1, kind: 'status', status: 404 },
         ],
       },
     });

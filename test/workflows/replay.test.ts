@@ -30,8 +30,9 @@ test('every saved history replays through the current workflow code', async () =
   assert.ok(files.length >= 6, `saved histories: ${files.join(', ')}`);
   assert.ok(
     files.some((name) => name.startsWith('before-local-activity-polls/')) &&
+      files.some((name) => name.startsWith('before-bounded-api-calls/')) &&
       files.some((name) => !name.includes('/')),
-    'histories from before and after the local-activity patch',
+    'histories from before each patch and from today',
   );
   const { workflowBundle } = await temporalEnv();
   const replayed: string[] = [];
