@@ -43,7 +43,10 @@ export interface TemporalSettings {
 /** How to reach the Agent Job API. The key is kept out of logs and errors. */
 export interface AgentApiSettings {
   baseUrl: string;
+  /** The key at start (from AGENT_API_KEY, or read from the file). */
   apiKey: string;
+  /** AGENT_API_KEY_FILE: the worker re-reads it when it changes, so a rotated key needs no restart. */
+  apiKeyFile: string | null;
   ambiguousCreatePolicy: AmbiguousCreatePolicy;
 }
 
@@ -167,7 +170,7 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
   if (policy !== 'retry' && policy !== 'fail') {
     throw new ConfigError('AGENT_API_AMBIGUOUS_CREATE', `must be "retry" or "fail", not "${policy}"`);
   }
-  return { baseUrl, apiKey, ambiguousCreatePolicy: policy };
+  return { baseUrl, apiKey, apiKeyFile: file ?? null, ambiguousCreatePolicy: policy };
 }
 
 /** Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting. */
