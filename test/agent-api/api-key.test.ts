@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -19,32 +19,11 @@ import {
   type ApiKeyFileEvent,
 } from '../../src/agent-api/index.js';
 import { startTestSimulator, uniqueId } from '../harness.js';
+import { SecretVolume } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const root = mkdtempSync(join(tmpdir(), 'agent-key-test-'));
 after(() => rmSync(root, { recursive: true, force: true }));
-
-/** A Secret volume as the kubelet writes it: `key -> ..data/key`, `..data -> ..<version>`. */
-class SecretVolume {
-  readonly dir = mkdtempSync(join(root, 'secret-'));
-  readonly path = join(this.dir, 'key');
-  #version = 0;
-
-  constructor(key: string) {
-    this.swap(key);
-    symlinkSync(join('..data', 'key'), this.path);
-  }
-
-  /** Writes a new version directory and points `..data` at it in one rename, as the kubelet does. */
-  swap(content: string): void {
-    this.#version += 1;
-    const version = `..v${this.#version}`;
-    mkdirSync(join(this.dir, version));
-    writeFileSync(join(this.dir, version, 'key'), content);
-    symlinkSync(version, join(this.dir, '..data_tmp'));
-    renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
-  }
-}
 
 function newKey(): string {
   return `rotation-key-${randomUUID()}`;
@@ -52,7 +31,7 @@ function newKey(): string {
 
 test('a file key is re-read when the mounted Secret is swapped, at most once per interval', () => {
   const [first, second] = [newKey(), newKey()];
-  const volume = new SecretVolume(`${first}\n`);
+  const volume = new SecretVolume(root, `${first}\n`);
   let now = 0;
   const events: ApiKeyFileEvent[] = [];
   const source = new FileApiKey(volume.path, {
@@ -73,7 +52,7 @@ test('a file key is re-read when the mounted Secret is swapped, at most once per
 
 test('an empty or malformed file keeps the last good key, and is read again on the next check', () => {
   const good = newKey();
-  const volume = new SecretVolume(good);
+  const volume = new SecretVolume(root, good);
   let now = 0;
   const events: ApiKeyFileEvent[] = [];
   const source = new FileApiKey(volume.path, {
@@ -100,7 +79,7 @@ test('an empty or malformed file keeps the last good key, and is read again on t
 });
 
 test('a key file without a usable key fails at start, naming the file and not its content', () => {
-  const volume = new SecretVolume('not a key');
+  const volume = new SecretVolume(root, 'not a key');
   assert.throws(
     () => new FileApiKey(volume.path),
     (err: unknown) =>
@@ -113,7 +92,7 @@ test('a key file without a usable key fails at start, naming the file and not it
 
 test('a rotation with no overlap fails no call: a 401 re-reads the file and the call is sent once more', async () => {
   const [oldKey, newKeyValue] = [newKey(), newKey()];
-  const volume = new SecretVolume(oldKey);
+  const volume = new SecretVolume(root, oldKey);
   const sim = await startTestSimulator({ apiKeys: [oldKey], defaultScenario: { durationMs: 60_000 } });
   const events: ApiKeyFileEvent[] = [];
   // A long interval: only the 401 path can pick up the new key within this test.
@@ -152,7 +131,7 @@ test('a rotation with no overlap fails no call: a 401 re-reads the file and the 
 
 test('a 401 with an unchanged file is final after one request, and no message carries a key', async () => {
   const key = newKey();
-  const volume = new SecretVolume(key);
+  const volume = new SecretVolume(root, key);
   const sim = await startTestSimulator({ apiKeys: [newKey()] });
   const client = new AgentApiClient({ baseUrl: sim.url, apiKey: new FileApiKey(volume.path) });
   const projectId = uniqueId('refused');
