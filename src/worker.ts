@@ -10,6 +10,7 @@ import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
+import { applyWorkflowHeap } from './worker-memory.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -59,6 +60,8 @@ async function run(config: WorkerConfig): Promise<void> {
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
   const { mode, ...workflows } = workflowSource();
+  const { memory } = config;
+  const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
   try {
     const api = new AgentApiClient({
@@ -84,6 +87,10 @@ async function run(config: WorkerConfig): Promise<void> {
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
+      memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
+      memoryLimitFrom: memory.limit?.source ?? 'none',
+      maxCachedWorkflows: memory.maxCachedWorkflows,
+      workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
     });
     try {
       await worker.run();
