@@ -433,6 +433,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Tempor
       'WORKER_GRPC_PORT',
       'WORKER_MEMBERSHIP_PORT',
     ];
+    const dynamicConfig = hostPathOf(server, dynamicConfigTarget, 'temporal');
+    validateDynamicConfig(build.server, dynamicConfig);
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -440,7 +442,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Tempor
       ...database,
       // Loopback instead of the compose file's 0.0.0.0: this cluster serves this machine only.
       BIND_ON_IP: '127.0.0.1',
-      DYNAMIC_CONFIG_FILE_PATH: hostPathOf(server, dynamicConfigTarget, 'temporal'),
+      DYNAMIC_CONFIG_FILE_PATH: dynamicConfig,
       LOG_LEVEL: 'warn',
       ...Object.fromEntries(portNames.map((name, i) => [name, String(ports[i])])),
     };
@@ -532,6 +534,20 @@ async function freeLowPorts(count: number): Promise<number[]> {
     return held.map((server) => (server.address() as AddressInfo).port);
   } finally {
     await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}
+
+/**
+ * The server's own check of a dynamic config file. The server logs an unknown key or a value of
+ * the wrong type as a warning and runs on without it, so any warning fails here instead.
+ */
+function validateDynamicConfig(server: string, file: string): void {
+  const result = spawnSync(server, ['validate-dynamic-config', file], { encoding: 'utf8' });
+  const output = `${result.stdout}${result.stderr}`;
+  if (result.status !== 0 || /warning|error/i.test(output)) {
+    throw new ClusterUnavailableError(
+      `${file.slice(ROOT.length)} does not pass the server's validation:\n${output}`,
+    );
   }
 }
 
