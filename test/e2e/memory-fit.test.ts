@@ -13,7 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { sampleProcess } from '../../bench/resources.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { cacheSizeFor, parseMemoryQuantity } from '../../src/worker-memory.js';
+import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/worker-memory.js';
 import {
   ROOT,
   spawnTs,
@@ -78,6 +78,7 @@ test('a worker with the manifests’ memory limit holds its full workflow cache 
   });
   assert.match(worker.stdout(), new RegExp(`"maxCachedWorkflows":${cache}\\b`));
   assert.match(worker.stdout(), /"memoryLimitFrom":"WORKER_MEMORY_LIMIT"/);
+  assert.match(worker.stdout(), new RegExp(`"workflowHeapMiB":${workflowHeapFor(cache)}\\b`));
 
   const projectId = uniqueId('docs-memory');
   const handles: AgentJobHandle[] = [];
