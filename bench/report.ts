@@ -111,7 +111,8 @@ const POSTGRES_INTRO = `The same quick run on the production topology: Temporal 
 compose images) with PostgreSQL, set up by the compose files as \`npm run test:cluster\` sets it up
 (dev/temporal-cluster.ts), with the dynamic config of \`deploy/compose/dynamicconfig.yaml\` and so the
 server's default rate limits, not the raised ones of the dev-server runs. Figures for users on a
-real cluster; PostgreSQL shares the machine's two cores with everything else here.
+real cluster; PostgreSQL shares the machine's two cores with everything else here. Where the tables
+say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
 `;
 
 function renderNewest(runs: BenchResult[]): string | null {
