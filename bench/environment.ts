@@ -1,13 +1,16 @@
 /**
  * What every scenario runs against: the real Temporal dev server (from the project's CLI
- * resolver) with raised rate limits, the API simulator without its create limit, a client, and the
+ * resolver) with raised rate limits, or with `--server postgres` Temporal Server on PostgreSQL as
+ * `npm run test:cluster` runs it; the API simulator without its create limit, a client, and the
  * scratch build of the measured processes. Everything started here is stopped by `close()`, newest
  * first, also when a later step failed.
  */
 import { Client, Connection } from '@temporalio/client';
 import { freePort, startDevServer } from '../dev/dev-server.js';
+import { startCluster } from '../dev/temporal-cluster.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { buildForBench, type Build } from './build.js';
+import type { BenchServer } from './summary.js';
 import { spawnMeasured, type MeasuredProcess } from './processes.js';
 
 /** The bench's API key at the simulator; a made-up value that guards nothing. */
@@ -49,8 +52,36 @@ export interface BenchEnvironment {
   close(): Promise<void>;
 }
 
-/** Starts the dev server, the simulator and the build. `log` receives progress lines. */
-export async function startBenchEnvironment(log: (line: string) => void): Promise<BenchEnvironment> {
+/** A running Temporal server of either kind, as the benchmark uses it. */
+interface BenchTemporal {
+  address: string;
+  namespace: string;
+  pid: number | null;
+  stop(): Promise<void>;
+}
+
+/**
+ * The dev server with {@link DYNAMIC_CONFIG}, or Temporal Server on PostgreSQL as test:cluster
+ * runs it (with the compose file's dynamic config, so the server's default limits).
+ */
+async function startTemporal(server: BenchServer, log: (line: string) => void): Promise<BenchTemporal> {
+  if (server === 'dev') {
+    return startDevServer({ dynamicConfig: DYNAMIC_CONFIG, log: (line) => log(`[dev-server] ${line}`) });
+  }
+  const cluster = await startCluster({ log: (line) => log(`[cluster] ${line}`) });
+  return {
+    address: cluster.address,
+    namespace: cluster.namespace,
+    pid: cluster.serverPid(),
+    stop: () => cluster.stop(),
+  };
+}
+
+/** Starts the Temporal server, the simulator and the build. `log` receives progress lines. */
+export async function startBenchEnvironment(
+  log: (line: string) => void,
+  serverKind: BenchServer = 'dev',
+): Promise<BenchEnvironment> {
   const closers: Array<() => Promise<void> | void> = [];
   const close = async () => {
     const errors: unknown[] = [];
@@ -65,10 +96,7 @@ export async function startBenchEnvironment(log: (line: string) => void): Promis
   };
   try {
     let started = Date.now();
-    const server = await startDevServer({
-      dynamicConfig: DYNAMIC_CONFIG,
-      log: (line) => log(`[dev-server] ${line}`),
-    });
+    const server = await startTemporal(serverKind, log);
     closers.push(() => server.stop());
     const serverMs = Date.now() - started;
     const connection = await Connection.connect({ address: server.address });

@@ -17,6 +17,7 @@ import {
   summarizeLoad,
   type AimResult,
   type BenchResult,
+  type BenchServer,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
@@ -32,7 +33,9 @@ type Format = 'text' | 'markdown';
 export function writeResult(result: BenchResult): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
-  const path = join(RESULTS_DIR, `${stamp}-${result.mode}.json`);
+  // Runs on PostgreSQL get their own suffix, so the dev server's newest runs stay the ones shown.
+  const server = result.server === 'postgres' ? '-postgres' : '';
+  const path = join(RESULTS_DIR, `${stamp}-${result.mode}${server}.json`);
   const summary = summarizeLoad(result.load);
   writeFileSync(
     path,
@@ -41,11 +44,12 @@ export function writeResult(result: BenchResult): string {
   return path;
 }
 
-/** Every result of a mode in bench/results/, newest first. */
-export function results(mode: BenchResult['mode']): BenchResult[] {
+/** Every result of a mode on a server in bench/results/, newest first. */
+export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
+  const suffix = server === 'postgres' ? `-${mode}-postgres.json` : `-${mode}.json`;
   let names: string[];
   try {
-    names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(`-${mode}.json`));
+    names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(suffix));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
@@ -89,6 +93,12 @@ export async function writePerformanceDoc(): Promise<void> {
   parts.push(
     renderNewest(results('quick')) ?? 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
   );
+  parts.push('## Latest quick run on PostgreSQL\n');
+  parts.push(POSTGRES_INTRO);
+  parts.push(
+    renderNewest(results('quick', 'postgres')) ??
+      'No run on PostgreSQL recorded yet: run `npm run bench -- --quick --server postgres`.\n',
+  );
   parts.push(DOC_METHOD);
   const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
   writeFileSync(
@@ -96,6 +106,14 @@ export async function writePerformanceDoc(): Promise<void> {
     await prettier.format(parts.join('\n'), { ...options, filepath: PERFORMANCE_DOC }),
   );
 }
+
+const POSTGRES_INTRO = `The same quick run on the production topology: Temporal Server v1.30.1 (the release of the
+compose images) with PostgreSQL, set up by the compose files as \`npm run test:cluster\` sets it up
+(dev/temporal-cluster.ts), with the dynamic config of \`deploy/compose/dynamicconfig.yaml\` and so the
+server's default rate limits, not the raised ones of the dev-server runs. Figures for users on a
+real cluster; PostgreSQL shares the machine's two cores with everything else here. Where the tables
+say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
+`;
 
 function renderNewest(runs: BenchResult[]): string | null {
   const sources = new Map<BenchResult, Set<Section>>();
@@ -192,7 +210,7 @@ function header(result: BenchResult, format: Format): string {
     `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Linux ${m.kernel}; shared with other work while measured ` +
       `(1-minute load average ${m.loadAverageAtStart.toFixed(2)} at the start, ${m.loadAverageAtEnd?.toFixed(2) ?? '?'} at the end; ` +
       `cores busy ${m.cpuBusyPercent?.toFixed(0) ?? '?'}% of the run, ${m.cpuStealPercent?.toFixed(1) ?? '?'}% stolen by the hypervisor).`,
-    `Versions: Node ${m.node}, Temporal CLI ${m.temporalCli}, server ${m.temporalServer}, TypeScript SDK ${m.temporalSdk}.`,
+    `Versions: Node ${m.node}, Temporal CLI ${m.temporalCli}, server ${m.temporalServer}${result.server === 'postgres' ? ' on PostgreSQL' : ''}, TypeScript SDK ${m.temporalSdk}.`,
     `Load points: ${result.settings.points
       .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? result.settings.repeats}`)
       .join(

@@ -14,7 +14,7 @@ import { render, writePerformanceDoc, writeResult } from './report.js';
 import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
 import { IMPLEMENTATIONS, runLoad, type Implementation, type LoadRun } from './scenarios/load.js';
 import { runStartup } from './scenarios/startup.js';
-import type { BenchResult, ChoiceSide, DesignChoice, LoadPoint, Mode } from './summary.js';
+import type { BenchResult, BenchServer, ChoiceSide, DesignChoice, LoadPoint, Mode } from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 
@@ -32,6 +32,8 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
   --scale K            cost runs go K times faster than real time (default 240, at most 500: the
                        workflow's shortest interval is 10 ms)
   --only LIST          run only some of: startup, load, cost, choices
+  --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v1.30.1 on
+                       PostgreSQL, set up by the compose files as \`npm run test:cluster\` does
   --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
   --report-only        run nothing; regenerate docs/PERFORMANCE.md from bench/results/
   --help               this text
@@ -58,6 +60,7 @@ interface Plan {
   choices: DesignChoice[];
   only: Set<Scenario>;
   write: boolean;
+  server: BenchServer;
 }
 
 class UsageError extends Error {}
@@ -76,6 +79,7 @@ function plan(argv: string[]): Plan | 'report-only' | null {
       'choice-point': { type: 'string' },
       'cost-max-polls': { type: 'string' },
       only: { type: 'string' },
+      server: { type: 'string', default: 'dev' },
       'no-write': { type: 'boolean', default: false },
       'report-only': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -87,6 +91,10 @@ function plan(argv: string[]): Plan | 'report-only' | null {
   if (values['report-only']) return 'report-only';
   if (values.quick && values.full) throw new UsageError('choose --quick or --full, not both');
   const mode: Mode = values.full ? 'full' : 'quick';
+  const server = values.server;
+  if (server !== 'dev' && server !== 'postgres') {
+    throw new UsageError(`--server must be dev or postgres, not "${server}"`);
+  }
   const maxJobs = positiveInt(values['max-jobs'] ?? '10000', '--max-jobs');
   const ladder = [
     { jobs: 100, cadenceMs: 2_000 },
@@ -139,6 +147,7 @@ function plan(argv: string[]): Plan | 'report-only' | null {
     choices: mode === 'full' ? designChoices(choicePoint) : [],
     only: mode === 'quick' ? new Set([...only].filter((s) => s !== 'choices')) : only,
     write: !values['no-write'],
+    server,
   };
 }
 
@@ -367,7 +376,7 @@ async function main(): Promise<number> {
   const began = Date.now();
   const cpuAtStart = cpuTimes();
   say(`${p.mode} mode: ${[...p.only].join(', ')}`);
-  const env = await startBenchEnvironment(say);
+  const env = await startBenchEnvironment(say, p.server);
   const stop = () => {
     say('interrupted: stopping what the benchmark started');
     env.close().then(
@@ -394,10 +403,12 @@ async function main(): Promise<number> {
         costLengthsMs: p.costLengthsMs,
         costSamples: p.costSamples,
         startupRepeats: p.startupRepeats,
-        dynamicConfig: DYNAMIC_CONFIG,
+        // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
+        dynamicConfig: p.server === 'dev' ? DYNAMIC_CONFIG : {},
         choices: p.choices,
       },
       setupMs: env.setupMs,
+      server: p.server,
       startup: [],
       load: [],
       ladderStops: [],

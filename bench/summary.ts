@@ -44,6 +44,9 @@ export interface DesignChoice {
   sides: ChoiceSide[];
 }
 
+/** Which Temporal server a run measured. */
+export type BenchServer = 'dev' | 'postgres';
+
 /** Everything one benchmark run wrote: raw runs, settings, machine. The summary is derived. */
 export interface BenchResult {
   schema: 1;
@@ -65,6 +68,12 @@ export interface BenchResult {
     choices: DesignChoice[];
   };
   setupMs: { server: number; emit: number; bundle: number };
+  /**
+   * The Temporal server measured against: `dev` (the CLI's dev server with SQLite; also every run
+   * recorded before this field existed) or `postgres` (Temporal Server with PostgreSQL, as
+   * `npm run test:cluster` runs it).
+   */
+  server?: BenchServer;
   startup: StartupRun[];
   load: LoadRun[];
   /** Where the ladder of N stopped for an implementation, and why. */

@@ -2,8 +2,11 @@
 // commands work on a fresh clone without a separate setup step:
 // - installs the locked npm dependencies with `npm ci` when node_modules is missing or stale;
 // - with --for-tests, makes sure Debian's docker-compose (1.29) is there, which the deploy tests
-//   use to validate docker-compose.yml without a Docker engine. It installs it with apt-get only
-//   when running as root on a Debian-like machine; elsewhere it says what to install.
+//   use to validate docker-compose.yml without a Docker engine;
+// - with --for-cluster, makes sure the PostgreSQL server binaries and `nc` (which
+//   deploy/compose/temporal-schema.sh waits with) are there, for `npm run test:cluster`.
+// It installs Debian packages with apt-get only when running as root on a Debian-like machine;
+// elsewhere it says what to install.
 // Plain JavaScript on purpose: it must run before the TypeScript tooling is installed.
 import { spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
@@ -26,22 +29,43 @@ if (!fresh) {
   }
 }
 
-if (process.argv.includes('--for-tests') && !onPath('docker-compose')) {
+let aptUpdated = false;
+
+/** Installs Debian `packages` when root with apt-get; otherwise says what to install. */
+function ensurePackages(what, packages) {
   const root = typeof process.getuid === 'function' && process.getuid() === 0;
-  if (root && onPath('apt-get')) {
+  if (!root || !onPath('apt-get')) {
     process.stderr.write(
-      "[setup] installing Debian's docker-compose to validate docker-compose.yml (first run only)\n",
+      `[setup] ${what} is not installed (Debian: apt-get install ${packages.join(' ')})\n`,
     );
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    if (
-      !run('apt-get', ['update', '-qq'], env) ||
-      !run('apt-get', ['install', '-y', '-qq', 'docker-compose'], env)
-    ) {
-      process.stderr.write('[setup] apt-get install docker-compose failed; the deploy tests will say so\n');
-    }
-  } else {
-    process.stderr.write(
-      '[setup] docker-compose is not installed; the deploy tests need it (Debian: apt-get install docker-compose, or pip install docker-compose)\n',
-    );
+    return false;
   }
+  process.stderr.write(`[setup] installing ${what} with apt-get (first run only)\n`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  if (!aptUpdated) aptUpdated = run('apt-get', ['update', '-qq'], env);
+  if (!aptUpdated || !run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], env)) {
+    process.stderr.write(`[setup] apt-get install ${packages.join(' ')} failed; see the output above\n`);
+    return false;
+  }
+  return true;
+}
+
+function postgresInstalled() {
+  if (process.env.PG_BIN_DIR) return true;
+  return spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb'], { stdio: 'ignore' }).status === 0;
+}
+
+if (process.argv.includes('--for-tests') && !onPath('docker-compose')) {
+  // The deploy tests say so themselves when it is still missing.
+  ensurePackages("Debian's docker-compose, which the deploy tests use to validate docker-compose.yml", [
+    'docker-compose',
+  ]);
+}
+
+if (process.argv.includes('--for-cluster')) {
+  let ok = true;
+  if (!postgresInstalled()) ok = ensurePackages('the PostgreSQL server', ['postgresql']) && ok;
+  if (!onPath('nc'))
+    ok = ensurePackages('nc, which deploy/compose/temporal-schema.sh uses', ['netcat-openbsd']) && ok;
+  if (!ok) process.exit(1);
 }

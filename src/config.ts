@@ -14,6 +14,16 @@ import type { ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
+import {
+  cgroupMemoryLimit,
+  parseMemoryQuantity,
+  sizeForMemory,
+  type MemoryLimit,
+  type MemorySizing,
+} from './worker-memory.js';
+
+/** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
 export class ConfigError extends Error {
@@ -43,7 +53,10 @@ export interface TemporalSettings {
 /** How to reach the Agent Job API. The key is kept out of logs and errors. */
 export interface AgentApiSettings {
   baseUrl: string;
+  /** The key at start (from AGENT_API_KEY, or read from the file). */
   apiKey: string;
+  /** AGENT_API_KEY_FILE: the worker re-reads it when it changes, so a rotated key needs no restart. */
+  apiKeyFile: string | null;
   ambiguousCreatePolicy: AmbiguousCreatePolicy;
 }
 
@@ -54,6 +67,8 @@ export interface WorkerConfig {
   maxConcurrentActivities: number;
   maxConcurrentWorkflowTasks: number;
   maxCachedWorkflows: number;
+  /** The memory limit and what the worker sizes from it (src/worker-memory.ts). */
+  memory: MemorySizing;
   /** Server-side cap on activities started per second across all workers of the task queue. */
   activitiesPerSecond: number | undefined;
   shutdownGraceMs: number;
@@ -75,6 +90,7 @@ export const WORKER_SETTINGS = [
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WORKER_MAX_CACHED_WORKFLOWS',
+  'WORKER_MEMORY_LIMIT',
   'WORKER_ACTIVITIES_PER_SECOND',
   'WORKER_SHUTDOWN_GRACE',
   'HEALTH_ADDRESS',
@@ -176,11 +192,17 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
   if (policy !== 'retry' && policy !== 'fail') {
     throw new ConfigError('AGENT_API_AMBIGUOUS_CREATE', `must be "retry" or "fail", not "${policy}"`);
   }
-  return { baseUrl, apiKey, ambiguousCreatePolicy: policy };
+  return { baseUrl, apiKey, apiKeyFile: file ?? null, ambiguousCreatePolicy: policy };
 }
 
-/** Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting. */
-export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
+/**
+ * Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting.
+ * `containerLimit` reads the cgroup memory limit (replaceable in tests).
+ */
+export function loadWorkerConfig(
+  env: Env = process.env,
+  containerLimit: () => MemoryLimit | null = () => cgroupMemoryLimit(),
+): WorkerConfig {
   const agentApi = loadAgentApiSettings(env);
   const temporal = loadTemporalSettings(env);
   const logLevel = (text(env, 'LOG_LEVEL') ?? 'INFO').toUpperCase();
@@ -188,18 +210,42 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     throw new ConfigError('LOG_LEVEL', `must be DEBUG, INFO, WARN or ERROR, not "${logLevel}"`);
   }
   const metrics = text(env, 'METRICS_ADDRESS') ?? '0.0.0.0:9464';
+  const explicitCache = text(env, 'WORKER_MAX_CACHED_WORKFLOWS');
+  const memory = sizeForMemory({
+    limit: memoryLimit(env) ?? containerLimit(),
+    explicitCache:
+      explicitCache === undefined
+        ? undefined
+        : int(env, 'WORKER_MAX_CACHED_WORKFLOWS', DEFAULT_MAX_CACHED_WORKFLOWS, 0),
+    fallbackCache: DEFAULT_MAX_CACHED_WORKFLOWS,
+  });
   return {
     temporal,
     agentApi,
     maxConcurrentActivities: int(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 200, 1),
     maxConcurrentWorkflowTasks: int(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 100, 2),
-    maxCachedWorkflows: int(env, 'WORKER_MAX_CACHED_WORKFLOWS', 2_000, 0),
+    maxCachedWorkflows: memory.maxCachedWorkflows,
+    memory,
     activitiesPerSecond: optionalNumber(env, 'WORKER_ACTIVITIES_PER_SECOND'),
     shutdownGraceMs: duration(env, 'WORKER_SHUTDOWN_GRACE', 30_000),
     healthAddress: hostPort(env, 'HEALTH_ADDRESS', '0.0.0.0:8080'),
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     logLevel: logLevel as WorkerConfig['logLevel'],
   };
+}
+
+/** WORKER_MEMORY_LIMIT, a quantity such as `1Gi`, for a limit the cgroup does not show. */
+function memoryLimit(env: Env): MemoryLimit | null {
+  const value = text(env, 'WORKER_MEMORY_LIMIT');
+  if (value === undefined) return null;
+  const bytes = parseMemoryQuantity(value);
+  if (bytes === null) {
+    throw new ConfigError(
+      'WORKER_MEMORY_LIMIT',
+      `must be a memory size such as 1Gi or 1536Mi, not "${value}"`,
+    );
+  }
+  return { bytes, source: 'WORKER_MEMORY_LIMIT' };
 }
 
 function definedOnly(env: Env): Record<string, string> {

@@ -7,9 +7,10 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
-import { AgentApiClient, closeDispatcher } from './agent-api/index.js';
+import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
+import { applyWorkflowHeap } from './worker-memory.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -24,6 +25,24 @@ function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath
     workflowsPath: fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)),
     mode: 'workflowsPath',
   };
+}
+
+/** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */
+function apiKeySource(
+  config: WorkerConfig,
+  logger: ReturnType<typeof createJsonLogger>,
+): string | ApiKeySource {
+  const file = config.agentApi.apiKeyFile;
+  if (file === null) return config.agentApi.apiKey;
+  return new FileApiKey(file, {
+    onEvent: (event) =>
+      event.kind === 'reloaded'
+        ? logger.info('agent API key reloaded from AGENT_API_KEY_FILE', { path: event.path })
+        : logger.warn('AGENT_API_KEY_FILE not usable; keeping the current key', {
+            path: event.path,
+            reason: event.reason,
+          }),
+  });
 }
 
 async function run(config: WorkerConfig): Promise<void> {
@@ -41,9 +60,14 @@ async function run(config: WorkerConfig): Promise<void> {
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
   const { mode, ...workflows } = workflowSource();
+  const { memory } = config;
+  const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
   try {
-    const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
+    const api = new AgentApiClient({
+      baseUrl: config.agentApi.baseUrl,
+      apiKey: apiKeySource(config, logger),
+    });
     const worker = await Worker.create({
       connection,
       ...workerOptionsFrom(config),
@@ -63,6 +87,10 @@ async function run(config: WorkerConfig): Promise<void> {
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
+      memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
+      memoryLimitFrom: memory.limit?.source ?? 'none',
+      maxCachedWorkflows: memory.maxCachedWorkflows,
+      workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
     });
     try {
       await worker.run();

@@ -72,19 +72,20 @@ export function onCleanup(fn: () => Promise<void> | void): void {
 }
 
 /**
- * The Temporal server for this test file: the suite's (TEMPORAL_ADDRESS) or one started here.
- * Everything it opens is closed after the file's tests.
+ * The Temporal server for this test file: `target` when given (test:cluster passes its own),
+ * else the suite's (TEMPORAL_ADDRESS), else a dev server started here. Everything it opens is
+ * closed after the file's tests.
  */
-export function temporalEnv(): Promise<TemporalTestEnv> {
-  envPromise ??= openEnv();
+export function temporalEnv(target?: { address: string; namespace: string }): Promise<TemporalTestEnv> {
+  envPromise ??= openEnv(target);
   return envPromise;
 }
 
-async function openEnv(): Promise<TemporalTestEnv> {
+async function openEnv(target: { address: string; namespace: string } | undefined): Promise<TemporalTestEnv> {
   quietRuntime();
   let server: DevServer | null = null;
-  let address = process.env.TEMPORAL_ADDRESS;
-  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  let address = target?.address ?? process.env.TEMPORAL_ADDRESS;
+  const namespace = target?.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default';
   if (!address) {
     server = await startDevServer();
     address = server.address;

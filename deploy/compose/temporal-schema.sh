@@ -13,7 +13,9 @@ set -eu
 : "${POSTGRES_USER:?POSTGRES_USER must be set}"
 : "${SQL_PASSWORD:?SQL_PASSWORD must be set (temporal-sql-tool reads the password from it)}"
 port="${DB_PORT:-5432}"
-schemas=/etc/temporal/schema/postgresql/v12
+# Where the admin-tools image keeps the schema files; `npm run test:cluster` points it at the files of
+# the same server release built from source.
+schemas="${TEMPORAL_SCHEMA_DIR:-/etc/temporal/schema/postgresql/v12}"
 
 sql() {
   temporal-sql-tool --plugin postgres12 --ep "$POSTGRES_SEEDS" -p "$port" -u "$POSTGRES_USER" "$@"

@@ -4,6 +4,7 @@
  * from the contract, except a caller's own abort, which is passed through untouched.
  */
 import { request, type Dispatcher } from 'undici';
+import { staticApiKey, type ApiKeySource } from './api-key.js';
 import { ApiFailureType, type AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
 import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
@@ -14,8 +15,12 @@ import { parseRetryAfter } from './retry-after.js';
 export interface AgentApiClientOptions {
   /** Base URL, e.g. `https://api.mintlify.com` or `http://127.0.0.1:8787`; a path prefix is kept. */
   baseUrl: string;
-  /** The admin API key. Sent only in the Authorization header; never logged, never in a message. */
-  apiKey: string;
+  /**
+   * The admin API key, or a source that can rotate it (e.g. a {@link FileApiKey}). Sent only in the
+   * Authorization header; never logged, never in a message. A call the API refuses with 401 is
+   * sent once more when the source then has another key, so a rotation fails no call.
+   */
+  apiKey: string | ApiKeySource;
   /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
   dispatcher?: Dispatcher;
 }
@@ -63,8 +68,7 @@ export class AgentApiClient {
   // Private fields: util.inspect and JSON.stringify of a client never show the key.
   readonly #origin: string;
   readonly #base: string;
-  readonly #authorization: string;
-  readonly #apiKey: string;
+  readonly #key: ApiKeySource;
   readonly #dispatcher: Dispatcher | undefined;
 
   /** @throws {TypeError} for a base URL that is not absolute http(s), or an empty or malformed key */
@@ -80,7 +84,7 @@ export class AgentApiClient {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new TypeError(`baseUrl must use http or https, not ${url.protocol}`);
     }
-    if (!TOKEN.test(options.apiKey)) {
+    if (typeof options.apiKey === 'string' && !TOKEN.test(options.apiKey)) {
       // The message must not echo the value: it may be a real key with a stray newline.
       throw new TypeError(
         'apiKey must be a non-empty string of visible ASCII characters (no spaces or newlines)',
@@ -88,8 +92,7 @@ export class AgentApiClient {
     }
     this.#origin = url.origin;
     this.#base = url.origin + url.pathname.replace(/\/+$/, '');
-    this.#apiKey = options.apiKey;
-    this.#authorization = `Bearer ${options.apiKey}`;
+    this.#key = typeof options.apiKey === 'string' ? staticApiKey(options.apiKey) : options.apiKey;
     this.#dispatcher = options.dispatcher;
   }
 
@@ -136,11 +139,25 @@ export class AgentApiClient {
     });
   }
 
+  /** One call, sent once more with a fresher key when the API refused the one it was sent with. */
   async #call(call: Call): Promise<AgentJobRecord> {
     const invalid = this.#checkArguments(call);
     if (invalid !== null) throw invalid;
+    const key = this.#key.current();
+    try {
+      return await this.#send(call, key);
+    } catch (err) {
+      // A 401 means the request was not applied, so sending it again is safe even for a create.
+      if (!(err instanceof AgentApiError) || err.type !== ApiFailureType.Unauthorized) throw err;
+      const fresher = this.#key.afterRefusal(key);
+      if (fresher === null) throw err;
+      return this.#send(call, fresher);
+    }
+  }
+
+  async #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const headers: Record<string, string> = {
-      authorization: this.#authorization,
+      authorization: `Bearer ${apiKey}`,
       accept: 'application/json',
     };
     let body: string | undefined;
@@ -315,11 +332,11 @@ export class AgentApiClient {
     });
   }
 
-  /** One line, at most {@link EXCERPT_LENGTH} characters, with the key cut out should a server echo it. */
+  /** One line, at most {@link EXCERPT_LENGTH} characters, with any key cut out should a server echo it. */
   #excerpt(text: string): string {
-    const line = text
-      .split(this.#apiKey)
-      .join('[redacted]')
+    const line = this.#key
+      .known()
+      .reduce((redacted, key) => redacted.split(key).join('[redacted]'), text)
       .replace(/[\s\p{Cc}]+/gu, ' ')
       .trim();
     return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;

@@ -38,3 +38,12 @@ export {
   type AgentJobRecord,
   type AgentJobStatus,
 } from './types.js';
+export {
+  ApiKeyFileError,
+  DEFAULT_KEY_CHECK_INTERVAL_MS,
+  FileApiKey,
+  staticApiKey,
+  type ApiKeyFileEvent,
+  type ApiKeySource,
+  type FileApiKeyOptions,
+} from './api-key.js';

@@ -62,6 +62,12 @@ export interface RunningSimulator {
   setScenario(projectId: string, scenario: Partial<Scenario>): void;
   /** Archives a job now. @throws {Error} when the job does not exist */
   archiveJob(projectId: string, jobId: string): void;
+  /**
+   * Replaces the accepted bearer keys, as a key rotation at the live service does: a key left out
+   * is refused from the next request on. Also `PUT /_sim/keys` with `{"apiKeys": [...]}`.
+   * @throws {Error} for an empty list
+   */
+  setApiKeys(apiKeys: string[]): void;
   /** Counts so far. */
   stats(): SimulatorStats;
   /** Closes the server and destroys every open socket, hanging requests included. */
@@ -94,7 +100,8 @@ type Route =
   | { endpoint: 'message'; projectId: string; jobId: string }
   | { endpoint: 'admin-stats' }
   | { endpoint: 'admin-scenario'; projectId: string }
-  | { endpoint: 'admin-archive'; projectId: string; jobId: string };
+  | { endpoint: 'admin-archive'; projectId: string; jobId: string }
+  | { endpoint: 'admin-keys' };
 
 /**
  * Starts a simulator of the Background Agent Job API.
@@ -109,7 +116,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
 /** Server state: jobs, scenarios, fault counters, request counts, pending latency timers. */
 class Simulator {
   readonly #server: Server;
-  readonly #keys: ReadonlySet<string>;
+  #keys: ReadonlySet<string>;
   readonly #store: JobStore;
   readonly #defaultScenario: Partial<Scenario>;
   readonly #scenarios = new Map<string, Partial<Scenario>>();
@@ -149,6 +156,11 @@ class Simulator {
       url: `http://${shownHost}:${address.port}`,
       setScenario: (projectId, scenario) => this.#setScenario(projectId, scenario),
       archiveJob: (projectId, jobId) => this.#archive(projectId, jobId),
+      setApiKeys: (apiKeys) => {
+        const keys = parseKeys(JSON.stringify({ apiKeys }));
+        if (typeof keys === 'string') throw new Error(`setApiKeys: ${keys}`);
+        this.#keys = new Set(keys);
+      },
       stats: () => this.#stats(),
       stop: () => this.#stop(),
     };
@@ -265,6 +277,13 @@ class Simulator {
       if (job === undefined) return errorReply(404, 'job not found');
       this.#store.archive(job, Date.now());
       return jsonReply(200, this.#store.record(job, Date.now()));
+    }
+    if (route.endpoint === 'admin-keys') {
+      const keys = parseKeys(body);
+      if (typeof keys === 'string') return errorReply(400, keys);
+      this.#keys = new Set(keys);
+      // The keys are secrets even here: the answer and the log line carry their count only.
+      return jsonReply(200, { apiKeys: keys.length });
     }
     return errorReply(404, 'no such route');
   }
@@ -469,6 +488,7 @@ function matchRoute(method: string, path: string): Route | 405 | null {
   }
   if (a === '_sim') {
     if (parts.length === 2 && b === 'stats') return want('GET', { endpoint: 'admin-stats' });
+    if (parts.length === 2 && b === 'keys') return want('PUT', { endpoint: 'admin-keys' });
     if (parts.length === 3 && b === 'scenarios' && c)
       return want('PUT', { endpoint: 'admin-scenario', projectId: c });
     if (parts.length === 5 && b === 'jobs' && c && d && e === 'archive') {
@@ -496,6 +516,23 @@ function readPrompt(req: IncomingMessage, body: string | null): string | Reply {
     return errorReply(400, 'prompt is required and must be a non-empty string');
   }
   return prompt;
+}
+
+/** The keys of a `PUT /_sim/keys` body, or why it is refused (never quoting a key). */
+function parseKeys(body: string | null): string[] | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(body ?? '');
+  } catch {
+    return 'body is not valid JSON';
+  }
+  const keys =
+    typeof json === 'object' && json !== null ? (json as { apiKeys?: unknown }).apiKeys : undefined;
+  if (!Array.isArray(keys) || keys.length === 0) return 'apiKeys must be a non-empty array of keys';
+  if (!keys.every((key): key is string => typeof key === 'string' && /^[\x21-\x7e]+$/.test(key))) {
+    return 'every key must be a non-empty string of visible ASCII characters';
+  }
+  return keys;
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {

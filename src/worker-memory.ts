@@ -1,0 +1,144 @@
+/**
+ * Sizes the worker to the memory it is given, so a pod holding its full workflow cache stays under
+ * its limit instead of being OOM-killed near the load it is configured for.
+ *
+ * The memory comes from WORKER_MEMORY_LIMIT, else the container's cgroup limit (v2
+ * `memory.max`, v1 `memory.limit_in_bytes`). From it, the rule below gives the number of cached
+ * workflows and the V8 heap of the thread that runs workflow code. The figures come from the
+ * benchmark (docs/PERFORMANCE.md): medians of 408 and 412 MiB per 1,000 open workflows at N=1,000
+ * and N=2,000 (peak 999 MiB at 2,000, 1,145 MiB in the worst repetition) over an idle worker of
+ * under 200 MiB. test/deploy/memory.test.ts checks the constants against those tables.
+ */
+import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+
+/** Resident memory of a worker with an empty cache (runtime, SDK core, workflow bundle), MiB. */
+export const BASE_MIB = 200;
+/** Resident memory per 1,000 cached workflows, MiB: above every median the benchmark measured. */
+export const MIB_PER_1000_WORKFLOWS = 450;
+/** Share of the limit left unplanned, for garbage not yet collected and bursts of activities. */
+export const HEADROOM = 0.2;
+/** Cache sizes are rounded down to this step, so a small change of the limit keeps the same size. */
+const CACHE_STEP = 100;
+/** Below this the cache hardly helps (the SDK's own minimum is 2); a smaller pod gets this much. */
+const MIN_CACHE = 10;
+
+/** Where the limit came from, for the start log line. */
+export type MemoryLimitSource = 'WORKER_MEMORY_LIMIT' | 'cgroup v2' | 'cgroup v1';
+
+/** A memory limit in bytes and where it came from. */
+export interface MemoryLimit {
+  bytes: number;
+  source: MemoryLimitSource;
+}
+
+/** What the worker runs with. */
+export interface MemorySizing {
+  limit: MemoryLimit | null;
+  maxCachedWorkflows: number;
+  /** `--max-old-space-size` of the workflow thread, MiB; null leaves Node's default. */
+  workflowHeapMiB: number | null;
+}
+
+const MiB = 1024 * 1024;
+/** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
+const CGROUP_V1_UNLIMITED = 2 ** 60;
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  k: 1000,
+  m: 1000 ** 2,
+  g: 1000 ** 3,
+  ki: 1024,
+  mi: 1024 ** 2,
+  gi: 1024 ** 3,
+};
+
+/**
+ * Parses a Kubernetes-style quantity (`1Gi`, `1536Mi`, `2G`, or bytes), case-insensitive.
+ * @returns bytes, or null when it is not one
+ */
+export function parseMemoryQuantity(text: string): number | null {
+  const match = /^(\d+(?:\.\d+)?)\s*([kmg]i?)?b?$/i.exec(text.trim());
+  if (!match) return null;
+  const unit = UNITS[(match[2] ?? '').toLowerCase()];
+  if (unit === undefined) return null;
+  const bytes = Math.floor(Number(match[1]) * unit);
+  return bytes > 0 ? bytes : null;
+}
+
+/** Reads a file, or null when it does not exist or cannot be read (no cgroup of that version). */
+export type ReadFile = (path: string) => string | null;
+
+function readIfPresent(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    // No such cgroup controller here: the caller tries the next source.
+    return null;
+  }
+}
+
+/** The container's memory limit from the cgroup file system, or null when there is none. */
+export function cgroupMemoryLimit(read: ReadFile = readIfPresent): MemoryLimit | null {
+  const v2 = read('/sys/fs/cgroup/memory.max')?.trim();
+  if (v2 !== undefined && v2 !== '') {
+    if (v2 === 'max') return null;
+    const bytes = Number(v2);
+    return Number.isFinite(bytes) && bytes > 0 ? { bytes, source: 'cgroup v2' } : null;
+  }
+  const v1 = read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim();
+  if (v1 === undefined || v1 === '') return null;
+  const bytes = Number(v1);
+  if (!Number.isFinite(bytes) || bytes <= 0 || bytes >= CGROUP_V1_UNLIMITED) return null;
+  return { bytes, source: 'cgroup v1' };
+}
+
+/** Cached workflows that fit in `limitBytes` by the rule above, rounded down to a step of 100. */
+export function cacheSizeFor(limitBytes: number): number {
+  const budgetMiB = (limitBytes / MiB) * (1 - HEADROOM) - BASE_MIB;
+  const fits = Math.floor((budgetMiB / MIB_PER_1000_WORKFLOWS) * 1000);
+  return Math.max(MIN_CACHE, Math.floor(fits / CACHE_STEP) * CACHE_STEP);
+}
+
+/**
+ * The heap of the workflow thread for a cache of `cached` workflows: the workflows' share of the
+ * budget, so V8 collects garbage before the container reaches its limit, not after.
+ */
+export function workflowHeapFor(cached: number): number {
+  // 64 MiB over the cache's share: the bundle, the young generation and one activation's garbage.
+  return Math.ceil((cached * MIB_PER_1000_WORKFLOWS) / 1000) + 64;
+}
+
+/**
+ * The worker's memory sizing. An explicit cache size (WORKER_MAX_CACHED_WORKFLOWS) wins; without
+ * a limit the cache is `fallbackCache` and Node keeps its own heap size.
+ */
+export function sizeForMemory(options: {
+  limit: MemoryLimit | null;
+  explicitCache: number | undefined;
+  fallbackCache: number;
+}): MemorySizing {
+  const { limit, explicitCache } = options;
+  if (limit === null) {
+    return { limit, maxCachedWorkflows: explicitCache ?? options.fallbackCache, workflowHeapMiB: null };
+  }
+  const maxCachedWorkflows = explicitCache ?? cacheSizeFor(limit.bytes);
+  return { limit, maxCachedWorkflows, workflowHeapMiB: workflowHeapFor(maxCachedWorkflows) };
+}
+
+/**
+ * Gives the workflow thread a heap of `mib` MiB. V8 flags are process-wide and read when an
+ * isolate is created, so this must run before `Worker.create` starts the workflow thread; it leaves
+ * the main thread's heap as it is. An explicit `--max-old-space-size` (NODE_OPTIONS or the command
+ * line) wins.
+ * @returns false when an explicit setting was kept
+ */
+export function applyWorkflowHeap(mib: number, env: NodeJS.ProcessEnv = process.env): boolean {
+  const explicit = [...process.execArgv, env.NODE_OPTIONS ?? ''].some((arg) =>
+    arg.includes('--max-old-space-size'),
+  );
+  if (explicit) return false;
+  setFlagsFromString(`--max-old-space-size=${mib}`);
+  return true;
+}

@@ -1,0 +1,87 @@
+/**
+ * The scale-out proof of test/scale-out.ts on the production topology: Temporal Server v1.30.1
+ * on PostgreSQL, prepared by the compose files themselves (dev/temporal-cluster.ts). Besides the
+ * SIGKILLed worker, the Temporal Server process is SIGKILLed while agent jobs are in flight and
+ * started again on the same database. Run by test/cluster/run.ts (`npm run test:cluster`), which
+ * prints the summary this file writes to $CLUSTER_SUMMARY_FILE.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { before, test } from 'node:test';
+import { startCluster, TEMPORAL_SERVER_VERSION, type TemporalCluster } from '../../dev/temporal-cluster.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { onCleanup, startTestSimulator, temporalEnv, type TemporalTestEnv } from '../harness.js';
+import { activeJobs, runScaleOut } from '../scale-out.js';
+
+const JOBS = 300;
+const LATE_JOBS = 30;
+const API_KEY = `cluster-test-key-${randomUUID()}`;
+let cluster: TemporalCluster;
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+
+before(async () => {
+  const started = Date.now();
+  cluster = await startCluster();
+  // Registered before the connections, so it runs after they close (cleanups run newest first).
+  onCleanup(() => cluster.stop());
+  summary(`cluster: PostgreSQL + Temporal Server v${TEMPORAL_SERVER_VERSION} up in ${seconds(started)}s`);
+  env = await temporalEnv({ address: cluster.address, namespace: cluster.namespace });
+  sim = await startTestSimulator({
+    apiKeys: [API_KEY],
+    createsPerProjectPerHour: 0,
+    // Long enough that jobs are still running through both kills and the server's restart.
+    defaultScenario: { durationMs: 20_000, outcome: 'pr' },
+  });
+});
+
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
+}
+
+function summary(line: string): void {
+  process.stdout.write(`# ${line}\n`);
+  const file = process.env.CLUSTER_SUMMARY_FILE;
+  if (file) appendFileSync(file, `${line}\n`);
+}
+
+test(`${JOBS} agent jobs survive a SIGKILLed worker and a SIGKILLed Temporal Server on PostgreSQL`, async () => {
+  const figures = await runScaleOut({
+    env,
+    sim,
+    apiKey: API_KEY,
+    jobs: JOBS,
+    lateJobs: LATE_JOBS,
+    afterWorkerKill: async (projectId) => {
+      const pid = cluster.serverPid();
+      await cluster.killServer();
+      const activeAtServerKill = activeJobs(sim, projectId);
+      const down = Date.now();
+      await cluster.restartServer();
+      return {
+        killedServerPid: pid ?? 'unknown',
+        activeAtServerKill,
+        serverDownSeconds: seconds(down),
+      };
+    },
+  });
+  // The server kill must land mid-run, or it proves nothing.
+  assert.ok(
+    Number(figures.extra.activeAtServerKill) > 0,
+    'agent jobs were in flight when the server was killed',
+  );
+  summary(
+    `scale-out on PostgreSQL: ${figures.completed}/${figures.jobs} workflows completed in ${figures.seconds.toFixed(1)}s; ` +
+      `agent jobs created ${figures.agentJobsCreated} (exactly one per workflow)`,
+  );
+  summary(
+    `workers: 3 started, worker-1 SIGKILLed with ${figures.activeAtWorkerKill} agent jobs active, worker-4 started; ` +
+      `activities per worker ${JSON.stringify(figures.activitiesPerWorker)}`,
+  );
+  summary(
+    `Temporal Server pid ${figures.extra.killedServerPid} SIGKILLed with ${figures.extra.activeAtServerKill} agent jobs active; ` +
+      `restarted and serving again after ${figures.extra.serverDownSeconds}s`,
+  );
+  summary(`API requests ${JSON.stringify(figures.requestsPerEndpoint)}`);
+});

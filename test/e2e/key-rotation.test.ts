@@ -1,0 +1,110 @@
+/**
+ * Key rotation on a running worker process: the worker reads its key from a Kubernetes-style
+ * Secret volume (AGENT_API_KEY_FILE); mid-run the Secret is updated and, at the same moment, the
+ * simulator stops accepting the old key (no overlap, the hardest case). Every workflow must still
+ * complete with exactly one agent job, and no key may appear in the worker's output.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import {
+  spawnTs,
+  startTestSimulator,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+  type TemporalTestEnv,
+} from '../harness.js';
+import { SecretVolume } from '../secret-volume.js';
+import { createdJobs } from '../simulator-stats.js';
+
+const JOBS = 30;
+const OLD_KEY = `rotation-old-${randomUUID()}`;
+const NEW_KEY = `rotation-new-${randomUUID()}`;
+const root = mkdtempSync(join(tmpdir(), 'agent-rotation-'));
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({
+    apiKeys: [OLD_KEY],
+    createsPerProjectPerHour: 0,
+    // Long enough that every workflow polls across the rotation.
+    defaultScenario: { durationMs: 12_000, outcome: 'pr' },
+  });
+});
+after(() => rmSync(root, { recursive: true, force: true }));
+
+test(`${JOBS} workflows complete across a key rotation with no overlap, without a restart`, async () => {
+  const volume = new SecretVolume(root, `${OLD_KEY}\n`);
+  const { vars, healthPort } = await workerProcessEnv(
+    env,
+    { url: sim.url, apiKey: '' },
+    { AGENT_API_KEY: '', AGENT_API_KEY_FILE: volume.path },
+  );
+  const worker = spawnTs('src/worker.ts', [], vars);
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
+    what: 'the worker to be ready',
+    timeoutMs: 120_000,
+    intervalMs: 200,
+  });
+  const projectId = uniqueId('docs-rotation');
+  const handles: AgentJobHandle[] = [];
+  for (let i = 0; i < JOBS; i++) {
+    handles.push(
+      await startAgentJob(
+        env.client,
+        { projectId, prompt: `Rotation job ${i}`, poll: { initialInterval: '1s', backoffCoefficient: 1 } },
+        { taskQueue: vars.TEMPORAL_TASK_QUEUE, key: `job-${i}` },
+      ),
+    );
+  }
+  await waitFor(() => createdJobs(sim, projectId) === JOBS, {
+    what: 'every agent job created',
+    timeoutMs: 60_000,
+  });
+
+  volume.swap(`${NEW_KEY}\n`);
+  const rotated = await fetch(`${sim.url}/_sim/keys`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ apiKeys: [NEW_KEY] }),
+  });
+  assert.equal(rotated.status, 200);
+  const rotatedAt = Date.now();
+  const refusedBefore = sim.stats().requestsPerStatus['401'] ?? 0;
+  assert.equal(refusedBefore, 0, 'no refusal before the rotation');
+
+  const results = await Promise.all(handles.map((handle) => handle.result()));
+  for (const result of results) {
+    assert.equal(result.status, 'completed');
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
+  }
+  const jobs = sim.stats().jobs.filter((job) => job.projectId === projectId);
+  assert.ok(
+    jobs.every((job) => job.terminalAt !== null && job.terminalAt > rotatedAt),
+    'every agent job was still running at the rotation',
+  );
+  const refused = sim.stats().requestsPerStatus['401'] ?? 0;
+  assert.equal(createdJobs(sim, projectId), JOBS, 'exactly one agent job per workflow');
+  const oldKeyAnswer = await fetch(`${sim.url}/v2/agent/${projectId}/job/${results[0]?.job.id ?? ''}`, {
+    headers: { authorization: `Bearer ${OLD_KEY}` },
+  });
+  assert.equal(oldKeyAnswer.status, 401, 'the old key is refused after the rotation');
+
+  await worker.waitForOutput(/agent API key reloaded from AGENT_API_KEY_FILE/, 'the reload log line');
+  worker.child.kill('SIGTERM');
+  assert.equal(await worker.exited, 0);
+  const output = worker.stdout() + worker.stderr();
+  assert.ok(!output.includes(OLD_KEY) && !output.includes(NEW_KEY), 'no key in the worker output');
+  process.stdout.write(
+    `# key rotation: ${JOBS} workflows completed; ${refused} requests refused with the old key were sent again with the new one (the rest picked the new key up on the 1s check)\n`,
+  );
+});

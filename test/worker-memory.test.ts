@@ -1,0 +1,71 @@
+/** The memory limit sources and the sizing rule of src/worker-memory.ts, and its settings. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError, DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../src/config.js';
+import {
+  cacheSizeFor,
+  cgroupMemoryLimit,
+  parseMemoryQuantity,
+  workflowHeapFor,
+} from '../src/worker-memory.js';
+
+const GiB = 2 ** 30;
+const base = { AGENT_API_BASE_URL: 'http://127.0.0.1:8787', AGENT_API_KEY: 'k' };
+const files = (entries: Record<string, string>) => (path: string) => entries[path] ?? null;
+
+test('quantities in Kubernetes units', () => {
+  assert.equal(parseMemoryQuantity('1Gi'), GiB);
+  assert.equal(parseMemoryQuantity('1536Mi'), 1.5 * GiB);
+  assert.equal(parseMemoryQuantity('2G'), 2e9);
+  assert.equal(parseMemoryQuantity('1073741824'), GiB);
+  for (const bad of ['', 'lots', '-1Gi', '0', '1Ti']) assert.equal(parseMemoryQuantity(bad), null, bad);
+});
+
+test('the cgroup limit: v2 first, then v1, and "no limit" in either form', () => {
+  assert.deepEqual(cgroupMemoryLimit(files({ '/sys/fs/cgroup/memory.max': `${GiB}\n` })), {
+    bytes: GiB,
+    source: 'cgroup v2',
+  });
+  assert.equal(cgroupMemoryLimit(files({ '/sys/fs/cgroup/memory.max': 'max\n' })), null);
+  assert.deepEqual(
+    cgroupMemoryLimit(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': `${2 * GiB}` })),
+    {
+      bytes: 2 * GiB,
+      source: 'cgroup v1',
+    },
+  );
+  assert.equal(
+    cgroupMemoryLimit(files({ '/sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712' })),
+    null,
+  );
+  assert.equal(cgroupMemoryLimit(files({})), null);
+});
+
+test('the cache grows with the limit and its planned memory stays under it', () => {
+  assert.equal(cacheSizeFor(GiB), 1300);
+  assert.equal(cacheSizeFor(2 * GiB), 3100);
+  assert.equal(cacheSizeFor(128 * 2 ** 20), 10, 'a tiny limit still gets a usable cache');
+  for (const gib of [0.5, 1, 2, 4, 8]) {
+    const cache = cacheSizeFor(gib * GiB);
+    assert.ok(200 + cache * 0.45 <= gib * 1024 * 0.8, `${gib} GiB`);
+    assert.ok(workflowHeapFor(cache) < gib * 1024, `${gib} GiB: the heap fits`);
+  }
+});
+
+test('the worker config: WORKER_MEMORY_LIMIT over the cgroup, an explicit cache over both', () => {
+  const cgroup = () => ({ bytes: 2 * GiB, source: 'cgroup v2' as const });
+  assert.equal(loadWorkerConfig(base, cgroup).maxCachedWorkflows, 3100);
+  const fromSetting = loadWorkerConfig({ ...base, WORKER_MEMORY_LIMIT: '1Gi' }, cgroup);
+  assert.equal(fromSetting.maxCachedWorkflows, 1300);
+  assert.equal(fromSetting.memory.limit?.source, 'WORKER_MEMORY_LIMIT');
+  const explicit = loadWorkerConfig({ ...base, WORKER_MAX_CACHED_WORKFLOWS: '500' }, cgroup);
+  assert.equal(explicit.maxCachedWorkflows, 500);
+  assert.equal(explicit.memory.workflowHeapMiB, workflowHeapFor(500));
+  const none = loadWorkerConfig(base, () => null);
+  assert.equal(none.maxCachedWorkflows, DEFAULT_MAX_CACHED_WORKFLOWS);
+  assert.equal(none.memory.workflowHeapMiB, null);
+  assert.throws(
+    () => loadWorkerConfig({ ...base, WORKER_MEMORY_LIMIT: 'plenty' }, cgroup),
+    (err: unknown) => err instanceof ConfigError && err.setting === 'WORKER_MEMORY_LIMIT',
+  );
+});
