@@ -76,9 +76,14 @@ export interface PollSettings {
 export interface AgentJobInput {
   /** The documentation project. */
   projectId: string;
-  /** The instruction for the agent. At most {@link MAX_PROMPT_LENGTH} characters. */
-  prompt: string;
-  /** Attach to an agent job that already exists instead of creating one. */
+  /**
+   * The instruction for the agent, at most {@link MAX_PROMPT_LENGTH} characters. Required without
+   * `jobId` (it creates the agent job). With `jobId` it is a follow-up message: the workflow sends
+   * it as a new turn of that agent job (once any turn in progress has ended) and returns when the
+   * new turn ends; without it, the workflow attaches and watches the job until its turn ends.
+   */
+  prompt?: string;
+  /** Work on an agent job that already exists instead of creating one (see `prompt`). */
   jobId?: string;
   /** Poll schedule. */
   poll?: PollSettings;
@@ -216,6 +221,17 @@ export const pollNowSignal = defineSignal('pollNow');
  */
 export const sendMessageUpdate = defineUpdate<AgentJobRecord, [string]>('sendMessage');
 
+/**
+ * Update: queue a follow-up prompt. It is sent once the turn in progress and every follow-up queued
+ * before it have ended, so turns never interleave; the update returns when its own turn ends, with
+ * that turn's result (or fails with `AgentJobFailed` when the turn ends `failed`). The update ID is
+ * the message's idempotency key: the same ID never sends twice to one agent job.
+ */
+export const followUpUpdate = defineUpdate<AgentJobResult, [string]>('followUp');
+
+/** Follow-ups one workflow holds queued at once; more are refused by the update's validator. */
+export const MAX_QUEUED_FOLLOW_UPS = 20;
+
 /** Search attributes operators filter on in the Temporal UI. All Keyword. */
 export const SearchAttributes = {
   jobId: defineSearchAttributeKey('AgentJobId', SearchAttributeType.KEYWORD),
@@ -249,7 +265,8 @@ export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 /** Validated input with every default applied. */
 export interface ResolvedInput {
   projectId: string;
-  prompt: string;
+  /** The create prompt without `jobId`; with `jobId`, the follow-up message, or undefined to watch. */
+  prompt: string | undefined;
   jobId: string | undefined;
   poll: ResolvedPollSettings;
   timeoutMs: number;
@@ -279,14 +296,15 @@ export function resolveInput(input: unknown): ResolvedInput {
   }
   const raw = input as Record<string, unknown>;
   const projectId = requireText(raw, 'projectId');
-  const prompt = requireText(raw, 'prompt');
-  if (prompt.length > MAX_PROMPT_LENGTH) {
+  const jobId = raw.jobId === undefined ? undefined : requireText(raw, 'jobId');
+  // With a jobId the prompt is an optional follow-up; without one it creates the job.
+  const prompt = jobId !== undefined && raw.prompt === undefined ? undefined : requireText(raw, 'prompt');
+  if (prompt !== undefined && prompt.length > MAX_PROMPT_LENGTH) {
     throw new InvalidInputError(
       'prompt',
       `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
     );
   }
-  const jobId = raw.jobId === undefined ? undefined : requireText(raw, 'jobId');
   const poll = resolvePoll(raw.poll);
   const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
   if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');

@@ -4,11 +4,28 @@
  */
 export * from './contract.js';
 export {
+  agentJobIdWorkflowId,
   agentJobSummary,
   agentJobWorkflowId,
+  encodeIdPart,
   followAgentJob,
+  sendFollowUp,
   startAgentJob,
   workflowUiUrl,
   type AgentJobHandle,
+  type FollowUpHandle,
+  type FollowUpInput,
+  type SendFollowUpOptions,
   type StartAgentJobOptions,
 } from './client/index.js';
+export {
+  BatchFileError,
+  derivedBatchKey,
+  followBatch,
+  parseBatchFile,
+  startBatch,
+  type BatchLine,
+  type BatchOutcome,
+  type BatchPhase,
+  type StartedBatchLine,
+} from './client/batch.js';

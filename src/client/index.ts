@@ -2,22 +2,30 @@
  * The library other Node services use to start and follow agent-job workflows. Exported from the
  * package root; the starter CLI and the demo use it too.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
+  WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
+  WorkflowUpdateFailedError,
   type Client,
   type WorkflowHandle,
 } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import {
   DEFAULT_TASK_QUEUE,
+  followUpUpdate,
+  InvalidInputError,
   resolveInput,
   SearchAttributes,
   statusQuery,
   WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobProgress,
+  type AgentJobResult,
+  type DurationInput,
+  type PollSettings,
 } from '../contract.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 
@@ -35,12 +43,41 @@ export interface StartAgentJobOptions {
   taskQueue?: string;
 }
 
-/** Longest workflow ID the derived form produces; longer keys are cut to keep IDs readable. */
-const MAX_KEY_LENGTH = 200;
+/** Longest encoded ID part kept whole; a longer one is cut to this and a hash of it appended. */
+const MAX_ID_PART_LENGTH = 200;
 
-/** The workflow ID for a project and an idempotency key. Stable: the same inputs give the same ID. */
+/**
+ * One part of a workflow ID (a project ID, a key, an agent job ID), encoded so that the parts can
+ * be joined with `/` and never be confused: `%` and `/` are percent-encoded, so a part never holds
+ * a separator, and a part longer than 200 characters after that is cut to 200 and `~` and the
+ * SHA-256 of the whole part appended. Cut parts (265 characters) are longer than any uncut one, so
+ * distinct parts give distinct encodings (short of a SHA-256 collision). Stable: the same part
+ * always gives the same encoding, and a part without `%` or `/` of at most 200 characters is
+ * unchanged.
+ */
+export function encodeIdPart(part: string): string {
+  const encoded = part.replaceAll('%', '%25').replaceAll('/', '%2F');
+  if (encoded.length <= MAX_ID_PART_LENGTH) return encoded;
+  const digest = createHash('sha256').update(part).digest('hex');
+  return `${encoded.slice(0, MAX_ID_PART_LENGTH)}~${digest}`;
+}
+
+/**
+ * The workflow ID for a project and an idempotency key: `agent-job/<project>/<key>`, each part
+ * encoded by {@link encodeIdPart}. Stable, and distinct (project, key) pairs never share one.
+ */
 export function agentJobWorkflowId(projectId: string, key: string): string {
-  return `agent-job/${projectId}/${key.slice(0, MAX_KEY_LENGTH)}`;
+  return `agent-job/${encodeIdPart(projectId)}/${encodeIdPart(key)}`;
+}
+
+/**
+ * The workflow ID of the workflow that drives an existing agent job (follow-ups, watching):
+ * `agent-job/<project>/job/<jobId>`, each part encoded by {@link encodeIdPart}. One ID per agent
+ * job is what keeps to one the workflows that send it messages. It never equals a key-based ID,
+ * which has one `/` fewer.
+ */
+export function agentJobIdWorkflowId(projectId: string, jobId: string): string {
+  return `agent-job/${encodeIdPart(projectId)}/job/${encodeIdPart(jobId)}`;
 }
 
 /** A one-line summary for the Temporal UI: the project and the start of the prompt. */
@@ -51,9 +88,18 @@ export function agentJobSummary(projectId: string, prompt: string): string {
 }
 
 /**
- * Starts the agent-job workflow, or attaches to the one already started with the same key:
- * a running one through the USE_EXISTING conflict policy, a closed one through REJECT_DUPLICATE
- * (the start is refused and the existing handle returned). Either way no second agent job.
+ * Starts the agent-job workflow, or attaches to the one already started with the same key.
+ *
+ * - Running: the USE_EXISTING conflict policy attaches to it.
+ * - Completed: the reuse policy ALLOW_DUPLICATE_FAILED_ONLY refuses a new run and the handle of
+ *   the completed one is returned, whose result is the agent job's.
+ * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. Its
+ *   create sends the same `Idempotency-Key` (the workflow ID), so where the API honours the key it
+ *   resumes the same agent job instead of making a second one.
+ *
+ * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
+ * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
+ * workflow already driving the job.
  *
  * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid.
  */
@@ -63,20 +109,132 @@ export async function startAgentJob(
   options: StartAgentJobOptions = {},
 ): Promise<AgentJobHandle> {
   const resolved = resolveInput(input);
-  const workflowId = agentJobWorkflowId(resolved.projectId, options.key ?? randomUUID());
+  if (resolved.jobId !== undefined && resolved.prompt !== undefined) {
+    throw new InvalidInputError(
+      'prompt',
+      'with jobId is a follow-up message: send it with sendFollowUp, which queues it behind a workflow already driving the job',
+    );
+  }
+  const workflowId =
+    resolved.jobId === undefined
+      ? agentJobWorkflowId(resolved.projectId, options.key ?? randomUUID())
+      : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
   try {
     return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
       workflowId,
       taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
       args: [input],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      staticSummary: agentJobSummary(resolved.projectId, resolved.prompt),
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
       typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
     throw err;
+  }
+}
+
+/** What {@link sendFollowUp} sends. */
+export interface FollowUpInput {
+  projectId: string;
+  /** The agent job to continue. */
+  jobId: string;
+  /** The follow-up message, at most 32,000 characters. */
+  prompt: string;
+  /** Poll schedule, used when a new workflow starts for the job. */
+  poll?: PollSettings;
+  /** Deadline of a workflow started for the job (default 6h); see the contract. */
+  timeout?: DurationInput;
+}
+
+/** Options of {@link sendFollowUp}. */
+export interface SendFollowUpOptions {
+  /**
+   * Idempotency key of this follow-up, used as the update ID and in the message's
+   * `Idempotency-Key`: sending again with the same key does not send a second message. Default
+   * random.
+   */
+  key?: string;
+  /** Task queue of the workers. Default `agent-jobs`. */
+  taskQueue?: string;
+}
+
+/** A follow-up on its way: the workflow driving the job, and the new turn's result. */
+export interface FollowUpHandle {
+  /** The workflow that drives the agent job: {@link agentJobIdWorkflowId}. */
+  workflowId: string;
+  /** The `followUp` update's ID (the key). */
+  updateId: string;
+  /** The workflow, for its `status` query or its own result. */
+  workflow: AgentJobHandle;
+  /**
+   * The new turn's result once it ends. Fails with `WorkflowUpdateFailedError` (cause
+   * `AgentJobFailed`, or the API error that refused the message), or with the workflow's own
+   * `WorkflowFailedError` when it ends first (its deadline, a cancellation).
+   */
+  result(): Promise<AgentJobResult>;
+}
+
+/**
+ * Sends a follow-up message to an agent job, whether or not a workflow is driving it, through
+ * update-with-start on the job's workflow ({@link agentJobIdWorkflowId}): when one is running
+ * (conflict policy USE_EXISTING) the `followUp` update queues behind the turn in progress and any
+ * follow-up before it; otherwise a workflow starts that watches the job and takes this update
+ * first. Resolves once the workflow has accepted the follow-up.
+ *
+ * Throws `InvalidInputError` before anything starts when the input is invalid, and
+ * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued).
+ */
+export async function sendFollowUp(
+  client: Client,
+  input: FollowUpInput,
+  options: SendFollowUpOptions = {},
+): Promise<FollowUpHandle> {
+  const { prompt, ...watch } = input;
+  const resolved = resolveInput({ ...watch, prompt });
+  const workflowId = agentJobIdWorkflowId(resolved.projectId, input.jobId);
+  const updateId = options.key ?? randomUUID();
+  // A workflow that closes between the server's look-up and the update's delivery makes the
+  // update fail as not found; the next attempt starts a new run. Three attempts cover that race.
+  for (let attempt = 1; ; attempt++) {
+    const operation = new WithStartWorkflowOperation<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+      workflowId,
+      taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+      // Watch mode: the prompt travels in the update, so a running workflow and a new one are told
+      // the same thing in the same way.
+      args: [watch],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+      staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
+      typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+    });
+    try {
+      const update = await client.workflow.startUpdateWithStart(followUpUpdate, {
+        args: [prompt],
+        updateId,
+        waitForStage: 'ACCEPTED',
+        startWorkflowOperation: operation,
+      });
+      const workflow = await operation.workflowHandle();
+      return {
+        workflowId,
+        updateId,
+        workflow,
+        result: async () => {
+          try {
+            return await update.result();
+          } catch (err) {
+            if (err instanceof WorkflowUpdateFailedError) throw err;
+            // The workflow ended without answering (deadline, cancellation): its outcome says why.
+            await workflow.result();
+            throw err;
+          }
+        },
+      };
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
+    }
   }
 }
 

@@ -25,12 +25,15 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import type { AgentJobActivities } from '../activities/index.js';
 import {
   FailureType,
+  followUpUpdate,
   InvalidInputError,
   isTerminalStatus,
   MAX_PROMPT_LENGTH,
+  MAX_QUEUED_FOLLOW_UPS,
   pollNowSignal,
   resolveInput,
   SearchAttributes,
@@ -81,6 +84,12 @@ export const LOCAL_ACTIVITY_POLLS_PATCH = 'polls-as-local-activities';
  * them over.
  */
 export const BOUNDED_API_CALLS_PATCH = 'api-calls-bounded-by-workflow';
+
+/**
+ * Marks the runs where `{ jobId, prompt }` sends the prompt as a follow-up message. Runs started
+ * before it ignored the prompt and only watched the job, and replay that way.
+ */
+export const FOLLOW_UP_AT_START_PATCH = 'follow-up-at-start';
 
 /** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
 const JITTER = 0.1;
@@ -155,6 +164,14 @@ interface RunState {
    * its way cannot end anything: `observe` waits for the message.)
    */
   messageEpoch: number;
+  /** Follow-ups queued in this run (the start path's and `followUp` updates'), in arrival order. */
+  followUpsQueued: number;
+  /** Follow-ups whose message has been sent (or failed): the queue's head is `followUpsSent + 1`. */
+  followUpsSent: number;
+  /** Follow-ups not done yet: unsent ones, and updates waiting for their turn to end. */
+  followUpsOpen: number;
+  /** The turn number whose end was last observed, so a waiting follow-up knows its turn ended. */
+  turnEnded: number;
 }
 
 /**
@@ -193,6 +210,10 @@ export async function agentJobWorkflow(
     apiFailures: continuation?.apiFailures ?? noFailures(),
     messageEpoch: 0,
     boundedCalls: patched(BOUNDED_API_CALLS_PATCH),
+    followUpsQueued: 0,
+    followUpsSent: 0,
+    followUpsOpen: 0,
+    turnEnded: 0,
   };
   registerHandlers(state, resolved);
 
@@ -209,7 +230,16 @@ export async function agentJobWorkflow(
     }
     // Attaching to an existing agent job: read it at once rather than after a first wait.
     if (!continuation && resolved.jobId) state.pollRequested = true;
-    return await pollUntilDone(state, resolved, input);
+    const polled = pollUntilDone(state, resolved, input);
+    if (continuation || !resolved.jobId || resolved.prompt === undefined) return await polled;
+    if (!patched(FOLLOW_UP_AT_START_PATCH)) return await polled;
+    // Keyed by the workflow ID and its first run: the same across activity retries and worker
+    // restarts, and continue-as-new waits until it is sent; a later workflow with this ID is a new
+    // follow-up and gets a new key.
+    const key = idempotencyKey(`${info.workflowId}/${info.firstExecutionRunId}/follow-up`);
+    const sent = queueFollowUp(state, resolved, resolved.prompt, key);
+    // A failed send fails the workflow; a sent one leaves the loop to watch its turn.
+    return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
     if (isCancellation(err)) {
       state.progress.phase = 'cancelled';
@@ -245,55 +275,20 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
   });
   setHandler(
     sendMessageUpdate,
-    async (prompt: string): Promise<AgentJobRecord> => {
-      state.sendingMessage = true;
-      const previousPhase = state.progress.phase;
-      state.progress.phase = 'sending-message';
-      try {
-        const jobId = state.progress.jobId as string;
-        const turn = state.progress.turns + 1;
-        // One key per update: a client retrying this update (same update ID, also after
-        // continue-as-new) sends the same key, and a new message never reuses a failed one's.
-        const updateId = currentUpdateInfo()?.id ?? `turn-${turn}`;
-        const key = idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`);
-        const record = await callUntilAnswered(
-          state,
-          'the follow-up message could not be sent',
-          'sending the follow-up message',
-          MESSAGE_BACKOFF,
-          (timeoutMs) =>
-            sendAgentJobMessage.executeWithOptions(
-              { summary: `send follow-up message (turn ${turn})`, scheduleToCloseTimeout: timeoutMs },
-              [{ projectId: resolved.projectId, jobId, prompt, idempotencyKey: key }],
-            ),
-        );
-        state.progress.turns = turn;
-        state.messageEpoch++;
-        observe(state, record);
-        // A terminal answer to the message may still be the previous turn's record: until the job
-        // is seen active, or a different terminal record shows up, the turn is not over.
-        state.awaitingNewTurn = isTerminalStatus(record.status);
-        state.recordBeforeMessage = record;
-        state.stalePolls = 0;
-        state.intervalMs = resolved.poll.initialIntervalMs;
-        // Look again soon rather than at the end of the wait that was running before the message.
-        state.pollRequested = true;
-        return record;
-      } finally {
-        state.sendingMessage = false;
-        state.progress.phase = previousPhase === 'sending-message' ? 'polling' : previousPhase;
-      }
+    (prompt: string): Promise<AgentJobRecord> => {
+      // One key per update: a client retrying this update (same update ID, also after
+      // continue-as-new) sends the same key, and a new message never reuses a failed one's.
+      const updateId = currentUpdateInfo()?.id ?? `turn-${state.progress.turns + 1}`;
+      return sendFollowUp(
+        state,
+        resolved,
+        prompt,
+        idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`),
+      );
     },
     {
       validator: (prompt: string) => {
-        if (typeof prompt !== 'string' || prompt.trim() === '') {
-          throw new Error('sendMessage needs a non-blank prompt');
-        }
-        if (prompt.length > MAX_PROMPT_LENGTH) {
-          throw new Error(
-            `sendMessage prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
-          );
-        }
+        validatePrompt('sendMessage', prompt);
         if (state.progress.jobId === null)
           throw new Error('the agent job is not created yet; try again in a moment');
         if (state.sendingMessage) throw new Error('a follow-up message is already being sent; wait for it');
@@ -303,6 +298,129 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
       },
       description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
     },
+  );
+  setHandler(
+    followUpUpdate,
+    async (prompt: string): Promise<AgentJobResult> => {
+      // The update ID, not the run: a caller retrying with the same ID after this workflow closed
+      // starts a new run whose message the API recognises as already applied.
+      const updateId = currentUpdateInfo()?.id ?? `turn-${state.progress.turns + 1}`;
+      const key = idempotencyKey(`${workflowInfo().workflowId}/${updateId}`);
+      state.followUpsOpen++;
+      try {
+        await queueFollowUp(state, resolved, prompt, key, false);
+        const turn = state.progress.turns;
+        await condition(() => state.turnEnded >= turn);
+        return turnResult(state, state.progress.lastRecord as AgentJobRecord);
+      } finally {
+        state.followUpsOpen--;
+      }
+    },
+    {
+      validator: (prompt: string) => {
+        validatePrompt('followUp', prompt);
+        if (!['polling', 'creating'].includes(state.progress.phase)) {
+          throw new Error(`the workflow is ${state.progress.phase}; it takes no more follow-ups`);
+        }
+        if (state.followUpsQueued - state.followUpsSent >= MAX_QUEUED_FOLLOW_UPS) {
+          throw new Error(`${MAX_QUEUED_FOLLOW_UPS} follow-ups are already queued; wait for them`);
+        }
+      },
+      // A workflow that ends at its deadline leaves waiting follow-ups behind on purpose: their
+      // callers read the workflow's own failure instead.
+      unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
+      description:
+        'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
+    },
+  );
+}
+
+function validatePrompt(update: string, prompt: unknown): void {
+  if (typeof prompt !== 'string' || prompt.trim() === '') {
+    throw new Error(`${update} needs a non-blank prompt`);
+  }
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new Error(`${update} prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+}
+
+/**
+ * Sends one follow-up message and sets the state so polling watches the new turn: the body of the
+ * `sendMessage` update, and what a queued follow-up does when its time comes.
+ */
+async function sendFollowUp(
+  state: RunState,
+  resolved: ResolvedInput,
+  prompt: string,
+  key: string,
+): Promise<AgentJobRecord> {
+  state.sendingMessage = true;
+  const previousPhase = state.progress.phase;
+  state.progress.phase = 'sending-message';
+  try {
+    const jobId = state.progress.jobId as string;
+    const turn = state.progress.turns + 1;
+    const record = await callUntilAnswered(
+      state,
+      'the follow-up message could not be sent',
+      'sending the follow-up message',
+      MESSAGE_BACKOFF,
+      (timeoutMs) =>
+        sendAgentJobMessage.executeWithOptions(
+          { summary: `send follow-up message (turn ${turn})`, scheduleToCloseTimeout: timeoutMs },
+          [{ projectId: resolved.projectId, jobId, prompt, idempotencyKey: key }],
+        ),
+    );
+    state.progress.turns = turn;
+    state.messageEpoch++;
+    observe(state, record);
+    // A terminal answer to the message may still be the previous turn's record: until the job
+    // is seen active, or a different terminal record shows up, the turn is not over.
+    state.awaitingNewTurn = isTerminalStatus(record.status);
+    state.recordBeforeMessage = record;
+    state.stalePolls = 0;
+    state.intervalMs = resolved.poll.initialIntervalMs;
+    // Look again soon rather than at the end of the wait that was running before the message.
+    state.pollRequested = true;
+    return record;
+  } finally {
+    state.sendingMessage = false;
+    state.progress.phase = previousPhase === 'sending-message' ? 'polling' : previousPhase;
+  }
+}
+
+/**
+ * Waits for this follow-up's place in the queue and for the turn in progress to end, then sends
+ * it. `ownsSlot` counts it as open until sent (the start path); an update counts itself until its
+ * turn ends.
+ */
+async function queueFollowUp(
+  state: RunState,
+  resolved: ResolvedInput,
+  prompt: string,
+  key: string,
+  ownsSlot = true,
+): Promise<AgentJobRecord> {
+  const ticket = ++state.followUpsQueued;
+  if (ownsSlot) state.followUpsOpen++;
+  try {
+    await condition(() => state.followUpsSent === ticket - 1 && turnIdle(state));
+    return await sendFollowUp(state, resolved, prompt, key);
+  } finally {
+    state.followUpsSent = ticket;
+    if (ownsSlot) state.followUpsOpen--;
+  }
+}
+
+/** No turn is running: the job was read, its turn ended, and no message is on its way. */
+function turnIdle(state: RunState): boolean {
+  const record = state.progress.lastRecord;
+  return (
+    record !== null &&
+    isTerminalStatus(record.status) &&
+    !state.awaitingNewTurn &&
+    !state.sendingMessage &&
+    state.turnEnded >= state.progress.turns
   );
 }
 
@@ -321,7 +439,8 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
         [
           {
             projectId: resolved.projectId,
-            prompt: resolved.prompt,
+            // resolveInput requires a prompt whenever there is no jobId, and only then is a job created.
+            prompt: resolved.prompt as string,
             idempotencyKey: idempotencyKey(workflowId),
           },
         ],
@@ -380,13 +499,26 @@ async function pollUntilDone(
       waitMs = polled.retryInMs;
     } else if (polled.record !== null) {
       const outcome = observe(state, polled.record);
-      if (outcome !== null) return finish(state, outcome);
+      if (outcome !== null) {
+        state.turnEnded = state.progress.turns;
+        // A queued follow-up takes over: it sends now and this loop watches its turn.
+        const queued = state.followUpsQueued > state.followUpsSent;
+        if (!queued) {
+          if (state.followUpsQueued > 0) await condition(allHandlersFinished);
+          return finish(state, outcome);
+        }
+      }
       state.intervalMs = Math.min(
         state.intervalMs * resolved.poll.backoffCoefficient,
         resolved.poll.maxIntervalMs,
       );
     }
-    if ((pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested) && !state.sendingMessage) {
+    // An open follow-up cannot move to the next run (an update cannot), so it is watched here.
+    if (
+      (pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested) &&
+      !state.sendingMessage &&
+      state.followUpsOpen === 0
+    ) {
       await condition(allHandlersFinished);
       // A follow-up message may have held the run until the deadline: end here, not in a new run.
       if (state.boundedCalls && Date.now() >= state.deadlineMs) {
@@ -536,12 +668,7 @@ function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
   if (status === 'failed') {
     state.progress.phase = 'failed';
     setCurrentDetails(`Agent job ${record.id} failed after ${state.progress.polls} polls`);
-    throw ApplicationFailure.create({
-      type: FailureType.AgentJobFailed,
-      message: `Agent job ${record.id} in project ${state.projectId} failed: the agent met an unrecoverable error. The final record is in the failure details.`,
-      nonRetryable: true,
-      details: [record],
-    });
+    throw agentJobFailed(state, record);
   }
   state.progress.phase = status === 'archived' ? 'archived' : 'completed';
   setCurrentDetails(
@@ -551,6 +678,29 @@ function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
     job: record,
     prLink: record.prLink,
     status,
+    polls: state.progress.polls,
+    turns: state.progress.turns,
+    created: state.created,
+  };
+}
+
+function agentJobFailed(state: RunState, record: AgentJobRecord): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.AgentJobFailed,
+    message: `Agent job ${record.id} in project ${state.projectId} failed: the agent met an unrecoverable error. The final record is in the failure details.`,
+    nonRetryable: true,
+    details: [record],
+  });
+}
+
+/** A follow-up's answer when its turn ended: the result, or `AgentJobFailed` for a failed turn. */
+function turnResult(state: RunState, record: AgentJobRecord): AgentJobResult {
+  if (record.status === 'failed') throw agentJobFailed(state, record);
+  return {
+    job: record,
+    prLink: record.prLink,
+    // Only called once the turn ended, so the status is a terminal one.
+    status: record.status as AgentJobStatus,
     polls: state.progress.polls,
     turns: state.progress.turns,
     created: state.created,

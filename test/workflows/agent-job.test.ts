@@ -349,12 +349,36 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
         idempotencyKey: uniqueId('key'),
       },
     );
-    const result = await (
-      await start({ projectId, prompt: 'attach', jobId: created.id, poll: FAST })
-    ).result();
+    const result = await (await start({ projectId, jobId: created.id, poll: FAST })).result();
     assert.equal(result.job.id, created.id);
     assert.equal(result.created, false);
+    assert.equal(result.turns, 1);
     assert.equal(createdJobs(sim, projectId), 1);
+    assert.equal(requestsTo(sim, projectId, 'message'), 0, 'watching sends no message');
+  });
+
+  test('jobId with a prompt on a completed job sends one follow-up and returns the new turn\u2019s prLink', async () => {
+    // The message response and the next 2 reads still show turn 1's record, as a lagging service would.
+    const projectId = project({ durationMs: 200, faults: { staleReadsAfterMessage: 2 } });
+    const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
+    const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+    await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
+      what: 'turn 1 to end',
+    });
+    const turnOne = await api.getJob(projectId, created.id);
+    assert.equal(turnOne.status, 'completed');
+    assert.ok(turnOne.prLink);
+    const handle = await start({ projectId, jobId: created.id, prompt: 'Now add examples', poll: FAST });
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(result.job.id, created.id);
+    assert.equal(result.turns, 2);
+    assert.equal(result.created, false);
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
+    assert.notEqual(result.prLink, turnOne.prLink, 'the result is turn 2\u2019s, with its own pull request');
+    assert.equal(requestsTo(sim, projectId, 'message'), 1, 'exactly one follow-up message');
+    assert.equal(createdJobs(sim, projectId), 1, 'no agent job created');
+    await captureHistory(handle, 'follow-up-at-start');
   });
 
   test('pollNow polls at once instead of waiting for the timer', async () => {

@@ -34,6 +34,11 @@ test('every saved history replays through the current workflow code', async () =
       files.some((name) => !name.includes('/')),
     'histories from before each patch and from today',
   );
+  assert.ok(
+    files.includes('before-follow-up-at-start/attach-with-prompt.json') &&
+      files.includes('follow-up-at-start.json'),
+    'histories of { jobId, prompt } from before (prompt ignored) and after the follow-up patch',
+  );
   const { workflowBundle } = await temporalEnv();
   const replayed: string[] = [];
   for await (const result of Worker.runReplayHistories({ workflowBundle }, histories())) {

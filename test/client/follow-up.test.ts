@@ -1,0 +1,176 @@
+/**
+ * The client library against a real Temporal server, a real worker and the simulator over HTTP:
+ * follow-ups by update-with-start, one workflow per agent job, and keys whose workflow failed.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { before, describe, test } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { AgentApiClient } from '../../src/agent-api/index.js';
+import {
+  agentJobIdWorkflowId,
+  agentJobWorkflowId,
+  sendFollowUp,
+  startAgentJob,
+} from '../../src/client/index.js';
+import { FailureType, InvalidInputError, statusQuery, type AgentJobRecord } from '../../src/contract.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import {
+  activitiesFor,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+  type TestWorker,
+} from '../harness.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `client-test-key-${randomUUID()}`;
+const FAST = { initialInterval: 50, maxInterval: 200 };
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let worker: TestWorker;
+let api: AgentApiClient;
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
+  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
+  api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
+});
+
+function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
+  const projectId = uniqueId('docs');
+  sim.setScenario(projectId, scenario);
+  return projectId;
+}
+
+/** An agent job made outside any workflow, once its first turn has completed. */
+async function completedJob(projectId: string): Promise<AgentJobRecord> {
+  const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
+    what: 'turn 1 to end',
+  });
+  const record = await api.getJob(projectId, created.id);
+  assert.equal(record.status, 'completed');
+  return record;
+}
+
+describe('follow-ups through the client library', { concurrency: 3 }, () => {
+  test('sendFollowUp on a completed job sends one message and returns the new turn\u2019s prLink', async () => {
+    const projectId = project();
+    const turnOne = await completedJob(projectId);
+    const followUp = await sendFollowUp(
+      env.client,
+      { projectId, jobId: turnOne.id, prompt: 'Now add examples', poll: FAST },
+      { taskQueue: worker.taskQueue },
+    );
+    assert.equal(followUp.workflowId, agentJobIdWorkflowId(projectId, turnOne.id));
+    const result = await followUp.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(result.job.id, turnOne.id);
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
+    assert.notEqual(result.prLink, turnOne.prLink);
+    assert.equal(requestsTo(sim, projectId, 'message'), 1);
+    assert.equal(createdJobs(sim, projectId), 1, 'no agent job created');
+  });
+
+  test('two follow-ups sent at once for one job run one after the other', async () => {
+    const projectId = project();
+    const turnOne = await completedJob(projectId);
+    const [a, b] = await Promise.all(
+      ['Add examples', 'Fix the typos'].map((prompt) =>
+        sendFollowUp(
+          env.client,
+          { projectId, jobId: turnOne.id, prompt, poll: FAST },
+          { taskQueue: worker.taskQueue },
+        ),
+      ),
+    );
+    assert.ok(a && b);
+    assert.equal(a.workflowId, b.workflowId, 'one workflow drives the job');
+    const results = (await Promise.all([a.result(), b.result()])).sort((x, y) => x.turns - y.turns);
+    const [first, second] = results;
+    assert.ok(first && second);
+    assert.deepEqual(
+      results.map((r) => r.turns),
+      [2, 3],
+    );
+    // Had the second message been sent while turn 2 ran, turn 2 would never have ended with a
+    // pull request of its own: both callers would see turn 3's.
+    for (const r of results) assert.match(r.prLink ?? '', /^https:\/\/github\.com\//);
+    assert.ok(
+      new Set([turnOne.prLink, first.prLink, second.prLink]).size === 3,
+      'each turn ended with its own pull request',
+    );
+    assert.equal(requestsTo(sim, projectId, 'message'), 2);
+    assert.equal(createdJobs(sim, projectId), 1);
+  });
+
+  test('the same follow-up key twice sends one message', async () => {
+    const projectId = project();
+    const turnOne = await completedJob(projectId);
+    const key = uniqueId('follow-up');
+    const input = { projectId, jobId: turnOne.id, prompt: 'Once only', poll: FAST };
+    const first = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
+    const again = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
+    const [r1, r2] = await Promise.all([first.result(), again.result()]);
+    assert.equal(r1.prLink, r2.prLink);
+    assert.equal(requestsTo(sim, projectId, 'message'), 1);
+  });
+
+  test('sendFollowUp refuses a blank prompt before anything starts', async () => {
+    const projectId = project();
+    await assert.rejects(
+      sendFollowUp(env.client, { projectId, jobId: 'job_x', prompt: ' ' }, { taskQueue: worker.taskQueue }),
+      (err: unknown) => err instanceof InvalidInputError && err.field === 'prompt',
+    );
+    assert.equal(requestsTo(sim, projectId, 'get'), 0);
+  });
+});
+
+describe('keys whose workflow did not complete', () => {
+  test('a key whose workflow timed out starts again and resumes the same agent job', async () => {
+    const projectId = project({ durationMs: 600_000 });
+    const key = uniqueId('key');
+    const input = { projectId, prompt: 'Take long', poll: { initialInterval: 200 } };
+    const first = await startAgentJob(
+      env.client,
+      { ...input, timeout: '1s' },
+      { taskQueue: worker.taskQueue, key },
+    );
+    const failure = await first.result().then(
+      () => assert.fail('the first run should time out'),
+      (e: unknown) => e,
+    );
+    assert.ok(failure instanceof WorkflowFailedError && failure.cause instanceof ApplicationFailure);
+    assert.equal(failure.cause.type, FailureType.AgentJobTimedOut);
+    const jobId = (await first.query(statusQuery)).jobId;
+    assert.ok(jobId);
+
+    const again = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
+    assert.equal(again.workflowId, agentJobWorkflowId(projectId, key));
+    await waitFor(async () => (await again.query(statusQuery)).jobId, {
+      what: 'the second run to find its job',
+    });
+    sim.archiveJob(projectId, jobId);
+    const result = await again.result();
+    assert.equal(result.job.id, jobId, 'the same agent job, through the same Idempotency-Key');
+    assert.equal(createdJobs(sim, projectId), 1);
+  });
+
+  test('a key whose workflow completed returns the existing result and starts nothing', async () => {
+    const projectId = project({ durationMs: 100 });
+    const key = uniqueId('key');
+    const input = { projectId, prompt: 'Quick', poll: FAST };
+    const first = await (
+      await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key })
+    ).result();
+    const again = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
+    assert.deepEqual(await again.result(), first);
+    assert.equal(requestsTo(sim, projectId, 'create'), 1);
+  });
+});
