@@ -305,6 +305,9 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     await handle.executeUpdate(sendMessageUpdate, { args: ['Second follow-up, another prompt'] });
     const job = sim.stats().jobs.find((j) => j.id === jobId);
     assert.equal(job?.turns, 3, 'both messages started a turn');
+    await waitFor(() => sim.stats().jobs.find((j) => j.id === jobId)?.status === 'completed', {
+      what: 'turn 3 to end',
+    });
     await handle.signal(pollNowSignal);
     assert.equal(
       (await outcome(handle, Date.now())).result?.turns,
