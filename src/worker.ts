@@ -10,6 +10,7 @@ import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher } from './agent-api/index.js';
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
+import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -48,7 +49,11 @@ async function run(config: WorkerConfig): Promise<void> {
       connection,
       ...workerOptionsFrom(config),
       ...workflows,
-      activities: createActivities({ api, ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy }),
+      activities: createActivities({
+        api,
+        ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+        projectQuota: config.projectQuota,
+      }),
     });
     const health = await startHealthServer(config.healthAddress, () => {
       const state = worker.getState();
@@ -63,6 +68,8 @@ async function run(config: WorkerConfig): Promise<void> {
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
+      projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
+      projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
     });
     try {
       await worker.run();

@@ -11,6 +11,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord } from '../contract.js';
+import type { ProjectQuotaSettings } from '../quota/settings.js';
+import { createProjectQuotaActivities } from './project-quota.js';
 
 /** What to do with a create whose outcome is unknown (timeout or reset after sending, 500/502/504). */
 export type AmbiguousCreatePolicy = 'retry' | 'fail';
@@ -28,6 +30,8 @@ export interface ActivityDeps {
   jobNotFoundAttempts?: number;
   /** Attempts allowed for a body that is not a record (a proxy's error page). */
   unexpectedResponseAttempts?: number;
+  /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
+  projectQuota?: ProjectQuotaSettings | null;
 }
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -109,6 +113,8 @@ export function createActivities(deps: ActivityDeps) {
       message: exhausted ? `${err.message} (gave up after ${attempt} attempts)` : err.message,
       nonRetryable: !err.retryable || exhausted,
       nextRetryDelay: err.retryAfterMs ?? undefined,
+      // nextRetryDelay does not reach the workflow; the project quota reads Retry-After from here.
+      details: err.retryAfterMs === null ? undefined : [{ retryAfterMs: err.retryAfterMs }],
       cause: err,
     });
   }
@@ -150,6 +156,8 @@ export function createActivities(deps: ActivityDeps) {
       });
       return record;
     },
+
+    ...createProjectQuotaActivities(deps.projectQuota),
   };
 }
 

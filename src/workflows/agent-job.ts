@@ -44,6 +44,7 @@ import {
   type ContinuationState,
   type ResolvedInput,
 } from '../contract.js';
+import { PROJECT_QUOTA_PATCH, ProjectQuotaRequester } from './project-quota.js';
 
 /**
  * Polls per run before continue-as-new. A poll adds about 6 history events as a local activity
@@ -100,6 +101,11 @@ const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
 const { getAgentJob: getAgentJobLocally } = proxyLocalActivities<AgentJobActivities>(localGetOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
+// Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry.
+const quotaManaged = (options: ActivityOptions): Partial<ActivityOptions> => ({
+  retry: { ...options.retry, nonRetryableErrorTypes: [FailureType.RateLimited] },
+});
+
 /** Run-wide mutable state of one workflow run. */
 interface RunState {
   progress: AgentJobProgress;
@@ -117,6 +123,8 @@ interface RunState {
   projectId: string;
   /** Polls run as local activities: the input asks for it and this run is not an older one replaying. */
   localPolls: boolean;
+  /** Creates and follow-up messages wait for the project's API budget; null in runs from before it. */
+  quota: ProjectQuotaRequester | null;
 }
 
 /**
@@ -150,7 +158,10 @@ export async function agentJobWorkflow(
     created: continuation?.created ?? !resolved.jobId,
     projectId: resolved.projectId,
     localPolls: resolved.poll.localActivity && patched(LOCAL_ACTIVITY_POLLS_PATCH),
+    quota: null,
   };
+  if (patched(PROJECT_QUOTA_PATCH))
+    state.quota = new ProjectQuotaRequester(resolved.projectId, state.progress);
   registerHandlers(state, resolved);
 
   try {
@@ -207,17 +218,23 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
       try {
         const jobId = state.progress.jobId as string;
         const turn = state.progress.turns + 1;
-        const record = await sendAgentJobMessage.executeWithOptions(
-          { summary: `send follow-up message (turn ${turn})` },
-          [
+        const send = (managed: boolean) =>
+          sendAgentJobMessage.executeWithOptions(
             {
-              projectId: resolved.projectId,
-              jobId,
-              prompt,
-              idempotencyKey: idempotencyKey(`${workflowInfo().workflowId}/turn-${turn}`),
+              summary: `send follow-up message (turn ${turn})`,
+              ...(managed ? quotaManaged(messageOptions) : {}),
             },
-          ],
-        );
+            [
+              {
+                projectId: resolved.projectId,
+                jobId,
+                prompt,
+                idempotencyKey: idempotencyKey(`${workflowInfo().workflowId}/turn-${turn}`),
+              },
+            ],
+          );
+        const use = { kind: 'message', name: `turn-${turn}` } as const;
+        const record = await (state.quota ? state.quota.run(use, send, state.deadlineMs) : send(false));
         state.progress.turns = turn;
         observe(state, record);
         // A terminal answer to the message may still be the previous turn's record: until the job
@@ -261,11 +278,13 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
 
 async function create(state: RunState, resolved: ResolvedInput, workflowId: string): Promise<AgentJobRecord> {
   setCurrentDetails(`Creating the agent job in project ${resolved.projectId}`);
-  try {
-    return await createAgentJob.executeWithOptions(
+  const call = (managed: boolean) => {
+    if (managed) setCurrentDetails(`Creating the agent job in project ${resolved.projectId}`);
+    return createAgentJob.executeWithOptions(
       {
         summary: `create agent job in project ${resolved.projectId}`,
         scheduleToCloseTimeout: Math.max(1, state.deadlineMs - Date.now()),
+        ...(managed ? quotaManaged(createOptions) : {}),
       },
       // The workflow ID is the idempotency key: stable across activity retries, worker restarts
       // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
@@ -277,6 +296,10 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
         },
       ],
     );
+  };
+  try {
+    const use = { kind: 'create', name: 'create' } as const;
+    return await (state.quota ? state.quota.run(use, call, state.deadlineMs) : call(false));
   } catch (err) {
     state.progress.lastError = describeError(err);
     if (isCancellation(err)) throw err;
