@@ -67,9 +67,13 @@ export const QUOTA_EVENTS_PER_RUN = 2_000;
  */
 export const QUOTA_IDLE_MS = 60_000;
 
-/** Added to every window edge: the API counts a use when the request arrives, a little after we do. */
+/**
+ * Added to every window edge, for the skew between the Temporal server's clock and the API's: a use
+ * is already counted from the requester's clock after the API answered, which is late enough.
+ * 1 ms per second of window, at most 1 s (3.6 s would be too much for an hour).
+ */
 function edgeMarginMs(limit: QuotaLimit): number {
-  return Math.min(1_000, Math.ceil(limit.windowMs / 100));
+  return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
 }
 
 /** One queued request. */
