@@ -154,7 +154,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
         });
       }
       // Grant now if the budget allows, so a free budget costs no signal and no wait.
-      grantAvailable();
+      grantAvailable(request.requestId);
       const now = s.leases.find((l) => l.requestId === request.requestId);
       if (now) return granted(now);
       return { state: 'queued', requestId: request.requestId, ...placeOf(s, request.requestId) };
@@ -234,7 +234,8 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     }
   }
 
-  function grantAvailable(): void {
+  /** Grants what the budget allows, in queue order; `answered` is told by the update's answer, not a signal. */
+  function grantAvailable(answered?: string): void {
     const now = Date.now();
     expireLeases(s, now);
     prune(s, now);
@@ -247,15 +248,16 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       s.leases.push(lease);
       s.totals.granted++;
       const grant = { requestId: lease.requestId, leaseExpiresAt: new Date(lease.expiresAt).toISOString() };
-      send(
-        entry.workflowId,
-        (h) => h.signal(quotaGrantSignal, grant),
-        () => {
-          // The requesting workflow is gone (closed or never existed): its use returns at once.
-          if (takeLease(s, lease.requestId)) s.totals.released++;
-          changed = true;
-        },
-      );
+      if (lease.requestId !== answered)
+        send(
+          entry.workflowId,
+          (h) => h.signal(quotaGrantSignal, grant),
+          () => {
+            // The requesting workflow is gone (closed or never existed): its use returns at once.
+            if (takeLease(s, lease.requestId)) s.totals.released++;
+            changed = true;
+          },
+        );
       // After a 429, one use at a time until one is confirmed: at most one more 429 per probe.
       if (s.refusalsInARow > 0) break;
     }
@@ -450,6 +452,10 @@ export interface QuotaUse {
  * request to the API, runs the call, and tells the quota what became of the use.
  */
 export class ProjectQuotaRequester {
+  /**
+   * Granted uses and queue places, by use name (the last segment of the request ID). Keyed by name,
+   * not by request ID, because a replay may run under another workflow ID than the original run.
+   */
   readonly #grants = new Set<string>();
   readonly #places = new Map<string, QueuePlace>();
 
@@ -458,10 +464,10 @@ export class ProjectQuotaRequester {
     private readonly progress: AgentJobProgress,
   ) {
     setHandler(quotaGrantSignal, ({ requestId }) => {
-      this.#grants.add(requestId);
+      this.#grants.add(useName(requestId));
     });
     setHandler(quotaPlaceSignal, ({ requestId, ...place }) => {
-      this.#places.set(requestId, place);
+      this.#places.set(useName(requestId), place);
       if (this.progress.queue) this.progress.queue = place;
     });
   }
@@ -482,8 +488,8 @@ export class ProjectQuotaRequester {
       [{ projectId: this.projectId, requestId, workflowId: workflowInfo().workflowId, kind: use.kind }],
     );
     if (ticket.state === 'off') return call(false);
-    if (ticket.state === 'queued') this.#places.set(requestId, ticket);
-    else this.#grants.add(requestId);
+    if (ticket.state === 'queued') this.#places.set(use.name, ticket);
+    else this.#grants.add(use.name);
     for (;;) {
       await this.#awaitGrant(requestId, use, deadlineMs);
       let result: T;
@@ -492,7 +498,7 @@ export class ProjectQuotaRequester {
       } catch (err) {
         const retryAfterMs = rateLimited(err);
         if (retryAfterMs !== undefined) {
-          this.#grants.delete(requestId);
+          this.#grants.delete(use.name);
           this.#tell((h) => h.signal(quotaRefusedSignal, { requestId, retryAfterMs }));
           log.warn('the API refused a granted use (429); back to the head of the quota queue', { requestId });
           continue;
@@ -507,11 +513,11 @@ export class ProjectQuotaRequester {
   }
 
   async #awaitGrant(requestId: string, use: QuotaUse, deadlineMs: number): Promise<void> {
-    if (this.#grants.has(requestId)) return;
+    if (this.#grants.has(use.name)) return;
     const previousPhase = this.progress.phase;
     const previousStatus = this.progress.lastRecord?.status ?? null;
     this.progress.phase = 'queued';
-    this.progress.queue = this.#places.get(requestId) ?? null;
+    this.progress.queue = this.#places.get(use.name) ?? null;
     upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
     const place = this.progress.queue;
     setCurrentDetails(
@@ -521,10 +527,7 @@ export class ProjectQuotaRequester {
           : ''),
     );
     try {
-      const granted = await condition(
-        () => this.#grants.has(requestId),
-        Math.max(1, deadlineMs - Date.now()),
-      );
+      const granted = await condition(() => this.#grants.has(use.name), Math.max(1, deadlineMs - Date.now()));
       if (!granted) {
         this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
         throw ApplicationFailure.create({
@@ -566,6 +569,11 @@ export class ProjectQuotaRequester {
       }),
     );
   }
+}
+
+/** The use name of a request ID: what follows the last `/` (`create`, `turn-2`). */
+function useName(requestId: string): string {
+  return requestId.slice(requestId.lastIndexOf('/') + 1);
 }
 
 /** The Retry-After (ms, or null without one) of a 429 answered by the API, or undefined for any other error. */

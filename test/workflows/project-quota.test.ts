@@ -33,6 +33,7 @@ import {
   waitFor,
   type TemporalTestEnv,
 } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-test-key-${randomUUID()}`;
@@ -101,13 +102,30 @@ function quotaHandle(setup: Setup) {
   );
 }
 
-/** The workflow IDs the quota workflow signalled grants to, in order, from its history. */
+/**
+ * The workflow IDs the quota workflow granted uses to, in order, from its history: the requests it
+ * answered "granted" at once, and the grants it signalled later.
+ */
 async function grantOrder(setup: Setup): Promise<string[]> {
   const history = await quotaHandle(setup).fetchHistory();
-  return (history.events ?? [])
-    .map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes)
-    .filter((attributes) => attributes?.signalName === 'quotaGrant')
-    .map((attributes) => attributes?.workflowExecution?.workflowId ?? '');
+  const json = (payload: { data?: Uint8Array | null } | undefined) =>
+    JSON.parse(Buffer.from(payload?.data ?? new Uint8Array()).toString('utf8')) as Record<string, unknown>;
+  const requesters = new Map<string, string>();
+  const order: string[] = [];
+  for (const event of history.events ?? []) {
+    const accepted = event.workflowExecutionUpdateAcceptedEventAttributes;
+    if (accepted) {
+      const request = json(accepted.acceptedRequest?.input?.args?.payloads?.[0]);
+      requesters.set(accepted.protocolInstanceId ?? '', String(request.workflowId));
+    }
+    const completed = event.workflowExecutionUpdateCompletedEventAttributes;
+    if (completed && json(completed.outcome?.success?.payloads?.[0]).state === 'granted') {
+      order.push(requesters.get(completed.meta?.updateId ?? '') ?? '?');
+    }
+    const signalled = event.signalExternalWorkflowExecutionInitiatedEventAttributes;
+    if (signalled?.signalName === 'quotaGrant') order.push(signalled.workflowExecution?.workflowId ?? '');
+  }
+  return order;
 }
 
 function refused(sim: RunningSimulator): number {
@@ -177,6 +195,8 @@ describe('project quota', { concurrency: 2 }, () => {
         `(${((lastDoneMs / idealMs - 1) * 100).toFixed(1)}% over)\n`,
     );
     assert.ok(lastDoneMs <= idealMs * 1.1, `last job done at ${lastDoneMs}ms; ideal ${idealMs}ms`);
+    await captureHistory(setup.env, last, 'quota-queued-create');
+    await captureHistory(setup.env, quotaHandle(setup), 'quota-workflow', { waitForClose: false });
   });
 
   test('the API allows fewer uses than configured: about one 429 per window, every job completes', async () => {
@@ -198,6 +218,16 @@ describe('project quota', { concurrency: 2 }, () => {
     // The first burst finds the difference (configured − real); after that, at most one a window.
     assert.ok(refusals >= 1, 'the API did refuse some');
     assert.ok(refusals <= configuredK - realK + windows, `${refusals} 429s over ${windows} windows`);
+    for (const handle of handles) {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const wasRefused = events.some(
+        (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'quotaRefused',
+      );
+      if (wasRefused) {
+        await captureHistory(setup.env, handle, 'quota-refused-429');
+        break;
+      }
+    }
   });
 
   test('a queued job that is cancelled leaves the queue without an API request', async () => {
@@ -221,6 +251,7 @@ describe('project quota', { concurrency: 2 }, () => {
     assert.equal(status.queueLength, 0);
     assert.equal(status.totals.granted, 2);
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2, 'no create for the cancelled job');
+    await captureHistory(setup.env, third, 'quota-cancelled-while-queued');
   });
 
   test('a grant nobody confirms returns to the budget when its lease ends', async () => {
@@ -280,5 +311,6 @@ describe('project quota', { concurrency: 2 }, () => {
     await Promise.all([first.result(), second.result()]);
     assert.equal(refused(setup.sim), 0);
     assert.deepEqual(await grantOrder(setup), [first.workflowId, first.workflowId, second.workflowId]);
+    await captureHistory(setup.env, first, 'quota-queued-message');
   });
 });
