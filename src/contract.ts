@@ -351,14 +351,11 @@ export interface QuotaRequest {
   leaseMs: number;
 }
 
-/** Where a request stands, as the quota workflow answers it. */
-export type QuotaTicket =
-  /** Granted at once: call the API now, then confirm. */
-  | { state: 'granted'; requestId: string; leaseExpiresAt: string }
-  /** Waiting: a grant signal follows. */
-  | ({ state: 'queued'; requestId: string } & QueuePlace)
-  /** The asking worker has the quota off for this project: call the API without one. */
-  | { state: 'off' };
+/**
+ * What the enqueue activity answers: the request was signalled to the project's quota workflow
+ * (a grant signal follows), or the asking worker has the quota off for this project.
+ */
+export type QuotaTicket = { state: 'requested'; requestId: string } | { state: 'off' };
 
 /** A place in the queue, as the `status` query shows it. */
 export interface QueuePlace {
@@ -372,8 +369,13 @@ export interface QueuePlace {
   asOf: string;
 }
 
-/** Update: enqueue a request (idempotent by request ID), answering a {@link QuotaTicket}. */
-export const quotaEnqueueUpdate = defineUpdate<QuotaTicket, [QuotaRequest]>('quotaEnqueue');
+/**
+ * Signal (with start) to the quota workflow: queue a request for one use. Idempotent by request ID:
+ * a repeat of a queued request gets its place again, of a granted one its grant again. A signal,
+ * not an update: a thousand requests arriving at once must all be taken, and the server limits the
+ * updates in flight per workflow (10 by default) where it buffers signals.
+ */
+export const quotaRequestSignal = defineSignal<[QuotaRequest]>('quotaRequest');
 
 /** Signal to the quota workflow: the granted use was spent (the API answered other than 429). */
 export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]>('quotaSpent');
@@ -391,7 +393,7 @@ export const quotaRefusedSignal =
 /** Signal from the quota workflow to a requesting workflow: its use is granted. */
 export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');
 
-/** Signal from the quota workflow to a queued workflow: its place moved (after a 429 pause). */
+/** Signal from the quota workflow to a queued workflow: its place when it joined, and again after a 429 pause. */
 export const quotaPlaceSignal = defineSignal<[{ requestId: string } & QueuePlace]>('quotaPlace');
 
 /** What the quota workflow's `quotaStatus` query answers. */

@@ -33,10 +33,10 @@ import type { AgentJobActivities } from '../activities/index.js';
 import {
   FailureType,
   projectQuotaWorkflowId,
-  quotaEnqueueUpdate,
   quotaGrantSignal,
   quotaPlaceSignal,
   quotaRefusedSignal,
+  quotaRequestSignal,
   quotaReleaseSignal,
   quotaSpentSignal,
   quotaStatusQuery,
@@ -46,7 +46,6 @@ import {
   type QueuePlace,
   type QuotaLimit,
   type QuotaRequest,
-  type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
 
@@ -135,40 +134,35 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0 },
   };
   let changed = false;
-  const signalsInFlight = new Set<Promise<void>>();
+  /** Requests queued since the last pass: each is told its place once. */
+  const newcomers = new Set<string>();
 
-  setHandler(
-    quotaEnqueueUpdate,
-    (request: QuotaRequest): QuotaTicket => {
-      changed = true;
-      s.limit = request.limit;
-      const lease = s.leases.find((l) => l.requestId === request.requestId);
-      if (lease) return granted(lease);
-      if (!s.queue.some((e) => e.requestId === request.requestId)) {
-        enqueue(s, {
-          requestId: request.requestId,
-          workflowId: request.workflowId,
-          kind: request.kind,
-          enqueuedAt: Date.now(),
-          leaseMs: request.leaseMs,
-        });
-      }
-      // Grant now if the budget allows, so a free budget costs no signal and no wait.
-      grantAvailable(request.requestId);
-      const now = s.leases.find((l) => l.requestId === request.requestId);
-      if (now) return granted(now);
-      return { state: 'queued', requestId: request.requestId, ...placeOf(s, request.requestId) };
-    },
-    {
-      validator: (request: QuotaRequest) => {
-        if (!request?.requestId || !request.workflowId || !request.limit || request.limit.uses < 1) {
-          throw new Error('quotaEnqueue needs requestId, workflowId and a limit of at least 1 use');
-        }
-      },
-      description:
-        'Queue a request for one API use of this project; answers granted or the place in the queue',
-    },
-  );
+  setHandler(quotaRequestSignal, (request: QuotaRequest) => {
+    changed = true;
+    if (!request?.requestId || !request.workflowId || !request.limit || request.limit.uses < 1) {
+      log.error('a quota request without requestId, workflowId or a limit of at least 1 use; ignored', {
+        request,
+      });
+      return;
+    }
+    s.limit = request.limit;
+    const lease = s.leases.find((l) => l.requestId === request.requestId);
+    if (lease) {
+      // A repeat (the enqueue activity retried): the grant may not have reached the requester.
+      sendGrant(lease);
+      return;
+    }
+    if (!s.queue.some((e) => e.requestId === request.requestId)) {
+      enqueue(s, {
+        requestId: request.requestId,
+        workflowId: request.workflowId,
+        kind: request.kind,
+        enqueuedAt: Date.now(),
+        leaseMs: request.leaseMs,
+      });
+    }
+    newcomers.add(request.requestId);
+  });
   setHandler(quotaSpentSignal, ({ requestId, at }) => {
     changed = true;
     const lease = takeLease(s, requestId);
@@ -189,12 +183,27 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   });
   setHandler(quotaStatusQuery, () => describe(s));
 
-  function granted(lease: Lease): QuotaTicket {
-    return {
-      state: 'granted',
-      requestId: lease.requestId,
-      leaseExpiresAt: new Date(lease.expiresAt).toISOString(),
-    };
+  /** Grants a lease by signalling its workflow; a workflow that is gone gives the use back at once. */
+  function sendGrant(lease: Lease): void {
+    const grant = { requestId: lease.requestId, leaseExpiresAt: new Date(lease.expiresAt).toISOString() };
+    send(
+      lease.workflowId,
+      (h) => h.signal(quotaGrantSignal, grant),
+      () => {
+        if (takeLease(s, lease.requestId)) s.totals.released++;
+        changed = true;
+      },
+    );
+  }
+
+  /** Tells the requests that joined since the last pass where they stand, unless already granted. */
+  function tellNewcomers(): void {
+    for (const requestId of newcomers) {
+      const entry = s.queue.find((e) => e.requestId === requestId);
+      if (entry)
+        send(entry.workflowId, (h) => h.signal(quotaPlaceSignal, { requestId, ...placeOf(s, requestId) }));
+    }
+    newcomers.clear();
   }
 
   /** A 429: the request goes back to the head, the project pauses, and the budget learns. */
@@ -234,8 +243,8 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     }
   }
 
-  /** Grants what the budget allows, in queue order; `answered` is told by the update's answer, not a signal. */
-  function grantAvailable(answered?: string): void {
+  /** Grants what the budget allows, in queue order. */
+  function grantAvailable(): void {
     const now = Date.now();
     expireLeases(s, now);
     prune(s, now);
@@ -247,17 +256,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       const lease: Lease = { ...entry, grantedAt: now, expiresAt: now + entry.leaseMs };
       s.leases.push(lease);
       s.totals.granted++;
-      const grant = { requestId: lease.requestId, leaseExpiresAt: new Date(lease.expiresAt).toISOString() };
-      if (lease.requestId !== answered)
-        send(
-          entry.workflowId,
-          (h) => h.signal(quotaGrantSignal, grant),
-          () => {
-            // The requesting workflow is gone (closed or never existed): its use returns at once.
-            if (takeLease(s, lease.requestId)) s.totals.released++;
-            changed = true;
-          },
-        );
+      sendGrant(lease);
       // After a 429, one use at a time until one is confirmed: at most one more 429 per probe.
       if (s.refusalsInARow > 0) break;
     }
@@ -268,22 +267,24 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     deliver: (handle: ReturnType<typeof getExternalWorkflowHandle>) => Promise<void>,
     onGone?: () => void,
   ): void {
-    const sent: Promise<void> = deliver(getExternalWorkflowHandle(workflowId)).then(
+    void deliver(getExternalWorkflowHandle(workflowId)).then(
       () => undefined,
       (err: unknown) => {
         log.info('a quota signal found no running workflow', { workflowId, error: String(err) });
         onGone?.();
       },
     );
-    signalsInFlight.add(sent);
-    void sent.finally(() => signalsInFlight.delete(sent));
   }
 
   for (;;) {
     grantAvailable();
+    tellNewcomers();
     setCurrentDetails(detailsOf(s));
     if (workflowInfo().historyLength >= QUOTA_EVENTS_PER_RUN || workflowInfo().continueAsNewSuggested) {
-      await condition(() => signalsInFlight.size === 0 && allHandlersFinished());
+      // Not waiting for the signals still in flight: they are recorded and the server delivers them
+      // after the continue-as-new; only a grant to a workflow that is gone then comes back by its
+      // lease instead of at once. Waiting for them could wait forever under a steady stream.
+      await condition(allHandlersFinished);
       return await continueAsNew<typeof projectQuotaWorkflow>({
         projectId: s.projectId,
         limit: s.limit,
@@ -293,12 +294,14 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     const idle = s.queue.length === 0 && s.leases.length === 0 && s.window.length === 0;
     const wakeAt = idle ? Date.now() + QUOTA_IDLE_MS : nextChangeAt(s);
     changed = false;
+    // The acknowledgements of our own signals grow the history too: they wake the loop for a
+    // continue-as-new, not only the messages that change the budget.
     const woken = await condition(
-      () => changed,
+      () => changed || workflowInfo().historyLength >= QUOTA_EVENTS_PER_RUN,
       wakeAt === null ? undefined : Math.max(1, wakeAt - Date.now()),
     );
     if (!woken && idle) {
-      await condition(() => signalsInFlight.size === 0 && allHandlersFinished());
+      await condition(allHandlersFinished);
       // A request that arrived in this last task keeps it alive.
       if (!changed) return;
     }
@@ -458,6 +461,13 @@ export class ProjectQuotaRequester {
    */
   readonly #grants = new Set<string>();
   readonly #places = new Map<string, QueuePlace>();
+  /** The use being waited for, and what to restore once it is granted. */
+  #waiting: {
+    use: QuotaUse;
+    phase: AgentJobProgress['phase'];
+    status: string | null;
+    shown: boolean;
+  } | null = null;
 
   constructor(
     private readonly projectId: string,
@@ -468,7 +478,7 @@ export class ProjectQuotaRequester {
     });
     setHandler(quotaPlaceSignal, ({ requestId, ...place }) => {
       this.#places.set(useName(requestId), place);
-      if (this.progress.queue) this.progress.queue = place;
+      if (this.#waiting?.use.name === useName(requestId)) this.#show(place);
     });
   }
 
@@ -488,8 +498,6 @@ export class ProjectQuotaRequester {
       [{ projectId: this.projectId, requestId, workflowId: workflowInfo().workflowId, kind: use.kind }],
     );
     if (ticket.state === 'off') return call(false);
-    if (ticket.state === 'queued') this.#places.set(use.name, ticket);
-    else this.#grants.add(use.name);
     for (;;) {
       await this.#awaitGrant(requestId, use, deadlineMs);
       let result: T;
@@ -499,6 +507,7 @@ export class ProjectQuotaRequester {
         const retryAfterMs = rateLimited(err);
         if (retryAfterMs !== undefined) {
           this.#grants.delete(use.name);
+          this.#places.delete(use.name);
           this.#tell((h) => h.signal(quotaRefusedSignal, { requestId, retryAfterMs }));
           log.warn('the API refused a granted use (429); back to the head of the quota queue', { requestId });
           continue;
@@ -512,20 +521,20 @@ export class ProjectQuotaRequester {
     }
   }
 
+  /**
+   * Waits for the grant with `condition()`: no timer fires and nothing is polled while it waits,
+   * only the workflow's deadline bounds it. The job shows as queued once the quota says it is.
+   */
   async #awaitGrant(requestId: string, use: QuotaUse, deadlineMs: number): Promise<void> {
     if (this.#grants.has(use.name)) return;
-    const previousPhase = this.progress.phase;
-    const previousStatus = this.progress.lastRecord?.status ?? null;
-    this.progress.phase = 'queued';
-    this.progress.queue = this.#places.get(use.name) ?? null;
-    upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
-    const place = this.progress.queue;
-    setCurrentDetails(
-      `Queued for project ${this.projectId}'s API budget (${use.kind})` +
-        (place
-          ? `: position ${place.position} of ${place.queueLength}, earliest start ${place.earliestStartAt}`
-          : ''),
-    );
+    this.#waiting = {
+      use,
+      phase: this.progress.phase,
+      status: this.progress.lastRecord?.status ?? null,
+      shown: false,
+    };
+    const place = this.#places.get(use.name);
+    if (place) this.#show(place);
     try {
       const granted = await condition(() => this.#grants.has(use.name), Math.max(1, deadlineMs - Date.now()));
       if (!granted) {
@@ -551,10 +560,27 @@ export class ProjectQuotaRequester {
       }
       throw err;
     }
-    this.progress.phase = previousPhase;
+    const waited = this.#waiting;
+    this.#waiting = null;
+    if (!waited.shown) return;
+    this.progress.phase = waited.phase;
     this.progress.queue = null;
-    if (previousStatus !== null)
-      upsertSearchAttributes([{ key: SearchAttributes.status, value: previousStatus }]);
+    if (waited.status !== null)
+      upsertSearchAttributes([{ key: SearchAttributes.status, value: waited.status }]);
+  }
+
+  /** Shows the job as queued: the `status` query, the search attribute, the current details. */
+  #show(place: QueuePlace): void {
+    const waiting = this.#waiting;
+    if (!waiting) return;
+    this.progress.phase = 'queued';
+    this.progress.queue = place;
+    if (!waiting.shown) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
+    waiting.shown = true;
+    setCurrentDetails(
+      `Queued for project ${this.projectId}'s API budget (${waiting.use.kind}): position ${place.position} ` +
+        `of ${place.queueLength}, earliest start ${place.earliestStartAt}`,
+    );
   }
 
   /** Sends to the quota workflow without waiting: the job goes on, and a lost message only costs a lease. */

@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { WithStartWorkflowOperation, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
-  quotaEnqueueUpdate,
+  quotaRequestSignal,
   quotaStatusQuery,
   SearchAttributes,
   sendMessageUpdate,
@@ -20,12 +20,14 @@ import {
   type AgentJobInput,
   type AgentJobResult,
   type QuotaLimit,
+  type QuotaRequest,
 } from '../../src/contract.js';
 import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
 import {
   activitiesFor,
+  spawnTs,
   startTestSimulator,
   startTestWorker,
   temporalEnv,
@@ -102,30 +104,30 @@ function quotaHandle(setup: Setup) {
   );
 }
 
-/**
- * The workflow IDs the quota workflow granted uses to, in order, from its history: the requests it
- * answered "granted" at once, and the grants it signalled later.
- */
+/** The workflow IDs the quota workflow signalled grants to, in order, from its history. */
 async function grantOrder(setup: Setup): Promise<string[]> {
   const history = await quotaHandle(setup).fetchHistory();
-  const json = (payload: { data?: Uint8Array | null } | undefined) =>
-    JSON.parse(Buffer.from(payload?.data ?? new Uint8Array()).toString('utf8')) as Record<string, unknown>;
-  const requesters = new Map<string, string>();
-  const order: string[] = [];
-  for (const event of history.events ?? []) {
-    const accepted = event.workflowExecutionUpdateAcceptedEventAttributes;
-    if (accepted) {
-      const request = json(accepted.acceptedRequest?.input?.args?.payloads?.[0]);
-      requesters.set(accepted.protocolInstanceId ?? '', String(request.workflowId));
-    }
-    const completed = event.workflowExecutionUpdateCompletedEventAttributes;
-    if (completed && json(completed.outcome?.success?.payloads?.[0]).state === 'granted') {
-      order.push(requesters.get(completed.meta?.updateId ?? '') ?? '?');
-    }
-    const signalled = event.signalExternalWorkflowExecutionInitiatedEventAttributes;
-    if (signalled?.signalName === 'quotaGrant') order.push(signalled.workflowExecution?.workflowId ?? '');
-  }
-  return order;
+  return (history.events ?? [])
+    .map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes)
+    .filter((attributes) => attributes?.signalName === 'quotaGrant')
+    .map((attributes) => attributes?.workflowExecution?.workflowId ?? '');
+}
+
+/** Queues a request with the project's quota workflow, as the enqueue activity does. */
+function request(
+  setup: Setup,
+  body: { requestId: string; workflowId: string; limit: QuotaLimit; leaseMs: number },
+) {
+  return setup.env.client.workflow.signalWithStart<typeof projectQuotaWorkflow, [QuotaRequest]>(
+    PROJECT_QUOTA_WORKFLOW_TYPE,
+    {
+      workflowId: projectQuotaWorkflowId(setup.projectId),
+      taskQueue: setup.taskQueue,
+      args: [{ projectId: setup.projectId, limit: body.limit }],
+      signal: quotaRequestSignal,
+      signalArgs: [{ ...body, kind: 'create' }],
+    },
+  );
 }
 
 function refused(sim: RunningSimulator): number {
@@ -142,8 +144,13 @@ describe('project quota', { concurrency: 2 }, () => {
 
     // Visible while it waits: the last job is queued, with its place and the earliest start.
     const last = handles[N - 1] as WorkflowHandle<typeof agentJobWorkflow>;
-    const progress = await last.query(statusQuery);
-    assert.equal(progress.phase, 'queued', `the last of ${N} jobs waits for the budget`);
+    const progress = await waitFor(
+      async () => {
+        const p = await last.query(statusQuery);
+        return p.phase === 'queued' ? p : null;
+      },
+      { what: `the last of ${N} jobs to show it waits for the budget` },
+    );
     assert.ok(progress.queue, 'a queued job shows its place');
     assert.ok(
       progress.queue.position >= 1 && progress.queue.position <= N - K,
@@ -235,7 +242,9 @@ describe('project quota', { concurrency: 2 }, () => {
     const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: 1, windowMs: W * 1000 });
     const [first, second, third] = await startInOrder(setup, 3);
     assert.ok(first && second && third);
-    assert.equal((await third.query(statusQuery)).phase, 'queued');
+    await waitFor(async () => (await third.query(statusQuery)).phase === 'queued', {
+      what: 'the third job to show it is queued',
+    });
     await third.cancel();
     const err = await third.result().then(
       () => assert.fail('the cancelled job should not complete'),
@@ -264,19 +273,11 @@ describe('project quota', { concurrency: 2 }, () => {
       what: 'the holder to create its job',
     });
     const quota = quotaHandle(setup);
-    const ticket = await setup.env.client.workflow.executeUpdateWithStart(quotaEnqueueUpdate, {
-      args: [{ requestId: 'stray', workflowId: holder.workflowId, kind: 'create', limit, leaseMs }],
-      startWorkflowOperation: new WithStartWorkflowOperation<typeof projectQuotaWorkflow>(
-        PROJECT_QUOTA_WORKFLOW_TYPE,
-        {
-          workflowId: quota.workflowId,
-          taskQueue: setup.taskQueue,
-          args: [{ projectId: setup.projectId, limit }],
-          workflowIdConflictPolicy: 'USE_EXISTING',
-        },
-      ),
-    });
-    assert.equal(ticket.state, 'granted', 'the second use of the window is granted, and never confirmed');
+    await request(setup, { requestId: 'stray/create', workflowId: holder.workflowId, limit, leaseMs });
+    await waitFor(
+      async () => (await quota.query(quotaStatusQuery)).leases.some((l) => l.requestId === 'stray/create'),
+      { what: 'the second use of the window to be granted, and never confirmed' },
+    );
     const grantedAt = Date.now();
     // The window is now full until the lease ends; a new job waits for the stray use to come back.
     const waiting = await startJob(setup, 'Waits for the lease');
@@ -299,7 +300,9 @@ describe('project quota', { concurrency: 2 }, () => {
     await waitFor(async () => (await first.query(statusQuery)).phase === 'polling', {
       what: 'the first job created',
     });
-    assert.equal((await second.query(statusQuery)).phase, 'queued');
+    await waitFor(async () => (await second.query(statusQuery)).phase === 'queued', {
+      what: 'the second job to show it is queued',
+    });
     const message = first.executeUpdate(sendMessageUpdate, { args: ['One more thing'] });
     await waitFor(async () => (await first.query(statusQuery)).phase === 'queued', {
       what: 'the message to queue',
@@ -312,5 +315,113 @@ describe('project quota', { concurrency: 2 }, () => {
     assert.equal(refused(setup.sim), 0);
     assert.deepEqual(await grantOrder(setup), [first.workflowId, first.workflowId, second.workflowId]);
     await captureHistory(setup.env, first, 'quota-queued-message');
+  });
+
+  test("the starter's progress shows a queued job's place and earliest start", async () => {
+    // A window longer than the starter takes to start (several seconds on a busy machine).
+    const W = 20;
+    const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: 1, windowMs: W * 1000 });
+    const [first] = await startInOrder(setup, 1);
+    assert.ok(first);
+    const run = spawnTs(
+      'src/starter.ts',
+      ['--project', setup.projectId, '--prompt', 'Wait your turn', '--wait', '--poll-interval', '200ms'],
+      {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TEMPORAL_ADDRESS: setup.env.address,
+        TEMPORAL_NAMESPACE: setup.env.namespace,
+        TEMPORAL_TASK_QUEUE: setup.taskQueue,
+      },
+    );
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.match(
+      run.stdout(),
+      /\[queued\] waiting for the project's API budget: position 1 of 1, earliest start \d{4}-\d\d-\d\dT/,
+    );
+    assert.match(run.stdout(), /prLink: https:\/\/github\.com\//);
+    await first.result();
+  });
+
+  test('a thousand requests queued for one project: the queue survives continue-as-new, and each can leave it', async () => {
+    const limit = { uses: 2, windowMs: 3_600_000 };
+    const setup = await setUp({ uses: 10, windowSeconds: 3600 }, limit);
+    const quota = quotaHandle(setup);
+    const REQUESTS = 1_000;
+    // Every request names one running job that ignores what it is sent (it polls once an hour). Its
+    // own create takes one use, the first request the other, never confirmed (a lease of an hour):
+    // all the other requests queue.
+    const holder = await startJob(setup, 'Receives the grants', { poll: { initialInterval: '1h' } });
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const body = (i: number) => ({
+      requestId: `bulk-${i}/create`,
+      workflowId: holder.workflowId,
+      limit,
+      leaseMs: 3_600_000,
+    });
+    await request(setup, body(0));
+    await waitFor(async () => (await quota.query(quotaStatusQuery)).leases.length === 1, {
+      what: 'the first grant',
+    });
+    const firstRunId = (await quota.describe()).runId;
+    const startedAt = Date.now();
+    let next = 1;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < REQUESTS) await request(setup, body(next++));
+      }),
+    );
+    const status = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.queueLength === REQUESTS - 1 ? s : null;
+      },
+      { what: `${REQUESTS - 1} requests in the queue`, timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const enqueueMs = Date.now() - startedAt;
+    assert.equal(status.leases.length, 1);
+    assert.equal(status.totals.granted, 2, "the holder's own create, then the first request");
+
+    // A continue-as-new cannot complete while signals stream in (the server fails that task so the
+    // new signals are seen first); it goes through once the burst ends, carrying the whole queue.
+    const described = await waitFor(
+      async () => {
+        const d = await quota.describe();
+        return d.runId !== firstRunId ? d : null;
+      },
+      { what: 'the quota workflow to continue as new', timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const carried = await quota.query(quotaStatusQuery);
+    assert.equal(carried.queueLength, REQUESTS - 1, 'the queue carried into the new run');
+    assert.equal(carried.leases.length, 1, 'the unconfirmed use carried into the new run');
+    assert.ok(
+      (described.historyLength ?? 0) < 2_500,
+      `history of the current run: ${described.historyLength} events`,
+    );
+
+    // Every queued request leaves (as a cancelled job would); the queue empties, nothing is granted.
+    await Promise.all(
+      Array.from({ length: REQUESTS - 1 }, (_, i) =>
+        quota.signal('quotaRelease', { requestId: `bulk-${i + 1}/create` }),
+      ),
+    );
+    const emptied = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.queueLength === 0 ? s : null;
+      },
+      { what: 'the queue to empty', timeoutMs: 60_000 },
+    );
+    // Each release found its request, across the continue-as-new in between: the queue was carried whole.
+    assert.equal(emptied.totals.released, REQUESTS - 1);
+    assert.equal(emptied.totals.granted, 2);
+    process.stdout.write(
+      `# quota 1000 queued: enqueued ${REQUESTS - 1} in ${(enqueueMs / 1000).toFixed(1)}s; ` +
+        `continued as new, the new run at ${described.historyLength} events\n`,
+    );
+    await quota.terminate('test over');
+    await holder.terminate('test over');
   });
 });
