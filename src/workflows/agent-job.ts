@@ -396,7 +396,9 @@ async function poll(state: RunState, resolved: ResolvedInput): Promise<AgentJobR
 function observe(state: RunState, record: AgentJobRecord): AgentJobStatus | null {
   const previousStatus = state.progress.lastRecord?.status;
   state.progress.lastRecord = record;
-  state.progress.phase = state.sendingMessage ? 'sending-message' : 'polling';
+  // A follow-up message waiting for the project quota stays `queued` while polls go on.
+  if (state.progress.phase !== 'queued')
+    state.progress.phase = state.sendingMessage ? 'sending-message' : 'polling';
   if (!state.progress.jobId) state.progress.jobId = record.id;
   if (previousStatus === undefined) {
     upsertSearchAttributes([
