@@ -27,9 +27,10 @@ const [N, K, W] = [9, 3, 4];
 const LEASE_MS = 3_000;
 /**
  * A workflow cached on the dead worker waits this long on its sticky queue before another worker
- * takes it (the SDK's default sticky schedule-to-start timeout, 10 s), plus slack for a busy machine.
+ * takes it (the SDK's default sticky schedule-to-start timeout, 10 s), plus slack for a busy machine (the full suite
+ * runs two files at once on two cores).
  */
-const TAKEOVER_MS = 15_000;
+const TAKEOVER_MS = 20_000;
 const API_KEY = `quota-kill-key-${randomUUID()}`;
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
