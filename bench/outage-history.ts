@@ -8,8 +8,11 @@
  * Real parts: the test server (dev/time-skipping-server.ts), the simulator over HTTP, the worker
  * with the real activities and the bundled workflow code.
  *
- *   npm run bench:outage                     # 2 hours of outage, both poll modes
- *   npm run bench:outage -- --hours 3        # longer; the workflow's timeout follows
+ *   npm run bench:outage                     # 3 hours of outage, both poll modes
+ *   npm run bench:outage -- --hours 2 --modes local --histories /tmp/h
+ *
+ * Three hours by default: at about 55 polls an hour, a run continues as new after its 150th poll,
+ * near 2.8 hours into the outage. The workflow's timeout is one hour longer than the measurement.
  *
  * Writes bench/results/<timestamp>-outage.json and prints a table.
  */
@@ -57,7 +60,8 @@ interface RunFigures {
   eventsByType: Record<string, number>;
   /**
    * Longest stretch of workflow time between two events of the run, in seconds. Longer than the
-   * poll interval means the test server skipped time with nothing recorded (see the README).
+   * poll interval means the test server skipped time with nothing recorded: with local-activity
+   * polls it has timed out a workflow task the worker was still running, then held its retry back.
    */
   longestGapSeconds: number;
 }
