@@ -127,7 +127,8 @@ async function waitUntilServing(address: string, child: ChildProcess): Promise<v
   throw new Error(`no answer on ${address} within ${READY_TIMEOUT_MS / 1000}s`, { cause: lastError });
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
+/** Stops a server process: SIGTERM, then SIGKILL after 10 s, and waits for it to exit. */
+export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');

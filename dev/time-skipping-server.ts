@@ -18,7 +18,6 @@
  * the classpath.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -29,7 +28,7 @@ import { InternalConnectionOptionsSymbol } from '@temporalio/client/lib/connecti
 import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { NativeConnection } from '@temporalio/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../src/contract.js';
-import { freePort } from './dev-server.js';
+import { freePort, stopChild } from './dev-server.js';
 
 /** The sdk-java release whose `io.temporal:temporal-test-server` is used. */
 export const TEST_SERVER_VERSION = '1.38.0';
@@ -241,15 +240,6 @@ async function connectWhenServing(address: string, child: ChildProcess): Promise
     }
   }
   throw new Error(`no answer on ${address} within ${READY_TIMEOUT_MS / 1000}s`, { cause: lastError });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 function defaultLog(line: string): void {
