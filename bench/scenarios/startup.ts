@@ -66,7 +66,7 @@ export async function runStartup(
       const job = await api.createJob(project, 'Benchmark: start-up', { idempotencyKey: project });
       const handle = await startAgentJob(
         env.client,
-        { projectId: project, prompt: 'Benchmark: start-up', jobId: job.id },
+        { projectId: project, jobId: job.id },
         { taskQueue: project },
       );
       const polled = new Promise<number>((resolve) => firstPoll.set(project, resolve));
