@@ -275,17 +275,7 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
   });
   setHandler(
     sendMessageUpdate,
-    (prompt: string): Promise<AgentJobRecord> => {
-      // One key per update: a client retrying this update (same update ID, also after
-      // continue-as-new) sends the same key, and a new message never reuses a failed one's.
-      const updateId = currentUpdateInfo()?.id ?? `turn-${state.progress.turns + 1}`;
-      return sendFollowUp(
-        state,
-        resolved,
-        prompt,
-        idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`),
-      );
-    },
+    (prompt: string): Promise<AgentJobRecord> => sendFollowUp(state, resolved, prompt, messageKey(state)),
     {
       validator: (prompt: string) => {
         validatePrompt('sendMessage', prompt);
@@ -302,10 +292,7 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
   setHandler(
     followUpUpdate,
     async (prompt: string): Promise<AgentJobResult> => {
-      // The update ID, not the run: a caller retrying with the same ID after this workflow closed
-      // starts a new run whose message the API recognises as already applied.
-      const updateId = currentUpdateInfo()?.id ?? `turn-${state.progress.turns + 1}`;
-      const key = idempotencyKey(`${workflowInfo().workflowId}/${updateId}`);
+      const key = messageKey(state);
       state.followUpsOpen++;
       try {
         await queueFollowUp(state, resolved, prompt, key, false);
@@ -333,6 +320,16 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
         'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
     },
   );
+}
+
+/**
+ * The `Idempotency-Key` of the message an update sends: one per update ID. A client retrying the
+ * update (same ID, also after continue-as-new or in a new run after this one closed) sends the same
+ * key, and a new message never reuses a failed one's.
+ */
+function messageKey(state: RunState): string {
+  const updateId = currentUpdateInfo()?.id ?? `turn-${state.progress.turns + 1}`;
+  return idempotencyKey(`${workflowInfo().workflowId}/message/${updateId}`);
 }
 
 function validatePrompt(update: string, prompt: unknown): void {
@@ -674,6 +671,11 @@ function finish(state: RunState, status: AgentJobStatus): AgentJobResult {
   setCurrentDetails(
     `Agent job ${record.id} ${status}${record.prLink ? `: ${record.prLink}` : ' without a pull request'}`,
   );
+  return resultOf(state, record, status);
+}
+
+/** The workflow's (or a follow-up's) result for a turn that ended `completed` or `archived`. */
+function resultOf(state: RunState, record: AgentJobRecord, status: AgentJobStatus): AgentJobResult {
   return {
     job: record,
     prLink: record.prLink,
@@ -696,15 +698,8 @@ function agentJobFailed(state: RunState, record: AgentJobRecord): ApplicationFai
 /** A follow-up's answer when its turn ended: the result, or `AgentJobFailed` for a failed turn. */
 function turnResult(state: RunState, record: AgentJobRecord): AgentJobResult {
   if (record.status === 'failed') throw agentJobFailed(state, record);
-  return {
-    job: record,
-    prLink: record.prLink,
-    // Only called once the turn ended, so the status is a terminal one.
-    status: record.status as AgentJobStatus,
-    polls: state.progress.polls,
-    turns: state.progress.turns,
-    created: state.created,
-  };
+  // Only called once the turn ended, so the status is a terminal one.
+  return resultOf(state, record, record.status as AgentJobStatus);
 }
 
 /**
