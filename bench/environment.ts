@@ -130,6 +130,9 @@ export async function startBenchEnvironment(
       METRICS_ADDRESS: 'off',
       // INFO, as in production: the worker's own log lines are part of its cost.
       LOG_LEVEL: 'INFO',
+      // The simulator here is unlimited and a load point runs up to 10,000 jobs in one project;
+      // the default quota (100 per project per hour) would measure the quota, not the worker.
+      AGENT_API_PROJECT_QUOTA: 'off',
       ...overrides,
     });
     return {

@@ -583,8 +583,8 @@ every run, on its own task queue and simulator project.
   jobs of more than \`--cost-max-polls\` polls are not run but extrapolated on the straight line
   through the variant's measured lengths (each poll adds the same events and actions), plus, per
   extra continue-as-new run, one action and five events, plus two of each per patch marker the
-  run records with its TemporalChangeVersion upsert (this worker: two patches with local-activity
-  polls, one without); the table marks them. *Mean detection
+  run records with its TemporalChangeVersion upsert (this worker: three patches with local-activity
+  polls, two without); the table marks them. *Mean detection
   delay* is the schedule's mean wait from a job's end to the poll that sees it, for jobs of L ±10%.
 - **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
   workflow started (by the client or by continue-as-new), timer started, activity started or

@@ -24,6 +24,7 @@ import {
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
+import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
 export class ConfigError extends Error {
@@ -77,6 +78,8 @@ export interface WorkerConfig {
   /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
   metricsBindAddress: string | null;
   logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+  /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
+  projectQuota: ProjectQuotaSettings;
 }
 
 /** The environment variables the worker reads besides the standard TEMPORAL_* ones. Documented in the README. */
@@ -87,6 +90,9 @@ export const WORKER_SETTINGS = [
   'AGENT_API_KEY',
   'AGENT_API_KEY_FILE',
   'AGENT_API_AMBIGUOUS_CREATE',
+  'AGENT_API_PROJECT_QUOTA',
+  'AGENT_API_PROJECT_QUOTA_OVERRIDES',
+  'AGENT_API_PROJECT_QUOTA_LEASE',
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WORKER_MAX_CACHED_WORKFLOWS',
@@ -231,6 +237,7 @@ export function loadWorkerConfig(
     healthAddress: hostPort(env, 'HEALTH_ADDRESS', '0.0.0.0:8080'),
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     logLevel: logLevel as WorkerConfig['logLevel'],
+    projectQuota: loadProjectQuotaSettings(env),
   };
 }
 
@@ -246,6 +253,27 @@ function memoryLimit(env: Env): MemoryLimit | null {
     );
   }
   return { bytes, source: 'WORKER_MEMORY_LIMIT' };
+}
+
+/** Loads AGENT_API_PROJECT_QUOTA (default 100/1h), its per-project overrides and the grant lease. */
+export function loadProjectQuotaSettings(env: Env = process.env): ProjectQuotaSettings {
+  try {
+    return parseProjectQuotaSettings(
+      {
+        quota: text(env, 'AGENT_API_PROJECT_QUOTA'),
+        overrides: text(env, 'AGENT_API_PROJECT_QUOTA_OVERRIDES'),
+        lease: text(env, 'AGENT_API_PROJECT_QUOTA_LEASE'),
+      },
+      {
+        quota: 'AGENT_API_PROJECT_QUOTA',
+        overrides: 'AGENT_API_PROJECT_QUOTA_OVERRIDES',
+        lease: 'AGENT_API_PROJECT_QUOTA_LEASE',
+      },
+    );
+  } catch (err) {
+    if (err instanceof QuotaSettingError) throw new ConfigError(err.setting, err.message, { cause: err });
+    throw err;
+  }
 }
 
 function definedOnly(env: Env): Record<string, string> {

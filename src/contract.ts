@@ -191,6 +191,7 @@ export interface AgentJobResult {
 /** What the `status` query answers. */
 export interface AgentJobProgress {
   phase:
+    | 'queued'
     | 'creating'
     | 'polling'
     | 'sending-message'
@@ -207,6 +208,11 @@ export interface AgentJobProgress {
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
+  /**
+   * Set while the workflow waits in its project's quota queue (phase `queued`), else null. Absent
+   * in runs that started before the project quota existed.
+   */
+  queue?: QueuePlace | null;
 }
 
 /** Query: the workflow's progress. */
@@ -384,3 +390,108 @@ function toMs(value: unknown, field: string): number {
   }
   return ms;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The project quota: one budget of API uses (creates and follow-up messages) per project, held by
+// a long-lived workflow per project that every worker reaches by its workflow ID.
+// ---------------------------------------------------------------------------------------------
+
+/** Workflow type of the per-project quota workflow. */
+export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuotaWorkflow';
+
+/**
+ * The quota workflow's ID for a project: one per project in the namespace, whichever worker asks.
+ * The project ID is percent-encoded so that any project ID gives one readable, unambiguous ID.
+ */
+export function projectQuotaWorkflowId(projectId: string): string {
+  return `agent-api-quota/${encodeURIComponent(projectId)}`;
+}
+
+/** A budget: `uses` API uses per rolling `windowMs`. */
+export interface QuotaLimit {
+  uses: number;
+  windowMs: number;
+}
+
+/** What a use is for. Follow-up messages go ahead of queued creates (see the README). */
+export type QuotaUseKind = 'create' | 'message';
+
+/** A workflow's request for one use, sent by the enqueue activity. */
+export interface QuotaRequest {
+  /** Unique per use: `<workflow ID>/create` or `<workflow ID>/turn-<n>`. A repeat is recognised. */
+  requestId: string;
+  /** Where the grant is signalled: the workflow ID, so a continued run still gets it. */
+  workflowId: string;
+  kind: QuotaUseKind;
+  /** The budget the asking worker is configured with; the newest request's wins. */
+  limit: QuotaLimit;
+  /** How long the grant may stay unconfirmed before its use returns to the budget, in ms. */
+  leaseMs: number;
+}
+
+/**
+ * What the enqueue activity answers: the request was signalled to the project's quota workflow
+ * (a grant signal follows), or the asking worker has the quota off for this project.
+ */
+export type QuotaTicket = { state: 'requested'; requestId: string } | { state: 'off' };
+
+/** A place in the queue, as the `status` query shows it. */
+export interface QueuePlace {
+  /** 1 is next. */
+  position: number;
+  /** The project's queue length when this was computed. */
+  queueLength: number;
+  /** ISO time of the earliest grant the budget allows, assuming no 429 pauses it. */
+  earliestStartAt: string;
+  /** ISO time this place was computed (it moves as the queue moves). */
+  asOf: string;
+}
+
+/**
+ * Signal (with start) to the quota workflow: queue a request for one use. Idempotent by request ID:
+ * a repeat of a queued request gets its place again, of a granted one its grant again. A signal,
+ * not an update: a thousand requests arriving at once must all be taken, and the server limits the
+ * updates in flight per workflow (10 by default) where it buffers signals.
+ */
+export const quotaRequestSignal = defineSignal<[QuotaRequest]>('quotaRequest');
+
+/** Signal to the quota workflow: the granted use was spent (the API answered other than 429). */
+export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]>('quotaSpent');
+
+/** Signal to the quota workflow: a queued or granted request is withdrawn unused (cancellation). */
+export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
+
+/**
+ * Signal to the quota workflow: the API answered 429 to the granted use. The project pauses (until
+ * `retryAfterMs`, or a growing backoff when null) and the request goes back to the head of the queue.
+ */
+export const quotaRefusedSignal =
+  defineSignal<[{ requestId: string; retryAfterMs: number | null }]>('quotaRefused');
+
+/** Signal from the quota workflow to a requesting workflow: its use is granted. */
+export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');
+
+/** Signal from the quota workflow to a queued workflow: its place when it joined, and again after a 429 pause. */
+export const quotaPlaceSignal = defineSignal<[{ requestId: string } & QueuePlace]>('quotaPlace');
+
+/** What the quota workflow's `quotaStatus` query answers. */
+export interface ProjectQuotaStatus {
+  projectId: string;
+  /** The configured budget, and the one learnt from 429s (lower, or equal when none came). */
+  limit: QuotaLimit;
+  effectiveUses: number;
+  /** Uses counted in the current window, granted-but-unconfirmed ones included. */
+  usesInWindow: number;
+  /** Grants not yet confirmed, oldest first. */
+  leases: Array<{ requestId: string; workflowId: string; grantedAt: string; expiresAt: string }>;
+  queueLength: number;
+  /** The first requests of the queue, in order (at most 20). */
+  queueHead: Array<{ requestId: string; workflowId: string; kind: QuotaUseKind; enqueuedAt: string }>;
+  /** ISO time the project's budget resumes after a 429, or null. */
+  pausedUntil: string | null;
+  /** Counters across every run of the quota workflow. */
+  totals: { granted: number; spent: number; refused: number; released: number; expired: number };
+}
+
+/** Query on the quota workflow: its state. */
+export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');

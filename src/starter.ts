@@ -79,6 +79,9 @@ interface StartOptions extends CommonOptions {
 }
 
 function describeProgress(p: AgentJobProgress): string {
+  if (p.phase === 'queued' && p.queue) {
+    return `[queued] waiting for the project's API budget: position ${p.queue.position} of ${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`;
+  }
   const status = p.lastRecord ? `status ${p.lastRecord.status}` : 'no record yet';
   const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
   const error = p.lastError ? `, last error ${p.lastError.type}` : '';

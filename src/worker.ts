@@ -11,6 +11,7 @@ import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from '
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
 import { applyWorkflowHeap } from './worker-memory.js';
+import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -72,7 +73,11 @@ async function run(config: WorkerConfig): Promise<void> {
       connection,
       ...workerOptionsFrom(config),
       ...workflows,
-      activities: createActivities({ api, ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy }),
+      activities: createActivities({
+        api,
+        ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+        projectQuota: config.projectQuota,
+      }),
     });
     const health = await startHealthServer(config.healthAddress, () => {
       const state = worker.getState();
@@ -91,6 +96,8 @@ async function run(config: WorkerConfig): Promise<void> {
       memoryLimitFrom: memory.limit?.source ?? 'none',
       maxCachedWorkflows: memory.maxCachedWorkflows,
       workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
+      projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
+      projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
     });
     try {
       await worker.run();

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { ConfigError, loadTemporalSettings, loadWorkerConfig } from '../src/config.js';
+import { formatQuotaLimit, quotaLimitFor } from '../src/quota/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -59,6 +60,12 @@ test('each bad setting is a ConfigError naming it, and never echoes the key', ()
     [{ HEALTH_ADDRESS: '8080' }, 'HEALTH_ADDRESS'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ WORKER_ACTIVITIES_PER_SECOND: '-1' }, 'WORKER_ACTIVITIES_PER_SECOND'],
+    [{ AGENT_API_PROJECT_QUOTA: '100 per hour' }, 'AGENT_API_PROJECT_QUOTA'],
+    [{ AGENT_API_PROJECT_QUOTA: '0/1h' }, 'AGENT_API_PROJECT_QUOTA'],
+    [{ AGENT_API_PROJECT_QUOTA: '3/500ms' }, 'AGENT_API_PROJECT_QUOTA'],
+    [{ AGENT_API_PROJECT_QUOTA_OVERRIDES: 'docs-a=10/1h' }, 'AGENT_API_PROJECT_QUOTA_OVERRIDES'],
+    [{ AGENT_API_PROJECT_QUOTA_OVERRIDES: '{"docs-a": 10}' }, 'AGENT_API_PROJECT_QUOTA_OVERRIDES'],
+    [{ AGENT_API_PROJECT_QUOTA_LEASE: 'soon' }, 'AGENT_API_PROJECT_QUOTA_LEASE'],
   ];
   for (const [overrides, setting] of cases) {
     assert.throws(
@@ -68,4 +75,29 @@ test('each bad setting is a ConfigError naming it, and never echoes the key', ()
       setting,
     );
   }
+});
+
+test('AGENT_API_PROJECT_QUOTA: 100/1h by default, <uses>/<window>, off, per-project overrides and the lease', () => {
+  const defaults = loadWorkerConfig(base).projectQuota;
+  assert.deepEqual(defaults, {
+    defaultLimit: { uses: 100, windowMs: 3_600_000 },
+    overrides: {},
+    leaseMs: 120_000,
+  });
+  const set = loadWorkerConfig({
+    ...base,
+    AGENT_API_PROJECT_QUOTA: ' 3/20s ',
+    AGENT_API_PROJECT_QUOTA_OVERRIDES: '{"docs-big": "500/1h", "docs-own-key": "off"}',
+    AGENT_API_PROJECT_QUOTA_LEASE: '45s',
+  }).projectQuota;
+  assert.deepEqual(set.defaultLimit, { uses: 3, windowMs: 20_000 });
+  assert.deepEqual(set.overrides, { 'docs-big': { uses: 500, windowMs: 3_600_000 }, 'docs-own-key': null });
+  assert.equal(set.leaseMs, 45_000);
+  assert.equal(quotaLimitFor(set, 'docs-big')?.uses, 500);
+  assert.equal(quotaLimitFor(set, 'docs-own-key'), null, 'an override can turn the quota off');
+  assert.deepEqual(quotaLimitFor(set, 'docs-other'), { uses: 3, windowMs: 20_000 });
+  assert.equal(loadWorkerConfig({ ...base, AGENT_API_PROJECT_QUOTA: 'off' }).projectQuota.defaultLimit, null);
+  assert.equal(formatQuotaLimit({ uses: 100, windowMs: 3_600_000 }), '100/1h');
+  assert.equal(formatQuotaLimit({ uses: 3, windowMs: 20_000 }), '3/20s');
+  assert.equal(formatQuotaLimit(null), 'off');
 });

@@ -250,6 +250,9 @@ export async function workerProcessEnv(
     AGENT_API_KEY: api.apiKey,
     HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
     METRICS_ADDRESS: `127.0.0.1:${metricsPort}`,
+    // Off unless a test sets it: the default (100 uses per project per hour) would hold back tests
+    // that run hundreds of jobs in one project against an unlimited simulator.
+    AGENT_API_PROJECT_QUOTA: 'off',
     ...overrides,
   };
   return { vars, taskQueue, healthPort, metricsPort };

@@ -393,12 +393,12 @@ function measuredRows(
 /**
  * What a continue-as-new adds: the ContinuedAsNew event, then the next run's start (an action) and
  * first workflow task. Every run of this worker also records a marker and the SDK's
- * TemporalChangeVersion search-attribute upsert per patch it takes (the bounded API calls; the
- * local-activity polls too unless they are off), two more events and actions each.
+ * TemporalChangeVersion search-attribute upsert per patch it takes (the bounded API calls and the
+ * project quota; the local-activity polls too unless they are off), two more events and actions each.
  */
 function perContinuation(variant: CostVariant): { events: number; actions: number } {
   if (variant.impl !== 'worker') return { events: 5, actions: 1 };
-  const patches = variant.localActivity === false ? 1 : 2;
+  const patches = variant.localActivity === false ? 2 : 3;
   return { events: 5 + 2 * patches, actions: 1 + 2 * patches };
 }
 

@@ -14,6 +14,8 @@ import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
+import type { ProjectQuotaSettings } from '../quota/settings.js';
+import { createProjectQuotaActivities } from './project-quota.js';
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
@@ -30,6 +32,8 @@ export interface ActivityDeps {
    * `fail`: fail at once with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.
    */
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
+  /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
+  projectQuota?: ProjectQuotaSettings | null;
 }
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -201,6 +205,8 @@ export function createActivities(deps: ActivityDeps) {
       });
       return record;
     },
+
+    ...createProjectQuotaActivities(deps.projectQuota),
   };
 }
 

@@ -257,7 +257,7 @@ export async function followAgentJob(
   while (!closed) {
     try {
       const progress = await handle.query(statusQuery);
-      const fingerprint = `${progress.phase}|${progress.lastRecord?.status}|${progress.polls}|${progress.turns}`;
+      const fingerprint = `${progress.phase}|${progress.lastRecord?.status}|${progress.polls}|${progress.turns}|${progress.queue?.position}`;
       if (fingerprint !== last) {
         last = fingerprint;
         onProgress(progress);

@@ -9,7 +9,8 @@ import type { SimulatorOptions } from './server.js';
 
 /** The one usage line printed for `--help` and after a bad flag. */
 export const USAGE =
-  'usage: npm run simulator -- [--port N] [--host ADDR] [--key KEY]... [--creates-per-hour N] [--duration 3s] ' +
+  'usage: npm run simulator -- [--port N] [--host ADDR] [--key KEY]... [--creates-per-hour N] [--budget K/W] [--no-retry-after] ' +
+  '[--duration 3s] ' +
   '[--outcome pr|no-changes|failed] [--scenarios JSON|FILE] [--archive-after 10m] [--quiet] [--help]';
 
 /** What `--help` prints: the usage line, then each flag with its environment variable and default. */
@@ -18,7 +19,11 @@ export const HELP = `${USAGE}
   --port N               SIMULATOR_PORT              port to listen on; 0 picks a free one (default 8787)
   --host ADDR            SIMULATOR_HOST              interface to bind (default 127.0.0.1; /_sim/ has no auth)
   --key KEY (repeat)     SIMULATOR_API_KEYS (a,b)    accepted bearer keys (default sim-local-key)
-  --creates-per-hour N   SIMULATOR_CREATES_PER_HOUR  creates per project per rolling hour; 0 = unlimited (default 100)
+  --creates-per-hour N   SIMULATOR_CREATES_PER_HOUR  creates and follow-up messages per project per rolling hour;
+                                                     0 = unlimited (default 100)
+  --budget K/W           SIMULATOR_BUDGET            K creates and follow-up messages per project per rolling W
+                                                     seconds, e.g. 3/20; replaces --creates-per-hour
+  --no-retry-after       SIMULATOR_NO_RETRY_AFTER=1  429s carry no Retry-After (as the live API documents)
   --duration D           SIMULATOR_JOB_DURATION      how long a turn stays active: 1500, 1500ms, 3s, 2m (default 3s)
   --outcome O            SIMULATOR_OUTCOME           pr, no-changes or failed (default pr)
   --scenarios S          SIMULATOR_SCENARIOS         JSON text or a JSON file: scenarios keyed by project ID
@@ -55,6 +60,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
         host: { type: 'string' },
         key: { type: 'string', multiple: true },
         'creates-per-hour': { type: 'string' },
+        budget: { type: 'string' },
+        'no-retry-after': { type: 'boolean' },
         duration: { type: 'string' },
         outcome: { type: 'string' },
         scenarios: { type: 'string' },
@@ -80,6 +87,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   const archiveAfter = values['archive-after'];
   const scenarios = values.scenarios ?? env.SIMULATOR_SCENARIOS;
   const createsPerHour = values['creates-per-hour'] ?? env.SIMULATOR_CREATES_PER_HOUR;
+  const budget = values.budget ?? env.SIMULATOR_BUDGET;
+  const noRetryAfter = values['no-retry-after'] === true || env.SIMULATOR_NO_RETRY_AFTER === '1';
 
   return {
     help: false,
@@ -89,6 +98,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
       apiKeys: keys,
       createsPerProjectPerHour:
         createsPerHour === undefined ? undefined : parseWhole(createsPerHour, '--creates-per-hour'),
+      budget: budget === undefined ? undefined : parseBudget(budget),
+      retryAfter: noRetryAfter ? false : undefined,
       defaultScenario,
       scenarios: scenarios === undefined ? undefined : readScenarios(scenarios),
       archiveAfterMs: archiveAfter === undefined ? null : parseDuration(archiveAfter, '--archive-after'),
@@ -110,6 +121,17 @@ function parseWhole(text: string, flag: string, max = Number.MAX_SAFE_INTEGER): 
     throw new UsageError(`${flag}: "${text}" is not a whole number between 0 and ${max}`);
   }
   return Number(text);
+}
+
+/** `K/W`: K uses per rolling W seconds (`3/20`, `3/20s`, `0/1` for unlimited). */
+function parseBudget(text: string): { uses: number; windowSeconds: number } {
+  const match = /^(\d+)\s*\/\s*(\d+(?:\.\d+)?)s?$/.exec(text.trim());
+  const uses = Number(match?.[1]);
+  const windowSeconds = Number(match?.[2]);
+  if (!match || !(windowSeconds > 0)) {
+    throw new UsageError(`--budget: "${text}" is not K/W, uses per window of W seconds, such as 3/20`);
+  }
+  return { uses, windowSeconds };
 }
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };

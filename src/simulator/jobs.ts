@@ -59,24 +59,28 @@ export interface JobStats {
 export type CreateResult =
   | { kind: 'created'; job: Job }
   | { kind: 'replayed'; job: Job }
-  | { kind: 'rate-limited'; retryAfterSeconds: number; limit: number }
+  | { kind: 'rate-limited'; retryAfterSeconds: number; limit: number; windowSeconds: number }
   | { kind: 'key-reused' };
 
-const HOUR_MS = 60 * 60 * 1000;
+/** A budget of API uses (creates and follow-up messages) per project per rolling window; 0 uses = unlimited. */
+export interface UseBudget {
+  uses: number;
+  windowMs: number;
+}
 
 /** Every simulated job, the idempotency keys and the per-project rate limit windows. */
 export class JobStore {
   readonly #jobs = new Map<string, Job>();
   /** `projectId` + NUL + key → job and the prompt's digest (a reused key with another prompt is refused). */
   readonly #createKeys = new Map<string, { job: Job; promptDigest: string }>();
-  /** Create times within the last hour, oldest first, per project. */
+  /** Use times (creates and follow-up messages) within the last window, oldest first, per project. */
   readonly #windows = new Map<string, number[]>();
   readonly #jobsPerProject = new Map<string, number>();
   readonly #jobsPerKey = new Map<string, number>();
   #nextPr = 1;
 
   constructor(
-    private readonly createsPerHour: number,
+    private readonly budget: UseBudget,
     private readonly archiveAfterMs: number | null,
   ) {}
 
@@ -154,6 +158,15 @@ export class JobStore {
     return job.stale === null ? this.record(job, now) : before;
   }
 
+  /**
+   * Takes a use of the project's budget for a follow-up message, or says when one frees. A message
+   * whose key was applied before is a replay and takes none.
+   */
+  admitMessage(job: Job, key: string | undefined, now: number): CreateResult | null {
+    if (key !== undefined && job.messageKeys.has(key)) return null;
+    return this.#takeSlot(job.projectId, now);
+  }
+
   /** Archives the job now (a no-op for one already archived). */
   archive(job: Job, now: number): void {
     if (this.record(job, now).status !== 'archived') job.archivedAt = now;
@@ -225,17 +238,19 @@ export class JobStore {
     return { startedAt: now, durationMs: scenario.durationMs, outcome: scenario.outcome, prNumber };
   }
 
-  /** Takes a create slot of the rolling hour, or says when the oldest one frees. */
+  /** Takes a use of the rolling window, or says when the oldest one frees. */
   #takeSlot(projectId: string, now: number): CreateResult | null {
-    if (this.createsPerHour === 0) return null;
-    const window = (this.#windows.get(projectId) ?? []).filter((at) => at > now - HOUR_MS);
+    const { uses, windowMs } = this.budget;
+    if (uses === 0) return null;
+    const window = (this.#windows.get(projectId) ?? []).filter((at) => at > now - windowMs);
     this.#windows.set(projectId, window);
     const oldest = window[0];
-    if (window.length >= this.createsPerHour && oldest !== undefined) {
+    if (window.length >= uses && oldest !== undefined) {
       return {
         kind: 'rate-limited',
-        retryAfterSeconds: Math.max(1, Math.ceil((oldest + HOUR_MS - now) / 1000)),
-        limit: this.createsPerHour,
+        retryAfterSeconds: Math.max(1, Math.ceil((oldest + windowMs - now) / 1000)),
+        limit: uses,
+        windowSeconds: windowMs / 1000,
       };
     }
     window.push(now);

@@ -13,7 +13,7 @@ import {
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FaultState } from './faults.js';
-import { JobStore, type JobStats } from './jobs.js';
+import { JobStore, type CreateResult, type JobStats } from './jobs.js';
 import { parseScenario, resolveScenario, type Endpoint, type FaultRule, type Scenario } from './scenario.js';
 
 /** How to start a simulator. */
@@ -26,6 +26,13 @@ export interface SimulatorOptions {
   apiKeys: string[];
   /** Creates allowed per project in a rolling hour; default 100 (the API's limit); 0 = unlimited. */
   createsPerProjectPerHour?: number;
+  /**
+   * Uses (creates and follow-up messages) per project per rolling window, in seconds; replaces
+   * `createsPerProjectPerHour` when set. `uses` 0 = unlimited.
+   */
+  budget?: { uses: number; windowSeconds: number };
+  /** Send `Retry-After` on the budget's 429s; default true. The live API documents none. */
+  retryAfter?: boolean;
   /** Scenario of every project without its own, over the built-in defaults. */
   defaultScenario?: Partial<Scenario>;
   /** Scenarios by project ID, over `defaultScenario`. */
@@ -126,11 +133,16 @@ class Simulator {
   readonly #perProject = new Map<string, Map<string, number>>();
   readonly #timers = new Set<NodeJS.Timeout>();
   readonly #log: ((line: string) => void) | null;
+  readonly #retryAfter: boolean;
 
   constructor(options: SimulatorOptions) {
     if (options.apiKeys.length === 0) throw new Error('startSimulator: apiKeys must name at least one key');
     this.#keys = new Set(options.apiKeys);
-    this.#store = new JobStore(options.createsPerProjectPerHour ?? 100, options.archiveAfterMs ?? null);
+    const budget = options.budget
+      ? { uses: options.budget.uses, windowMs: options.budget.windowSeconds * 1000 }
+      : { uses: options.createsPerProjectPerHour ?? 100, windowMs: 60 * 60 * 1000 };
+    this.#store = new JobStore(budget, options.archiveAfterMs ?? null);
+    this.#retryAfter = options.retryAfter ?? true;
     this.#defaultScenario = options.defaultScenario ?? {};
     for (const [projectId, scenario] of Object.entries(options.scenarios ?? {})) {
       this.#scenarios.set(projectId, scenario);
@@ -383,6 +395,8 @@ class Simulator {
     if (route.endpoint === 'message') {
       const job = this.#store.find(route.projectId, route.jobId);
       if (job === undefined) return errorReply(404, 'agent job not found');
+      const limited = this.#store.admitMessage(job, key, now);
+      if (limited?.kind === 'rate-limited') return this.#rateLimited(limited);
       return jsonReply(200, this.#store.message(job, key, scenario, now));
     }
     if (route.endpoint !== 'create') return errorReply(404, 'no such route');
@@ -397,10 +411,16 @@ class Simulator {
       case 'key-reused':
         return errorReply(422, 'Idempotency-Key was already used with a different prompt');
       case 'rate-limited':
-        return errorReply(429, `rate limit: ${result.limit} creates per project per hour`, {
-          'retry-after': String(result.retryAfterSeconds),
-        });
+        return this.#rateLimited(result);
     }
+  }
+
+  #rateLimited(result: CreateResult & { kind: 'rate-limited' }): Reply {
+    return errorReply(
+      429,
+      `rate limit: ${result.limit} creates and follow-up messages per project per ${result.windowSeconds}s`,
+      this.#retryAfter ? { 'retry-after': String(result.retryAfterSeconds) } : undefined,
+    );
   }
 
   #authorized(header: string | undefined): boolean {

@@ -51,6 +51,7 @@ import {
 } from '../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf, type Backoff } from '../retries.js';
 import { attempt, noFailures, singleCall, untilAnswered, type ApiCallContext } from './api-calls.js';
+import { PROJECT_QUOTA_PATCH, ProjectQuotaRequester } from './project-quota.js';
 
 /**
  * Polls per run before continue-as-new. A poll adds about 6 history events as a local activity
@@ -137,6 +138,11 @@ const { getAgentJob: getAgentJobLocallyBeforePatch } = proxyLocalActivities<Agen
 });
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
+// Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry.
+const quotaManaged = (options: ActivityOptions): Partial<ActivityOptions> => ({
+  retry: { ...options.retry, nonRetryableErrorTypes: [FailureType.RateLimited] },
+});
+
 /** Run-wide mutable state of one workflow run. */
 interface RunState {
   progress: AgentJobProgress;
@@ -172,6 +178,10 @@ interface RunState {
   followUpsOpen: number;
   /** The turn number whose end was last observed, so a waiting follow-up knows its turn ended. */
   turnEnded: number;
+  /** Creates and follow-up messages wait for the project's API budget; null in runs from before it. */
+  quota: ProjectQuotaRequester | null;
+  /** Quota uses asked for in this run, so each request has its own name. */
+  quotaUses: number;
 }
 
 /**
@@ -214,7 +224,11 @@ export async function agentJobWorkflow(
     followUpsSent: 0,
     followUpsOpen: 0,
     turnEnded: 0,
+    quota: null,
+    quotaUses: 0,
   };
+  if (patched(PROJECT_QUOTA_PATCH))
+    state.quota = new ProjectQuotaRequester(resolved.projectId, state.progress);
   registerHandlers(state, resolved);
 
   try {
@@ -363,9 +377,15 @@ async function sendFollowUp(
       'sending the follow-up message',
       MESSAGE_BACKOFF,
       (timeoutMs) =>
-        sendAgentJobMessage.executeWithOptions(
-          { summary: `send follow-up message (turn ${turn})`, scheduleToCloseTimeout: timeoutMs },
-          [{ projectId: resolved.projectId, jobId, prompt, idempotencyKey: key }],
+        withinQuota(state, 'message', (managed) =>
+          sendAgentJobMessage.executeWithOptions(
+            {
+              summary: `send follow-up message (turn ${turn})`,
+              scheduleToCloseTimeout: timeoutMs,
+              ...(managed ? quotaManaged(messageOptions) : {}),
+            },
+            [{ projectId: resolved.projectId, jobId, prompt, idempotencyKey: key }],
+          ),
         ),
     );
     state.progress.turns = turn;
@@ -429,20 +449,42 @@ async function create(state: RunState, resolved: ResolvedInput, workflowId: stri
     'creating the agent job',
     CREATE_BACKOFF,
     (timeoutMs) =>
-      createAgentJob.executeWithOptions(
-        { summary: `create agent job in project ${resolved.projectId}`, scheduleToCloseTimeout: timeoutMs },
-        // The workflow ID is the idempotency key: stable across activity retries, worker restarts
-        // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
-        [
+      withinQuota(state, 'create', (managed) => {
+        if (managed) setCurrentDetails(`Creating the agent job in project ${resolved.projectId}`);
+        return createAgentJob.executeWithOptions(
           {
-            projectId: resolved.projectId,
-            // resolveInput requires a prompt whenever there is no jobId, and only then is a job created.
-            prompt: resolved.prompt as string,
-            idempotencyKey: idempotencyKey(workflowId),
+            summary: `create agent job in project ${resolved.projectId}`,
+            scheduleToCloseTimeout: timeoutMs,
+            ...(managed ? quotaManaged(createOptions) : {}),
           },
-        ],
-      ),
+          // The workflow ID is the idempotency key: stable across activity retries, worker restarts
+          // and continue-as-new, so one workflow never creates two agent jobs on a server that honors it.
+          [
+            {
+              projectId: resolved.projectId,
+              // resolveInput requires a prompt whenever there is no jobId, and only then is a job created.
+              prompt: resolved.prompt as string,
+              idempotencyKey: idempotencyKey(workflowId),
+            },
+          ],
+        );
+      }),
   );
+}
+
+/**
+ * Runs a create or a follow-up message within the project's API budget when this run has one
+ * (./project-quota.ts): it waits in the project's queue, and a 429 sends it back to the head
+ * instead of failing. Each call is its own request, so a retry after another error asks again.
+ */
+function withinQuota<T>(
+  state: RunState,
+  kind: 'create' | 'message',
+  call: (managed: boolean) => Promise<T>,
+): Promise<T> {
+  if (!state.quota) return call(false);
+  const use = { kind, name: `${kind}-${state.progress.turns}-${++state.quotaUses}` } as const;
+  return state.quota.run(use, call, state.deadlineMs);
 }
 
 /** A call that must succeed before the workflow goes on, with this run's failure handling. */
@@ -606,7 +648,9 @@ async function poll(
 function observe(state: RunState, record: AgentJobRecord): AgentJobStatus | null {
   const previousStatus = state.progress.lastRecord?.status;
   state.progress.lastRecord = record;
-  state.progress.phase = state.sendingMessage ? 'sending-message' : 'polling';
+  // A follow-up message waiting for the project quota stays `queued` while polls go on.
+  if (state.progress.phase !== 'queued')
+    state.progress.phase = state.sendingMessage ? 'sending-message' : 'polling';
   if (!state.progress.jobId) state.progress.jobId = record.id;
   if (previousStatus === undefined) {
     upsertSearchAttributes([

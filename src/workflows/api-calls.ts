@@ -148,6 +148,8 @@ function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
   // A local activity's failure can reach the workflow as the activity's own ApplicationFailure,
   // without the ActivityFailure around it.
   if (!(err instanceof ActivityFailure) && !(err instanceof ApplicationFailure)) return null;
+  // The workflow's own failures (the project quota's deadline, say) are not an API error.
+  if (err instanceof ApplicationFailure && !isApiErrorDetails(err.details?.[0])) return null;
   let cause: unknown = err instanceof ActivityFailure ? err.cause : err;
   while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
   if (cause instanceof ApplicationFailure) {
@@ -155,7 +157,7 @@ function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
     const status = typeof details?.status === 'number' ? details.status : null;
     return {
       error: { type: cause.type ?? 'ApplicationFailure', status, message: cause.message, during: doing },
-      details: typeof details === 'object' && details !== null && 'final' in details ? details : undefined,
+      details: isApiErrorDetails(details) ? details : undefined,
       application: cause,
       activityFailure: err,
     };
@@ -167,6 +169,11 @@ function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
     application: undefined,
     activityFailure: err,
   };
+}
+
+/** Whether a failure detail is the activities' {@link ApiErrorDetails}. */
+function isApiErrorDetails(value: unknown): value is ApiErrorDetails {
+  return typeof value === 'object' && value !== null && 'final' in value && 'attempt' in value;
 }
 
 /**

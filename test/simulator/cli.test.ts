@@ -136,6 +136,21 @@ describe('parseCommandLine', () => {
     assert.deepEqual(parseCommandLine(['--help'], {}), { help: true });
   });
 
+  test('--budget K/W in seconds and --no-retry-after, from flags or the environment', () => {
+    const fromFlags = parseCommandLine(['--budget', '3/20', '--no-retry-after'], {});
+    assert.ok(!fromFlags.help);
+    assert.deepEqual(fromFlags.options.budget, { uses: 3, windowSeconds: 20 });
+    assert.equal(fromFlags.options.retryAfter, false);
+    const fromEnv = parseCommandLine([], { SIMULATOR_BUDGET: '5/2.5s', SIMULATOR_NO_RETRY_AFTER: '1' });
+    assert.ok(!fromEnv.help);
+    assert.deepEqual(fromEnv.options.budget, { uses: 5, windowSeconds: 2.5 });
+    assert.equal(fromEnv.options.retryAfter, false);
+    const plain = parseCommandLine([], {});
+    assert.ok(!plain.help);
+    assert.equal(plain.options.budget, undefined);
+    assert.equal(plain.options.retryAfter, undefined, 'Retry-After is sent unless asked otherwise');
+  });
+
   test('--scenarios reads a JSON file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sim-scenarios-'));
     try {
@@ -162,6 +177,9 @@ describe('parseCommandLine', () => {
       ['--duration', 'soon'],
       ['--outcome', 'maybe'],
       ['--creates-per-hour', '-1'],
+      ['--budget', '3'],
+      ['--budget', '3/0'],
+      ['--budget', 'three/20'],
       ['--scenarios', '{"p": {"outcome": "maybe"}}'],
       ['--scenarios', '/nonexistent/scenarios.json'],
       ['--key', 'has space'],

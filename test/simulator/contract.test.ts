@@ -224,6 +224,22 @@ describe('rate limit', () => {
     });
   });
 
+  test('a budget of K per W seconds counts follow-up messages too, frees after W, and can omit Retry-After', async () => {
+    await withSimulator({ budget: { uses: 2, windowSeconds: 1 }, retryAfter: false }, async (sim) => {
+      const projectId = uniqueId('proj');
+      const jobId = await createId(sim, projectId);
+      assert.equal((await message(sim, projectId, jobId)).status, 200);
+      const refusedCreate = await create(sim, projectId);
+      assert.equal(refusedCreate.status, 429, 'a create and a message used the budget of 2');
+      assert.equal(refusedCreate.headers.get('retry-after'), null, 'no Retry-After when asked for none');
+      const refusedMessage = await message(sim, projectId, jobId);
+      assert.equal(refusedMessage.status, 429, 'messages are refused too');
+      const usedAt = sim.stats().jobs[0]?.createdAt ?? 0;
+      await waitFor(() => Date.now() > usedAt + 1_050, { what: 'the window to pass', timeoutMs: 5_000 });
+      assert.equal((await create(sim, projectId)).status, 201, 'the budget frees after W seconds');
+    });
+  });
+
   test('0 means unlimited', async () => {
     await withSimulator({ createsPerProjectPerHour: 0 }, async (sim) => {
       const projectId = uniqueId('proj');

@@ -1,0 +1,140 @@
+/**
+ * The project quota survives the loss of a worker: two worker processes share a task queue and one
+ * project's budget; the one that holds the quota workflow and uses of the budget is killed with
+ * SIGKILL mid-run. Every job must complete, the simulator must see exactly one agent job per
+ * workflow, and the budget must keep moving: no use held by the dead worker is lost for longer
+ * than the lease (plus the time Temporal takes to notice the worker is gone).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { before, test } from 'node:test';
+import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
+import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/contract.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import {
+  spawnTs,
+  startTestSimulator,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+  type TemporalTestEnv,
+  type TestProcess,
+} from '../harness.js';
+import { createdJobs } from '../simulator-stats.js';
+
+const [N, K, W] = [9, 3, 4];
+const LEASE_MS = 3_000;
+/**
+ * A workflow cached on the dead worker waits this long on its sticky queue before another worker
+ * takes it (the SDK's default sticky schedule-to-start timeout, 10 s), plus slack for a busy machine (the full suite
+ * runs two files at once on two cores).
+ */
+const TAKEOVER_MS = 20_000;
+const API_KEY = `quota-kill-key-${randomUUID()}`;
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({
+    apiKeys: [API_KEY],
+    budget: { uses: K, windowSeconds: W },
+    retryAfter: false,
+    defaultScenario: { durationMs: 1_000, outcome: 'pr' },
+  });
+});
+
+async function startWorker(name: string, taskQueue: string): Promise<TestProcess> {
+  const { vars, healthPort } = await workerProcessEnv(
+    env,
+    { url: sim.url, apiKey: API_KEY },
+    {
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      AGENT_API_PROJECT_QUOTA: `${K}/${W}s`,
+      AGENT_API_PROJECT_QUOTA_LEASE: `${LEASE_MS}ms`,
+    },
+  );
+  const worker = spawnTs('src/worker.ts', [], vars);
+  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
+    what: `${name} to be ready`,
+    timeoutMs: 120_000,
+    intervalMs: 200,
+  });
+  return worker;
+}
+
+test('killing the worker that holds uses of the budget loses no job, duplicates none, and frees its uses after the lease', async () => {
+  const taskQueue = uniqueId('tq-quota-kill');
+  const projectId = uniqueId('docs-quota-kill');
+  // Slow answers keep each use held (granted, not yet confirmed) for a second: long enough to kill
+  // the worker while it holds some.
+  sim.setScenario(projectId, { durationMs: 1_000, latencyMs: 1_000 });
+  // The first worker alone at first: it starts the quota workflow and takes the first uses.
+  const victim = await startWorker('worker-1', taskQueue);
+  const handles: AgentJobHandle[] = [];
+  for (let i = 0; i < N; i++) {
+    handles.push(
+      await startAgentJob(
+        env.client,
+        {
+          projectId,
+          prompt: `Quota kill job ${i}`,
+          poll: { initialInterval: '500ms', backoffCoefficient: 1 },
+        },
+        { taskQueue, key: `job-${i}` },
+      ),
+    );
+  }
+  const doneAt = new Map<string, number>();
+  const results = Promise.all(
+    handles.map((handle) => handle.result().finally(() => doneAt.set(handle.workflowId, Date.now()))),
+  );
+  const survivor = await startWorker('worker-2', taskQueue);
+  const quota = env.client.workflow.getHandle(projectQuotaWorkflowId(projectId));
+  // Kill while the victim holds uses of the second window: granted, their creates not confirmed.
+  const held = await waitFor(
+    async () => {
+      const status = await quota.query(quotaStatusQuery);
+      return status.totals.granted > K && status.leases.length > 0 ? status.leases : null;
+    },
+    { what: 'the victim to hold uses of the second window', timeoutMs: 60_000, intervalMs: 25 },
+  );
+  const killedAt = Date.now();
+  victim.child.kill('SIGKILL');
+  assert.equal(await victim.exited, 'SIGKILL');
+
+  for (const result of await results) {
+    assert.equal(result.status, 'completed');
+    assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
+  }
+  const stats = sim.stats();
+  assert.equal(createdJobs(sim, projectId), N, 'exactly one agent job per workflow');
+  const keys = Object.entries(stats.jobsPerIdempotencyKey).filter(([key]) => key.includes(projectId));
+  assert.ok(keys.length === N && keys.every(([, count]) => count === 1), 'no idempotency key made two jobs');
+
+  // A held use whose create was in flight on the dead worker waits for that activity's timeout;
+  // the budget does not: every other job is done within the windows it needed after the kill, plus
+  // one lease (the held uses coming back) and one takeover of the dead worker's workflows.
+  const holders = new Set(held.map((lease) => lease.workflowId));
+  const remainingWindows = Math.ceil(N / K) - 1;
+  const boundMs = remainingWindows * W * 1000 + LEASE_MS + TAKEOVER_MS;
+  const others = handles.filter((h) => !holders.has(h.workflowId));
+  const slowest = Math.max(...others.map((h) => (doneAt.get(h.workflowId) as number) - killedAt));
+  const status = await quota.query(quotaStatusQuery);
+  process.stdout.write(
+    `# quota kill: N=${N} K=${K} W=${W}s lease ${LEASE_MS}ms: ${held.length} uses held at the kill; the other jobs done ` +
+      `${(slowest / 1000).toFixed(1)}s after it (bound ${(boundMs / 1000).toFixed(1)}s), all ` +
+      `${((Math.max(...doneAt.values()) - killedAt) / 1000).toFixed(1)}s; 429s ${stats.requestsPerStatus['429'] ?? 0}; ` +
+      `quota totals ${JSON.stringify(status.totals)}\n`,
+  );
+  assert.ok(
+    slowest <= boundMs,
+    `a job not held at the kill was done ${slowest}ms after it; bound ${boundMs}ms`,
+  );
+  assert.deepEqual(status.leases, [], 'no use is still held');
+  assert.equal(status.queueLength, 0);
+
+  survivor.child.kill('SIGTERM');
+  assert.equal(await survivor.exited, 0);
+});

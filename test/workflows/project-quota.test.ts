@@ -1,0 +1,427 @@
+/**
+ * The project quota against a real Temporal server, real workers and the real simulator over HTTP,
+ * with short budgets (a few uses per few seconds) so each test takes seconds. Every test has its own
+ * project (so its own quota workflow) and its own simulator (so its 429 counts are its own).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import {
+  PROJECT_QUOTA_WORKFLOW_TYPE,
+  projectQuotaWorkflowId,
+  quotaRequestSignal,
+  quotaStatusQuery,
+  SearchAttributes,
+  sendMessageUpdate,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type AgentJobResult,
+  type QuotaLimit,
+  type QuotaRequest,
+} from '../../src/contract.js';
+import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
+import {
+  activitiesFor,
+  spawnTs,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+} from '../harness.js';
+import { captureHistory } from '../capture-history.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `quota-test-key-${randomUUID()}`;
+/** Polls every 200 ms, fixed, so the time a job is seen done is close to the time it ended. */
+const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
+const JOB_MS = 500;
+
+interface Setup {
+  env: TemporalTestEnv;
+  sim: RunningSimulator;
+  taskQueue: string;
+  projectId: string;
+}
+
+/** A simulator with the API's real budget, and a worker whose quota is `configured`. */
+async function setUp(
+  real: { uses: number; windowSeconds: number },
+  configured: QuotaLimit,
+  leaseMs = 10_000,
+): Promise<Setup> {
+  const env = await temporalEnv();
+  const sim = await startTestSimulator({
+    apiKeys: [API_KEY],
+    budget: real,
+    retryAfter: false,
+    defaultScenario: { durationMs: JOB_MS },
+  });
+  const projectQuota: ProjectQuotaSettings = { defaultLimit: configured, overrides: {}, leaseMs };
+  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
+  return { env, sim, taskQueue, projectId: uniqueId('docs-quota') };
+}
+
+async function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
+  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: setup.taskQueue,
+    workflowId: uniqueId('agent-job-quota'),
+    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
+  });
+}
+
+/**
+ * Starts `count` jobs one after another, each once the quota workflow has taken the one before
+ * (granted or queued it), so arrival order at the quota is start order.
+ */
+async function startInOrder(setup: Setup, count: number) {
+  const handles: WorkflowHandle<typeof agentJobWorkflow>[] = [];
+  const arrivals: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const handle = await startJob(setup, `Quota job ${i}`);
+    await waitFor(
+      async () => {
+        const status = await quotaHandle(setup).query(quotaStatusQuery);
+        return status.totals.granted + status.queueLength >= i + 1;
+      },
+      { what: `job ${i} to reach the quota`, intervalMs: 20 },
+    );
+    arrivals.push(Date.now());
+    handles.push(handle);
+  }
+  return Object.assign(handles, { arrivals });
+}
+
+function quotaHandle(setup: Setup) {
+  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
+    projectQuotaWorkflowId(setup.projectId),
+  );
+}
+
+/** The workflow IDs the quota workflow signalled grants to, in order, from its history. */
+async function grantOrder(setup: Setup): Promise<string[]> {
+  const history = await quotaHandle(setup).fetchHistory();
+  return (history.events ?? [])
+    .map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes)
+    .filter((attributes) => attributes?.signalName === 'quotaGrant')
+    .map((attributes) => attributes?.workflowExecution?.workflowId ?? '');
+}
+
+/** Queues a request with the project's quota workflow, as the enqueue activity does. */
+function request(
+  setup: Setup,
+  body: { requestId: string; workflowId: string; limit: QuotaLimit; leaseMs: number },
+) {
+  return setup.env.client.workflow.signalWithStart<typeof projectQuotaWorkflow, [QuotaRequest]>(
+    PROJECT_QUOTA_WORKFLOW_TYPE,
+    {
+      workflowId: projectQuotaWorkflowId(setup.projectId),
+      taskQueue: setup.taskQueue,
+      args: [{ projectId: setup.projectId, limit: body.limit }],
+      signal: quotaRequestSignal,
+      signalArgs: [{ ...body, kind: 'create' }],
+    },
+  );
+}
+
+function refused(sim: RunningSimulator): number {
+  return sim.stats().requestsPerStatus['429'] ?? 0;
+}
+
+describe('project quota', { concurrency: 2 }, () => {
+  test('N jobs against a budget of K per W seconds without Retry-After: N creates, no 429, first come first served, on time', async () => {
+    // A window of 15 s: each window loses the time from a grant to the API call and from the
+    // answer back to the quota (up to a second on a busy machine), which 10 % of 4 s cannot hold.
+    const [N, K, W] = [9, 3, 15];
+    const setup = await setUp({ uses: K, windowSeconds: W }, { uses: K, windowMs: W * 1000 });
+    const handles = await startInOrder(setup, N);
+
+    // Visible while it waits: the last job is queued, with its place and the earliest start.
+    const last = handles[N - 1] as WorkflowHandle<typeof agentJobWorkflow>;
+    const progress = await waitFor(
+      async () => {
+        const p = await last.query(statusQuery);
+        return p.phase === 'queued' ? p : null;
+      },
+      { what: `the last of ${N} jobs to show it waits for the budget` },
+    );
+    assert.ok(progress.queue, 'a queued job shows its place');
+    assert.ok(
+      progress.queue.position >= 1 && progress.queue.position <= N - K,
+      `position ${progress.queue.position}`,
+    );
+    const startsIn = Date.parse(progress.queue.earliestStartAt) - Date.now();
+    const lastWindowMs = (Math.ceil(N / K) - 1) * W * 1000;
+    assert.ok(startsIn > 0 && startsIn <= lastWindowMs + 1_000, `starts in ${startsIn}ms`);
+    const described = await last.describe();
+    assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), 'queued');
+
+    let lastDoneAt = 0;
+    const results: AgentJobResult[] = await Promise.all(
+      handles.map((h) => h.result().finally(() => (lastDoneAt = Math.max(lastDoneAt, Date.now())))),
+    );
+    for (const result of results) assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), N, 'exactly N create requests');
+    assert.equal(createdJobs(setup.sim, setup.projectId), N);
+    assert.equal(refused(setup.sim), 0, 'no 429');
+
+    // First come, first served: grants went out in start order, and no job of a later window was
+    // created before one of an earlier window.
+    assert.deepEqual(
+      await grantOrder(setup),
+      handles.map((h) => h.workflowId),
+    );
+    const createdAt = new Map(setup.sim.stats().jobs.map((job) => [job.id, job.createdAt]));
+    const times = results.map((r) => createdAt.get(r.job.id) as number);
+    for (let i = 0; i < N; i++) {
+      for (let j = 0; j < N; j++) {
+        if (Math.floor(i / K) < Math.floor(j / K))
+          assert.ok(times[i]! <= times[j]!, `job ${i} created before job ${j}`);
+      }
+    }
+
+    // Ideal: each job created when it arrives or when the use of the job K places ahead has left
+    // the window, whichever is later; seen done one job and one poll after. From the first arrival.
+    const t0 = handles.arrivals[0] as number;
+    const ideal: number[] = [];
+    handles.arrivals.forEach((arrival, i) =>
+      ideal.push(Math.max(arrival - t0, i >= K ? ideal[i - K]! + W * 1000 : 0)),
+    );
+    const idealMs = Math.max(...ideal) + JOB_MS + POLL.initialInterval;
+    const lastDoneMs = lastDoneAt - t0;
+    const offsets = times.map((t) => ((t - t0) / 1000).toFixed(2)).join(' ');
+    process.stdout.write(
+      `# quota FIFO: N=${N} K=${K} W=${W}s: ${N} creates, 0 429s, creates at ${offsets} s, ` +
+        `last job done at ${(lastDoneMs / 1000).toFixed(1)}s, ideal ${(idealMs / 1000).toFixed(1)}s ` +
+        `(${((lastDoneMs / idealMs - 1) * 100).toFixed(1)}% over)\n`,
+    );
+    assert.ok(lastDoneMs <= idealMs * 1.1, `last job done at ${lastDoneMs}ms; ideal ${idealMs}ms`);
+    await captureHistory(setup.env, last, 'quota-queued-create');
+    await captureHistory(setup.env, quotaHandle(setup), 'quota-workflow', { waitForClose: false });
+  });
+
+  test('the API allows fewer uses than configured: about one 429 per window, every job completes', async () => {
+    const [N, realK, configuredK, W] = [9, 3, 6, 4];
+    const setup = await setUp({ uses: realK, windowSeconds: W }, { uses: configuredK, windowMs: W * 1000 });
+    const startedAt = Date.now();
+    const handles = await Promise.all(Array.from({ length: N }, (_, i) => startJob(setup, `Tight job ${i}`)));
+    const results = await Promise.all(handles.map((h) => h.result()));
+    const elapsedMs = Date.now() - startedAt;
+    for (const result of results) assert.equal(result.status, 'completed');
+    assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
+    const windows = Math.ceil(elapsedMs / (W * 1000));
+    const refusals = refused(setup.sim);
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    process.stdout.write(
+      `# quota learns: N=${N}, API ${realK}/${W}s, configured ${configuredK}/${W}s: ${refusals} 429s over ${windows} windows ` +
+        `in ${(elapsedMs / 1000).toFixed(1)}s; learnt ${status.effectiveUses} uses per window\n`,
+    );
+    // The first burst finds the difference (configured − real); after that, at most one a window.
+    assert.ok(refusals >= 1, 'the API did refuse some');
+    assert.ok(refusals <= configuredK - realK + windows, `${refusals} 429s over ${windows} windows`);
+    for (const handle of handles) {
+      const events = (await handle.fetchHistory()).events ?? [];
+      const wasRefused = events.some(
+        (e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'quotaRefused',
+      );
+      if (wasRefused) {
+        await captureHistory(setup.env, handle, 'quota-refused-429');
+        break;
+      }
+    }
+  });
+
+  test('a queued job that is cancelled leaves the queue without an API request', async () => {
+    const W = 4;
+    const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: 1, windowMs: W * 1000 });
+    const [first, second, third] = await startInOrder(setup, 3);
+    assert.ok(first && second && third);
+    await waitFor(async () => (await third.query(statusQuery)).phase === 'queued', {
+      what: 'the third job to show it is queued',
+    });
+    await third.cancel();
+    const err = await third.result().then(
+      () => assert.fail('the cancelled job should not complete'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure, String(err));
+    await waitFor(async () => (await quotaHandle(setup).query(quotaStatusQuery)).totals.released === 1, {
+      what: 'the quota to see the job leave',
+    });
+    await first.result();
+    await second.result();
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    assert.equal(status.queueLength, 0);
+    assert.equal(status.totals.granted, 2);
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2, 'no create for the cancelled job');
+    await captureHistory(setup.env, third, 'quota-cancelled-while-queued');
+  });
+
+  test('a grant nobody confirms returns to the budget when its lease ends', async () => {
+    const leaseMs = 2_000;
+    const limit = { uses: 2, windowMs: 60_000 };
+    const setup = await setUp({ uses: 10, windowSeconds: 60 }, limit, leaseMs);
+    // The holder creates its agent job (one use), then polls for an hour: it ignores a stray grant.
+    const holder = await startJob(setup, 'Holds a stray grant', { poll: { initialInterval: '1h' } });
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const quota = quotaHandle(setup);
+    await request(setup, { requestId: 'stray/create', workflowId: holder.workflowId, limit, leaseMs });
+    await waitFor(
+      async () => (await quota.query(quotaStatusQuery)).leases.some((l) => l.requestId === 'stray/create'),
+      { what: 'the second use of the window to be granted, and never confirmed' },
+    );
+    const grantedAt = Date.now();
+    // The window is now full until the lease ends; a new job waits for the stray use to come back.
+    const waiting = await startJob(setup, 'Waits for the lease');
+    const result = await waiting.result();
+    const waitedMs = Date.now() - grantedAt;
+    assert.equal(result.status, 'completed');
+    const status = await quota.query(quotaStatusQuery);
+    assert.equal(status.totals.expired, 1, 'the stray grant expired');
+    assert.ok(waitedMs >= leaseMs, `the job waited ${waitedMs}ms, not for the lease`);
+    assert.ok(waitedMs <= leaseMs + 5_000, `the job waited ${waitedMs}ms for a lease of ${leaseMs}ms`);
+    await holder.terminate('test over');
+  });
+
+  test('a follow-up message waits for the budget and goes ahead of queued creates', async () => {
+    const W = 4;
+    const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: 1, windowMs: W * 1000 });
+    setup.sim.setScenario(setup.projectId, { durationMs: 3_000 });
+    const [first, second] = await startInOrder(setup, 2);
+    assert.ok(first && second);
+    await waitFor(async () => (await first.query(statusQuery)).phase === 'polling', {
+      what: 'the first job created',
+    });
+    await waitFor(async () => (await second.query(statusQuery)).phase === 'queued', {
+      what: 'the second job to show it is queued',
+    });
+    const message = first.executeUpdate(sendMessageUpdate, { args: ['One more thing'] });
+    await waitFor(async () => (await first.query(statusQuery)).phase === 'queued', {
+      what: 'the message to queue',
+    });
+    const progress = await first.query(statusQuery);
+    assert.equal(progress.queue?.position, 1, 'the message is ahead of the queued create');
+    const record = await message;
+    assert.equal(record.status, 'active');
+    await Promise.all([first.result(), second.result()]);
+    assert.equal(refused(setup.sim), 0);
+    assert.deepEqual(await grantOrder(setup), [first.workflowId, first.workflowId, second.workflowId]);
+    await captureHistory(setup.env, first, 'quota-queued-message');
+  });
+
+  test("the starter's progress shows a queued job's place and earliest start", async () => {
+    // A window longer than the starter takes to start (several seconds on a busy machine).
+    const W = 20;
+    const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: 1, windowMs: W * 1000 });
+    const [first] = await startInOrder(setup, 1);
+    assert.ok(first);
+    const run = spawnTs(
+      'src/starter.ts',
+      ['--project', setup.projectId, '--prompt', 'Wait your turn', '--wait', '--poll-interval', '200ms'],
+      {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        TEMPORAL_ADDRESS: setup.env.address,
+        TEMPORAL_NAMESPACE: setup.env.namespace,
+        TEMPORAL_TASK_QUEUE: setup.taskQueue,
+      },
+    );
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.match(
+      run.stdout(),
+      /\[queued\] waiting for the project's API budget: position 1 of 1, earliest start \d{4}-\d\d-\d\dT/,
+    );
+    assert.match(run.stdout(), /prLink: https:\/\/github\.com\//);
+    await first.result();
+  });
+
+  test('a thousand requests queued for one project: the queue survives continue-as-new, and each can leave it', async () => {
+    const limit = { uses: 2, windowMs: 3_600_000 };
+    const setup = await setUp({ uses: 10, windowSeconds: 3600 }, limit);
+    const quota = quotaHandle(setup);
+    const REQUESTS = 1_000;
+    // Every request names one running job that ignores what it is sent (it polls once an hour). Its
+    // own create takes one use, the first request the other, never confirmed (a lease of an hour):
+    // all the other requests queue.
+    const holder = await startJob(setup, 'Receives the grants', { poll: { initialInterval: '1h' } });
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const body = (i: number) => ({
+      requestId: `bulk-${i}/create`,
+      workflowId: holder.workflowId,
+      limit,
+      leaseMs: 3_600_000,
+    });
+    await request(setup, body(0));
+    await waitFor(async () => (await quota.query(quotaStatusQuery)).leases.length === 1, {
+      what: 'the first grant',
+    });
+    const firstRunId = (await quota.describe()).runId;
+    const startedAt = Date.now();
+    let next = 1;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < REQUESTS) await request(setup, body(next++));
+      }),
+    );
+    const status = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.queueLength === REQUESTS - 1 ? s : null;
+      },
+      { what: `${REQUESTS - 1} requests in the queue`, timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const enqueueMs = Date.now() - startedAt;
+    assert.equal(status.leases.length, 1);
+    assert.equal(status.totals.granted, 2, "the holder's own create, then the first request");
+
+    // A continue-as-new cannot complete while signals stream in (the server fails that task so the
+    // new signals are seen first); it goes through once the burst ends, carrying the whole queue.
+    const described = await waitFor(
+      async () => {
+        const d = await quota.describe();
+        return d.runId !== firstRunId ? d : null;
+      },
+      { what: 'the quota workflow to continue as new', timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const carried = await quota.query(quotaStatusQuery);
+    assert.equal(carried.queueLength, REQUESTS - 1, 'the queue carried into the new run');
+    assert.equal(carried.leases.length, 1, 'the unconfirmed use carried into the new run');
+    assert.ok(
+      (described.historyLength ?? 0) < 2_500,
+      `history of the current run: ${described.historyLength} events`,
+    );
+
+    // Every queued request leaves (as a cancelled job would); the queue empties, nothing is granted.
+    await Promise.all(
+      Array.from({ length: REQUESTS - 1 }, (_, i) =>
+        quota.signal('quotaRelease', { requestId: `bulk-${i + 1}/create` }),
+      ),
+    );
+    const emptied = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.queueLength === 0 ? s : null;
+      },
+      { what: 'the queue to empty', timeoutMs: 60_000 },
+    );
+    // Each release found its request, across the continue-as-new in between: the queue was carried whole.
+    assert.equal(emptied.totals.released, REQUESTS - 1);
+    assert.equal(emptied.totals.granted, 2);
+    process.stdout.write(
+      `# quota 1000 queued: enqueued ${REQUESTS - 1} in ${(enqueueMs / 1000).toFixed(1)}s; ` +
+        `continued as new, the new run at ${described.historyLength} events\n`,
+    );
+    await quota.terminate('test over');
+    await holder.terminate('test over');
+  });
+});
