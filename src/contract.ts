@@ -418,7 +418,10 @@ export type QuotaUseKind = 'create' | 'message';
 
 /** A workflow's request for one use, sent by the enqueue activity. */
 export interface QuotaRequest {
-  /** Unique per use: `<workflow ID>/create` or `<workflow ID>/turn-<n>`. A repeat is recognised. */
+  /**
+   * Unique per ask: `<workflow ID>/<kind>-<turn>-<n>` (`.../create-0-1`, `.../message-2-3`), with
+   * `.2`, `.3`... when it asks again after a 429. A repeat is recognised.
+   */
   requestId: string;
   /** Where the grant is signalled: the workflow ID, so a continued run still gets it. */
   workflowId: string;
@@ -427,6 +430,14 @@ export interface QuotaRequest {
   limit: QuotaLimit;
   /** How long the grant may stay unconfirmed before its use returns to the budget, in ms. */
   leaseMs: number;
+  /**
+   * Set when this request asks again for a use the API refused (429): the refused request's ID
+   * and the 429's Retry-After (ms, null without one). The project pauses, the refused grant is
+   * dropped (if its lease still runs), and this request takes the head of the queue. A request of
+   * its own, not a signal to the refused one, so that a repeat is recognised by its ID and a quota
+   * workflow that ended in between is started again.
+   */
+  refused?: { requestId: string; retryAfterMs: number | null };
 }
 
 /**
@@ -460,13 +471,6 @@ export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]
 
 /** Signal to the quota workflow: a queued or granted request is withdrawn unused (cancellation). */
 export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
-
-/**
- * Signal to the quota workflow: the API answered 429 to the granted use. The project pauses (until
- * `retryAfterMs`, or a growing backoff when null) and the request goes back to the head of the queue.
- */
-export const quotaRefusedSignal =
-  defineSignal<[{ requestId: string; retryAfterMs: number | null }]>('quotaRefused');
 
 /** Signal from the quota workflow to a requesting workflow: its use is granted. */
 export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');

@@ -12,6 +12,9 @@ import { join, relative } from 'node:path';
 import { startDevServer } from '../dev/dev-server.js';
 import { bundleWorkflows } from './harness.js';
 
+/** Longest any one test (or suite) may take; the slowest suite takes about 2 minutes. */
+const TEST_TIMEOUT_MS = 10 * 60_000;
+
 function testFiles(dir: string): string[] {
   return readdirSync(dir)
     .flatMap((name) => {
@@ -40,7 +43,16 @@ async function main(): Promise<number> {
     );
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=2', ...files],
+      [
+        '--import',
+        'tsx',
+        '--test',
+        '--test-reporter=spec',
+        '--test-concurrency=2',
+        // A hung test fails with its name instead of holding the whole run until CI's limit.
+        `--test-timeout=${TEST_TIMEOUT_MS}`,
+        ...files,
+      ],
       {
         stdio: 'inherit',
         env: {

@@ -8,6 +8,7 @@ import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaRequestSignal,
+  type QuotaRequest,
   type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
@@ -21,6 +22,8 @@ export interface EnqueueForProjectQuotaInput {
   /** The workflow the grant is signalled to. */
   workflowId: string;
   kind: QuotaUseKind;
+  /** Set when this request asks again for a use the API refused: see {@link QuotaRequest}. */
+  refused?: QuotaRequest['refused'];
 }
 
 /** The quota activities; `settings` null or undefined turns the quota off on this worker. */

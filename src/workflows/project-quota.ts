@@ -3,13 +3,13 @@
  *
  * - {@link projectQuotaWorkflow} is the budget itself: a long-lived workflow per project (ID from
  *   `projectQuotaWorkflowId`) holding the queue, the rolling window of uses and the grants not yet
- *   confirmed (leases). Requests arrive through update-with-start from the enqueue activity; grants
+ *   confirmed (leases). Requests arrive through signal-with-start from the enqueue activity; grants
  *   leave as signals to the requesting workflow's ID. It continues-as-new with that state, so its
  *   history stays bounded whatever the queue length, and it ends once nothing is queued, leased or
  *   counted in the window (nothing is then lost: a new request starts it afresh).
  * - {@link ProjectQuotaRequester} is the requesting side, used by the agent-job workflow around its
  *   create and follow-up message calls: it waits for a grant with `condition()` (no API request and
- *   no timer while it waits), confirms the use, and on a 429 hands the use back and waits again.
+ *   no timer while it waits), confirms the use, and on a 429 asks again at the head of the queue.
  *
  * Deterministic: time is the workflow clock; the only I/O is signals and the enqueue activity.
  */
@@ -35,7 +35,6 @@ import {
   projectQuotaWorkflowId,
   quotaGrantSignal,
   quotaPlaceSignal,
-  quotaRefusedSignal,
   quotaRequestSignal,
   quotaReleaseSignal,
   quotaSpentSignal,
@@ -46,6 +45,7 @@ import {
   type QueuePlace,
   type QuotaLimit,
   type QuotaRequest,
+  type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
 
@@ -153,13 +153,15 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       return;
     }
     if (!s.queue.some((e) => e.requestId === request.requestId)) {
-      enqueue(s, {
+      const entry: QueueEntry = {
         requestId: request.requestId,
         workflowId: request.workflowId,
         kind: request.kind,
         enqueuedAt: Date.now(),
         leaseMs: request.leaseMs,
-      });
+      };
+      if (request.refused) refused(entry, request.refused);
+      else enqueue(s, entry);
     }
     newcomers.add(request.requestId);
   });
@@ -176,10 +178,6 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     const queued = s.queue.findIndex((e) => e.requestId === requestId);
     if (queued >= 0) s.queue.splice(queued, 1);
     if (queued >= 0 || takeLease(s, requestId)) s.totals.released++;
-  });
-  setHandler(quotaRefusedSignal, ({ requestId, retryAfterMs }) => {
-    changed = true;
-    refused(requestId, retryAfterMs);
   });
   setHandler(quotaStatusQuery, () => describe(s));
 
@@ -206,37 +204,42 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     newcomers.clear();
   }
 
-  /** A 429: the request goes back to the head, the project pauses, and the budget learns. */
-  function refused(requestId: string, retryAfterMs: number | null): void {
+  /**
+   * A 429: the request that asks again takes the head of the queue, the refused grant is dropped,
+   * the project pauses, and the budget learns. The refused grant may be gone already (its lease
+   * ran out while the call was in flight, as when its worker died): the new request is queued all
+   * the same, and then the refusal is no sign that the API allows fewer than the window holds.
+   */
+  function refused(entry: QueueEntry, refusal: NonNullable<QuotaRequest['refused']>): void {
     const now = Date.now();
-    const lease = takeLease(s, requestId);
+    const lease = takeLease(s, refusal.requestId);
     s.totals.refused++;
-    if (lease) {
-      const { requestId: id, workflowId, kind, enqueuedAt, leaseMs } = lease;
-      s.queue.unshift({ requestId: id, workflowId, kind, enqueuedAt, leaseMs });
-    }
+    s.queue.unshift({ ...entry, enqueuedAt: lease?.enqueuedAt ?? entry.enqueuedAt });
     // Uses granted together before the first 429 of a pause are one discovery, not repeats.
     const grantedBeforePause =
       lease !== undefined && s.pausedUntil !== null && lease.grantedAt < s.pausedUntil;
     if (!grantedBeforePause) s.refusalsInARow++;
     prune(s, now);
-    // The API took at most what the window holds plus the grants still out, and refused one more:
-    // that is its budget for now. Refusals of one burst lower it until it matches.
-    const accepted = s.window.length + s.leases.length;
-    s.learntUses = Math.max(1, Math.min(s.learntUses ?? s.limit.uses, accepted));
-    s.learntAt = now;
+    if (lease) {
+      // The API took at most what the window holds plus the grants still out, and refused one
+      // more: that is its budget for now. Refusals of one burst lower it until it matches.
+      const accepted = s.window.length + s.leases.length;
+      s.learntUses = Math.max(1, Math.min(s.learntUses ?? s.limit.uses, accepted));
+      s.learntAt = now;
+    }
     const backoffMs =
-      retryAfterMs ??
+      refusal.retryAfterMs ??
       Math.min(s.limit.windowMs, (s.limit.windowMs / s.limit.uses) * 2 ** Math.max(0, s.refusalsInARow - 1));
     s.pausedUntil = Math.max(s.pausedUntil ?? 0, now + Math.max(1_000, backoffMs));
     log.warn('the API refused a use (429); the project quota pauses', {
       projectId: s.projectId,
-      requestId,
+      requestId: refusal.requestId,
       pausedUntil: new Date(s.pausedUntil).toISOString(),
       learntUses: s.learntUses,
     });
     // Tell the first few in line their start moved; further back, the change is within the estimate.
-    for (const entry of s.queue.slice(0, 10)) {
+    // The head is the request that asks again: it is told as a newcomer.
+    for (const entry of s.queue.slice(1, 11)) {
       send(entry.workflowId, (h) =>
         h.signal(quotaPlaceSignal, { requestId: entry.requestId, ...placeOf(s, entry.requestId) }),
       );
@@ -446,7 +449,7 @@ const { enqueueForProjectQuota } = proxyActivities<AgentJobActivities>({
 /** One use to ask for. */
 export interface QuotaUse {
   kind: QuotaUseKind;
-  /** Unique within the workflow: `create`, `turn-2`, ... */
+  /** Unique within the workflow: `create-0-1`, `message-2-3`, ... (see {@link QuotaRequest}). */
   name: string;
 }
 
@@ -489,27 +492,31 @@ export class ProjectQuotaRequester {
    * head of the queue and the call runs again when granted.
    */
   async run<T>(use: QuotaUse, call: (managed: boolean) => Promise<T>, deadlineMs: number): Promise<T> {
-    const requestId = `${workflowInfo().workflowId}/${use.name}`;
-    const ticket = await enqueueForProjectQuota.executeWithOptions(
-      {
-        summary: `queue for an API use of project ${this.projectId} (${use.kind})`,
-        scheduleToCloseTimeout: Math.max(1_000, deadlineMs - Date.now()),
-      },
-      [{ projectId: this.projectId, requestId, workflowId: workflowInfo().workflowId, kind: use.kind }],
-    );
+    let name = use.name;
+    let ticket = await this.#enqueue(use.kind, name, deadlineMs);
     if (ticket.state === 'off') return call(false);
-    for (;;) {
-      await this.#awaitGrant(requestId, use, deadlineMs);
+    for (let asked = 1; ; asked++) {
+      const { requestId } = ticket;
+      await this.#awaitGrant(requestId, { ...use, name }, deadlineMs, asked > 1);
       let result: T;
       try {
         result = await call(true);
       } catch (err) {
         const retryAfterMs = rateLimited(err);
         if (retryAfterMs !== undefined) {
-          this.#grants.delete(use.name);
-          this.#places.delete(use.name);
-          this.#tell((h) => h.signal(quotaRefusedSignal, { requestId, retryAfterMs }));
-          log.warn('the API refused a granted use (429); back to the head of the quota queue', { requestId });
+          log.warn('the API refused a granted use (429); asking again at the head of the quota queue', {
+            requestId,
+          });
+          // A new request, named for this use and the time it asks: the refused one's grant and place
+          // are spent, and a repeat of either cannot be mistaken for the new one's.
+          this.#grants.delete(name);
+          this.#places.delete(name);
+          name = `${use.name}.${asked + 1}`;
+          ticket = await this.#enqueue(use.kind, name, deadlineMs, {
+            requestId,
+            retryAfterMs,
+          });
+          if (ticket.state === 'off') return call(false);
           continue;
         }
         // Any other answer (or none) may have counted at the API: the use is spent.
@@ -521,11 +528,41 @@ export class ProjectQuotaRequester {
     }
   }
 
+  /** Queues one request with the project's quota workflow, starting it if none runs. */
+  #enqueue(
+    kind: QuotaUseKind,
+    name: string,
+    deadlineMs: number,
+    refused?: QuotaRequest['refused'],
+  ): Promise<QuotaTicket> {
+    const { workflowId } = workflowInfo();
+    return enqueueForProjectQuota.executeWithOptions(
+      {
+        summary: `queue for an API use of project ${this.projectId} (${kind}${refused ? ', after a 429' : ''})`,
+        scheduleToCloseTimeout: Math.max(1_000, deadlineMs - Date.now()),
+      },
+      [
+        {
+          projectId: this.projectId,
+          requestId: `${workflowId}/${name}`,
+          workflowId,
+          kind,
+          ...(refused && { refused }),
+        },
+      ],
+    );
+  }
+
   /**
    * Waits for the grant with `condition()`: no timer fires and nothing is polled while it waits,
    * only the workflow's deadline bounds it. The job shows as queued once the quota says it is.
    */
-  async #awaitGrant(requestId: string, use: QuotaUse, deadlineMs: number): Promise<void> {
+  async #awaitGrant(
+    requestId: string,
+    use: QuotaUse,
+    deadlineMs: number,
+    refusedBefore: boolean,
+  ): Promise<void> {
     if (this.#grants.has(use.name)) return;
     this.#waiting = {
       use,
@@ -543,7 +580,8 @@ export class ProjectQuotaRequester {
           type: FailureType.AgentJobTimedOut,
           message:
             `Gave up at the workflow's deadline while queued for project ${this.projectId}'s API budget ` +
-            `(${use.kind}); nothing was sent to the API. Raise "timeout" in the input, or the project's quota.`,
+            `(${use.kind}); ${refusedBefore ? 'the API had refused it (429)' : 'nothing was sent to the API'}. ` +
+            `Raise "timeout" in the input, or the project's quota.`,
           nonRetryable: true,
         });
       }
@@ -597,7 +635,7 @@ export class ProjectQuotaRequester {
   }
 }
 
-/** The use name of a request ID: what follows the last `/` (`create`, `turn-2`). */
+/** The use name of a request ID: what follows the last `/` (`create-0-1`, `create-0-1.2`). */
 function useName(requestId: string): string {
   return requestId.slice(requestId.lastIndexOf('/') + 1);
 }

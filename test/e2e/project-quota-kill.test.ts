@@ -81,6 +81,8 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
           projectId,
           prompt: `Quota kill job ${i}`,
           poll: { initialInterval: '500ms', backoffCoefficient: 1 },
+          // A job left waiting for a grant fails at this deadline instead of hanging the test.
+          timeout: '5m',
         },
         { taskQueue, key: `job-${i}` },
       ),
