@@ -61,8 +61,8 @@ export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'):
 }
 
 /** The parts of a report; a run made with `--only` has some of them. */
-type Section = 'load' | 'cost' | 'startup' | 'choices';
-const SECTIONS: readonly Section[] = ['load', 'cost', 'startup', 'choices'];
+type Section = 'load' | 'cost' | 'quota' | 'startup' | 'choices';
+const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'startup', 'choices'];
 
 function has(result: BenchResult, section: Section): boolean {
   switch (section) {
@@ -72,6 +72,8 @@ function has(result: BenchResult, section: Section): boolean {
       );
     case 'cost':
       return result.cost.length > 0;
+    case 'quota':
+      return (result.quota?.length ?? 0) > 0;
     case 'startup':
       return result.startup.length > 0;
     case 'choices':
@@ -137,6 +139,7 @@ function renderNewest(runs: BenchResult[]): string | null {
     load: loadRun?.load ?? [],
     cost: pick('cost')?.cost ?? [],
     startup: pick('startup')?.startup ?? [],
+    quota: pick('quota')?.quota ?? [],
   };
   const out = [
     '### Aims, judged on the runs below\n',
@@ -190,6 +193,10 @@ export function render(
   if (sections.has('cost') && has(result, 'cost')) {
     out.push(h('Cost per job'));
     out.push(costTable(result, format));
+  }
+  if (sections.has('quota') && has(result, 'quota')) {
+    out.push(h('What the project quota adds per job'));
+    out.push(quotaTable(result, format));
   }
   if (sections.has('startup') && has(result, 'startup')) {
     out.push(h('Start-up'));
@@ -352,6 +359,46 @@ function breakdown(a: NonNullable<BenchResult['cost'][number]['actionBreakdown']
     a.other ? `other ${a.other}` : '',
   ];
   return parts.filter(Boolean).join(', ');
+}
+
+function quotaTable(result: BenchResult, format: Format): string {
+  const sides = result.quota ?? [];
+  const rows = sides.map((side) => [
+    side.quota === 'off' ? 'off' : `on (${side.quota}, never waits)`,
+    String(side.jobs),
+    f(side.jobEvents, 0),
+    f(side.jobActions, 1),
+    side.quotaWorkflow
+      ? `${side.quotaWorkflow.events} events, ${side.quotaWorkflow.actions} actions, ${side.quotaWorkflow.runs} run(s)`
+      : '',
+    num(side.eventsPerJob),
+    num(side.actionsPerJob),
+    f(side.startLatencyMs, 0),
+  ]);
+  const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
+  const added =
+    on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
+      ? `\nThe quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
+          (on.actionsPerJob ?? 0) - (off.actionsPerJob ?? 0),
+        )} billable actions per job (${times(on.actionsPerJob ?? undefined, off.actionsPerJob ?? undefined)} the actions), ` +
+        `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
+      : '';
+  return (
+    table(
+      [
+        'quota',
+        'jobs',
+        'events/job (own history)',
+        'actions/job (own history)',
+        'quota workflow, whole chain',
+        'events/job, all told',
+        'actions/job, all told',
+        'start to create at the API, ms',
+      ],
+      rows,
+      format,
+    ) + added
+  );
 }
 
 function startupTable(result: BenchResult, format: Format): string {

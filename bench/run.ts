@@ -13,6 +13,7 @@ import { cpuShares, cpuTimes, currentLoad, describeMachine } from './machine.js'
 import { render, writePerformanceDoc, writeResult } from './report.js';
 import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
 import { IMPLEMENTATIONS, runLoad, type Implementation, type LoadRun } from './scenarios/load.js';
+import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
 import type { BenchResult, BenchServer, ChoiceSide, DesignChoice, LoadPoint, Mode } from './summary.js';
 
@@ -31,7 +32,7 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
                        longer ones from them; each poll takes a second or more
   --scale K            cost runs go K times faster than real time (default 240, at most 500: the
                        workflow's shortest interval is 10 ms)
-  --only LIST          run only some of: startup, load, cost, choices
+  --only LIST          run only some of: startup, load, cost, quota, choices
   --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v1.30.1 on
                        PostgreSQL, set up by the compose files as \`npm run test:cluster\` does
   --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
@@ -41,7 +42,7 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 Figures are taken on this machine; a busy machine gives noisy figures, so each load figure is the
 median over the repeats, shown with its min–max.`;
 
-const SCENARIOS = ['startup', 'load', 'cost', 'choices'] as const;
+const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Everything a run will do, decided from the flags before anything starts. */
@@ -421,6 +422,10 @@ async function main(): Promise<number> {
         result.startup = await runStartup(env, p.startupRepeats);
       }
       if (p.only.has('cost')) result.cost = await runCostScenario(env, p);
+      if (p.only.has('quota')) {
+        say('project quota on and off');
+        result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
+      }
       if (p.only.has('load')) await runLoads(env, p, result);
       if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
     } catch (err) {

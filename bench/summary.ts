@@ -6,6 +6,7 @@
 import type { DYNAMIC_CONFIG } from './environment.js';
 import type { MachineInfo } from './machine.js';
 import type { CostRow } from './scenarios/cost.js';
+import type { QuotaCostSide } from './scenarios/quota.js';
 import type { Implementation, LoadRun } from './scenarios/load.js';
 import type { StartupRun } from './scenarios/startup.js';
 import { ratio, spread, type Spread } from './stats.js';
@@ -79,6 +80,8 @@ export interface BenchResult {
   /** Where the ladder of N stopped for an implementation, and why. */
   ladderStops: Array<{ impl: Implementation; jobs: number; reason: string }>;
   cost: CostRow[];
+  /** What the project quota adds per job, on and off; absent in runs from before it was measured. */
+  quota?: QuotaCostSide[];
   /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
   error?: string;
 }

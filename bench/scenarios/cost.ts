@@ -283,7 +283,7 @@ async function runWorkflows(
 }
 
 /** Waits for the workflow's chain to close and counts it. A failed workflow breaks the benchmark. */
-async function waitForCost(
+export async function waitForCost(
   client: Client,
   workflowId: string,
   runId: string,

@@ -1,0 +1,157 @@
+/**
+ * What the project quota adds per job when the budget is free: the same jobs, one after another, on
+ * two workers of this project that differ only in `AGENT_API_PROJECT_QUOTA` (`off`, and a budget far
+ * above the jobs so that none waits), each side in a project of its own.
+ *
+ * Counted per job: events and billable actions of the job's own history, and with the quota on the
+ * quota workflow's events and actions shared out over the jobs; the latency from the workflow's
+ * start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
+ * wakes once more per use as the use leaves the window, then ends after an idle minute. Its window
+ * is a short one (`QUOTA_WINDOW`) so that the end comes within the benchmark; the wakes, one per use
+ * unless uses fall together, are what an hour's window costs too, an hour later.
+ */
+import { randomUUID } from 'node:crypto';
+import { tsToMs } from '@temporalio/common/lib/time.js';
+import { startAgentJob } from '../../src/client/index.js';
+import { projectQuotaWorkflowId } from '../../src/contract.js';
+import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota.js';
+import { spawnWorker, type BenchEnvironment } from '../environment.js';
+import type { MeasuredProcess } from '../processes.js';
+import { firstRunId, type WorkflowCost } from '../history.js';
+import { spread, type Spread } from '../stats.js';
+import { waitForCost } from './cost.js';
+
+/** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
+const QUOTA_WINDOW_S = 10;
+const QUOTA_ON = `10000/${QUOTA_WINDOW_S}s`;
+/** Each job: active for a second, polled every half second. */
+const JOB_MS = 1_000;
+const POLL = { initialInterval: 500, maxInterval: 500, backoffCoefficient: 1 } as const;
+
+/** What to run. */
+export interface QuotaCostParams {
+  /** Jobs per side. */
+  jobs: number;
+  log: (line: string) => void;
+}
+
+/** One side of the comparison. */
+export interface QuotaCostSide {
+  /** The worker's `AGENT_API_PROJECT_QUOTA`. */
+  quota: string;
+  jobs: number;
+  /** Events and actions of each job's own history. */
+  jobEvents: Spread | null;
+  jobActions: Spread | null;
+  /** The quota workflow's whole chain, over the jobs (null with the quota off). */
+  quotaWorkflow: { runs: number; events: number; actions: number } | null;
+  /** Per job, all told: the job's medians plus the quota workflow's share. */
+  eventsPerJob: number | null;
+  actionsPerJob: number | null;
+  /** From the workflow's start event to the simulator recording the create, ms. */
+  startLatencyMs: Spread | null;
+}
+
+/**
+ * Runs the "on" side, then the "off" side while the quota workflow of the first winds down on the
+ * first side's worker (it runs on its task queue, so that worker stays up until it has ended).
+ */
+export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams): Promise<QuotaCostSide[]> {
+  const onWorker = await startWorker(env, QUOTA_ON);
+  try {
+    const on = await runSide(env, onWorker, params);
+    const offWorker = await startWorker(env, 'off');
+    const off = await runSide(env, offWorker, params).finally(() => offWorker.proc.stop());
+    const quotaId = projectQuotaWorkflowId(on.projectId);
+    const described = await env.client.workflow.getHandle(quotaId).describe();
+    const firstRun = described.raw.workflowExecutionInfo?.firstRunId || described.runId;
+    const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
+    const quota = await waitForCost(env.client, quotaId, firstRun, deadline);
+    return [
+      summarize(on, { runs: quota.runs, events: quota.events, actions: quota.actions.total }),
+      summarize(off, null),
+    ];
+  } finally {
+    await onWorker.proc.stop();
+  }
+}
+
+interface SideWorker {
+  quota: string;
+  taskQueue: string;
+  proc: MeasuredProcess;
+}
+
+async function startWorker(env: BenchEnvironment, quota: string): Promise<SideWorker> {
+  const taskQueue = `quota-cost-${randomUUID().slice(0, 8)}`;
+  const proc = await spawnWorker(env, 'worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
+  try {
+    await proc.waitForLine('worker running', 60_000);
+  } catch (err) {
+    await proc.stop();
+    throw err;
+  }
+  return { quota, taskQueue, proc };
+}
+
+interface SideRun {
+  quota: string;
+  projectId: string;
+  costs: WorkflowCost[];
+  startLatencyMs: number[];
+}
+
+async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaCostParams): Promise<SideRun> {
+  const { quota, taskQueue } = worker;
+  const projectId = `quota-cost-${quota === 'off' ? 'off' : 'on'}-${randomUUID().slice(0, 8)}`;
+  env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
+  const deadline = Date.now() + params.jobs * 30_000;
+  const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];
+  // One after another, each once the one before is done: the latency to start is the quota's
+  // own, not that of a queue of starts or of other jobs' polls.
+  for (let i = 0; i < params.jobs; i++) {
+    const handle = await startAgentJob(
+      env.client,
+      { projectId, prompt: `Benchmark: quota ${quota}, job ${i}`, poll: POLL },
+      { taskQueue, key: `job-${i}` },
+    );
+    const runId = await firstRunId(handle);
+    const { job } = await handle.result();
+    started.push({ workflowId: handle.workflowId, runId, jobId: job.id });
+  }
+  const costs = await Promise.all(
+    started.map((s) => waitForCost(env.client, s.workflowId, s.runId, deadline)),
+  );
+  const createdAt = new Map(
+    env.simulator
+      .stats()
+      .jobs.filter((job) => job.projectId === projectId)
+      .map((job) => [job.id, job.createdAt]),
+  );
+  const startLatencyMs = await Promise.all(
+    started.map(async ({ workflowId, runId, jobId }) => {
+      const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+      const startMs = tsToMs(history.events?.[0]?.eventTime);
+      const created = createdAt.get(jobId);
+      return created === undefined ? Number.NaN : created - startMs;
+    }),
+  );
+  params.log(`  quota ${quota}: ${params.jobs} jobs done`);
+  return { quota, projectId, costs, startLatencyMs };
+}
+
+function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow']): QuotaCostSide {
+  const jobEvents = spread(side.costs.map((c) => c.events));
+  const jobActions = spread(side.costs.map((c) => c.actions.total));
+  const share = (total: number | undefined) => (total ?? 0) / side.costs.length;
+  return {
+    quota: side.quota,
+    jobs: side.costs.length,
+    jobEvents,
+    jobActions,
+    quotaWorkflow,
+    eventsPerJob: jobEvents && jobEvents.median + share(quotaWorkflow?.events),
+    actionsPerJob: jobActions && jobActions.median + share(quotaWorkflow?.actions),
+    startLatencyMs: spread(side.startLatencyMs),
+  };
+}
