@@ -4,7 +4,11 @@
  * a worker process, starts one workflow through the client library, shows its progress, prints
  * the final record with its prLink and the UI link, and stops what it started (unless --keep).
  *
- *   npm run demo -- [--prompt "<text>"] [--project <id>] [--keep]
+ *   npm run demo -- [--prompt "<text>"] [--project <id>] [--jobs <n>] [--budget <uses>/<window>] [--keep]
+ *
+ * `--jobs 6 --budget 2/10s` shows the project quota: the simulator allows 2 uses per 10 s and
+ * answers a 429 without Retry-After past that, as the live API does; the worker's quota is set to
+ * the same budget, so the jobs queue (their place is printed) and none is refused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
+import type { QuotaLimit } from '../src/contract.js';
+import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { startDevServer, freePorts, type DevServer } from './dev-server.js';
 
@@ -25,10 +31,27 @@ const { values } = parseArgs({
   options: {
     prompt: { type: 'string', default: DEFAULT_PROMPT },
     project: { type: 'string', default: 'demo-docs' },
+    jobs: { type: 'string', default: '1' },
+    budget: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
   strict: true,
 });
+
+/** The options as numbers and limits, or a message a person can act on. */
+function demoOptions(): { jobs: number; budget: QuotaLimit | null } {
+  const jobs = Number(values.jobs);
+  if (!Number.isInteger(jobs) || jobs < 1 || jobs > 100) {
+    throw new Error(`--jobs must be a whole number from 1 to 100, not "${values.jobs}"`);
+  }
+  const budget = values.budget === undefined ? null : parseQuotaLimit(values.budget, '--budget');
+  if (budget !== null && budget.windowMs % 1000 !== 0) {
+    throw new Error(
+      `--budget's window must be whole seconds (the simulator counts in seconds), not "${values.budget}"`,
+    );
+  }
+  return { jobs, budget };
+}
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -66,6 +89,7 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 }
 
 async function main(): Promise<number> {
+  const options = demoOptions();
   let server: DevServer | null = null;
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
@@ -88,6 +112,10 @@ async function main(): Promise<number> {
       apiKeys: [DEMO_KEY],
       defaultScenario: { durationMs: 8_000, outcome: 'pr' },
       log: false,
+      ...(options.budget && {
+        budget: { uses: options.budget.uses, windowSeconds: options.budget.windowMs / 1000 },
+        retryAfter: false,
+      }),
     });
     cleanups.push(() => simulator!.stop());
     apiBaseUrl = simulator.url;
@@ -111,6 +139,7 @@ async function main(): Promise<number> {
     delete env.AGENT_API_KEY_FILE;
   }
   if (uiUrl) env.TEMPORAL_UI_URL = uiUrl;
+  if (options.budget) env.AGENT_API_PROJECT_QUOTA = values.budget;
   say('starting a worker');
   const worker = await startWorker(env);
   cleanups.push(() => stopProcess(worker));
@@ -122,29 +151,51 @@ async function main(): Promise<number> {
   const connection = await Connection.connect(settings.connect.connectionOptions);
   cleanups.push(() => connection.close());
   const client = new Client({ connection, namespace: settings.namespace });
-  const handle = await startAgentJob(
-    client,
-    { projectId: values.project, prompt: values.prompt },
-    { taskQueue: settings.taskQueue },
-  );
-  const ui = workflowUiUrl(uiUrl, settings.namespace, handle.workflowId);
-  say(`started workflow ${handle.workflowId}`);
-  if (ui) say(`watch it in the Temporal UI: ${ui}`);
-  try {
-    const result = await followAgentJob(handle, (p) =>
-      say(
-        `${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`,
-      ),
+  const handles = [];
+  for (let i = 1; i <= options.jobs; i++) {
+    const prompt = options.jobs === 1 ? values.prompt : `${values.prompt} (job ${i} of ${options.jobs})`;
+    const handle = await startAgentJob(
+      client,
+      { projectId: values.project, prompt },
+      { taskQueue: settings.taskQueue },
     );
-    say(`final record:\n${JSON.stringify(result.job, null, 2)}`);
-    say(`prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);
-    if (ui) say(`workflow in the UI: ${ui}`);
-    return 0;
-  } catch (err) {
-    if (!(err instanceof WorkflowFailedError)) throw err;
-    say(`the workflow failed: ${err.cause?.message ?? err.message}`);
-    return 1;
+    const ui = workflowUiUrl(uiUrl, settings.namespace, handle.workflowId);
+    say(`started workflow ${handle.workflowId}`);
+    if (ui && i === 1) say(`watch it in the Temporal UI: ${ui}`);
+    handles.push(handle);
   }
+  const name = (i: number) => (options.jobs === 1 ? '' : `job ${i + 1}: `);
+  const outcomes = await Promise.all(
+    handles.map(async (handle, i) => {
+      try {
+        const result = await followAgentJob(handle, (p) =>
+          say(
+            p.phase === 'queued' && p.queue
+              ? `${name(i)}queued for the project's API budget: position ${p.queue.position} of ` +
+                  `${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`
+              : `${name(i)}${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`,
+          ),
+        );
+        if (options.jobs === 1) say(`final record:\n${JSON.stringify(result.job, null, 2)}`);
+        say(`${name(i)}prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);
+        return true;
+      } catch (err) {
+        if (!(err instanceof WorkflowFailedError)) throw err;
+        say(`${name(i)}the workflow failed: ${err.cause?.message ?? err.message}`);
+        return false;
+      }
+    }),
+  );
+  if (simulator && options.budget) {
+    const stats = simulator.stats();
+    say(
+      `the simulator saw ${stats.requestsPerEndpoint.create ?? 0} creates and ` +
+        `${stats.requestsPerStatus['429'] ?? 0} refused (429) for a budget of ${values.budget}`,
+    );
+  }
+  const ui = workflowUiUrl(uiUrl, settings.namespace, handles[0]!.workflowId);
+  if (ui) say(`workflow in the UI: ${ui}`);
+  return outcomes.every(Boolean) ? 0 : 1;
 }
 
 async function cleanup(): Promise<void> {

@@ -9,7 +9,8 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { ROOT } from '../harness.js';
 
-test('npm run demo prints a final record with a prLink and stops what it started', async () => {
+/** Runs `npm run demo -- <args>` from nothing (no server, no API settings) and returns its exit code and output. */
+async function runDemo(args: string[]): Promise<{ code: number | null; out: string }> {
   const env = { ...process.env };
   // The suite's server and any API settings would make the demo reuse them: start from nothing.
   for (const name of [
@@ -21,7 +22,7 @@ test('npm run demo prints a final record with a prLink and stops what it started
   ]) {
     delete env[name];
   }
-  const demo = spawn('npm', ['run', '--silent', 'demo'], {
+  const demo = spawn('npm', ['run', '--silent', 'demo', ...(args.length > 0 ? ['--', ...args] : [])], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -32,10 +33,24 @@ test('npm run demo prints a final record with a prLink and stops what it started
   const killer = setTimeout(() => demo.kill('SIGKILL'), 120_000);
   const [code] = (await once(demo, 'exit')) as [number | null];
   clearTimeout(killer);
+  return { code, out };
+}
+
+test('npm run demo prints a final record with a prLink and stops what it started', async () => {
+  const { code, out } = await runDemo([]);
   assert.equal(code, 0, out);
   assert.match(out, /started Temporal dev server pid \d+ from \S+temporal/);
   assert.match(out, /"status": "completed"/);
   assert.match(out, /prLink: https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+/);
   assert.match(out, /workflow in the UI: http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\//);
+  assert.match(out, /stopped Temporal dev server pid \d+/);
+});
+
+test('npm run demo -- --jobs 4 --budget 2/10s shows jobs queued for the project quota, and no 429', async () => {
+  const { code, out } = await runDemo(['--jobs', '4', '--budget', '2/10s']);
+  assert.equal(code, 0, out);
+  assert.match(out, /job \d: queued for the project's API budget: position \d of \d, earliest start \d{4}-/);
+  assert.equal(out.match(/job \d: prLink: https:\/\/github\.com\//g)?.length, 4, out);
+  assert.match(out, /the simulator saw 4 creates and 0 refused \(429\) for a budget of 2\/10s/);
   assert.match(out, /stopped Temporal dev server pid \d+/);
 });
