@@ -320,7 +320,9 @@ function registerHandlers(state: RunState, resolved: ResolvedInput): void {
     {
       validator: (prompt: string) => {
         validatePrompt('followUp', prompt);
-        if (!['polling', 'creating'].includes(state.progress.phase)) {
+        // Queued behind whatever is under way (a create, a quota wait, another follow-up being
+        // sent); refused only once the workflow is ending.
+        if (!['queued', 'creating', 'polling', 'sending-message'].includes(state.progress.phase)) {
           throw new Error(`the workflow is ${state.progress.phase}; it takes no more follow-ups`);
         }
         if (state.followUpsQueued - state.followUpsSent >= MAX_QUEUED_FOLLOW_UPS) {

@@ -1,0 +1,217 @@
+/**
+ * `npm run bench:profile`: where a worker's CPU goes per poll, with a profiler rather than guesses.
+ *
+ * Starts the benchmark's environment (dev server, simulator, prebuilt build), runs one worker (this
+ * project's, or baseline (c) with `--impl floor` once it exists) under V8's sampling profiler
+ * (`--cpu-prof`, one profile per JavaScript thread: the main thread with the activities and the
+ * SDK's bridge, and the workflow threads), holds N jobs open at a fixed cadence, and reads over a
+ * steady window of whole cadences:
+ *
+ * - the CPU of each of the worker's threads, grouped by kind (JavaScript main thread, workflow
+ *   threads, the SDK core's Rust runtime, V8's helpers, libuv's pool), from /proc: the Rust core is
+ *   invisible to a JavaScript profiler, so this is the only way to see its share;
+ * - from the profiles, the self time by module and the top functions of each JavaScript thread,
+ *   over the whole life of the worker (the ramp of N starts included: the steady window is made
+ *   long enough that polls dominate; the per-thread CPU above is the steady window alone).
+ *
+ *   npm run bench:profile -- [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { startAgentJob } from '../src/client/index.js';
+import type { Duration } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
+import { spawnWorker, startBenchEnvironment } from './environment.js';
+import { mapLimit } from './pool.js';
+
+const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '1000' },
+    cadence: { type: 'string', default: '10s' },
+    cadences: { type: 'string', default: '6' },
+    top: { type: 'string', default: '25' },
+    keep: { type: 'string' },
+  },
+  strict: true,
+});
+
+/** CPU seconds of each thread of a process, by thread ID, with the thread's name. */
+function threadCpu(pid: number): Map<string, { name: string; seconds: number }> {
+  const ticks = 100; // USER_HZ on Linux
+  const threads = new Map<string, { name: string; seconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+      const seconds = (Number(fields[11]) + Number(fields[12])) / ticks;
+      threads.set(tid, { name, seconds });
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return threads;
+}
+
+/** What kind of work a thread does, from its name as Node, V8, libuv and tokio set it. */
+function threadKind(name: string, isMain: boolean): string {
+  if (isMain) return 'JavaScript main thread (activities, SDK bridge, logging)';
+  if (/^tokio|^core|temporal/i.test(name)) return 'SDK core (Rust, tokio)';
+  if (/^V8 |^v8:/i.test(name)) return "V8's helpers (GC, compiler)";
+  if (/^libuv|^uv/i.test(name)) return "libuv's pool";
+  if (/^node$|^WorkerThread|^worker/i.test(name)) return 'workflow threads (JavaScript)';
+  return `other (${name})`;
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The module a frame belongs to: a package under node_modules, a file of this project, or V8/Node. */
+function moduleOf(url: string): string {
+  if (url === '') return '(V8: GC, program, idle, native)';
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1] as string;
+  if (url.startsWith('node:')) return 'node (built-in)';
+  const own = /\/((?:src|bench|dev)\/[^?]+)/.exec(url);
+  if (own) return own[1] as string;
+  // The workflow bundle is one file: its frames are named by the bundle, not by their source.
+  if (url.includes('workflow-bundle') || url.includes('bundle')) return 'workflow bundle';
+  return url;
+}
+
+/** Self time (ms) by module and by function of one profile. */
+function selfTimes(profile: CpuProfile): {
+  total: number;
+  byModule: Map<string, number>;
+  byFunction: Map<string, number>;
+} {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfMs = new Map<number, number>();
+  profile.samples.forEach((id, i) =>
+    selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000),
+  );
+  const byModule = new Map<string, number>();
+  const byFunction = new Map<string, number>();
+  let total = 0;
+  for (const [id, ms] of selfMs) {
+    const node = byId.get(id);
+    if (!node) continue;
+    const { functionName, url, lineNumber } = node.callFrame;
+    if (functionName === '(idle)') continue;
+    total += ms;
+    const module = moduleOf(url);
+    byModule.set(module, (byModule.get(module) ?? 0) + ms);
+    const fn = `${functionName || '(anonymous)'} ${module}:${lineNumber + 1}`;
+    byFunction.set(fn, (byFunction.get(fn) ?? 0) + ms);
+  }
+  return { total, byModule, byFunction };
+}
+
+function top(map: Map<string, number>, n: number, total: number): string[] {
+  return [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(
+      ([name, ms]) =>
+        `  ${(ms / 1000).toFixed(2).padStart(8)} s ${((100 * ms) / total).toFixed(1).padStart(5)} %  ${name}`,
+    );
+}
+
+async function main(): Promise<void> {
+  const jobs = Number(values.jobs);
+  const cadenceMs = msToNumber(values.cadence as Duration);
+  const cadences = Number(values.cadences);
+  const topN = Number(values.top);
+  const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));
+  const env = await startBenchEnvironment(say);
+  try {
+    const project = `profile-${Date.now()}`;
+    env.simulator.setScenario(project, { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
+    const worker = await spawnWorker(env, 'worker', project, {
+      NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`,
+    });
+    await worker.waitForLine('worker running', 60_000);
+    say(`starting ${jobs} jobs polled every ${cadenceMs / 1000} s`);
+    await mapLimit(
+      Array.from({ length: jobs }, (_, i) => i),
+      64,
+      (i) =>
+        startAgentJob(
+          env.client,
+          {
+            projectId: project,
+            prompt: 'Profiled agent job.',
+            poll: { initialInterval: cadenceMs, maxInterval: cadenceMs, backoffCoefficient: 1 },
+          },
+          { taskQueue: project, key: `job-${i}` },
+        ),
+    );
+    while ((env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0) < jobs) await sleep(200);
+    await sleep(cadenceMs);
+    const polls = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
+    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now() };
+    say(`steady window: ${cadences} cadences`);
+    await sleep(cadences * cadenceMs);
+    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now() };
+    await worker.stop();
+
+    const steadyPolls = after.polls - before.polls;
+    const byKind = new Map<string, number>();
+    for (const [tid, t] of after.threads) {
+      const kind = threadKind(t.name, tid === String(worker.pid));
+      byKind.set(kind, (byKind.get(kind) ?? 0) + t.seconds - (before.threads.get(tid)?.seconds ?? 0));
+    }
+    const cpu = [...byKind.values()].reduce((s, v) => s + v, 0);
+    const out: string[] = [];
+    out.push(
+      `Steady window: ${((after.at - before.at) / 1000).toFixed(0)} s, ${steadyPolls} polls ` +
+        `(${(steadyPolls / ((after.at - before.at) / 1000)).toFixed(1)}/s), worker CPU ${cpu.toFixed(2)} s, ` +
+        `${((1000 * cpu) / steadyPolls).toFixed(2)} ms per poll`,
+    );
+    out.push('CPU per poll by thread kind:');
+    for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
+      out.push(
+        `  ${((1000 * seconds) / steadyPolls).toFixed(3).padStart(7)} ms ${((100 * seconds) / cpu).toFixed(1).padStart(5)} %  ${kind}`,
+      );
+    }
+    for (const file of readdirSync(dir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .sort()) {
+      const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+      const { total, byModule, byFunction } = selfTimes(profile);
+      if (total < 100) continue;
+      out.push(`\nProfile ${file}: ${(total / 1000).toFixed(2)} s of samples (whole life, idle left out)`);
+      out.push('By module:', ...top(byModule, 12, total));
+      out.push('By function:', ...top(byFunction, topN, total));
+    }
+    process.stdout.write(`${out.join('\n')}\n`);
+    if (values.keep) say(`profiles kept in ${dir} (open them in Chrome DevTools' Performance panel)`);
+  } finally {
+    await env.close();
+    if (!values.keep) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`[profile] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
