@@ -24,7 +24,8 @@ import { parseArgs } from 'node:util';
 import { startAgentJob } from '../src/client/index.js';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
-import { spawnWorker, startBenchEnvironment } from './environment.js';
+import { startBenchEnvironment } from './environment.js';
+import { spawnMeasured } from './processes.js';
 import { mapLimit } from './pool.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -143,9 +144,11 @@ async function main(): Promise<void> {
   try {
     const project = `profile-${Date.now()}`;
     env.simulator.setScenario(project, { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
-    const worker = await spawnWorker(env, 'worker', project, {
-      NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`,
-    });
+    // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
+    const worker = spawnMeasured(
+      ['--cpu-prof', `--cpu-prof-dir=${dir}`, env.build.workerEntry],
+      await env.workerEnv(project),
+    );
     await worker.waitForLine('worker running', 60_000);
     say(`starting ${jobs} jobs polled every ${cadenceMs / 1000} s`);
     await mapLimit(

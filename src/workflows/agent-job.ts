@@ -9,6 +9,7 @@ import {
   ActivityCancellationType,
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
   currentUpdateInfo,
@@ -20,6 +21,7 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
   type ActivityOptions,
@@ -148,6 +150,8 @@ interface RunState {
   progress: AgentJobProgress;
   deadlineMs: number;
   pollRequested: boolean;
+  /** Pending while no poll is requested: see {@link pollRequest}. */
+  pollRequest: Promise<void> | null;
   sendingMessage: boolean;
   awaitingNewTurn: boolean;
   /** The record before the pending follow-up message, to tell a stale read from the new turn's end. */
@@ -206,6 +210,7 @@ export async function agentJobWorkflow(
     },
     deadlineMs: continuation?.deadlineMs ?? Date.now() + resolved.timeoutMs,
     pollRequested: continuation?.pollRequested ?? false,
+    pollRequest: null,
     sendingMessage: false,
     awaitingNewTurn: continuation?.awaitingNewTurn ?? false,
     recordBeforeMessage:
@@ -600,11 +605,30 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
   setCurrentDetails(
     `Agent job ${state.progress.jobId}: ${state.progress.lastRecord?.status ?? 'unknown'} after ${state.progress.polls} polls; next poll at ${at}`,
   );
-  await condition(() => state.pollRequested, waitMs, {
-    summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}`,
-  });
+  // The same commands as `condition(() => state.pollRequested, waitMs)` (a timer, cancelled when a
+  // poll is requested first), without its cost on every poll: that helper cancels its scope even
+  // after the timer fired, and the cancellation builds a failure whose stack the SDK maps through
+  // the bundle's source map. Here the scope is cancelled only when the timer is to be dropped.
+  const timer = new CancellationScope();
+  const fired = timer.run(() =>
+    sleep(waitMs, { summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}` }),
+  );
+  // A cancellation of the workflow cancels the timer too, and its failure ends the wait.
+  const requested = await Promise.race([fired.then(() => false), pollRequest(state).then(() => true)]);
+  if (requested) timer.cancel();
   state.pollRequested = false;
   state.progress.nextPollAt = null;
+}
+
+/**
+ * Resolves once a poll is requested (the `pollNow` signal, a follow-up message). One condition
+ * serves every wait until it resolves, rather than one per wait left blocked behind a timer.
+ */
+function pollRequest(state: RunState): Promise<void> {
+  state.pollRequest ??= condition(() => state.pollRequested).then(() => {
+    state.pollRequest = null;
+  });
+  return state.pollRequest;
 }
 
 /**
