@@ -26,6 +26,7 @@ import { mapLimit } from '../pool.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
 import { percentile } from '../stats.js';
+import { waitUntil } from '../wait.js';
 import type { LoadPoint } from '../summary.js';
 
 /**
@@ -407,13 +408,17 @@ async function waitForJobs(
   deadline: number,
   proc: MeasuredProcess,
 ): Promise<string | null> {
-  for (;;) {
-    const created = env.simulator.stats().jobsPerProject[project] ?? 0;
-    if (created >= expected) return null;
-    checkAlive(proc);
-    if (Date.now() > deadline) return `only ${created} of ${expected} agent jobs were created in time`;
-    await sleep(200);
-  }
+  const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
+  return waitUntil<string | null>({
+    check: () => {
+      if (created() >= expected) return null;
+      checkAlive(proc);
+      return undefined;
+    },
+    deadline,
+    everyMs: 200,
+    late: () => `only ${created()} of ${expected} agent jobs were created in time`,
+  });
 }
 
 function checkAlive(proc: MeasuredProcess): void {
@@ -437,23 +442,26 @@ async function waitForClose(
   expected: number,
   deadline: number,
 ): Promise<string | null> {
-  for (;;) {
-    const { groups } = await client.workflow.count(`TaskQueue = "${taskQueue}" GROUP BY ExecutionStatus`);
-    const byStatus = new Map(groups.map((g) => [String(g.groupValues[0]), g.count]));
-    const bad = [...byStatus].filter(
-      ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
-    );
-    if (bad.length > 0) {
-      throw new BenchmarkBroken(
-        `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+  let completed = 0;
+  return waitUntil<string | null>({
+    check: async () => {
+      const { groups } = await client.workflow.count(`TaskQueue = "${taskQueue}" GROUP BY ExecutionStatus`);
+      const byStatus = new Map(groups.map((g) => [String(g.groupValues[0]), g.count]));
+      const bad = [...byStatus].filter(
+        ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
       );
-    }
-    const completed = byStatus.get('Completed') ?? 0;
-    if (completed >= expected) return null;
-    if (Date.now() > deadline)
-      return `${expected - completed} of ${expected} workflows still open at the deadline`;
-    await sleep(1_000);
-  }
+      if (bad.length > 0) {
+        throw new BenchmarkBroken(
+          `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+        );
+      }
+      completed = byStatus.get('Completed') ?? 0;
+      return completed >= expected ? null : undefined;
+    },
+    deadline,
+    everyMs: 1_000,
+    late: () => `${expected - completed} of ${expected} workflows still open at the deadline`,
+  });
 }
 
 /** Terminates what a broken run left open, so later scenarios get the server to themselves. */
