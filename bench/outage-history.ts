@@ -37,6 +37,7 @@ import { POLLS_PER_RUN } from '../src/workflows/agent-job.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { RESULTS_DIR } from './report.js';
+import { waitUntil } from './wait.js';
 
 // @temporalio/proto is CommonJS without named exports Node can detect.
 const { temporal } = proto;
@@ -248,17 +249,21 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
 
 /** Waits, in real time, until the create activity completed; returns its workflow time. */
 async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise<number> {
-  for (;;) {
-    const history = await handle.fetchHistory();
-    const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
-    if (completed) return tsToMs(completed.eventTime);
-    const closed = history.events?.find((event) => isClose(event));
-    if (closed) throw new Error(`the workflow closed before the create succeeded: ${eventName(closed)}`);
-    if (Date.now() - realStart > CREATE_DEADLINE_MS) {
+  return waitUntil({
+    check: async () => {
+      const history = await handle.fetchHistory();
+      const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
+      if (completed) return tsToMs(completed.eventTime);
+      const closed = history.events?.find((event) => isClose(event));
+      if (closed) throw new Error(`the workflow closed before the create succeeded: ${eventName(closed)}`);
+      return undefined;
+    },
+    deadline: realStart + CREATE_DEADLINE_MS,
+    everyMs: 200,
+    late: () => {
       throw new Error(`the create did not succeed within ${CREATE_DEADLINE_MS / 1000}s`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    },
+  });
 }
 
 /** Reads every run of the chain from the first, and sums them. */

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { ROOT } from './build.js';
+import { withTimeout } from './wait.js';
 
 /** A JSON log line of a child, as the project's JSON logger writes it. */
 export type LogLine = Record<string, unknown> & { msg?: string };
@@ -79,23 +80,16 @@ export function spawnMeasured(
   const waitForLine = async (message: string, timeoutMs: number) => {
     const early = seen.find((hit) => hit.line.msg === message);
     if (early) return early;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
+    return withTimeout(
+      Promise.race([
         new Promise<{ line: LogLine; at: number }>((resolve) => waiters.push({ message, resolve })),
         exited.then((code) => {
           throw new Error(`process exited (${code}) before "${message}":\n${tailLines.join('\n')}`);
         }),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`no "${message}" within ${timeoutMs}ms:\n${tailLines.join('\n')}`)),
-            timeoutMs,
-          );
-        }),
-      ]);
-    } finally {
-      clearTimeout(timer);
-    }
+      ]),
+      timeoutMs,
+      () => new Error(`no "${message}" within ${timeoutMs}ms:\n${tailLines.join('\n')}`),
+    );
   };
 
   const stop = async (graceMs = 20_000) => {

@@ -10,19 +10,34 @@
 import { parseArgs } from 'node:util';
 import { DYNAMIC_CONFIG, startBenchEnvironment, type BenchEnvironment } from './environment.js';
 import { cpuShares, cpuTimes, currentLoad, describeMachine } from './machine.js';
-import { render, writePerformanceDoc, writeResult } from './report.js';
+import { describePoints, render, writePerformanceDoc, writeResult } from './report.js';
 import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
-import { IMPLEMENTATIONS, runLoad, type Implementation, type LoadRun } from './scenarios/load.js';
+import {
+  IMPLEMENTATIONS,
+  LADDER,
+  QUICK_POINTS,
+  runLoad,
+  type Implementation,
+  type LoadRun,
+} from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
-import type { BenchResult, BenchServer, ChoiceSide, DesignChoice, LoadPoint, Mode } from './summary.js';
+import {
+  AIM_JOBS,
+  type BenchResult,
+  type BenchServer,
+  type ChoiceSide,
+  type DesignChoice,
+  type LoadPoint,
+  type Mode,
+} from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 
-  --quick              N = 100 at a 2 s cadence (all three), 1,000 at 10 s (this worker), start-up,
-                       cost per job (default)
-  --full               N up to --max-jobs, design choices, 6-hour jobs in the cost table
-  --max-jobs N         largest N in full mode (default 10000); the ladder is 100, 1000, 2000, 5000, 10000
+  --quick              the quick load points (below), start-up, cost per job (default)
+  --full               the ladder of N (below) up to --max-jobs, design choices, 6-hour jobs in the
+                       cost table
+  --max-jobs N         largest N in full mode (default 10000)
   --points LIST        load points instead of the mode's, e.g. "100@2s*3,1000@10s,2000@10s"
                        (*R: repeats of that point)
   --choice-point P     where full mode measures the design choices (default 500@10s)
@@ -38,6 +53,9 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
   --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
   --report-only        run nothing; regenerate docs/PERFORMANCE.md from bench/results/
   --help               this text
+
+Quick load points: ${describePoints(QUICK_POINTS)}.
+The ladder of N: ${describePoints(LADDER)}.
 
 Figures are taken on this machine; a busy machine gives noisy figures, so each load figure is the
 median over the repeats, shown with its min–max.`;
@@ -97,24 +115,11 @@ function plan(argv: string[]): Plan | 'report-only' | null {
     throw new UsageError(`--server must be dev or postgres, not "${server}"`);
   }
   const maxJobs = positiveInt(values['max-jobs'] ?? '10000', '--max-jobs');
-  const ladder = [
-    { jobs: 100, cadenceMs: 2_000 },
-    { jobs: 1_000, cadenceMs: 10_000 },
-    { jobs: 2_000, cadenceMs: 10_000 },
-    { jobs: 5_000, cadenceMs: 10_000 },
-    { jobs: 10_000, cadenceMs: 10_000 },
-  ];
-  // Quick mode runs the baselines at N = 100 only: starting 1,000 workflows takes about a minute
-  // here, and two more such runs would triple it.
-  const quickPoints: LoadPoint[] = [
-    ladder[0] as LoadPoint,
-    { ...(ladder[1] as LoadPoint), impls: ['worker'] },
-  ];
   const points = values.points
     ? parsePoints(values.points)
     : mode === 'quick'
-      ? quickPoints
-      : ladder.filter((p) => p.jobs <= maxJobs);
+      ? [...QUICK_POINTS]
+      : LADDER.filter((p) => p.jobs <= maxJobs);
   const only = new Set<Scenario>(
     values.only ? values.only.split(',').map((s) => scenarioName(s.trim())) : SCENARIOS,
   );
@@ -241,7 +246,7 @@ async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Pr
     // lets the point's other repeats run, so the point where the climb ends has its spread too.
     const stopAfterPoint = new Map<Implementation, string>();
     for (let repeat = 1; repeat <= (point.repeats ?? p.repeats); repeat++) {
-      // Interleaved, so that a change in the machine's load falls on all three alike.
+      // Interleaved, so that a change in the machine's load falls on every implementation alike.
       for (const impl of point.impls ?? IMPLEMENTATIONS) {
         if (stopped.has(impl)) continue;
         const run = await loadRun(env, p, point, impl, repeat);
@@ -264,13 +269,10 @@ async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Pr
   }
 }
 
-/** Jobs of the in-flight aim: the ladder always climbs at least this far. */
-const AIM_JOBS = 2_000;
-
 /**
  * Why the ladder stops climbing N for an implementation after this point, or null: past the aim's
- * N, the machine kept less than half the poll rate the cadence asks for, so that every larger N
- * would only take longer to say the same.
+ * N (so the ladder always climbs at least that far), the machine kept less than half the poll rate
+ * the cadence asks for, so that every larger N would only take longer to say the same.
  */
 function cadenceNotHeld(run: LoadRun): string | null {
   const asked = run.jobs / (run.cadenceMs / 1000);

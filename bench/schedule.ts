@@ -5,10 +5,8 @@
  * up to the maximum; every wait is jittered by ±10%.
  */
 import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
+import { jitterFactor } from './baselines/jitter.js';
 import { spread, type Spread } from './stats.js';
-
-/** The workflow's jitter of each wait, as a fraction (agent-job.ts keeps it private). */
-export const JITTER = 0.1;
 
 /** A poll schedule in milliseconds. */
 export type Schedule = Pick<
@@ -42,7 +40,7 @@ export function detect(
   let interval = schedule.initialIntervalMs;
   let polls = 0;
   for (;;) {
-    elapsed += interval * (1 + (random() * 2 - 1) * JITTER);
+    elapsed += interval * jitterFactor(random);
     polls++;
     if (elapsed >= jobMs) return { polls, atMs: elapsed };
     interval = Math.min(interval * schedule.backoffCoefficient, schedule.maxIntervalMs);

@@ -1,13 +1,20 @@
 /**
  * Turns the runs of one benchmark into what the report prints: the median and spread of every
- * figure over repeats, this worker's figures as ratios to both baselines, and where each aim of
+ * figure over repeats, this worker's figures as ratios to every baseline, and where each aim of
  * the issue lands and what limits it.
  */
 import type { DYNAMIC_CONFIG } from './environment.js';
 import type { MachineInfo } from './machine.js';
 import type { CostRow } from './scenarios/cost.js';
+import {
+  BASELINES,
+  IMPLEMENTATIONS,
+  label,
+  type Baseline,
+  type Implementation,
+  type LoadRun,
+} from './scenarios/load.js';
 import type { QuotaCostSide } from './scenarios/quota.js';
-import type { Implementation, LoadRun } from './scenarios/load.js';
 import type { StartupRun } from './scenarios/startup.js';
 import { ratio, spread, type Spread } from './stats.js';
 
@@ -18,7 +25,7 @@ export type Mode = 'quick' | 'full';
 export interface LoadPoint {
   jobs: number;
   cadenceMs: number;
-  /** Default: all three. */
+  /** Default: every implementation. */
   impls?: Implementation[];
   /** Default: the run's repeats. */
   repeats?: number;
@@ -153,81 +160,88 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
   });
 }
 
-/** One figure of this worker next to both baselines at one point. */
+/** One figure of this worker next to every baseline at one point. */
 export interface RatioRow {
   point: LoadPoint | 'cost';
   figure: string;
-  worker: number | null;
-  plainLoop: number | null;
-  pollByRetry: number | null;
-  /** worker ÷ (a), worker ÷ (b). */
-  vsPlainLoop: number | null;
-  vsPollByRetry: number | null;
+  /** Each implementation's median; null where it did not run or has no such figure. */
+  values: Record<Implementation, number | null>;
+  /** This worker's figure ÷ each baseline's. */
+  ratios: Record<Baseline, number | null>;
   /** Lower is better for every figure here except throughput. */
   higherIsBetter: boolean;
 }
 
-/** This worker's medians as ratios to (a) and (b), at every point all three ran, and for cost. */
+/** A figure the ratios compare, and how to read it from one side. */
+interface Figure<T> {
+  figure: string;
+  pick: (side: T) => number | null | undefined;
+  higherIsBetter?: boolean;
+}
+
+/** The load figures compared at every point this worker ran, in the order the table lists them. */
+const LOAD_FIGURES: Figure<LoadSummary>[] = [
+  { figure: 'throughput, jobs/s', pick: (s) => s.throughput?.median, higherIsBetter: true },
+  { figure: 'detection latency p50, s', pick: (s) => ms(s.p50?.median) },
+  { figure: 'detection latency p99, s', pick: (s) => ms(s.p99?.median) },
+  { figure: 'CPU s per 1,000 polls, measured process', pick: (s) => s.cpuMeasured?.median },
+  { figure: 'CPU s per 1,000 polls, incl. dev server', pick: (s) => cpuInclServer(s) },
+  { figure: 'peak RSS per 1,000 open jobs, MiB', pick: (s) => s.rssPer1000Open?.median },
+];
+
+/** The cost figures compared, of a 1-hour job. */
+const COST_FIGURES: Figure<CostRow>[] = [
+  { figure: '1-hour job: billable actions', pick: (r) => r.actions?.median },
+  { figure: '1-hour job: history events', pick: (r) => r.events?.median },
+  { figure: '1-hour job: API requests', pick: (r) => r.apiRequestsPerJob?.median },
+];
+
+/** The cost variant each implementation is compared by: its own, on this worker's default schedule. */
+const COST_VARIANT_OF: Partial<Record<Implementation, string>> = {
+  worker: 'this worker (default schedule)',
+  'plain-loop': '(a) plain loop, same schedule',
+  'poll-by-retry': '(b) poll by retry, same schedule',
+};
+
+/** CPU seconds per 1,000 polls of the measured process and the Temporal server together. */
+export function cpuInclServer(s: LoadSummary): number | undefined {
+  return sum(s.cpuMeasured?.median, s.cpuServer?.median);
+}
+
+/** This worker's medians as ratios to every baseline, at every point this worker ran, and for cost. */
 export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
   const rows: RatioRow[] = [];
-  const points = loads.filter((s) => s.impl === 'worker' && s.variant === '');
-  for (const w of points) {
-    const find = (impl: Implementation) =>
+  for (const w of loads.filter((s) => s.impl === 'worker' && s.variant === '')) {
+    const point = { jobs: w.jobs, cadenceMs: w.cadenceMs };
+    const at = (impl: Implementation) =>
       loads.find(
         (s) => s.impl === impl && s.variant === '' && s.jobs === w.jobs && s.cadenceMs === w.cadenceMs,
       );
-    const a = find('plain-loop');
-    const b = find('poll-by-retry');
-    const point = { jobs: w.jobs, cadenceMs: w.cadenceMs };
-    const add = (
-      figure: string,
-      pick: (s: LoadSummary) => number | null | undefined,
-      higherIsBetter = false,
-    ) => rows.push(ratioRow(point, figure, { w, a, b }, pick, higherIsBetter));
-    add('throughput, jobs/s', (s) => s.throughput?.median, true);
-    add('detection latency p50, s', (s) => ms(s.p50?.median));
-    add('detection latency p99, s', (s) => ms(s.p99?.median));
-    add('CPU s per 1,000 polls, measured process', (s) => s.cpuMeasured?.median);
-    add('CPU s per 1,000 polls, incl. dev server', (s) => sum(s.cpuMeasured?.median, s.cpuServer?.median));
-    add('peak RSS per 1,000 open jobs, MiB', (s) => s.rssPer1000Open?.median);
+    rows.push(...ratioRows(point, LOAD_FIGURES, at));
   }
   const hour = 60 * 60_000;
-  const row = (variant: string) => cost.find((r) => r.variant === variant && r.jobLengthMs === hour);
-  const w = row('this worker (default schedule)');
-  const a = row('(a) plain loop, same schedule');
-  const b = row('(b) poll by retry, same schedule');
-  if (w) {
-    const add = (figure: string, pick: (r: CostRow) => number | null | undefined) =>
-      rows.push(ratioRow('cost', figure, { w, a, b }, pick, false));
-    add('1-hour job: billable actions', (r) => r.actions?.median);
-    add('1-hour job: history events', (r) => r.events?.median);
-    add('1-hour job: API requests', (r) => r.apiRequestsPerJob?.median);
-  }
+  const costOf = (impl: Implementation) =>
+    cost.find((r) => r.variant === COST_VARIANT_OF[impl] && r.jobLengthMs === hour);
+  if (costOf('worker')) rows.push(...ratioRows('cost', COST_FIGURES, costOf));
   return rows;
 }
 
-/** One figure of this worker (`w`) next to the baselines (`a`, `b`) that ran beside it. */
-function ratioRow<T>(
+/** The rows of `figures` at one point, each implementation's side read by `sideOf` (undefined: not run). */
+function ratioRows<T>(
   point: RatioRow['point'],
-  figure: string,
-  sides: { w: T; a: T | undefined; b: T | undefined },
-  pick: (side: T) => number | null | undefined,
-  higherIsBetter: boolean,
-): RatioRow {
-  const value = (side: T | undefined) => (side === undefined ? null : (pick(side) ?? null));
-  const worker = value(sides.w);
-  const plainLoop = value(sides.a);
-  const pollByRetry = value(sides.b);
-  return {
-    point,
-    figure,
-    worker,
-    plainLoop,
-    pollByRetry,
-    vsPlainLoop: ratio(worker, plainLoop),
-    vsPollByRetry: ratio(worker, pollByRetry),
-    higherIsBetter,
-  };
+  figures: Figure<T>[],
+  sideOf: (impl: Implementation) => T | undefined,
+): RatioRow[] {
+  const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
+  return figures.map(({ figure, pick, higherIsBetter = false }) => {
+    const values = Object.fromEntries(
+      sides.map(([impl, side]) => [impl, side === undefined ? null : (pick(side) ?? null)]),
+    ) as Record<Implementation, number | null>;
+    const ratios = Object.fromEntries(
+      BASELINES.map((baseline) => [baseline, ratio(values.worker, values[baseline])]),
+    ) as Record<Baseline, number | null>;
+    return { point, figure, values, ratios, higherIsBetter };
+  });
 }
 
 /** Where an aim lands. */
@@ -243,55 +257,114 @@ export function evaluateAims(result: BenchResult, loads: LoadSummary[]): AimResu
   return [inFlightAim(result, loads), costAim(result), startupAim(result)];
 }
 
-const AIM_JOBS = 2_000;
+/** Jobs of the in-flight aim; full mode's ladder always climbs at least this far. */
+export const AIM_JOBS = 2_000;
 const AIM_CADENCE_MS = 10_000;
 const AIM_SLACK_MS = 2_000;
 
 function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
   const aim = `at least ${AIM_JOBS.toLocaleString('en-US')} jobs in flight at a 10 s cadence, p99 detection latency within cadence + 2 s`;
-  const at10 = loads
-    .filter((s) => s.impl === 'worker' && s.variant === '' && s.cadenceMs === AIM_CADENCE_MS)
-    .sort((x, y) => x.jobs - y.jobs);
-  // Estimated where the aim is judged: past it the worker's cache (2,000 by default) evicts, and
-  // the replays that follow make every poll dearer than the aim's own point shows.
-  const capacity = capacityEstimate(result, at10.find((s) => s.jobs >= AIM_JOBS) ?? at10.at(-1));
-  const limits = capacity ?? 'no run at a 10 s cadence to estimate from';
-  const bigEnough = at10.filter((s) => s.jobs >= AIM_JOBS);
-  const describe = (s: LoadSummary) =>
-    `N=${s.jobs}: p99 ${fmtS(s.p99?.median)}, steady poll rate ${fmt1(s.steadyPollsPerSecond?.median)}/s of ` +
-    `${fmt1(s.targetPollsPerSecond)}/s asked${s.broke.length > 0 ? `; broke: ${s.broke[0]}` : ''}`;
-  if (bigEnough.length === 0) {
-    const largest = at10.at(-1);
+  const at10 = (impl: Implementation) =>
+    loads
+      .filter((s) => s.impl === impl && s.variant === '' && s.cadenceMs === AIM_CADENCE_MS)
+      .sort((x, y) => x.jobs - y.jobs);
+  // Judged, and its capacity estimated, at the aim's N and not past it: past it the worker's cache
+  // (2,000 by default) evicts, and the replays that follow make every poll dearer than the aim's
+  // own point shows. When no run reached the aim's N, the largest N that ran is shown.
+  const judged = at10('worker').find((s) => s.jobs >= AIM_JOBS);
+  const shown = judged ?? at10('worker').at(-1);
+  if (!shown) {
     return {
       aim,
       status: 'not measured',
-      landed: largest
-        ? `not run at N ≥ ${AIM_JOBS} in this mode; largest: ${describe(largest)}`
-        : `not run at a 10 s cadence in this mode`,
+      landed: 'not run at a 10 s cadence in this mode',
+      limits: 'no run at a 10 s cadence to estimate from',
+    };
+  }
+  // The floor of this design at the same point: what this machine holds with nothing but the polls.
+  const floor = at10('floor').find((s) => s.jobs === shown.jobs);
+  const describe = (s: LoadSummary) =>
+    `N=${s.jobs}: p99 ${fmtS(s.p99?.median)}, steady poll rate ${fmt1(s.steadyPollsPerSecond?.median)}/s of ` +
+    `${fmt1(s.targetPollsPerSecond)}/s asked${s.broke.length > 0 ? `; broke: ${s.broke[0]}` : ''}`;
+  const besideFloor = floor ? `; ${label('floor')} at the same point: ${describe(floor)}` : '';
+  const limits = [
+    capacityEstimate(result, shown),
+    floor ? floorEstimate(result, floor) : null,
+    judged && floor ? floorVerdict(meetsAim(judged), meetsAim(floor)) : null,
+  ]
+    .filter((part) => part !== null)
+    .join(' ');
+  if (!judged) {
+    return {
+      aim,
+      status: 'not measured',
+      landed: `not run at N ≥ ${AIM_JOBS} in this mode; largest: ${describe(shown)}${besideFloor}`,
       limits,
     };
   }
-  const s = bigEnough[0] as LoadSummary;
-  const met =
+  return {
+    aim,
+    status: meetsAim(judged) ? 'met' : 'MISSED',
+    landed: `${describe(judged)}${besideFloor}`,
+    limits,
+  };
+}
+
+/** Whether a run at the aim's point met it: p99 within cadence + slack, and the cadence held. */
+function meetsAim(s: LoadSummary): boolean {
+  return (
     s.broke.length === 0 &&
     s.p99 !== null &&
     s.p99.median <= AIM_CADENCE_MS + AIM_SLACK_MS &&
-    (s.steadyPollsPerSecond?.median ?? 0) >= 0.9 * s.targetPollsPerSecond;
-  return { aim, status: met ? 'met' : 'MISSED', landed: describe(s), limits };
+    (s.steadyPollsPerSecond?.median ?? 0) >= 0.9 * s.targetPollsPerSecond
+  );
 }
 
-/** How many jobs this machine can poll at the cadence, from the CPU each poll costs. */
-function capacityEstimate(result: BenchResult, s: LoadSummary | undefined): string | null {
-  if (!s || !s.cpuMeasured || !s.cpuServer) return null;
+/** What this worker missing or meeting the aim says, next to the floor of its design at the same point. */
+function floorVerdict(workerMet: boolean, floorMet: boolean): string {
+  const floor = label('floor');
+  if (!floorMet) {
+    return `${floor} misses it too, so ${AIM_JOBS.toLocaleString('en-US')} jobs at a ${AIM_CADENCE_MS / 1000} s cadence are beyond this machine for this design.`;
+  }
+  return workerMet
+    ? `${floor} meets it too.`
+    : `${floor} meets it, so what misses it is what this worker adds to the floor of its design.`;
+}
+
+/** CPU per poll at a load point, and the polls and jobs this machine's cores could sustain at it. */
+function capacity(result: BenchResult, s: LoadSummary) {
+  if (!s.cpuMeasured || !s.cpuServer) return null;
   const perPoll = s.cpuMeasured.median + s.cpuServer.median + (s.cpuBench?.median ?? 0);
   const pollsPerSecond = (result.machine.cpuCount / perPoll) * 1000;
-  const jobs = pollsPerSecond * (s.cadenceMs / 1000);
+  return {
+    measured: s.cpuMeasured.median,
+    server: s.cpuServer.median,
+    bench: s.cpuBench?.median,
+    pollsPerSecond: Math.round(pollsPerSecond),
+    jobs: Math.round(pollsPerSecond * (s.cadenceMs / 1000)).toLocaleString('en-US'),
+  };
+}
+
+/** How many jobs this machine can poll at the cadence, from the CPU each of this worker's polls costs. */
+function capacityEstimate(result: BenchResult, s: LoadSummary): string {
+  const c = capacity(result, s);
+  if (!c) return 'no CPU figures to estimate from';
   return (
-    `CPU. Each poll costs ${fmt1(s.cpuMeasured.median)} ms in the worker, ${fmt1(s.cpuServer.median)} ms in the dev server ` +
-    `and ${fmt1(s.cpuBench?.median)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
-    `${result.machine.cpuCount} cores, all of them given to this, sustain about ${Math.round(pollsPerSecond)} polls/s, ` +
-    `about ${Math.round(jobs).toLocaleString('en-US')} jobs at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
+    `CPU. Each poll costs ${fmt1(c.measured)} ms in the worker, ${fmt1(c.server)} ms in the dev server ` +
+    `and ${fmt1(c.bench)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
+    `${result.machine.cpuCount} cores, all of them given to this, sustain about ${c.pollsPerSecond} polls/s, ` +
+    `about ${c.jobs} jobs at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
     `${(AIM_JOBS / (AIM_CADENCE_MS / 1000)).toFixed(0)} polls/s).`
+  );
+}
+
+/** The same estimate for the floor of this design. */
+function floorEstimate(result: BenchResult, s: LoadSummary): string | null {
+  const c = capacity(result, s);
+  if (!c) return null;
+  return (
+    `${label('floor')}, at the same point: ${fmt1(c.measured)} ms in its worker and ${fmt1(c.server)} ms in the ` +
+    `dev server per poll, about ${c.pollsPerSecond} polls/s, about ${c.jobs} jobs.`
   );
 }
 

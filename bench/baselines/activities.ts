@@ -2,10 +2,10 @@
  * Activities of the benchmark's own workflows: the project's activities as they are (so agent jobs
  * are created and read the same way everywhere), plus the one of baseline (b), the "poll by
  * activity retry" pattern, which fails while the agent job is active so that Temporal's retry
- * policy, not a workflow timer, sets the cadence.
+ * policy, not a workflow timer, sets the cadence, and the poll of baseline (c), the floor.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { createActivities } from '../../src/activities/index.js';
+import { createActivities, type GetAgentJobInput } from '../../src/activities/index.js';
 import type { AgentApiClient } from '../../src/agent-api/index.js';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
 
@@ -34,6 +34,17 @@ export function createBaselineActivities(api: Pick<AgentApiClient, 'createJob' |
         // not count it as an activity failure in its metrics.
         category: ApplicationFailureCategory.BENIGN,
       });
+    },
+
+    /**
+     * One poll of the floor: the project's API client and nothing around it (no metric, no error
+     * mapping). The same client as the worker's poll and the other baselines', not a bare undici
+     * call: sending the request over the process-wide pool and checking the record are work this
+     * design cannot skip, so with it the gap from (c) to this worker is what the worker adds in
+     * Temporal and around its activity, which is what the comparison is for.
+     */
+    async readAgentJob(input: GetAgentJobInput): Promise<AgentJobRecord> {
+      return api.getJob(input.projectId, input.jobId);
     },
   };
 }

@@ -15,9 +15,8 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { AgentApiClient, AgentApiError } from '../../src/agent-api/index.js';
 import { isTerminalStatus } from '../../src/contract.js';
+import { jitteredMs } from './jitter.js';
 
-/** The workflow's jitter (±10%), so both poll with the same spread. */
-const JITTER = 0.1;
 /** Creates in flight at once, like the benchmark's workflow starts. */
 const CREATE_CONCURRENCY = 64;
 
@@ -71,10 +70,6 @@ function readOptions(): Options {
   };
 }
 
-function jittered(intervalMs: number): number {
-  return Math.max(1, Math.round(intervalMs * (1 + (Math.random() * 2 - 1) * JITTER)));
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates one agent job, retrying what the client calls retryable, like the create activity. */
@@ -98,7 +93,8 @@ async function follow(options: Options, jobId: string): Promise<Outcome> {
   let polls = 0;
   let intervalMs = options.intervalMs;
   for (;;) {
-    await sleep(jittered(intervalMs));
+    // The workflow's jitter, so both poll with the same spread.
+    await sleep(jitteredMs(intervalMs));
     // The workflow's schedule: grow after every wait, up to the maximum.
     intervalMs = Math.min(intervalMs * options.backoff, options.maxIntervalMs);
     try {

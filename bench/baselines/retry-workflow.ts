@@ -4,9 +4,10 @@
  * attempts) polls until the job is terminal. The server schedules each retry, so the history holds
  * one activity however many polls it took: the smallest history a polling workflow can have.
  */
-import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { AgentJobRecord } from '../../src/contract.js';
 import type { BaselineActivities } from './activities.js';
+import { createJob } from './create.js';
 
 /** Workflow type of the baseline. */
 export const POLL_BY_RETRY_WORKFLOW = 'pollByRetryWorkflow';
@@ -25,11 +26,6 @@ export interface PollByRetryInput {
 
 /** Creates the agent job and waits for its end through activity retries; returns the final record. */
 export async function pollByRetryWorkflow(input: PollByRetryInput): Promise<AgentJobRecord> {
-  // The same create policy as the agent-job workflow, so the two differ only in how they poll.
-  const { createAgentJob } = proxyActivities<BaselineActivities>({
-    startToCloseTimeout: '75s',
-    retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '2m' },
-  });
   const { awaitTerminalStatus } = proxyActivities<BaselineActivities>({
     startToCloseTimeout: '75s',
     retry: {
@@ -39,10 +35,6 @@ export async function pollByRetryWorkflow(input: PollByRetryInput): Promise<Agen
       // No maximumAttempts: unlimited, so only the agent job's end stops the polling.
     },
   });
-  const created = await createAgentJob({
-    projectId: input.projectId,
-    prompt: input.prompt,
-    idempotencyKey: workflowInfo().workflowId,
-  });
+  const created = await createJob(input.projectId, input.prompt);
   return awaitTerminalStatus({ projectId: input.projectId, jobId: created.id });
 }

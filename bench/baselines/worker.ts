@@ -1,8 +1,8 @@
 /**
- * The worker of the benchmark's own workflows (baseline (b) and the local-activity variant), as a
- * process of its own like the worker under test: the same configuration loader and settings (task
- * queue, concurrency, cache), their prebuilt bundle (path in BENCH_WORKFLOW_BUNDLE), and the same
- * start-up line, so the benchmark drives and measures both the same way.
+ * The worker of the benchmark's own workflows (baselines (b) and (c)), as a process of its own
+ * like the worker under test: the same configuration loader and settings (task queue,
+ * concurrency, cache), their prebuilt bundle (path in BENCH_WORKFLOW_BUNDLE), and the same
+ * start-up line, so the benchmark drives and measures all of them the same way.
  */
 import { performance } from 'node:perf_hooks';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';

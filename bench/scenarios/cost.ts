@@ -13,7 +13,6 @@
  * 60 s but most of a scaled one, so a scaled-time job would end after far fewer polls.)
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { startAgentJob } from '../../src/client/index.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
@@ -24,6 +23,7 @@ import { mapLimit } from '../pool.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { DEFAULT_SCHEDULE, replay, scaleSchedule, type Schedule } from '../schedule.js';
 import { spread, type Spread } from '../stats.js';
+import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job.js';
 import { BenchmarkBroken, type Implementation } from './load.js';
 
@@ -289,16 +289,21 @@ export async function waitForCost(
   runId: string,
   deadline: number,
 ): Promise<WorkflowCost> {
-  for (;;) {
-    const description = await client.workflow.getHandle(workflowId).describe();
-    if (description.status.name === 'COMPLETED') return workflowCost(client, workflowId, runId);
-    if (description.status.name !== 'RUNNING') {
-      throw new BenchmarkBroken(`cost workflow ${workflowId} ended ${description.status.name}`);
-    }
-    if (Date.now() > deadline)
+  return waitUntil({
+    check: async () => {
+      const description = await client.workflow.getHandle(workflowId).describe();
+      if (description.status.name === 'COMPLETED') return workflowCost(client, workflowId, runId);
+      if (description.status.name !== 'RUNNING') {
+        throw new BenchmarkBroken(`cost workflow ${workflowId} ended ${description.status.name}`);
+      }
+      return undefined;
+    },
+    deadline,
+    everyMs: 500,
+    late: () => {
       throw new BenchmarkBroken(`cost workflow ${workflowId} still running at the deadline`);
-    await sleep(500);
-  }
+    },
+  });
 }
 
 /** One plain-loop process per cell (the loop takes one project), all at once. */

@@ -1,7 +1,8 @@
 /**
- * The load scenario: N agent jobs in flight at once, polled at a fixed cadence, by one of three
+ * The load scenario: N agent jobs in flight at once, polled at a fixed cadence, by one of four
  * implementations — this worker, baseline (a) the plain Node loop, baseline (b) the
- * poll-by-activity-retry workflow — each in a fresh process on its own task queue and simulator
+ * poll-by-activity-retry workflow, baseline (c) the floor of this design (a timer and a
+ * local-activity poll, nothing else) — each in a fresh process on its own task queue and simulator
  * project. One run has three phases:
  *
  * 1. ramp: start N workflows (or create N jobs, for the plain loop) whose agent jobs stay active;
@@ -17,6 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { startAgentJob } from '../../src/client/index.js';
 import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
+import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
 import { firstRunId, workflowCost } from '../history.js';
@@ -24,11 +26,63 @@ import { mapLimit } from '../pool.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
 import { percentile } from '../stats.js';
+import { waitUntil } from '../wait.js';
+import type { LoadPoint } from '../summary.js';
 
-/** The three implementations compared. */
-export const IMPLEMENTATIONS = ['worker', 'plain-loop', 'poll-by-retry'] as const;
+/**
+ * The implementations compared, in the order the tables list them: this worker, then the
+ * baselines. A baseline is added here, in {@link BASELINE_NAMES}, and where it is spawned and
+ * started below; the load points, the tables and the ratios take it from there.
+ */
+export const IMPLEMENTATIONS = ['worker', 'plain-loop', 'poll-by-retry', 'floor'] as const;
 /** One of {@link IMPLEMENTATIONS}. */
 export type Implementation = (typeof IMPLEMENTATIONS)[number];
+/** What this worker's figures are divided by. */
+export type Baseline = Exclude<Implementation, 'worker'>;
+/** The baselines, in the order of their columns. */
+export const BASELINES = IMPLEMENTATIONS.filter((impl): impl is Baseline => impl !== 'worker');
+
+/** Each baseline's mark (its ratio column is "÷ mark") and name. */
+const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
+  'plain-loop': { mark: '(a)', name: 'plain loop' },
+  'poll-by-retry': { mark: '(b)', name: 'poll by retry' },
+  floor: { mark: '(c)', name: 'floor of this design' },
+};
+
+/** A baseline's mark, such as "(a)". */
+export function mark(baseline: Baseline): string {
+  return BASELINE_NAMES[baseline].mark;
+}
+
+/** An implementation as the tables name it: "this worker", or a baseline's mark and name. */
+export function label(impl: Implementation): string {
+  if (impl === 'worker') return 'this worker';
+  const { mark, name } = BASELINE_NAMES[impl];
+  return `${mark} ${name}`;
+}
+
+/**
+ * Full mode's ladder of N, every implementation at every point (up to `--max-jobs`): the first at
+ * the short cadence of a demo, the rest at the in-flight aim's 10 s.
+ */
+export const LADDER: readonly LoadPoint[] = [
+  { jobs: 100, cadenceMs: 2_000 },
+  { jobs: 1_000, cadenceMs: 10_000 },
+  { jobs: 2_000, cadenceMs: 10_000 },
+  { jobs: 5_000, cadenceMs: 10_000 },
+  { jobs: 10_000, cadenceMs: 10_000 },
+];
+
+/**
+ * Quick mode's points: the ladder's first for everyone, and N = 1,000 at 10 s for this worker and
+ * (c), the largest N quick mode runs, where this worker's ratio to the floor of its design matters
+ * most. (a) and (b) stay at N = 100: starting 1,000 workflows takes about a minute here, and each
+ * more such run adds that again.
+ */
+export const QUICK_POINTS: readonly LoadPoint[] = [
+  { jobs: 100, cadenceMs: 2_000 },
+  { jobs: 1_000, cadenceMs: 10_000, impls: ['worker', 'floor'] },
+];
 
 /** What to run. */
 export interface LoadParams {
@@ -333,11 +387,16 @@ async function start(client: Client, params: LoadParams, project: string, index:
     );
     return { workflowId: handle.workflowId, runId: await firstRunId(handle), startedAt: Date.now() };
   }
-  const handle = await client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
-    taskQueue: project,
-    workflowId: `${params.impl}/${project}/${index}`,
-    args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
-  });
+  // Both baseline workflows take the same input: the cadence as a fixed interval.
+  const workflowType = params.impl === 'floor' ? FLOOR_WORKFLOW : POLL_BY_RETRY_WORKFLOW;
+  const handle = await client.workflow.start<typeof floorWorkflow | typeof pollByRetryWorkflow>(
+    workflowType,
+    {
+      taskQueue: project,
+      workflowId: `${params.impl}/${project}/${index}`,
+      args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
+    },
+  );
   return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
 }
 
@@ -349,13 +408,17 @@ async function waitForJobs(
   deadline: number,
   proc: MeasuredProcess,
 ): Promise<string | null> {
-  for (;;) {
-    const created = env.simulator.stats().jobsPerProject[project] ?? 0;
-    if (created >= expected) return null;
-    checkAlive(proc);
-    if (Date.now() > deadline) return `only ${created} of ${expected} agent jobs were created in time`;
-    await sleep(200);
-  }
+  const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
+  return waitUntil<string | null>({
+    check: () => {
+      if (created() >= expected) return null;
+      checkAlive(proc);
+      return undefined;
+    },
+    deadline,
+    everyMs: 200,
+    late: () => `only ${created()} of ${expected} agent jobs were created in time`,
+  });
 }
 
 function checkAlive(proc: MeasuredProcess): void {
@@ -379,23 +442,26 @@ async function waitForClose(
   expected: number,
   deadline: number,
 ): Promise<string | null> {
-  for (;;) {
-    const { groups } = await client.workflow.count(`TaskQueue = "${taskQueue}" GROUP BY ExecutionStatus`);
-    const byStatus = new Map(groups.map((g) => [String(g.groupValues[0]), g.count]));
-    const bad = [...byStatus].filter(
-      ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
-    );
-    if (bad.length > 0) {
-      throw new BenchmarkBroken(
-        `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+  let completed = 0;
+  return waitUntil<string | null>({
+    check: async () => {
+      const { groups } = await client.workflow.count(`TaskQueue = "${taskQueue}" GROUP BY ExecutionStatus`);
+      const byStatus = new Map(groups.map((g) => [String(g.groupValues[0]), g.count]));
+      const bad = [...byStatus].filter(
+        ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
       );
-    }
-    const completed = byStatus.get('Completed') ?? 0;
-    if (completed >= expected) return null;
-    if (Date.now() > deadline)
-      return `${expected - completed} of ${expected} workflows still open at the deadline`;
-    await sleep(1_000);
-  }
+      if (bad.length > 0) {
+        throw new BenchmarkBroken(
+          `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
+        );
+      }
+      completed = byStatus.get('Completed') ?? 0;
+      return completed >= expected ? null : undefined;
+    },
+    deadline,
+    everyMs: 1_000,
+    late: () => `${expected - completed} of ${expected} workflows still open at the deadline`,
+  });
 }
 
 /** Terminates what a broken run left open, so later scenarios get the server to themselves. */
@@ -428,7 +494,7 @@ async function closesFromVisibility(client: Client, taskQueue: string): Promise<
   return closes;
 }
 
-/** Close times and agent job IDs of the baseline's workflows, from their histories (the result is the record). */
+/** Close times and agent job IDs of the baselines' workflows, from their histories (the result is the record). */
 async function closesFromHistories(client: Client, started: Started[]): Promise<Close[]> {
   const costs = await mapLimit(started, 16, (s) => workflowCost(client, s.workflowId, s.runId));
   return costs

@@ -13,6 +13,7 @@ import { AgentApiClient } from '../../src/agent-api/index.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { BENCH_API_KEY, type BenchEnvironment } from '../environment.js';
 import { spawnMeasured } from '../processes.js';
+import { withTimeout } from '../wait.js';
 
 /**
  * How the worker was started; `modules-only` is not a worker but `node` importing the SDK's
@@ -82,12 +83,11 @@ export async function runStartup(
             `expected workflow code from ${mode}, the worker used ${String(running.line.workflowCode)}`,
           );
         }
-        const polledAt = await Promise.race([
+        const polledAt = await withTimeout(
           polled,
-          new Promise<never>((_, reject) =>
-            setTimeout(() => reject(new Error('no first poll within 60s of start-up')), 60_000).unref(),
-          ),
-        ]);
+          60_000,
+          () => new Error('no first poll within 60s of start-up'),
+        );
         runs.push({
           mode,
           reportedStartupMs: Number(running.line.startupMs),

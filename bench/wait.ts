@@ -1,0 +1,43 @@
+/**
+ * The benchmark's waits, each with a deadline that says what it waited for when it gives up: a
+ * loop for conditions it can only look at (the simulator's counts, visibility, a history), and a
+ * time limit for what it is told about (a process's log line, the simulator's first request).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** How one wait looks and when it gives up. */
+export interface WaitOptions<T> {
+  /** Looks once: a value ends the wait with it, undefined looks again; a throw ends the wait too. */
+  check: () => T | undefined | Promise<T | undefined>;
+  /** Epoch ms after which the wait gives up. */
+  deadline: number;
+  /** Pause between looks, ms. */
+  everyMs: number;
+  /** What the wait ends with when the deadline comes first: a value, or a throw. */
+  late: () => T;
+}
+
+/** Looks with `check` every `everyMs` until it gives a value, or until the deadline (then `late()`). */
+export async function waitUntil<T>(options: WaitOptions<T>): Promise<T> {
+  for (;;) {
+    const value = await options.check();
+    if (value !== undefined) return value;
+    if (Date.now() > options.deadline) return options.late();
+    await sleep(options.everyMs);
+  }
+}
+
+/** `promise`, or a rejection with `error()` when it has not settled within `ms`. */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(error()), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
