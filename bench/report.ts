@@ -111,6 +111,7 @@ export async function writePerformanceDoc(): Promise<void> {
     renderNewest(results('quick', 'postgres')) ??
       'No run on PostgreSQL recorded yet: run `npm run bench -- --quick --server postgres`.\n',
   );
+  parts.push(DOC_PROFILE);
   parts.push(DOC_METHOD);
   const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
   writeFileSync(
@@ -611,6 +612,62 @@ compare figures within one run rather than across runs.
   (after that N's repeats), and saying which; the design choices at N = 500; cost per job for
   1-minute, 10-minute, 1-hour and 6-hour jobs; three repeats (\`--repeats\`).
 - \`npm run bench -- --help\` lists every flag.
+`;
+
+/**
+ * What \`npm run bench:profile\` found, and what changed because of it. Written by hand from the
+ * profiler's output (it is not a table the benchmark regenerates): update it with the next profile.
+ */
+const DOC_PROFILE = `## Where the worker's CPU goes, and what was changed
+
+\`npm run bench:profile -- --jobs 1000 --cadence 10s --cadences 6\` (bench/profile.ts) runs this
+worker under V8's sampling profiler with 1,000 jobs open at a 10 s cadence and reads each of its
+threads' CPU from /proc over a steady minute; the profiler's own overhead is included, so the
+figures are higher than the load tables'. Runs of 2026-11-22, 09:11 to 09:18 UTC, one after the
+other on an otherwise quiet machine, before and after the one change below:
+
+| worker CPU per poll, ms                              | before | after |
+| ---------------------------------------------------- | ------ | ----- |
+| workflow threads (JavaScript)                        | 6.61   | 5.59  |
+| main thread (activities, the SDK's bridge and rxjs)  | 2.30   | 2.30  |
+| the SDK core (Rust)                                  | 1.09   | 1.05  |
+| V8's helpers (garbage collection, compiler)          | 1.11   | 1.00  |
+| other threads                                        | 0.90   | 0.87  |
+| all                                                  | 12.00  | 10.80 |
+
+What the profiles show:
+
+- **Workflow threads, half the CPU.** About a third of their samples are the SDK's promise hook,
+  which records a stack trace for every promise created in workflow code (for the \`__stack_trace\`
+  query): the hook itself 12%, finding each promise's workflow 3%, formatting the call sites 13%,
+  the cut-off regular expressions 2%, the source-map lookups 1%. Another 40–45% is native time inside the reusable V8 context (entering
+  it, running its microtasks). Both are per promise and per activation, in this worker and in (c)
+  alike; what this project's code controls is how many promises and awaits each poll makes.
+- **The change.** Each wait between polls was \`condition(() => pollRequested, interval)\`. That SDK
+  helper cancels its own scope even after the timer has fired, and the cancellation builds a
+  failure whose stack is mapped through the bundle's source map, on every poll. The wait is now a
+  timer in a scope of its own raced with one shared poll-request condition: the same commands
+  (a timer, cancelled only when \`pollNow\` or a follow-up comes first; every captured history
+  still replays), 15% less CPU in the workflow threads, 10% less in all (one pair of runs).
+- **Main thread.** The SDK's native bridge 25%, rxjs (its activation pipeline) 8%, the SDK's worker
+  code 7%, undici 5%, the record's schema check (zod) 1%, the API client's record parsing 1%:
+  little of it is this project's code.
+
+What the remaining difference to (c) buys (the ratios are in the tables above):
+
+- **Patches** (\`local-activity-polls\`, \`api-calls-bounded-by-workflow\`, \`project-quota\`; plus
+  \`follow-up-at-start\` when used): a marker and a search-attribute upsert each per run, so that
+  running workflows upgrade safely. They go when \`deprecatePatch\` can retire them.
+- **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
+  action per job): the workflow cannot read the worker's setting, and one budget per project needs no
+  setting in the workflow input.
+- **Search attributes, summaries and current details**: the job ID and status to list and filter
+  by in the UI, and what each timer and activity is for.
+- **Handlers** (\`status\`, \`pollNow\`, \`sendMessage\`, \`followUp\`, the quota's grant and place) and
+  the run's state: memory per open workflow.
+- **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
+  answer of the API can push a workflow past its deadline or history bound.
+
 `;
 
 const DOC_METHOD = `## How the figures are taken
