@@ -161,7 +161,8 @@ function countAttempts(events: readonly HistoryEvent[], into: Record<string, num
   }
 }
 
-function isClose(event: HistoryEvent): boolean {
+/** Whether the event closes its run (continue-as-new aside). */
+export function isClose(event: HistoryEvent): boolean {
   return Boolean(
     event.workflowExecutionCompletedEventAttributes ??
     event.workflowExecutionFailedEventAttributes ??

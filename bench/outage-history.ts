@@ -36,6 +36,7 @@ import { AgentApiClient } from '../src/agent-api/index.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
+import { isClose } from './history.js';
 import { RESULTS_DIR } from './report.js';
 import { waitUntil } from './wait.js';
 
@@ -254,7 +255,9 @@ async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise
       const history = await handle.fetchHistory();
       const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
       if (completed) return tsToMs(completed.eventTime);
-      const closed = history.events?.find((event) => isClose(event));
+      const closed = history.events?.find(
+        (event) => isClose(event) || event.workflowExecutionContinuedAsNewEventAttributes,
+      );
       if (closed) throw new Error(`the workflow closed before the create succeeded: ${eventName(closed)}`);
       return undefined;
     },
@@ -355,17 +358,6 @@ function eventName(event: HistoryEvent): string {
   const name = temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? String(event.eventType);
   const marker = event.markerRecordedEventAttributes?.markerName;
   return `${name.replace(/^EVENT_TYPE_/, '')}${marker ? ` (${marker})` : ''}`;
-}
-
-function isClose(event: HistoryEvent): boolean {
-  return Boolean(
-    event.workflowExecutionCompletedEventAttributes ??
-    event.workflowExecutionFailedEventAttributes ??
-    event.workflowExecutionTimedOutEventAttributes ??
-    event.workflowExecutionTerminatedEventAttributes ??
-    event.workflowExecutionCanceledEventAttributes ??
-    event.workflowExecutionContinuedAsNewEventAttributes,
-  );
 }
 
 function table(modes: ModeResult[]): string {

@@ -26,7 +26,7 @@ import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { startBenchEnvironment } from './environment.js';
 import { spawnMeasured } from './processes.js';
-import { mapLimit } from './pool.js';
+import { mapLimit } from '../src/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
 

@@ -14,6 +14,7 @@ import {
   type AgentJobResult,
 } from '../contract.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
+import { mapLimit } from '../map-limit.js';
 
 /** One valid line of a batch file. */
 export interface BatchLine {
@@ -130,20 +131,6 @@ export function parseBatchFile(text: string): BatchLine[] {
   return lines;
 }
 
-/** Calls `fn` on every item with at most `limit` at once, keeping the order of results. */
-async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const runners = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index] as T);
-    }
-  });
-  await Promise.all(runners);
-  return results;
-}
-
 /** A started line: its workflow. */
 export interface StartedBatchLine extends BatchLine {
   handle: AgentJobHandle;
@@ -159,7 +146,7 @@ export function startBatch(
   lines: BatchLine[],
   options: { taskQueue?: string; concurrency?: number } = {},
 ): Promise<StartedBatchLine[]> {
-  return mapLimited(lines, options.concurrency ?? 16, async (line) => ({
+  return mapLimit(lines, options.concurrency ?? 16, async (line) => ({
     ...line,
     handle: await startAgentJob(client, line.input, { key: line.key, taskQueue: options.taskQueue }),
   }));
@@ -209,7 +196,7 @@ export async function followBatch(
     const open = lines.map((_, index) => index).filter((index) => outcomes[index] === undefined);
     if (open.length === 0) break;
     let changed = false;
-    await mapLimited(open, options.concurrency ?? 16, async (index) => {
+    await mapLimit(open, options.concurrency ?? 16, async (index) => {
       const line = lines[index] as StartedBatchLine;
       const description = await line.handle.describe();
       let phase: BatchPhase;

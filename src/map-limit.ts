@@ -1,6 +1,6 @@
 /**
- * Bounded concurrency for the benchmark's own calls (workflow starts, history fetches), so that
- * the benchmark never floods the server it is measuring.
+ * Bounded concurrency for many client calls at once (a batch's workflow starts, the benchmark's
+ * starts and history fetches), so that neither floods the server it talks to.
  */
 
 /** Runs `work` over `items` with at most `limit` in flight; results keep the items' order. */
