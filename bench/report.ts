@@ -655,9 +655,12 @@ What the profiles show:
 
 What the remaining difference to (c) buys (the ratios are in the tables above):
 
-- **Patches** (\`local-activity-polls\`, \`api-calls-bounded-by-workflow\`, \`project-quota\`; plus
-  \`follow-up-at-start\` when used): a marker and a search-attribute upsert each per run, so that
-  running workflows upgrade safely. They go when \`deprecatePatch\` can retire them.
+- **Patches** (\`local-activity-polls\`, \`api-calls-bounded-by-workflow\`, \`project-quota\`,
+  \`one-timer-per-poll-wait\`; plus \`follow-up-at-start\` when used): a marker and a
+  search-attribute upsert each per run, so that running workflows upgrade safely. They go when
+  \`deprecatePatch\` can retire them. (The runs recorded above predate \`one-timer-per-poll-wait\`:
+  one more marker and upsert per run, and a timer started and dropped in the same activation when
+  a poll is already requested, which reaches no server.)
 - **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
   action per job): the workflow cannot read the worker's setting, and one budget per project needs no
   setting in the workflow input.

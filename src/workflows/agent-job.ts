@@ -94,6 +94,21 @@ export const BOUNDED_API_CALLS_PATCH = 'api-calls-bounded-by-workflow';
  */
 export const FOLLOW_UP_AT_START_PATCH = 'follow-up-at-start';
 
+/**
+ * Marks the runs where every wait before a poll starts one timer, even when a poll is already
+ * requested (it is then cancelled in the same activation, so no command reaches the server).
+ *
+ * Why: the SDK's core can hand a local activity's result to the workflow one workflow task late
+ * when a query is answered while the activity runs (the task completes with the query's answer and
+ * the activity's marker, and the result comes with the next task's events). Replay hands it over
+ * at once. If that next task also carries what requests a poll (a follow-up message's answer, a
+ * `pollNow` signal), the original run saw the request before its wait and started no timer, while
+ * the replay starts one and cancels it; every later timer is then numbered one higher, and the
+ * replay fails (`Timer fired event did not have expected timer id`). One timer per wait numbers
+ * the timers the same in both. Runs from before replay without it.
+ */
+export const ONE_TIMER_PER_POLL_WAIT_PATCH = 'one-timer-per-poll-wait';
+
 /** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
 const JITTER = 0.1;
 
@@ -152,6 +167,8 @@ interface RunState {
   pollRequested: boolean;
   /** Pending while no poll is requested: see {@link pollRequest}. */
   pollRequest: Promise<void> | null;
+  /** This run takes {@link ONE_TIMER_PER_POLL_WAIT_PATCH}'s path (false only for older runs replaying). */
+  timerPerWait: boolean;
   sendingMessage: boolean;
   awaitingNewTurn: boolean;
   /** The record before the pending follow-up message, to tell a stale read from the new turn's end. */
@@ -211,6 +228,7 @@ export async function agentJobWorkflow(
     deadlineMs: continuation?.deadlineMs ?? Date.now() + resolved.timeoutMs,
     pollRequested: continuation?.pollRequested ?? false,
     pollRequest: null,
+    timerPerWait: false,
     sendingMessage: false,
     awaitingNewTurn: continuation?.awaitingNewTurn ?? false,
     recordBeforeMessage:
@@ -234,6 +252,7 @@ export async function agentJobWorkflow(
   };
   if (patched(PROJECT_QUOTA_PATCH))
     state.quota = new ProjectQuotaRequester(resolved.projectId, state.progress);
+  state.timerPerWait = patched(ONE_TIMER_PER_POLL_WAIT_PATCH);
   registerHandlers(state, resolved);
 
   try {
@@ -594,12 +613,24 @@ async function pollUntilDone(
 
 /** Waits for the next poll: `retryInMs` after a failed poll, else the schedule's interval with jitter. */
 async function waitForNextPoll(state: RunState, retryInMs: number | null): Promise<void> {
-  if (state.pollRequested) {
+  if (state.pollRequested && !state.timerPerWait) {
     state.pollRequested = false;
     return;
   }
   const jittered = retryInMs ?? state.intervalMs * (1 + (Math.random() * 2 - 1) * JITTER);
   const waitMs = Math.max(1, Math.min(Math.round(jittered), state.deadlineMs - Date.now()));
+  const timer = new CancellationScope();
+  const fired = timer.run(() =>
+    sleep(waitMs, { summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}` }),
+  );
+  if (state.pollRequested) {
+    // Requested already: the timer only keeps the numbering (ONE_TIMER_PER_POLL_WAIT_PATCH).
+    // Cancelled before this activation ends, it never reaches the server.
+    timer.cancel();
+    await fired.catch(() => undefined);
+    state.pollRequested = false;
+    return;
+  }
   const at = new Date(Date.now() + waitMs).toISOString();
   state.progress.nextPollAt = at;
   setCurrentDetails(
@@ -609,10 +640,6 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
   // poll is requested first), without its cost on every poll: that helper cancels its scope even
   // after the timer fired, and the cancellation builds a failure whose stack the SDK maps through
   // the bundle's source map. Here the scope is cancelled only when the timer is to be dropped.
-  const timer = new CancellationScope();
-  const fired = timer.run(() =>
-    sleep(waitMs, { summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}` }),
-  );
   // A cancellation of the workflow cancels the timer too, and its failure ends the wait.
   const requested = await Promise.race([fired.then(() => false), pollRequest(state).then(() => true)]);
   if (requested) timer.cancel();

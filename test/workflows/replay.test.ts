@@ -26,11 +26,51 @@ function histories() {
   }));
 }
 
+/**
+ * Whether the history `name` has the shape ONE_TIMER_PER_POLL_WAIT_PATCH is for: a workflow task
+ * that ends with a local activity's marker and nothing after it, while the run goes on (the
+ * result reached the workflow with the next task's events). Captured from a real run under load
+ * (`starter message --wait` queries while it polls); it cannot be produced on demand.
+ */
+function lateLocalActivityResult(name: string): boolean {
+  const events = (JSON.parse(readFileSync(new URL(name, dir), 'utf8')) as { events: HistoryEvent[] }).events;
+  const isCommand = (event: HistoryEvent | undefined) =>
+    event !== undefined && COMMAND_EVENTS.some((type) => event.eventType === `EVENT_TYPE_${type}`);
+  return events.some(
+    (event, i) =>
+      event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED' &&
+      events[i + 1]?.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+      events[i + 2] !== undefined &&
+      !isCommand(events[i + 2]),
+  );
+}
+
+/** The events a workflow task's commands record (those this workflow issues). */
+const COMMAND_EVENTS = [
+  'MARKER_RECORDED',
+  'TIMER_STARTED',
+  'TIMER_CANCELED',
+  'ACTIVITY_TASK_SCHEDULED',
+  'UPSERT_WORKFLOW_SEARCH_ATTRIBUTES',
+  'WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+  'WORKFLOW_EXECUTION_UPDATE_COMPLETED',
+  'WORKFLOW_EXECUTION_COMPLETED',
+  'WORKFLOW_EXECUTION_FAILED',
+  'WORKFLOW_EXECUTION_CONTINUED_AS_NEW',
+  'SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED',
+];
+
+interface HistoryEvent {
+  eventType: string;
+  markerRecordedEventAttributes?: { markerName: string };
+}
+
 test('every saved history replays through the current workflow code', async () => {
   assert.ok(files.length >= 6, `saved histories: ${files.join(', ')}`);
   assert.ok(
     files.some((name) => name.startsWith('before-local-activity-polls/')) &&
       files.some((name) => name.startsWith('before-bounded-api-calls/')) &&
+      files.some((name) => name.startsWith('before-one-timer-per-poll-wait/')) &&
       files.some((name) => !name.includes('/')),
     'histories from before each patch and from today',
   );
@@ -38,6 +78,11 @@ test('every saved history replays through the current workflow code', async () =
     files.includes('before-follow-up-at-start/attach-with-prompt.json') &&
       files.includes('follow-up-at-start.json'),
     'histories of { jobId, prompt } from before (prompt ignored) and after the follow-up patch',
+  );
+  assert.ok(
+    files.includes('late-local-activity-result.json') &&
+      lateLocalActivityResult('late-local-activity-result.json'),
+    'a history where the SDK handed a poll result over one workflow task late',
   );
   const { workflowBundle } = await temporalEnv();
   const replayed: string[] = [];
