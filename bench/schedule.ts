@@ -4,8 +4,7 @@
  * schedule is the one in src/workflows/agent-job.ts: wait, poll, grow the wait by the coefficient
  * up to the maximum; every wait is jittered by ±10%.
  */
-import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
-import { jitterFactor } from './baselines/jitter.js';
+import { DEFAULT_POLL, pollJitterFactor, type ResolvedPollSettings } from '../src/contract.js';
 import { spread, type Spread } from './stats.js';
 
 /** A poll schedule in milliseconds. */
@@ -40,7 +39,7 @@ export function detect(
   let interval = schedule.initialIntervalMs;
   let polls = 0;
   for (;;) {
-    elapsed += interval * jitterFactor(random);
+    elapsed += interval * pollJitterFactor(random);
     polls++;
     if (elapsed >= jobMs) return { polls, atMs: elapsed };
     interval = Math.min(interval * schedule.backoffCoefficient, schedule.maxIntervalMs);

@@ -5,7 +5,7 @@
  */
 import type { DYNAMIC_CONFIG } from './environment.js';
 import type { MachineInfo } from './machine.js';
-import type { CostRow } from './scenarios/cost.js';
+import { defaultScheduleVariant, REGULAR_ACTIVITY_VARIANT, type CostRow } from './scenarios/cost.js';
 import {
   BASELINES,
   IMPLEMENTATIONS,
@@ -196,13 +196,6 @@ const COST_FIGURES: Figure<CostRow>[] = [
   { figure: '1-hour job: API requests', pick: (r) => r.apiRequestsPerJob?.median },
 ];
 
-/** The cost variant each implementation is compared by: its own, on this worker's default schedule. */
-const COST_VARIANT_OF: Partial<Record<Implementation, string>> = {
-  worker: 'this worker (default schedule)',
-  'plain-loop': '(a) plain loop, same schedule',
-  'poll-by-retry': '(b) poll by retry, same schedule',
-};
-
 /** CPU seconds per 1,000 polls of the measured process and the Temporal server together. */
 export function cpuInclServer(s: LoadSummary): number | undefined {
   return sum(s.cpuMeasured?.median, s.cpuServer?.median);
@@ -219,9 +212,7 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
       );
     rows.push(...ratioRows(point, LOAD_FIGURES, at));
   }
-  const hour = 60 * 60_000;
-  const costOf = (impl: Implementation) =>
-    cost.find((r) => r.variant === COST_VARIANT_OF[impl] && r.jobLengthMs === hour);
+  const costOf = (impl: Implementation) => hourRow(cost, defaultScheduleVariant(impl));
   if (costOf('worker')) rows.push(...ratioRows('cost', COST_FIGURES, costOf));
   return rows;
 }
@@ -368,22 +359,21 @@ function floorEstimate(result: BenchResult, s: LoadSummary): string | null {
   );
 }
 
+/** The 1-hour job's row of a cost variant, if it ran. */
+function hourRow(cost: CostRow[], variant: string | undefined): CostRow | undefined {
+  return cost.find((r) => r.variant === variant && r.jobLengthMs === 60 * 60_000);
+}
+
 function costAim(result: BenchResult): AimResult {
   const aim =
     'a 1-hour job on the default schedule under 150 billable actions, no single run past 2,000 events';
-  const row = result.cost.find(
-    (r) => r.variant === 'this worker (default schedule)' && r.jobLengthMs === 3_600_000,
-  );
+  const row = hourRow(result.cost, defaultScheduleVariant('worker'));
   if (!row || !row.actions || row.maxRunEvents === null) {
     return { aim, status: 'not measured', landed: 'no 1-hour cost run', limits: '' };
   }
   const met = row.actions.max < 150 && row.maxRunEvents <= 2_000;
-  const b = result.cost.find(
-    (r) => r.variant === '(b) poll by retry, same schedule' && r.jobLengthMs === 3_600_000,
-  );
-  const regular = result.cost.find(
-    (r) => r.variant === 'this worker, polls as regular activities' && r.jobLengthMs === 3_600_000,
-  );
+  const b = hourRow(result.cost, defaultScheduleVariant('poll-by-retry'));
+  const regular = hourRow(result.cost, REGULAR_ACTIVITY_VARIANT);
   return {
     aim,
     status: met ? 'met' : 'MISSED',

@@ -259,6 +259,17 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
   localActivity: true,
 };
 
+/** Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
+export const POLL_JITTER = 0.1;
+
+/**
+ * The factor a wait between polls is multiplied by: uniform in [1 − POLL_JITTER, 1 + POLL_JITTER).
+ * `random` is the caller's: the workflow's seeded `Math.random` in workflow code.
+ */
+export function pollJitterFactor(random: () => number): number {
+  return 1 + (random() * 2 - 1) * POLL_JITTER;
+}
+
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
 

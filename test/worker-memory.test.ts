@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../src/config.js';
 import {
+  BASE_MIB,
   cacheSizeFor,
   cgroupMemoryLimit,
+  HEADROOM,
+  MIB_PER_1000_WORKFLOWS,
   parseMemoryQuantity,
   workflowHeapFor,
 } from '../src/worker-memory.js';
@@ -47,7 +50,8 @@ test('the cache grows with the limit and its planned memory stays under it', () 
   assert.equal(cacheSizeFor(128 * 2 ** 20), 10, 'a tiny limit still gets a usable cache');
   for (const gib of [0.5, 1, 2, 4, 8]) {
     const cache = cacheSizeFor(gib * GiB);
-    assert.ok(200 + cache * 0.5 <= gib * 1024 * 0.8, `${gib} GiB`);
+    const plannedMiB = BASE_MIB + (cache / 1000) * MIB_PER_1000_WORKFLOWS;
+    assert.ok(plannedMiB <= gib * 1024 * (1 - HEADROOM), `${gib} GiB`);
     assert.ok(workflowHeapFor(cache) < gib * 1024, `${gib} GiB: the heap fits`);
   }
 });

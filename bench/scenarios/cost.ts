@@ -94,6 +94,19 @@ export const COST_VARIANTS: CostVariant[] = [
   },
 ];
 
+/**
+ * The variant each implementation is compared by: its own way of polling, on this worker's default
+ * schedule with the default options (what the ratios and the cost aim read).
+ */
+export function defaultScheduleVariant(impl: Implementation): string | undefined {
+  return COST_VARIANTS.find(
+    (v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE && v.localActivity === undefined,
+  )?.name;
+}
+
+/** The variant that polls with regular activities instead of local ones (a design choice). */
+export const REGULAR_ACTIVITY_VARIANT = COST_VARIANTS.find((v) => v.localActivity === false)?.name;
+
 /** Costs of one variant at one job length, over its samples. */
 export interface CostRow {
   variant: string;

@@ -36,6 +36,7 @@ import {
   isTerminalStatus,
   MAX_PROMPT_LENGTH,
   MAX_QUEUED_FOLLOW_UPS,
+  pollJitterFactor,
   pollNowSignal,
   resolveInput,
   SearchAttributes,
@@ -108,9 +109,6 @@ export const FOLLOW_UP_AT_START_PATCH = 'follow-up-at-start';
  * the timers the same in both. Runs from before replay without it.
  */
 export const ONE_TIMER_PER_POLL_WAIT_PATCH = 'one-timer-per-poll-wait';
-
-/** Jitter of each wait, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
-const JITTER = 0.1;
 
 // Retry policies (src/retries.ts). The activities mark final errors non-retryable and set each
 // wait themselves (`nextRetryDelay`: the backoff, raised to a capped Retry-After); whatever must be
@@ -617,7 +615,7 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
     state.pollRequested = false;
     return;
   }
-  const jittered = retryInMs ?? state.intervalMs * (1 + (Math.random() * 2 - 1) * JITTER);
+  const jittered = retryInMs ?? state.intervalMs * pollJitterFactor(Math.random);
   const waitMs = Math.max(1, Math.min(Math.round(jittered), state.deadlineMs - Date.now()));
   const timer = new CancellationScope();
   const fired = timer.run(() =>
@@ -625,7 +623,8 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
   );
   if (state.pollRequested) {
     // Requested already: the timer only keeps the numbering (ONE_TIMER_PER_POLL_WAIT_PATCH).
-    // Cancelled before this activation ends, it never reaches the server.
+    // Cancelled before this activation ends, it never reaches the server. Its failure is expected;
+    // a cancellation of the workflow at the same moment surfaces at the poll that follows.
     timer.cancel();
     await fired.catch(() => undefined);
     state.pollRequested = false;
