@@ -259,7 +259,10 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
   localActivity: true,
 };
 
-/** Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll in lockstep. */
+/**
+ * Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll
+ * in lockstep.
+ */
 export const POLL_JITTER = 0.1;
 
 /**
