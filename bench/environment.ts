@@ -156,17 +156,18 @@ export async function startBenchEnvironment(
 /**
  * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker.js`, prebuilt
  * bundle) or the one of the benchmark's own workflows. `overrides` are worker settings such as
- * WORKER_MAX_CACHED_WORKFLOWS.
+ * WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry (the profiler's flags).
  */
 export async function spawnWorker(
   env: BenchEnvironment,
   kind: 'worker' | 'baselines',
   taskQueue: string,
   overrides: Record<string, string> = {},
+  nodeArgs: string[] = [],
 ): Promise<MeasuredProcess> {
   const workerEnv = await env.workerEnv(taskQueue, overrides);
-  if (kind === 'worker') return spawnMeasured([env.build.workerEntry], workerEnv);
-  return spawnMeasured([env.build.baselineWorkerEntry], {
+  if (kind === 'worker') return spawnMeasured([...nodeArgs, env.build.workerEntry], workerEnv);
+  return spawnMeasured([...nodeArgs, env.build.baselineWorkerEntry], {
     ...workerEnv,
     BENCH_WORKFLOW_BUNDLE: env.build.baselineBundlePath,
   });

@@ -2,10 +2,10 @@
  * `npm run bench:profile`: where a worker's CPU goes per poll, with a profiler rather than guesses.
  *
  * Starts the benchmark's environment (dev server, simulator, prebuilt build), runs one worker (this
- * project's, or baseline (c) with `--impl floor` once it exists) under V8's sampling profiler
- * (`--cpu-prof`, one profile per JavaScript thread: the main thread with the activities and the
- * SDK's bridge, and the workflow threads), holds N jobs open at a fixed cadence, and reads over a
- * steady window of whole cadences:
+ * project's, or with `--impl floor` the one of baseline (c), to compare the two thread by thread)
+ * under V8's sampling profiler (`--cpu-prof`, one profile per JavaScript thread: the main thread
+ * with the activities and the SDK's bridge, and the workflow threads), holds N jobs open at a fixed
+ * cadence, and reads over a steady window of whole cadences:
  *
  * - the CPU of each of the worker's threads, grouped by kind (JavaScript main thread, workflow
  *   threads, the SDK core's Rust runtime, V8's helpers, libuv's pool), from /proc: the Rust core is
@@ -14,24 +14,24 @@
  *   over the whole life of the worker (the ramp of N starts included: the steady window is made
  *   long enough that polls dominate; the per-thread CPU above is the steady window alone).
  *
- *   npm run bench:profile -- [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
+ *   npm run bench:profile -- [--impl worker|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { startAgentJob } from '../src/client/index.js';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
-import { startBenchEnvironment } from './environment.js';
-import { spawnMeasured } from './processes.js';
+import { spawnWorker, startBenchEnvironment } from './environment.js';
+import { startLoadJob } from './scenarios/load.js';
 import { mapLimit } from '../src/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
 
 const { values } = parseArgs({
   options: {
+    impl: { type: 'string', default: 'worker' },
     jobs: { type: 'string', default: '1000' },
     cadence: { type: 'string', default: '10s' },
     cadences: { type: 'string', default: '6' },
@@ -135,6 +135,8 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 }
 
 async function main(): Promise<void> {
+  const impl = values.impl;
+  if (impl !== 'worker' && impl !== 'floor') throw new Error(`--impl is worker or floor, not ${impl}`);
   const jobs = Number(values.jobs);
   const cadenceMs = msToNumber(values.cadence as Duration);
   const cadences = Number(values.cadences);
@@ -145,25 +147,18 @@ async function main(): Promise<void> {
     const project = `profile-${Date.now()}`;
     env.simulator.setScenario(project, { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
     // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
-    const worker = spawnMeasured(
-      ['--cpu-prof', `--cpu-prof-dir=${dir}`, env.build.workerEntry],
-      await env.workerEnv(project),
-    );
+    const worker = await spawnWorker(env, impl === 'worker' ? 'worker' : 'baselines', project, {}, [
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+    ]);
     await worker.waitForLine('worker running', 60_000);
-    say(`starting ${jobs} jobs polled every ${cadenceMs / 1000} s`);
+    say(
+      `starting ${jobs} jobs of ${impl === 'worker' ? 'this worker' : '(c)'} polled every ${cadenceMs / 1000} s`,
+    );
     await mapLimit(
       Array.from({ length: jobs }, (_, i) => i),
       64,
-      (i) =>
-        startAgentJob(
-          env.client,
-          {
-            projectId: project,
-            prompt: 'Profiled agent job.',
-            poll: { initialInterval: cadenceMs, maxInterval: cadenceMs, backoffCoefficient: 1 },
-          },
-          { taskQueue: project, key: `job-${i}` },
-        ),
+      (i) => startLoadJob(env.client, { impl, cadenceMs }, project, i),
     );
     while ((env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0) < jobs) await sleep(200);
     await sleep(cadenceMs);

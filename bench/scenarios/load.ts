@@ -254,7 +254,7 @@ async function drive(
   } else {
     try {
       started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-        start(env.client, params, project, i),
+        startLoadJob(env.client, params, project, i),
       );
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
@@ -369,7 +369,13 @@ async function drive(
   };
 }
 
-async function start(client: Client, params: LoadParams, project: string, index: number): Promise<Started> {
+/** Starts job `index` of a run of `params.impl` (a Temporal implementation) on the project's task queue. */
+export async function startLoadJob(
+  client: Client,
+  params: Pick<LoadParams, 'impl' | 'cadenceMs' | 'localActivity'>,
+  project: string,
+  index: number,
+): Promise<Started> {
   if (params.impl === 'worker') {
     const handle = await startAgentJob(
       client,
