@@ -33,6 +33,7 @@ import {
 } from '../dev/time-skipping-server.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
+import { workflowBundleOptions } from '../src/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
@@ -128,7 +129,7 @@ async function main(): Promise<void> {
     stops.push(() => simulator.stop());
     log(`simulator on ${simulator.url}`);
     const workflowBundle = await bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
+      ...workflowBundleOptions(WORKFLOWS_PATH),
       logger: new DefaultLogger('ERROR'),
     });
     const modes: ModeResult[] = [];

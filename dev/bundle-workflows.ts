@@ -5,11 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { workflowBundleOptions } from '../src/bundle-options.js';
 
 const started = Date.now();
-const { code } = await bundleWorkflowCode({
-  workflowsPath: fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url)),
-});
+const { code } = await bundleWorkflowCode(
+  workflowBundleOptions(fileURLToPath(new URL('../src/workflows/index.ts', import.meta.url))),
+);
 const target = fileURLToPath(new URL('../lib/workflow-bundle.js', import.meta.url));
 writeFileSync(target, code);
 process.stderr.write(

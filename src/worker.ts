@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
+import { workflowBundleOptions } from './bundle-options.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
@@ -18,14 +19,16 @@ import { createJsonLogger, formatLogLine } from './observability/logger.js';
 export const EXIT_CONFIG = 2;
 
 /** Workflow code: the bundle prebuilt by `npm run build` beside this file, else the sources. */
-function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'> & { mode: string } {
+function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'bundlerOptions'> & {
+  mode: string;
+} {
   const bundle = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
   if (existsSync(bundle)) return { workflowBundle: { codePath: bundle }, mode: 'prebuilt-bundle' };
   const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  return {
-    workflowsPath: fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)),
-    mode: 'workflowsPath',
-  };
+  const { workflowsPath, preloadModules } = workflowBundleOptions(
+    fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)),
+  );
+  return { workflowsPath, bundlerOptions: { preloadModules }, mode: 'workflowsPath' };
 }
 
 /** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */

@@ -17,6 +17,7 @@ import {
   type WorkflowBundle,
 } from '@temporalio/worker';
 import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js';
+import { workflowBundleOptions } from '../src/bundle-options.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
@@ -26,7 +27,7 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../src/workflows/index.ts',
 
 /** Bundles the workflow code (once per suite in test/run.ts). */
 export function bundleWorkflows(): Promise<WorkflowBundle> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietLogger() });
+  return bundleWorkflowCode({ ...workflowBundleOptions(WORKFLOWS_PATH), logger: quietLogger() });
 }
 
 function quietLogger(): DefaultLogger {
