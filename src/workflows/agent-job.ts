@@ -163,8 +163,12 @@ interface RunState {
   progress: AgentJobProgress;
   deadlineMs: number;
   pollRequested: boolean;
-  /** Pending while no poll is requested: see {@link pollRequest}. */
+  /** Pending while no poll is requested: see {@link pollRequestDuringWait}. */
   pollRequest: Promise<void> | null;
+  /** Ends the wait in progress with `true` when a poll is requested; null between waits. */
+  wake: ((requested: boolean) => void) | null;
+  /** The scope of the waits' timers, until a requested poll cancels one: see {@link waitForNextPoll}. */
+  waitScope: CancellationScope | null;
   /** This run takes {@link ONE_TIMER_PER_POLL_WAIT_PATCH}'s path (false only for older runs replaying). */
   timerPerWait: boolean;
   sendingMessage: boolean;
@@ -226,6 +230,8 @@ export async function agentJobWorkflow(
     deadlineMs: continuation?.deadlineMs ?? Date.now() + resolved.timeoutMs,
     pollRequested: continuation?.pollRequested ?? false,
     pollRequest: null,
+    wake: null,
+    waitScope: null,
     timerPerWait: false,
     sendingMessage: false,
     awaitingNewTurn: continuation?.awaitingNewTurn ?? false,
@@ -617,15 +623,18 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
   }
   const jittered = retryInMs ?? state.intervalMs * pollJitterFactor(Math.random);
   const waitMs = Math.max(1, Math.min(Math.round(jittered), state.deadlineMs - Date.now()));
-  const timer = new CancellationScope();
-  const fired = timer.run(() =>
+  // One scope serves the run's waits until a requested poll cancels it. A scope per wait would
+  // stay linked to the workflow's root scope until the run ends (the SDK never unlinks a scope),
+  // one more scope held per poll.
+  const scope = (state.waitScope ??= new CancellationScope());
+  const fired = scope.run(() =>
     sleep(waitMs, { summary: `wait ${Math.round(waitMs / 1000)}s before poll ${state.progress.polls + 1}` }),
   );
   if (state.pollRequested) {
     // Requested already: the timer only keeps the numbering (ONE_TIMER_PER_POLL_WAIT_PATCH).
     // Cancelled before this activation ends, it never reaches the server. Its failure is expected;
     // a cancellation of the workflow at the same moment surfaces at the poll that follows.
-    timer.cancel();
+    cancelWaits(state);
     await fired.catch(() => undefined);
     state.pollRequested = false;
     return;
@@ -640,21 +649,46 @@ async function waitForNextPoll(state: RunState, retryInMs: number | null): Promi
   // after the timer fired, and the cancellation builds a failure whose stack the SDK maps through
   // the bundle's source map. Here the scope is cancelled only when the timer is to be dropped.
   // A cancellation of the workflow cancels the timer too, and its failure ends the wait.
-  const requested = await Promise.race([fired.then(() => false), pollRequest(state).then(() => true)]);
-  if (requested) timer.cancel();
+  try {
+    const requested = await Promise.race([fired.then(() => false), pollRequestDuringWait(state)]);
+    if (requested) cancelWaits(state);
+  } finally {
+    // Settles this wait's own promise when the timer came first, so nothing of it is left pending.
+    const wake = state.wake;
+    state.wake = null;
+    wake?.(false);
+  }
   state.pollRequested = false;
   state.progress.nextPollAt = null;
 }
 
+/** Cancels the timer of the wait in progress; the next wait starts a new scope. */
+function cancelWaits(state: RunState): void {
+  state.waitScope?.cancel();
+  state.waitScope = null;
+}
+
 /**
- * Resolves once a poll is requested (the `pollNow` signal, a follow-up message). One condition
- * serves every wait until it resolves, rather than one per wait left blocked behind a timer.
+ * Resolves with true once a poll is requested (the `pollNow` signal, a follow-up message) during
+ * the wait in progress. One condition serves every wait until it resolves and passes it on to
+ * that wait; each wait has a promise of its own, settled when it ends either way, so that a wait
+ * leaves nothing behind on the condition (a `.then` per wait would stay until a poll is requested,
+ * for the rest of the run when none is). The steps from the condition to the wait are as many as
+ * they were with one `.then` per wait, so the wait still ends at the same point of the activation.
  */
-function pollRequest(state: RunState): Promise<void> {
-  state.pollRequest ??= condition(() => state.pollRequested).then(() => {
-    state.pollRequest = null;
+function pollRequestDuringWait(state: RunState): Promise<boolean> {
+  state.pollRequest ??= condition(() => state.pollRequested)
+    .then(() => {
+      state.pollRequest = null;
+    })
+    .then(
+      () => state.wake?.(true),
+      // Rejected only by a cancellation of the workflow, which ends the wait through its timer too.
+      () => undefined,
+    );
+  return new Promise<boolean>((resolve) => {
+    state.wake = resolve;
   });
-  return state.pollRequest;
 }
 
 /**
