@@ -1,0 +1,137 @@
+/**
+ * `npm run bench:heap`: the JavaScript heap each open workflow holds, and what each further poll
+ * adds to it, for this worker or with `--impl floor` for baseline (c).
+ *
+ * The load runs report resident memory, which also counts garbage not yet collected, V8's spare
+ * room and the SDK core's native memory. This isolates what the workflow code itself keeps alive:
+ * one worker in this process, with the workflows in this thread (the SDK's debug mode; the same
+ * bundle, reusable V8 context and activities as the worker process), and the heap read after full
+ * garbage collections at three moments:
+ *
+ * 1. base: after a warm-up of 20 workflows that have polled once (one-off costs are in the base);
+ * 2. open: after N more workflows, each having polled about twice;
+ * 3. later: after `--polls` more polls of each.
+ *
+ * (open − base) / N is the heap per open workflow, (later − open) / N / polls what a poll leaves
+ * behind until its run ends. With `--snapshots DIR`, V8 heap snapshots of the three moments, to
+ * open in Chrome DevTools (Memory, Comparison) and see what the difference is made of.
+ *
+ *   npm run bench:heap -- [--impl worker|floor] [--jobs 300] [--cadence 2s] [--polls 20] [--snapshots DIR]
+ */
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { writeHeapSnapshot } from 'node:v8';
+import type { Duration } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from '../src/activities/index.js';
+import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
+import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
+import { mapLimit } from '../src/map-limit.js';
+import { createBaselineActivities } from './baselines/activities.js';
+import { startBenchEnvironment } from './environment.js';
+import { startLoadJob } from './scenarios/load.js';
+
+const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
+
+const { values } = parseArgs({
+  options: {
+    impl: { type: 'string', default: 'worker' },
+    jobs: { type: 'string', default: '300' },
+    cadence: { type: 'string', default: '2s' },
+    polls: { type: 'string', default: '20' },
+    snapshots: { type: 'string' },
+  },
+  strict: true,
+});
+if (values.impl !== 'worker' && values.impl !== 'floor') {
+  throw new Error(`--impl must be worker or floor, not ${values.impl}`);
+}
+const impl = values.impl;
+const jobs = Number(values.jobs);
+const polls = Number(values.polls);
+const cadenceMs = msToNumber(values.cadence as Duration);
+if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(polls) || polls < 0) {
+  throw new Error('--jobs must be a positive integer and --polls a whole number');
+}
+const WARM_UP = 20;
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc (npm run bench:heap does)');
+
+/** Heap in use after full collections, MiB; written as a snapshot too when asked. */
+function heapMiB(moment: string): number {
+  gc?.();
+  gc?.();
+  if (values.snapshots)
+    say(`snapshot: ${writeHeapSnapshot(join(values.snapshots, `${impl}-${moment}.heapsnapshot`))}`);
+  return process.memoryUsage().heapUsed / 2 ** 20;
+}
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const env = await startBenchEnvironment(say);
+try {
+  const project = `heap-${impl}-${Date.now()}`;
+  // Jobs that outlast the measurement: every poll finds them active.
+  env.simulator.setScenario(project, { durationMs: 24 * 3_600_000, outcome: 'pr' });
+  const config = loadWorkerConfig(await env.workerEnv(project));
+  const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
+  const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
+  const worker = await Worker.create({
+    connection,
+    ...workerOptionsFrom(config),
+    // Workflows in this thread, where this process can read their heap.
+    debugMode: true,
+    workflowBundle: {
+      codePath:
+        impl === 'worker' ? join(env.build.dir, 'src/workflow-bundle.js') : env.build.baselineBundlePath,
+    },
+    activities:
+      impl === 'worker'
+        ? createActivities({
+            api,
+            ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+            projectQuota: config.projectQuota,
+          })
+        : createBaselineActivities(api),
+  });
+  const running = worker.run();
+  try {
+    const gets = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
+    const pollsOf = async (count: number) => {
+      const target = gets() + count;
+      while (gets() < target) await sleep(200);
+    };
+    const start = (index: number) => startLoadJob(env.client, { impl, cadenceMs }, project, index);
+    await mapLimit(range(0, WARM_UP), WARM_UP, start);
+    await pollsOf(WARM_UP);
+    const base = heapMiB('base');
+    say(`${jobs} workflows, polled every ${cadenceMs} ms`);
+    await mapLimit(range(WARM_UP, WARM_UP + jobs), 32, start);
+    await pollsOf(2 * (WARM_UP + jobs));
+    const open = heapMiB('open');
+    await pollsOf(polls * (WARM_UP + jobs));
+    const later = heapMiB('later');
+    const KiB = (mib: number) => (mib * 1024).toFixed(1);
+    process.stdout.write(
+      [
+        `${impl === 'worker' ? 'this worker' : '(c) floor of this design'}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
+        `  heap: base ${base.toFixed(1)} MiB, open ${open.toFixed(1)} MiB, after ${polls} more polls ${later.toFixed(1)} MiB`,
+        `  per open workflow: ${KiB((open - base) / jobs)} KiB`,
+        `  per poll, per workflow: ${Math.round(((later - open) / jobs / Math.max(1, polls)) * 2 ** 20)} bytes`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await closeDispatcher();
+  }
+} finally {
+  await env.close();
+}
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from }, (_, i) => from + i);
+}
