@@ -404,6 +404,28 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await captureHistory(handle, 'poll-now');
   });
 
+  test('after a pollNow, the next waits are timers again: every request polls once and waits anew', async () => {
+    // A requested poll cancels the scope of the waits' timers; the wait after it needs a new one.
+    const projectId = project({ durationMs: 600_000 });
+    const handle = await start({ projectId, prompt: 'Twice', poll: { initialInterval: '1 hour' } });
+    await jobIdOf(handle);
+    for (const polls of [1, 2, 3]) {
+      await handle.signal(pollNowSignal);
+      await waitFor(
+        async () => {
+          const status = await handle.query(statusQuery);
+          return status.polls === polls && status.nextPollAt !== null;
+        },
+        { what: `poll ${polls} and the wait after it` },
+      );
+    }
+    const status = await handle.query(statusQuery);
+    assert.equal(status.phase, 'polling');
+    assert.ok(Date.parse(status.nextPollAt!) - Date.now() > 30 * 60_000, 'the next poll is the hour away');
+    assert.equal((await handle.describe()).status.name, 'RUNNING');
+    await handle.terminate('test done');
+  });
+
   test('sendMessage after a turn ended: the previous turn\u2019s completed is not taken for the new turn\u2019s end', async () => {
     // The message response and the next 2 reads still show turn 1's record, as a lagging service would.
     const projectId = project({ durationMs: 200, faults: { staleReadsAfterMessage: 2 } });
