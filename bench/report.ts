@@ -615,61 +615,116 @@ compare figures within one run rather than across runs.
 `;
 
 /**
- * What \`npm run bench:profile\` found, and what changed because of it. Written by hand from the
- * profiler's output (it is not a table the benchmark regenerates): update it with the next profile.
+ * What \`npm run bench:profile\` and \`npm run bench:heap\` found, and what changed because of it.
+ * Written by hand from their output (not a table the benchmark regenerates): update it with the
+ * next profile.
  */
-const DOC_PROFILE = `## Where the worker's CPU goes, and what was changed
+const DOC_PROFILE = `## Where the worker's CPU and memory go, and what was changed
 
-\`npm run bench:profile -- --jobs 1000 --cadence 10s --cadences 6\` (bench/profile.ts) runs this
-worker under V8's sampling profiler with 1,000 jobs open at a 10 s cadence and reads each of its
-threads' CPU from /proc over a steady minute; the profiler's own overhead is included, so the
-figures are higher than the load tables'. Runs of 2026-11-22, 09:11 to 09:18 UTC, one after the
-other on an otherwise quiet machine, before and after the one change below:
+Two tools look inside the worker, each for this worker or, with \`--impl floor\`, for (c):
 
-| worker CPU per poll, ms                              | before | after |
-| ---------------------------------------------------- | ------ | ----- |
-| workflow threads (JavaScript)                        | 6.61   | 5.59  |
-| main thread (activities, the SDK's bridge and rxjs)  | 2.30   | 2.30  |
-| the SDK core (Rust)                                  | 1.09   | 1.05  |
-| V8's helpers (garbage collection, compiler)          | 1.11   | 1.00  |
-| other threads                                        | 0.90   | 0.87  |
-| all                                                  | 12.00  | 10.80 |
+- \`npm run bench:profile -- --jobs 1000 --cadence 10s --cadences 6\` (bench/profile.ts) runs the
+  worker process under V8's sampling profiler with 1,000 jobs open at a 10 s cadence and reads
+  each of its threads' CPU from /proc over a steady minute; the profiler's own overhead is
+  included.
+- \`npm run bench:heap -- --jobs 300 --cadence 5s --polls 10\` (bench/heap.ts) runs a worker with
+  the workflows in its own thread (the SDK's debug mode; same bundle and activities) and reads
+  the JavaScript heap after full garbage collections: per open workflow, and what each further
+  poll leaves behind until its run ends. Resident memory in the load tables also counts garbage
+  not yet collected and the SDK core's native memory; this is what the workflow code keeps alive.
+
+Runs of 2026-11-24, one after the other on an otherwise quiet machine: *before* is commit ef14f08,
+*after* is with the two changes below.
+
+| worker CPU per poll, ms                             | before | after | (c)  | after ÷ (c) |
+| --------------------------------------------------- | ------ | ----- | ---- | ----------- |
+| workflow threads (JavaScript)                       | 3.71   | 3.03  | 2.39 | 1.27×       |
+| main thread (activities, the SDK's bridge and rxjs) | 1.72   | 1.41  | 1.43 | 0.98×       |
+| the SDK core (Rust)                                 | 0.91   | 0.80  | 0.85 | 0.94×       |
+| V8's helpers (garbage collection, compiler)         | 0.64   | 0.54  | 0.58 | 0.94×       |
+| other threads                                       | 0.58   | 0.51  | 0.50 | 1.01×       |
+| all                                                 | 7.57   | 6.29  | 5.76 | 1.09×       |
+
+(One run each. Neither change touches the main thread: its 18% between the runs is the noise of
+one run, so read the workflow threads' row for the changes.)
+
+| JavaScript heap (\`bench:heap\`)                   | before | after | (c) before | (c) after | after ÷ (c) after |
+| ------------------------------------------------- | ------ | ----- | ---------- | --------- | ----------------- |
+| per open workflow, KiB: 1,000 jobs at 10 s         | 115.1  | 76.6  | 72.8       | 47.1      | 1.63×             |
+| per open workflow, KiB: 300 jobs at 5 s            | 113.9  | 78.9  | 76.5       | 43.7      | 1.81×             |
+| left per poll, bytes: 1,000 jobs, 5 more polls     | 5,026  | 1,891 | 1,455      | 1,425     | 1.33×             |
+| left per poll, bytes: 300 jobs, 10 more polls      | 5,208  | 1,762 | 1,039      | 1,817     | 0.97×             |
+
+(One run each; repeated runs of the same code differ by up to 15%, the per-poll figures more: read
+the two sizes as two samples. In resident memory, which the load tables report, the difference to
+(c) is smaller as a ratio (1.16× to 1.18× up to N = 1,000 in the full run above): the heap the
+workflows keep alive is about a quarter of this worker's resident memory per open job.)
 
 What the profiles show:
 
-- **Workflow threads, half the CPU.** About a third of their samples are the SDK's promise hook,
-  which records a stack trace for every promise created in workflow code (for the \`__stack_trace\`
-  query): the hook itself 12%, finding each promise's workflow 3%, formatting the call sites 13%,
-  the cut-off regular expressions 2%, the source-map lookups 1%. Another 40–45% is native time inside the reusable V8 context (entering
-  it, running its microtasks). Both are per promise and per activation, in this worker and in (c)
-  alike; what this project's code controls is how many promises and awaits each poll makes.
-- **The change.** Each wait between polls was \`condition(() => pollRequested, interval)\`. That SDK
-  helper cancels its own scope even after the timer has fired, and the cancellation builds a
-  failure whose stack is mapped through the bundle's source map, on every poll. The wait is now a
-  timer in a scope of its own raced with one shared poll-request condition: the same commands
-  (a timer, cancelled only when \`pollNow\` or a follow-up comes first; every captured history
-  still replays), 15% less CPU in the workflow threads, 10% less in all (one pair of runs).
-- **Main thread.** The SDK's native bridge 25%, rxjs (its activation pipeline) 8%, the SDK's worker
-  code 7%, undici 5%, the record's schema check (zod) 1%, the API client's record parsing 1%:
-  little of it is this project's code.
+- **The SDK's promise hook, in CPU and in memory.** For the \`__stack_trace\` query, the SDK
+  records a stack trace for every promise created in workflow code (and every \`await\`): a third
+  of the workflow threads' samples (the hook, formatting the call sites, the source-map lookups).
+  Each *pending* promise also keeps its stack, as text and as frames, until it settles (the text
+  alone is about 0.7 KiB in the heap snapshots). What this project's code controls is how many
+  promises each poll makes and how many stay pending while a workflow waits.
+- **Module evaluation per workflow.** The SDK's reusable V8 context shares the modules loaded
+  before a workflow exists (its own), but evaluates the workflow's modules again for each
+  workflow, so every open workflow held its own copy of src/workflows/, contract.ts and
+  retries.ts: their functions, constants and activity proxies.
+- **Operations hold on to their scope.** Every timer and activity started in a cancellation scope
+  hangs a handler on that scope's promise, and the handler keeps the operation's options and
+  arguments until the scope settles; the workflow's root scope settles only when its run ends. So
+  each poll leaves 1–2 KiB behind, in (c) as in this worker (whose options also carry summaries),
+  until continue-as-new starts a fresh run: every 150 polls, which bounds it at 0.2–0.3 MiB per
+  workflow late in a run. The load tables measure jobs a few polls in, so they do not show it, and
+  the worker's cache sizing (src/worker-memory.ts) was set from them: a pod whose cached workflows
+  are all late in long runs holds more than that rule plans for.
+- **What stays per open workflow.** In heap snapshots (bench:heap \`--snapshots\`, with the modules
+  preloaded, before the wait change), about a fifth of the difference to (c) was strings, mostly
+  the stack text the SDK keeps for pending promises: 8.9 KiB per workflow against 2.5 KiB. The
+  rest is the handlers' closures, the run's state, the quota requester and the promises of the
+  wake-up on \`pollNow\`.
+- **Main thread.** The SDK's native bridge, rxjs (its activation pipeline), the SDK's worker code,
+  undici, the record's schema check (zod): little of it is this project's code.
+
+What was changed because of it:
+
+- **The workflow modules are preloaded** (src/bundle-options.ts, for every bundle: the prebuilt
+  one, the worker's from sources, the tests', and the baselines', so (c) gets it too): evaluated
+  once per worker thread, shared frozen by every workflow. Safe because they keep no state at
+  module scope; a write to a shared module would throw.
+- **The wait between polls keeps less.** It made a cancellation scope per wait, which the SDK links
+  to the root scope until the run ends, and hung a \`.then\` per wait on the shared poll-request
+  condition, pending until a poll is requested (the whole run when none is). Now one scope serves
+  the run's waits until a requested poll cancels it, and each wait has one promise of its own,
+  settled when the wait ends. Same commands, and the wait ends the same number of microtask steps
+  after the condition as before, so at the same point of an activation: every captured history
+  replays without a patch.
+- **Earlier (2026-11-22):** each wait was \`condition(() => pollRequested, interval)\`, which cancels
+  its own scope even after the timer fired, building a failure whose stack is mapped through the
+  source map on every poll; the wait became a timer raced with one shared condition (15% less CPU
+  in the workflow threads then).
 
 What the remaining difference to (c) buys (the ratios are in the tables above):
 
+- **Summaries and current details**: what each timer and activity is for in the UI's timeline, and
+  the job's status and next poll time on the workflow's page. A payload per timer and per
+  activity, a string per poll, and the per-poll memory above.
+- **Handlers** (\`status\`, \`pollNow\`, \`sendMessage\`, \`followUp\`, the quota's grant and place),
+  the run's state and the pending promises of the poll-request wake-up: memory per open workflow;
+  \`pollNow\` and follow-ups interrupt a wait at once.
+- **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
+  answer of the API can push a workflow past its deadline or history bound.
 - **Patches** (\`local-activity-polls\`, \`api-calls-bounded-by-workflow\`, \`project-quota\`,
   \`one-timer-per-poll-wait\`; plus \`follow-up-at-start\` when used): a marker and a
   search-attribute upsert each per run, so that running workflows upgrade safely. They go when
-  \`deprecatePatch\` can retire them. (The runs recorded above predate \`one-timer-per-poll-wait\`:
-  one more marker and upsert per run, and a timer started and dropped in the same activation when
-  a poll is already requested, which reaches no server.)
+  \`deprecatePatch\` can retire them.
 - **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
-  action per job): the workflow cannot read the worker's setting, and one budget per project needs no
-  setting in the workflow input.
-- **Search attributes, summaries and current details**: the job ID and status to list and filter
-  by in the UI, and what each timer and activity is for.
-- **Handlers** (\`status\`, \`pollNow\`, \`sendMessage\`, \`followUp\`, the quota's grant and place) and
-  the run's state: memory per open workflow.
-- **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
-  answer of the API can push a workflow past its deadline or history bound.
+  action per job): the workflow cannot read the worker's setting, and one budget per project needs
+  no setting in the workflow input. With the patches and search attributes, it is most of what
+  this worker's start costs beyond (c), which is why its throughput (jobs started and ended per
+  second) trails (c)'s more than its cost per poll does.
 
 `;
 
