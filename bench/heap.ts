@@ -19,7 +19,6 @@
  *   npm run bench:heap -- [--impl worker|floor] [--jobs 300] [--cadence 2s] [--polls 20] [--snapshots DIR]
  */
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { writeHeapSnapshot } from 'node:v8';
 import type { Duration } from '@temporalio/common';
@@ -32,6 +31,7 @@ import { mapLimit } from '../src/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { startLoadJob } from './scenarios/load.js';
+import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
 
@@ -56,6 +56,8 @@ if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(polls) || polls < 0
   throw new Error('--jobs must be a positive integer and --polls a whole number');
 }
 const WARM_UP = 20;
+/** Longest wait for a round of polls: a stuck worker fails the run instead of hanging it. */
+const WAIT_LIMIT_MS = 10 * 60_000;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc (npm run bench:heap does)');
 
@@ -98,9 +100,19 @@ try {
   const running = worker.run();
   try {
     const gets = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
+    // Counted at the simulator: a poll is one GET of the project's jobs.
     const pollsOf = async (count: number) => {
       const target = gets() + count;
-      while (gets() < target) await sleep(200);
+      await waitUntil({
+        check: () => (gets() >= target ? true : undefined),
+        deadline: Date.now() + WAIT_LIMIT_MS,
+        everyMs: 200,
+        late: () => {
+          throw new Error(
+            `${target - gets()} of ${count} polls still missing after ${WAIT_LIMIT_MS / 60_000} min`,
+          );
+        },
+      });
     };
     const start = (index: number) => startLoadJob(env.client, { impl, cadenceMs }, project, index);
     await mapLimit(range(0, WARM_UP), WARM_UP, start);

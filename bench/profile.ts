@@ -25,6 +25,7 @@ import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { startLoadJob } from './scenarios/load.js';
+import { waitUntil } from './wait.js';
 import { mapLimit } from '../src/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -160,7 +161,15 @@ async function main(): Promise<void> {
       64,
       (i) => startLoadJob(env.client, { impl, cadenceMs }, project, i),
     );
-    while ((env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0) < jobs) await sleep(200);
+    const created = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0;
+    await waitUntil({
+      check: () => (created() >= jobs ? true : undefined),
+      deadline: Date.now() + 10 * 60_000,
+      everyMs: 200,
+      late: () => {
+        throw new Error(`only ${created()} of ${jobs} agent jobs created within 10 min`);
+      },
+    });
     await sleep(cadenceMs);
     const polls = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
     const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now() };
