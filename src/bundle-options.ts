@@ -10,11 +10,12 @@ import type { BundleOptions } from '@temporalio/worker';
  *
  * Every module of the bundle is preloaded: evaluated once in the worker thread's reusable V8
  * context and shared, deep-frozen, by all the workflows it runs, instead of evaluated again for
- * each workflow (the SDK's default for modules outside its own). The benchmark measured the
- * difference: 109 KiB of JavaScript heap per open workflow of this worker without it, 77 KiB with
- * it (docs/PERFORMANCE.md). Safe because these modules keep no state at module scope (constants,
- * functions, classes, and activity proxies that read the running workflow at call time); a module
- * that wrote to its own module-scope objects would throw, since the shared copy is frozen.
+ * each workflow (the SDK's default for modules outside its own). With it and the leaner wait
+ * between polls, `npm run bench:heap` measured 77 KiB of JavaScript heap per open workflow of this
+ * worker instead of 115 (docs/PERFORMANCE.md); this was about 30 KiB of it. Safe because these
+ * modules keep no state at module scope (constants, functions, classes, and activity proxies that
+ * read the running workflow at call time); a module that wrote to its own module-scope objects
+ * would throw, since the shared copy is frozen.
  */
 export function workflowBundleOptions(
   workflowsPath: string,
