@@ -12,8 +12,8 @@
  * 2. open: after N more workflows, each having polled about twice;
  * 3. later: after `--polls` more polls of each.
  *
- * (open − base) / N is the heap per open workflow, (later − open) / N / polls what a poll leaves
- * behind until its run ends. With `--snapshots DIR`, V8 heap snapshots of the three moments, to
+ * (open − base) / N is the heap per open workflow; (later − open) / (N + 20) / polls what a poll
+ * leaves behind until its run ends (the warm-up's workflows poll too). With `--snapshots DIR`, V8 heap snapshots of the three moments, to
  * open in Chrome DevTools (Memory, Comparison) and see what the difference is made of.
  *
  *   npm run bench:heap -- [--impl worker|floor] [--jobs 300] [--cadence 2s] [--polls 20] [--snapshots DIR]
@@ -130,7 +130,7 @@ try {
         `${impl === 'worker' ? 'this worker' : '(c) floor of this design'}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
         `  heap: base ${base.toFixed(1)} MiB, open ${open.toFixed(1)} MiB, after ${polls} more polls ${later.toFixed(1)} MiB`,
         `  per open workflow: ${KiB((open - base) / jobs)} KiB`,
-        `  per poll, per workflow: ${Math.round(((later - open) / jobs / Math.max(1, polls)) * 2 ** 20)} bytes`,
+        `  per poll, per workflow: ${Math.round(((later - open) / (WARM_UP + jobs) / Math.max(1, polls)) * 2 ** 20)} bytes`,
         '',
       ].join('\n'),
     );

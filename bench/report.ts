@@ -652,8 +652,8 @@ one run, so read the workflow threads' row for the changes.)
 | ------------------------------------------------- | ------ | ----- | ---------- | --------- | ----------------- |
 | per open workflow, KiB: 1,000 jobs at 10 s         | 115.1  | 76.6  | 72.8       | 47.1      | 1.63×             |
 | per open workflow, KiB: 300 jobs at 5 s            | 113.9  | 78.9  | 76.5       | 43.7      | 1.81×             |
-| left per poll, bytes: 1,000 jobs, 5 more polls     | 5,026  | 1,891 | 1,455      | 1,425     | 1.33×             |
-| left per poll, bytes: 300 jobs, 10 more polls      | 5,208  | 1,762 | 1,039      | 1,817     | 0.97×             |
+| left per poll, bytes: 1,000 jobs, 5 more polls     | 4,927  | 1,854 | 1,426      | 1,397     | 1.33×             |
+| left per poll, bytes: 300 jobs, 10 more polls      | 4,883  | 1,652 | 974        | 1,703     | 0.97×             |
 
 (One run each; repeated runs of the same code differ by up to 15%, the per-poll figures more: read
 the two sizes as two samples. In resident memory, which the load tables report, the difference to
