@@ -657,7 +657,8 @@ one run, so read the workflow threads' row for the changes.)
 
 (One run each; repeated runs of the same code differ by up to 15%, the per-poll figures more: read
 the two sizes as two samples. In resident memory, which the load tables report, the difference to
-(c) is smaller as a ratio (1.16× to 1.18× up to N = 1,000 in the full run above): the heap the
+(c) is smaller as a ratio (1.16× to 1.18× up to N = 1,000 in the full run above; three quick runs
+of the same code gave 1.24× to 1.47×, so read the full run's as the low end): the heap the
 workflows keep alive is about a quarter of this worker's resident memory per open job.)
 
 What the profiles show:
