@@ -423,7 +423,8 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(status.phase, 'polling');
     assert.ok(Date.parse(status.nextPollAt!) - Date.now() > 30 * 60_000, 'the next poll is the hour away');
     assert.equal((await handle.describe()).status.name, 'RUNNING');
-    await handle.terminate('test done');
+    await handle.cancel();
+    await captureHistory(handle, 'poll-now-repeated');
   });
 
   test('sendMessage after a turn ended: the previous turn\u2019s completed is not taken for the new turn\u2019s end', async () => {

@@ -4,7 +4,9 @@
  *
  * test/histories holds today's shapes (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts
  * workflows`); each subfolder keeps the histories of an earlier version, captured before a
- * patched change, so the unpatched path keeps replaying until no such run can remain.
+ * patched change, so the unpatched path keeps replaying until no such run can remain. A change
+ * made without a patch because it issues the same commands keeps its earlier histories too
+ * (before-lean-poll-wait/), so that claim stays checked from both sides.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -71,8 +73,13 @@ test('every saved history replays through the current workflow code', async () =
     files.some((name) => name.startsWith('before-local-activity-polls/')) &&
       files.some((name) => name.startsWith('before-bounded-api-calls/')) &&
       files.some((name) => name.startsWith('before-one-timer-per-poll-wait/')) &&
+      files.some((name) => name.startsWith('before-lean-poll-wait/')) &&
       files.some((name) => !name.includes('/')),
     'histories from before each patch and from today',
+  );
+  assert.ok(
+    files.includes('before-lean-poll-wait/poll-now.json') && files.includes('poll-now-repeated.json'),
+    'histories of pollNow before the shared wait scope, and of waits after a cancelled one',
   );
   assert.ok(
     files.includes('before-follow-up-at-start/attach-with-prompt.json') &&
