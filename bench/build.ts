@@ -32,6 +32,8 @@ export interface Build {
   dir: string;
   /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
   workerEntry: string;
+  /** This worker's prebuilt workflow bundle, beside its entry where src/worker.ts looks for it. */
+  workerBundlePath: string;
   /** The baseline entries, emitted as JavaScript. */
   plainLoopEntry: string;
   baselineWorkerEntry: string;
@@ -62,7 +64,8 @@ export async function buildForBench(): Promise<Build> {
       logger,
     });
     // The worker looks for `workflow-bundle.js` beside its own module (src/worker.ts, workflowSource()).
-    writeFileSync(join(dir, 'src/workflow-bundle.js'), worker.code);
+    const workerBundlePath = join(dir, 'src/workflow-bundle.js');
+    writeFileSync(workerBundlePath, worker.code);
     // The baselines are bundled on the same terms, so (c) stays the floor of this design.
     const baselines = await bundleWorkflowCode({
       ...workflowBundleOptions(join(ROOT, 'bench/baselines/workflows.ts')),
@@ -73,6 +76,7 @@ export async function buildForBench(): Promise<Build> {
     return {
       dir,
       workerEntry: join(dir, 'src/worker.js'),
+      workerBundlePath,
       plainLoopEntry: join(dir, 'bench/baselines/plain-loop.js'),
       baselineWorkerEntry: join(dir, 'bench/baselines/worker.js'),
       baselineBundlePath,

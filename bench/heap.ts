@@ -30,7 +30,7 @@ import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
 import { mapLimit } from '../src/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
-import { startLoadJob } from './scenarios/load.js';
+import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
@@ -45,10 +45,7 @@ const { values } = parseArgs({
   },
   strict: true,
 });
-if (values.impl !== 'worker' && values.impl !== 'floor') {
-  throw new Error(`--impl must be worker or floor, not ${values.impl}`);
-}
-const impl = values.impl;
+const impl = workerOrFloor(values.impl);
 const jobs = Number(values.jobs);
 const polls = Number(values.polls);
 const cadenceMs = msToNumber(values.cadence as Duration);
@@ -58,13 +55,14 @@ if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(polls) || polls < 0
 const WARM_UP = 20;
 /** Longest wait for a round of polls: a stuck worker fails the run instead of hanging it. */
 const WAIT_LIMIT_MS = 10 * 60_000;
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('run with node --expose-gc (npm run bench:heap does)');
+const exposedGc = (globalThis as { gc?: () => void }).gc;
+if (!exposedGc) throw new Error('run with node --expose-gc (npm run bench:heap does)');
+const gc: () => void = exposedGc;
 
 /** Heap in use after full collections, MiB; written as a snapshot too when asked. */
 function heapMiB(moment: string): number {
-  gc?.();
-  gc?.();
+  gc();
+  gc();
   if (values.snapshots)
     say(`snapshot: ${writeHeapSnapshot(join(values.snapshots, `${impl}-${moment}.heapsnapshot`))}`);
   return process.memoryUsage().heapUsed / 2 ** 20;
@@ -85,8 +83,7 @@ try {
     // Workflows in this thread, where this process can read their heap.
     debugMode: true,
     workflowBundle: {
-      codePath:
-        impl === 'worker' ? join(env.build.dir, 'src/workflow-bundle.js') : env.build.baselineBundlePath,
+      codePath: impl === 'worker' ? env.build.workerBundlePath : env.build.baselineBundlePath,
     },
     activities:
       impl === 'worker'
@@ -127,7 +124,7 @@ try {
     const KiB = (mib: number) => (mib * 1024).toFixed(1);
     process.stdout.write(
       [
-        `${impl === 'worker' ? 'this worker' : '(c) floor of this design'}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
+        `${label(impl)}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
         `  heap: base ${base.toFixed(1)} MiB, open ${open.toFixed(1)} MiB, after ${polls} more polls ${later.toFixed(1)} MiB`,
         `  per open workflow: ${KiB((open - base) / jobs)} KiB`,
         `  per poll, per workflow: ${Math.round(((later - open) / (WARM_UP + jobs) / Math.max(1, polls)) * 2 ** 20)} bytes`,

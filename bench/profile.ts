@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
-import { startLoadJob } from './scenarios/load.js';
+import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { mapLimit } from '../src/map-limit.js';
 
@@ -136,8 +136,7 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 }
 
 async function main(): Promise<void> {
-  const impl = values.impl;
-  if (impl !== 'worker' && impl !== 'floor') throw new Error(`--impl is worker or floor, not ${impl}`);
+  const impl = workerOrFloor(values.impl);
   const jobs = Number(values.jobs);
   const cadenceMs = msToNumber(values.cadence as Duration);
   const cadences = Number(values.cadences);
@@ -153,9 +152,7 @@ async function main(): Promise<void> {
       `--cpu-prof-dir=${dir}`,
     ]);
     await worker.waitForLine('worker running', 60_000);
-    say(
-      `starting ${jobs} jobs of ${impl === 'worker' ? 'this worker' : '(c)'} polled every ${cadenceMs / 1000} s`,
-    );
+    say(`starting ${jobs} jobs of ${label(impl)} polled every ${cadenceMs / 1000} s`);
     await mapLimit(
       Array.from({ length: jobs }, (_, i) => i),
       64,

@@ -49,6 +49,12 @@ const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
   floor: { mark: '(c)', name: 'floor of this design' },
 };
 
+/** The `--impl` of the tools that look inside one worker (bench:profile, bench:heap): this worker or (c). */
+export function workerOrFloor(value: string | undefined): 'worker' | 'floor' {
+  if (value === 'worker' || value === 'floor') return value;
+  throw new Error(`--impl is worker or floor, not ${value}`);
+}
+
 /** A baseline's mark, such as "(a)". */
 export function mark(baseline: Baseline): string {
   return BASELINE_NAMES[baseline].mark;
