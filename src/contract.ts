@@ -105,49 +105,6 @@ export interface ResolvedPollSettings {
 }
 
 /**
- * What a run carries into the next one through continue-as-new. Not part of the public input: a
- * caller never sets it. It holds the agent job ID, so a continued run never creates a second job.
- */
-export interface ContinuationState {
-  jobId: string;
-  /** Absolute deadline, epoch ms, fixed by the first run. */
-  deadlineMs: number;
-  polls: number;
-  turns: number;
-  lastRecord: AgentJobRecord | null;
-  /** A follow-up turn is in progress: an earlier terminal status must not end the workflow. */
-  awaitingNewTurn: boolean;
-  unknownStatusPolls: number;
-  /** The current wait between polls, so the schedule does not restart from the initial interval. */
-  intervalMs: number;
-  /** Whether the first run created the agent job (false when it attached through `jobId`). */
-  created: boolean;
-  /** A `pollNow` signal or a follow-up message asked for a poll that has not happened yet. */
-  pollRequested?: boolean;
-  /** The record the pending follow-up message answered, to tell a stale read from the new turn's end. */
-  recordBeforeMessage?: AgentJobRecord | null;
-  /** Polls since the follow-up message that still showed {@link recordBeforeMessage}. */
-  stalePolls?: number;
-  /** The API's failures in a row, so an outage's backoff and bounds go on across runs. */
-  apiFailures?: ApiFailureStreak;
-  /** The last API error, so a run that times out still names it. */
-  lastError?: LastApiError | null;
-}
-
-/**
- * The API's recent failures as the workflow counts them: every failed call in a row, and how many
- * of the latest in a row were of one type (the bounds on 404s and odd bodies count those).
- */
-export interface ApiFailureStreak {
-  /** Failed calls in a row; 0 after a success. Sets the backoff of the waits the workflow owns. */
-  failures: number;
-  /** Type of the latest failure, null after a success. */
-  type: string | null;
-  /** Latest failures in a row of that type. */
-  sameType: number;
-}
-
-/**
  * The details of every failure the activities raise for an API error: what the workflow decides
  * from, and what a caller reads in a final failure. Never holds a body or a key.
  */
@@ -208,11 +165,8 @@ export interface AgentJobProgress {
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
-  /**
-   * Set while the workflow waits in its project's quota queue (phase `queued`), else null. Absent
-   * in runs that started before the project quota existed.
-   */
-  queue?: QueuePlace | null;
+  /** Set while the workflow waits in its project's quota queue (phase `queued`), else null. */
+  queue: QueuePlace | null;
 }
 
 /** Query: the workflow's progress. */

@@ -1,6 +1,7 @@
 /**
- * The suite's runner: starts one real Temporal dev server (through the CLI resolver), bundles the
- * workflow code once, runs every test file under node:test against them, then stops the server.
+ * The suite's runner. First the unit layer (`*.unit.test.ts`: pure modules, no server, seconds);
+ * it fails fast. Then it starts one real Temporal dev server (through the CLI resolver), bundles
+ * the workflow code once, runs every other test file under node:test against them, and stops the server.
  * Test files read the server's address from TEMPORAL_ADDRESS and the bundle from
  * AGENT_TEST_WORKFLOW_BUNDLE; run alone, a file starts what it needs itself (see harness.ts).
  */
@@ -25,12 +26,44 @@ function testFiles(dir: string): string[] {
     .sort();
 }
 
+const isUnit = (file: string) => file.endsWith('.unit.test.ts');
+
+/** Runs test files under node:test, two at a time; resolves with the exit code. */
+async function nodeTest(files: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test',
+      '--test-reporter=spec',
+      '--test-concurrency=2',
+      // A hung test fails with its name instead of holding the whole run until CI's limit.
+      `--test-timeout=${TEST_TIMEOUT_MS}`,
+      ...files,
+    ],
+    { stdio: 'inherit', env },
+  );
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code ?? 1;
+}
+
 async function main(): Promise<number> {
   const root = new URL('..', import.meta.url).pathname;
   const filter = process.argv.slice(2);
-  const files = testFiles(join(root, 'test')).filter(
+  const all = testFiles(join(root, 'test')).filter(
     (file) => filter.length === 0 || filter.some((f) => file.includes(f)),
   );
+  const units = all.filter(isUnit);
+  if (units.length > 0) {
+    const started = Date.now();
+    process.stderr.write(`[test] unit layer: ${units.length} files, no server\n`);
+    const code = await nodeTest(units);
+    process.stderr.write(`[test] unit layer done in ${Date.now() - started}ms\n`);
+    if (code !== 0) return code;
+  }
+  const files = all.filter((file) => !isUnit(file));
+  if (files.length === 0) return 0;
   const scratch = mkdtempSync(join(tmpdir(), 'agent-job-test-'));
   const server = await startDevServer();
   try {
@@ -41,30 +74,12 @@ async function main(): Promise<number> {
     process.stderr.write(
       `[test] running ${files.length} files: ${files.map((f) => relative(root, f)).join(', ')}\n`,
     );
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--test',
-        '--test-reporter=spec',
-        '--test-concurrency=2',
-        // A hung test fails with its name instead of holding the whole run until CI's limit.
-        `--test-timeout=${TEST_TIMEOUT_MS}`,
-        ...files,
-      ],
-      {
-        stdio: 'inherit',
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: server.address,
-          TEMPORAL_NAMESPACE: server.namespace,
-          AGENT_TEST_WORKFLOW_BUNDLE: bundlePath,
-        },
-      },
-    );
-    const [code] = (await once(child, 'exit')) as [number | null];
-    return code ?? 1;
+    return await nodeTest(files, {
+      ...process.env,
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_NAMESPACE: server.namespace,
+      AGENT_TEST_WORKFLOW_BUNDLE: bundlePath,
+    });
   } finally {
     await server.stop();
     rmSync(scratch, { recursive: true, force: true });

@@ -24,7 +24,7 @@ import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js
 import { DEFAULT_SCHEDULE, replay, scaleSchedule, type Schedule } from '../schedule.js';
 import { spread, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import { POLLS_PER_RUN } from '../../src/workflows/agent-job.js';
+import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
 import { BenchmarkBroken, type Implementation } from './load.js';
 
 /** What to run. */

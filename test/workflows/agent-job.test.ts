@@ -154,26 +154,17 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
       const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
       shapes.push({ polls, events: events.length, scheduled: scheduled.length, markers });
-      // Enough polls that the per-run part (patch markers, upserts, the create) does not hide the
-      // per-poll difference.
+      // Enough polls that the per-run part (upserts, the create) does not hide the per-poll difference.
       assert.ok(polls >= 4, `${handle.workflowId} polled ${polls} times`);
     }
     const [byLocal, byRegular] = shapes as [(typeof shapes)[number], (typeof shapes)[number]];
-    // Local: the patch markers (local polls, bounded API calls, project quota, one timer per
-    // wait), then one local-activity marker per poll; only the quota's enqueue and the create are
-    // scheduled.
+    // Local: one local-activity marker per poll and no patch marker (1.0 has none); only the
+    // quota's enqueue and the create are scheduled.
     assert.equal(byLocal.scheduled, 2);
-    assert.deepEqual(byLocal.markers, [
-      'core_patch',
-      'core_patch',
-      'core_patch',
-      'core_patch',
-      ...Array<string>(byLocal.polls).fill('core_local_activity'),
-    ]);
-    // Regular: the enqueue, the create and one activity per poll; the bounded-calls,
-    // project-quota and one-timer-per-wait patch markers only.
+    assert.deepEqual(byLocal.markers, Array<string>(byLocal.polls).fill('core_local_activity'));
+    // Regular: the enqueue, the create and one activity per poll; no marker.
     assert.equal(byRegular.scheduled, 2 + byRegular.polls);
-    assert.deepEqual(byRegular.markers, ['core_patch', 'core_patch', 'core_patch']);
+    assert.deepEqual(byRegular.markers, []);
     // Each poll as a local activity saves the activity's events and one workflow task.
     assert.ok(
       byLocal.events / byLocal.polls < byRegular.events / byRegular.polls - 3,

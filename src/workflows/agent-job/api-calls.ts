@@ -12,15 +12,16 @@
  * Deterministic: time from the workflow clock, jitter from the workflow's seeded `Math.random`.
  */
 import { ActivityFailure, ApplicationFailure, isCancellation, log, sleep } from '@temporalio/workflow';
-import type { ApiErrorDetails, ApiFailureStreak, LastApiError } from '../contract.js';
-import { CONSECUTIVE_ANSWER_BOUNDS, retryDelayMs, type Backoff } from '../retries.js';
+import type { ApiErrorDetails, LastApiError } from '../../contract.js';
+import type { Backoff } from '../../retries.js';
+import type { FailureStreak } from './failure-streak.js';
 
 /** What one call needs from the workflow, and where it reports what it saw. */
 export interface ApiCallContext {
   /** Absolute deadline of the workflow, epoch ms. */
   deadlineMs: number;
-  /** The API's failures in a row; updated in place, carried across continue-as-new. */
-  streak: ApiFailureStreak;
+  /** The API's failures in a row; carried across continue-as-new. */
+  streak: FailureStreak;
   /** Called with every failure, and after a success of the call `doing` (which clears its error). */
   reportError(error: LastApiError | null, doing: string): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
@@ -29,11 +30,6 @@ export interface ApiCallContext {
 
 /** How one attempt ended: a value, or a transient failure and how long to wait before the next. */
 export type AttemptResult<T> = { ok: true; value: T } | { ok: false; retryInMs: number };
-
-/** A streak with no failures, for a new workflow. */
-export function noFailures(): ApiFailureStreak {
-  return { failures: 0, type: null, sameType: 0 };
-}
 
 /**
  * Runs one call: an activity (with Temporal's retries for short waits), given the time left until
@@ -49,10 +45,8 @@ export async function attempt<T>(
 ): Promise<AttemptResult<T>> {
   try {
     const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
-    if (ctx.streak.failures > 0) {
-      log.info('the Agent Job API answers again', { doing, failedCalls: ctx.streak.failures });
-    }
-    Object.assign(ctx.streak, noFailures());
+    const failedCalls = ctx.streak.succeeded();
+    if (failedCalls > 0) log.info('the Agent Job API answers again', { doing, failedCalls });
     ctx.reportError(null, doing);
     return { ok: true, value };
   } catch (err) {
@@ -61,28 +55,21 @@ export async function attempt<T>(
     if (failure === null) throw err;
     ctx.reportError(failure.error, doing);
     if (failure.details?.final) throw finalFailure(failure, doing);
-    count(ctx.streak, failure);
-    const bound = CONSECUTIVE_ANSWER_BOUNDS[failure.error.type as keyof typeof CONSECUTIVE_ANSWER_BOUNDS];
-    if (bound !== undefined && ctx.streak.sameType >= bound) {
-      throw finalFailure(failure, doing, `gave up after ${ctx.streak.sameType} such answers in a row`);
+    const verdict = ctx.streak.failed(failure.error.type, failure.details?.attempt ?? 1);
+    if (verdict.boundReached !== null) {
+      throw finalFailure(failure, doing, `gave up after ${verdict.boundReached} such answers in a row`);
     }
     const remainingMs = ctx.deadlineMs - Date.now();
     if (remainingMs <= 0) throw ctx.timedOut();
-    if (ctx.streak.failures === (failure.details?.attempt ?? 1)) {
-      // The first failure of a streak: one line when an outage starts, not one per attempt.
+    if (verdict.startsStreak) {
       log.warn('Agent Job API call failed; retrying until it answers or the deadline', {
         doing,
         type: failure.error.type,
         status: failure.error.status,
       });
     }
-    const retryInMs = retryDelayMs({
-      backoff,
-      failures: ctx.streak.failures,
-      retryAfterMs: failure.details?.retryAfterMs ?? null,
-      random: Math.random,
-    });
-    return { ok: false, retryInMs: Math.min(retryInMs, remainingMs) };
+    const retryAfterMs = failure.details?.retryAfterMs ?? null;
+    return { ok: false, retryInMs: ctx.streak.retryInMs(backoff, retryAfterMs, Math.random, remainingMs) };
   }
 }
 
@@ -101,30 +88,6 @@ export async function untilAnswered<T>(
     const result = await attempt(ctx, doing, backoff, invoke);
     if (result.ok) return result.value;
     await sleep(result.retryInMs, { summary: `wait ${Math.ceil(result.retryInMs / 1000)}s before ${doing}` });
-  }
-}
-
-/**
- * One call with the failure handling of runs that started before the workflow owned its waits
- * (see `BOUNDED_API_CALLS_PATCH`): every failure that reaches the workflow is final, a timeout is
- * the deadline. Kept so those runs replay exactly; new runs never take it.
- */
-export async function singleCall<T>(
-  ctx: ApiCallContext,
-  doing: string,
-  invoke: (timeoutMs: number) => Promise<T>,
-): Promise<T> {
-  try {
-    const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
-    ctx.reportError(null, doing);
-    return value;
-  } catch (err) {
-    if (isCancellation(err)) throw err;
-    const failure = apiFailureOf(err, doing);
-    if (failure === null) throw err;
-    ctx.reportError(failure.error, doing);
-    if (failure.activityFailure.cause?.name === 'TimeoutFailure') throw ctx.timedOut();
-    throw finalFailure(failure, doing);
   }
 }
 
@@ -174,18 +137,6 @@ function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
 /** Whether a failure detail is the activities' {@link ApiErrorDetails}. */
 function isApiErrorDetails(value: unknown): value is ApiErrorDetails {
   return typeof value === 'object' && value !== null && 'final' in value && 'attempt' in value;
-}
-
-/**
- * Counts a failure into the streak. A failure at attempt 1 follows the previous one directly; at a
- * later attempt, Temporal already retried other answers in between, so a run of one type restarts.
- */
-function count(streak: ApiFailureStreak, failure: ApiFailure): void {
-  const attempts = Math.max(1, failure.details?.attempt ?? 1);
-  const continues = attempts === 1 && streak.type === failure.error.type;
-  streak.sameType = continues ? streak.sameType + 1 : 1;
-  streak.type = failure.error.type;
-  streak.failures += attempts;
 }
 
 /** The workflow's failure for a final API error: same type and details, the activity as its cause. */

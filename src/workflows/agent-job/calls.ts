@@ -1,0 +1,153 @@
+/**
+ * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
+ * timeouts and retry policy, bounded by the deadline (./api-calls.ts), and the create and the
+ * follow-up message within the project's quota (../quota-requester.ts).
+ */
+import {
+  ActivityCancellationType,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type ApplicationFailure,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { AgentJobActivities } from '../../activities/index.js';
+import {
+  FailureType,
+  type AgentJobProgress,
+  type AgentJobRecord,
+  type QuotaUseKind,
+} from '../../contract.js';
+import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
+import type { ProjectQuotaRequester } from '../quota-requester.js';
+import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-calls.js';
+import type { FailureStreak } from './failure-streak.js';
+
+// The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
+// whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
+const createOptions: ActivityOptions = {
+  // The HTTP client gives up well before this (connect 10s, headers 30s, body 30s).
+  startToCloseTimeout: '75s',
+  retry: retryPolicyOf(CREATE_BACKOFF),
+  // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the
+  // request to finish, to record the job it may have made.
+  heartbeatTimeout: '10s',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+};
+const getOptions: ActivityOptions = { startToCloseTimeout: '75s', retry: retryPolicyOf(GET_BACKOFF) };
+// A local poll retries in the worker for a few seconds only, then comes back to the poll loop, which
+// waits on its own timer: an outage of any length keeps each run's history bounded.
+const localGetOptions: LocalActivityOptions = {
+  startToCloseTimeout: getOptions.startToCloseTimeout,
+  retry: { ...retryPolicyOf(GET_BACKOFF), maximumAttempts: 3 },
+  localRetryThreshold: '10s',
+};
+// A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
+const messageOptions: ActivityOptions = { startToCloseTimeout: '75s', retry: retryPolicyOf(MESSAGE_BACKOFF) };
+
+const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
+const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
+const { getAgentJob: getAgentJobLocally } = proxyLocalActivities<AgentJobActivities>(localGetOptions);
+const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
+
+/** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
+function quotaManaged(options: ActivityOptions, managed: boolean): Partial<ActivityOptions> {
+  if (!managed) return {};
+  return { retry: { ...options.retry, nonRetryableErrorTypes: [FailureType.RateLimited] } };
+}
+
+/** What the calls share with the workflow. */
+export interface CallsContext {
+  projectId: string;
+  deadlineMs: number;
+  localPolls: boolean;
+  progress: AgentJobProgress;
+  streak: FailureStreak;
+  quota: ProjectQuotaRequester;
+  /** Quota uses asked for so far across runs, so every request has its own name. */
+  quotaUses: number;
+  /** The failure for the deadline, naming what was under way. */
+  timedOut(what: string): ApplicationFailure;
+}
+
+/** The Agent Job API as the workflow calls it. */
+export class AgentJobCalls {
+  constructor(private readonly ctx: CallsContext) {}
+
+  /** Creates the agent job, waiting out transient failures until the deadline. */
+  create(prompt: string, idempotencyKey: string): Promise<AgentJobRecord> {
+    const { projectId } = this.ctx;
+    return untilAnswered(
+      this.#context('the agent job could not be created'),
+      'creating the agent job',
+      CREATE_BACKOFF,
+      (timeoutMs) =>
+        this.#withinQuota('create', (managed) =>
+          createAgentJob.executeWithOptions(
+            {
+              summary: `create agent job in project ${projectId}`,
+              scheduleToCloseTimeout: timeoutMs,
+              ...quotaManaged(createOptions, managed),
+            },
+            [{ projectId, prompt, idempotencyKey }],
+          ),
+        ),
+    );
+  }
+
+  /** Reads the agent job once: its record, or the wait before the next try. */
+  read(jobId: string, poll: number): Promise<AttemptResult<AgentJobRecord>> {
+    const get = this.ctx.localPolls ? getAgentJobLocally : getAgentJob;
+    return attempt(
+      this.#context('the agent job could not be read'),
+      `reading agent job ${jobId}`,
+      GET_BACKOFF,
+      (timeoutMs) =>
+        get.executeWithOptions(
+          { summary: `poll ${poll} of agent job ${jobId}`, scheduleToCloseTimeout: timeoutMs },
+          [{ projectId: this.ctx.projectId, jobId }],
+        ),
+    );
+  }
+
+  /** Sends a follow-up message that starts turn `turn`, waiting out transient failures. */
+  sendMessage(jobId: string, prompt: string, idempotencyKey: string, turn: number): Promise<AgentJobRecord> {
+    const { projectId } = this.ctx;
+    return untilAnswered(
+      this.#context('the follow-up message could not be sent'),
+      'sending the follow-up message',
+      MESSAGE_BACKOFF,
+      (timeoutMs) =>
+        this.#withinQuota('message', (managed) =>
+          sendAgentJobMessage.executeWithOptions(
+            {
+              summary: `send follow-up message (turn ${turn})`,
+              scheduleToCloseTimeout: timeoutMs,
+              ...quotaManaged(messageOptions, managed),
+            },
+            [{ projectId, jobId, prompt, idempotencyKey }],
+          ),
+        ),
+    );
+  }
+
+  /** Each call is its own quota request, so a retry after another error asks again. */
+  #withinQuota<T>(kind: QuotaUseKind, call: (managed: boolean) => Promise<T>): Promise<T> {
+    const name = `${kind}-${this.ctx.progress.turns}-${++this.ctx.quotaUses}`;
+    return this.ctx.quota.run({ kind, name }, call, this.ctx.deadlineMs);
+  }
+
+  #context(whatTimedOut: string): ApiCallContext {
+    const { progress } = this.ctx;
+    return {
+      deadlineMs: this.ctx.deadlineMs,
+      streak: this.ctx.streak,
+      // A success clears only its own call's error: a poll that works does not hide that follow-up
+      // messages keep failing.
+      reportError: (error, doing) => {
+        if (error !== null || progress.lastError?.during === doing) progress.lastError = error;
+      },
+      timedOut: () => this.ctx.timedOut(whatTimedOut),
+    };
+  }
+}

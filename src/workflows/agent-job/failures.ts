@@ -1,0 +1,60 @@
+/**
+ * The workflow's own failures: each has a type from the contract's `FailureType`, a message a
+ * person can act on, and the record in its details.
+ */
+import { ApplicationFailure } from '@temporalio/workflow';
+import {
+  FailureType,
+  type InvalidInputError,
+  type AgentJobProgress,
+  type AgentJobRecord,
+} from '../../contract.js';
+
+/** `InvalidInput` from the input check: nothing was created. */
+export function invalidInput(err: InvalidInputError): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.InvalidInput,
+    message: `Invalid workflow input: ${err.message}. No agent job was created.`,
+    nonRetryable: true,
+    details: [{ field: err.field }],
+  });
+}
+
+/** `AgentJobFailed`: the turn ended `failed`. */
+export function agentJobFailed(projectId: string, record: AgentJobRecord): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.AgentJobFailed,
+    message: `Agent job ${record.id} in project ${projectId} failed: the agent met an unrecoverable error. The final record is in the failure details.`,
+    nonRetryable: true,
+    details: [record],
+  });
+}
+
+/** `UnknownStatus`: too many reads in a row in a status the API does not document. */
+export function unknownStatus(record: AgentJobRecord, reads: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.UnknownStatus,
+    message: `Agent job ${record.id} stayed in undocumented status "${record.status}" for ${reads} polls; it is not counted as done.`,
+    nonRetryable: true,
+    details: [record],
+  });
+}
+
+/**
+ * `AgentJobTimedOut`. Details: the last record, then `{ lastError }` (type, HTTP status, message)
+ * so a caller can tell a slow agent job from an API that never answered.
+ */
+export function timedOut(progress: AgentJobProgress, what: string): ApplicationFailure {
+  const { lastRecord: record, lastError } = progress;
+  const errorText = lastError
+    ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`} while ${lastError.during}`
+    : '';
+  return ApplicationFailure.create({
+    type: FailureType.AgentJobTimedOut,
+    message:
+      `Gave up at the workflow's deadline: ${what} (agent job ${progress.jobId ?? 'not created'}, ` +
+      `last status ${record?.status ?? 'unknown'}, ${progress.polls} polls${errorText}). Raise "timeout" in the input to wait longer.`,
+    nonRetryable: true,
+    details: [record, { lastError }],
+  });
+}

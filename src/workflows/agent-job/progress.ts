@@ -1,0 +1,54 @@
+/**
+ * What operators see of a workflow: the `status` query's progress and the search attributes the
+ * Temporal UI filters on. Workflow code.
+ */
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  MAX_PROMPT_LENGTH,
+  SearchAttributes,
+  type AgentJobProgress,
+  type AgentJobRecord,
+} from '../../contract.js';
+
+/** Tags the workflow with its project, once (a continued run has it already). */
+export function showProject(projectId: string): void {
+  if (workflowInfo().typedSearchAttributes.get(SearchAttributes.projectId)) return;
+  upsertSearchAttributes([{ key: SearchAttributes.projectId, value: projectId }]);
+}
+
+/** Tags a workflow that attached to an existing agent job. */
+export function showAttached(jobId: string): void {
+  upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
+}
+
+/**
+ * Records a record the API answered: the progress, and the search attributes when the job is
+ * first seen or its status changed. A follow-up waiting for the project quota stays `queued`.
+ */
+export function showRecord(
+  progress: AgentJobProgress,
+  record: AgentJobRecord,
+  sendingMessage: boolean,
+): void {
+  const previousStatus = progress.lastRecord?.status;
+  progress.lastRecord = record;
+  if (progress.phase !== 'queued') progress.phase = sendingMessage ? 'sending-message' : 'polling';
+  if (previousStatus === undefined) {
+    upsertSearchAttributes([
+      { key: SearchAttributes.jobId, value: record.id },
+      { key: SearchAttributes.status, value: record.status },
+    ]);
+  } else if (previousStatus !== record.status) {
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: record.status }]);
+  }
+}
+
+/** An update's validator: a prompt must be non-blank and within the limit. */
+export function validatePrompt(update: string, prompt: unknown): void {
+  if (typeof prompt !== 'string' || prompt.trim() === '') {
+    throw new Error(`${update} needs a non-blank prompt`);
+  }
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new Error(`${update} prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+}
