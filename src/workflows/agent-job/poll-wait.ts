@@ -9,8 +9,11 @@ import { CancellationScope, condition, sleep } from '@temporalio/workflow';
 
 /** The waits of one run. */
 export class PollWait {
-  /** A poll is wanted at once: the wait in progress ends, and the next one ends as it starts. */
-  requested = false;
+  constructor(
+    /** A poll is wanted at once: the wait in progress ends, and the next one ends as it starts. */
+    public requested = false,
+  ) {}
+
   /** One scope serves the run's waits until a requested poll cancels it (the SDK never unlinks one). */
   #scope: CancellationScope | null = null;
   /** The shared condition that wakes the wait in progress; pending while no poll is requested. */

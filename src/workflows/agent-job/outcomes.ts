@@ -1,6 +1,6 @@
 /**
- * The workflow's own failures: each has a type from the contract's `FailureType`, a message a
- * person can act on, and the record in its details.
+ * How a turn or the workflow ends: its result, or one of the workflow's own failures, each with a
+ * type from the contract's `FailureType`, a message a person can act on, and the record in its details.
  */
 import { ApplicationFailure } from '@temporalio/workflow';
 import {
@@ -8,7 +8,29 @@ import {
   type InvalidInputError,
   type AgentJobProgress,
   type AgentJobRecord,
+  type AgentJobResult,
 } from '../../contract.js';
+
+/** What a result says besides the record. */
+export interface ResultContext {
+  projectId: string;
+  progress: AgentJobProgress;
+  /** This workflow created the agent job (false when it attached through `jobId`). */
+  created: boolean;
+}
+
+/** The result of a turn that ended (the workflow's, or a follow-up's): `AgentJobFailed` for `failed`. */
+export function turnResult(ctx: ResultContext, record: AgentJobRecord): AgentJobResult {
+  if (record.status === 'failed') throw agentJobFailed(ctx.projectId, record);
+  return {
+    job: record,
+    prLink: record.prLink,
+    status: record.status as 'completed' | 'archived',
+    polls: ctx.progress.polls,
+    turns: ctx.progress.turns,
+    created: ctx.created,
+  };
+}
 
 /** `InvalidInput` from the input check: nothing was created. */
 export function invalidInput(err: InvalidInputError): ApplicationFailure {
