@@ -1,10 +1,10 @@
 /**
  * The workflow's poll schedule, replayed without a server: how many polls a job of a given length
  * takes, so that costs measured on time-scaled runs can be checked against real time. The
- * schedule is the one in src/workflows/agent-job.ts: wait, poll, grow the wait by the coefficient
- * up to the maximum; every wait is jittered by ±10%.
+ * schedule is the workflow's own (src/workflows/agent-job/poll-schedule.ts).
  */
-import { DEFAULT_POLL, pollJitterFactor, type ResolvedPollSettings } from '../src/contract.js';
+import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
+import { PollSchedule } from '../src/workflows/agent-job/poll-schedule.js';
 import { spread, type Spread } from './stats.js';
 
 /** A poll schedule in milliseconds. */
@@ -35,14 +35,14 @@ export function detect(
   schedule: Schedule,
   random: () => number = Math.random,
 ): { polls: number; atMs: number } {
+  const polling = new PollSchedule(schedule);
   let elapsed = 0;
-  let interval = schedule.initialIntervalMs;
   let polls = 0;
   for (;;) {
-    elapsed += interval * pollJitterFactor(random);
+    elapsed += polling.waitMs(elapsed, Infinity, random);
     polls++;
     if (elapsed >= jobMs) return { polls, atMs: elapsed };
-    interval = Math.min(interval * schedule.backoffCoefficient, schedule.maxIntervalMs);
+    polling.grow();
   }
 }
 

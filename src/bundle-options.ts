@@ -8,14 +8,9 @@ import type { BundleOptions } from '@temporalio/worker';
 /**
  * Bundle options for the workflows at `workflowsPath` (their index module).
  *
- * Every module of the bundle is preloaded: evaluated once in the worker thread's reusable V8
- * context and shared, deep-frozen, by all the workflows it runs, instead of evaluated again for
- * each workflow (the SDK's default for modules outside its own). With it and the leaner wait
- * between polls, `npm run bench:heap` measured 77 KiB of JavaScript heap per open workflow of this
- * worker instead of 115 (docs/PERFORMANCE.md); this was about 30 KiB of it. Safe because these
- * modules keep no state at module scope (constants, functions, classes, and activity proxies that
- * read the running workflow at call time); a module that wrote to its own module-scope objects
- * would throw, since the shared copy is frozen.
+ * Every module is preloaded: evaluated once per worker thread and shared, deep-frozen, by all its
+ * workflows instead of once per workflow (`npm run bench:heap` measures the heap it saves). Safe
+ * because these modules keep no state at module scope; a write to one would throw.
  */
 export function workflowBundleOptions(
   workflowsPath: string,

@@ -4,11 +4,9 @@
  *
  * The memory comes from WORKER_MEMORY_LIMIT, else the container's cgroup limit (v2
  * `memory.max`, v1 `memory.limit_in_bytes`). From it, the rule below gives the number of cached
- * workflows and the V8 heap of the thread that runs workflow code. The figures come from the
- * benchmark (docs/PERFORMANCE.md): the full run of 2026-11-22 measured 489 and 468 MiB per 1,000
- * open workflows at N=1,000 and N=2,000 (peaks of 670 and 1,110 MiB), over an idle worker of under
- * 200 MiB; 450 MiB per 1,000, from an earlier run's 408 and 412, fell short of the peak at
- * N=1,000. test/deploy/memory.test.ts checks the constants against those tables.
+ * workflows and the V8 heap of the thread that runs workflow code. The constants are set from the
+ * benchmark's load tables (docs/PERFORMANCE.md), and test/deploy/memory.test.ts checks them against
+ * those tables.
  */
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';

@@ -12,16 +12,11 @@ import {
   type LocalActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities } from '../../activities/index.js';
-import {
-  FailureType,
-  type AgentJobProgress,
-  type AgentJobRecord,
-  type QuotaUseKind,
-} from '../../contract.js';
+import { FailureType, type AgentJobRecord, type QuotaUseKind } from '../../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
 import type { ProjectQuotaRequester } from '../quota-requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-calls.js';
-import type { FailureStreak } from './failure-streak.js';
+import type { RunState } from './run-state.js';
 
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
 // whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
@@ -59,13 +54,10 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
 /** What the calls share with the workflow. */
 export interface CallsContext {
   projectId: string;
-  deadlineMs: number;
   localPolls: boolean;
-  progress: AgentJobProgress;
-  streak: FailureStreak;
+  /** The run's deadline, progress (for the last error), failure streak and quota use count. */
+  run: Pick<RunState, 'deadlineMs' | 'progress' | 'streak' | 'quotaUses'>;
   quota: ProjectQuotaRequester;
-  /** Quota uses asked for so far across runs, so every request has its own name. */
-  quotaUses: number;
   /** The failure for the deadline, naming what was under way. */
   timedOut(what: string): ApplicationFailure;
 }
@@ -133,15 +125,16 @@ export class AgentJobCalls {
 
   /** Each call is its own quota request, so a retry after another error asks again. */
   #withinQuota<T>(kind: QuotaUseKind, call: (managed: boolean) => Promise<T>): Promise<T> {
-    const name = `${kind}-${this.ctx.progress.turns}-${++this.ctx.quotaUses}`;
-    return this.ctx.quota.run({ kind, name }, call, this.ctx.deadlineMs);
+    const { run } = this.ctx;
+    const name = `${kind}-${run.progress.turns}-${++run.quotaUses}`;
+    return this.ctx.quota.run({ kind, name }, call, run.deadlineMs);
   }
 
   #context(whatTimedOut: string): ApiCallContext {
-    const { progress } = this.ctx;
+    const { progress, deadlineMs, streak } = this.ctx.run;
     return {
-      deadlineMs: this.ctx.deadlineMs,
-      streak: this.ctx.streak,
+      deadlineMs,
+      streak,
       // A success clears only its own call's error: a poll that works does not hide that follow-up
       // messages keep failing.
       reportError: (error, doing) => {

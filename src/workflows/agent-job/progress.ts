@@ -2,7 +2,7 @@
  * What operators see of a workflow: the `status` query's progress and the search attributes the
  * Temporal UI filters on. Workflow code.
  */
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import {
   MAX_PROMPT_LENGTH,
   SearchAttributes,
@@ -50,5 +50,36 @@ export function validatePrompt(update: string, prompt: unknown): void {
   }
   if (prompt.length > MAX_PROMPT_LENGTH) {
     throw new Error(`${update} prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+}
+
+/** Shows when the next poll comes. */
+export function showNextPoll(progress: AgentJobProgress, waitMs: number): void {
+  progress.nextPollAt = new Date(Date.now() + waitMs).toISOString();
+  const status = progress.lastRecord?.status ?? 'unknown';
+  setCurrentDetails(
+    `Agent job ${progress.jobId}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}`,
+  );
+}
+
+/** Shows how the workflow ended. */
+export function showEnd(
+  progress: AgentJobProgress,
+  phase: 'completed' | 'archived' | 'failed' | 'cancelled',
+): void {
+  progress.phase = phase;
+  progress.nextPollAt = null;
+  const record = progress.lastRecord;
+  if (phase === 'cancelled') {
+    setCurrentDetails(
+      progress.jobId === null
+        ? 'Cancelled before the agent job was created: no create call succeeded.'
+        : `Cancelled. The agent job ${progress.jobId} goes on at the API.`,
+    );
+  } else if (phase === 'failed') {
+    setCurrentDetails(`Agent job ${record?.id} failed after ${progress.polls} polls`);
+  } else {
+    const pr = record?.prLink ? `: ${record.prLink}` : ' without a pull request';
+    setCurrentDetails(`Agent job ${record?.id} ${phase}${pr}`);
   }
 }

@@ -22,78 +22,44 @@ import {
   resolveInput,
   statusQuery,
   type AgentJobInput,
-  type AgentJobProgress,
   type AgentJobRecord,
   type AgentJobResult,
   type ResolvedInput,
 } from '../../contract.js';
 import { ProjectQuotaRequester } from '../quota-requester.js';
-import { AgentJobCalls, type CallsContext } from './calls.js';
-import { FailureStreak, type FailureStreakState } from './failure-streak.js';
+import { AgentJobCalls } from './calls.js';
 import { createKey, startFollowUpKey } from './keys.js';
 import { Messages } from './messages.js';
 import { invalidInput, timedOut, turnResult, unknownStatus } from './outcomes.js';
-import { PollSchedule } from './poll-schedule.js';
-import { PollWait } from './poll-wait.js';
-import { showAttached, showProject, showRecord } from './progress.js';
-import { Turn, type EndStatus, type TurnState } from './turn.js';
+import { showAttached, showEnd, showNextPoll, showProject, showRecord } from './progress.js';
+import { carryOver, startRun, type Continuation } from './run-state.js';
+import type { EndStatus } from './turn.js';
+
+export type { Continuation } from './run-state.js';
 
 /** Polls per run before continue-as-new: about 6 history events each (11 as regular activities). */
 export const POLLS_PER_RUN = 150;
-
-/** What a run carries into the next through continue-as-new. Callers never set it. */
-export interface Continuation {
-  jobId: string;
-  created: boolean;
-  deadlineMs: number;
-  progress: Pick<AgentJobProgress, 'polls' | 'lastRecord' | 'lastError'>;
-  turn: TurnState;
-  intervalMs: number;
-  streak: FailureStreakState;
-  pollRequested: boolean;
-  quotaUses: number;
-}
 
 /** Drives one agent job to its end. `carried` is set only by continue-as-new. */
 export async function agentJobWorkflow(
   input: AgentJobInput,
   carried?: Continuation,
 ): Promise<AgentJobResult> {
-  // Validate input: nothing is created from a bad one.
+  // Validate: nothing is created from a bad input.
   const resolved = validate(input);
   const { projectId } = resolved;
-
-  // State, by concern.
-  const progress: AgentJobProgress = {
-    phase: carried || resolved.jobId ? 'polling' : 'creating',
-    jobId: carried?.jobId ?? resolved.jobId ?? null,
-    lastRecord: carried?.progress.lastRecord ?? null,
-    polls: carried?.progress.polls ?? 0,
-    turns: carried?.turn.turns ?? 1,
-    nextPollAt: null,
-    lastError: carried?.progress.lastError ?? null,
-    queue: null,
-  };
-  const deadlineMs = carried?.deadlineMs ?? Date.now() + resolved.timeoutMs;
-  const created = carried?.created ?? !resolved.jobId;
-  const turn = new Turn(carried?.turn);
-  const schedule = new PollSchedule(resolved.poll, carried?.intervalMs);
-  const wait = new PollWait(carried?.pollRequested);
+  const run = startRun(resolved, carried);
+  const { progress, turn, schedule, wait } = run;
   const quota = new ProjectQuotaRequester(projectId, progress);
-  const api: CallsContext = {
+  const calls = new AgentJobCalls({
     projectId,
-    deadlineMs,
     localPolls: resolved.poll.localActivity,
-    progress,
-    streak: new FailureStreak(carried?.streak),
+    run,
     quota,
-    quotaUses: carried?.quotaUses ?? 0,
-    timedOut: (what) => deadline(what),
-  };
-  const calls = new AgentJobCalls(api);
-  const messages = new Messages({ projectId, progress, created, turn, schedule, wait, calls });
+    timedOut: deadline,
+  });
+  const messages = new Messages({ projectId, progress, created: run.created, turn, schedule, wait, calls });
 
-  // Handlers.
   setHandler(statusQuery, () => progress);
   setHandler(pollNowSignal, () => wait.request());
   messages.listen();
@@ -111,13 +77,16 @@ export async function agentJobWorkflow(
     let pollsThisRun = 0;
     let retryInMs: number | null = null;
     for (;;) {
-      if ((progress.polls > 0 || pollsThisRun > 0) && Date.now() >= deadlineMs) {
+      if ((progress.polls > 0 || pollsThisRun > 0) && Date.now() >= run.deadlineMs) {
         // A message on its way ends at the same deadline: let its error be the one named.
         await condition(() => !messages.sending);
         throw deadline('the agent job was still working');
       }
       if (messages.ready) wait.request();
-      await waitForPoll(retryInMs);
+      const waitMs = schedule.waitMs(Date.now(), run.deadlineMs, Math.random, retryInMs);
+      if (!wait.requested) showNextPoll(progress, waitMs);
+      await wait.for(waitMs, `wait ${Math.round(waitMs / 1000)}s before poll ${progress.polls + 1}`);
+      progress.nextPollAt = null;
       retryInMs = null;
       // Messages start only here, after a wait: the same point whichever task brought them.
       if (messages.sendNext()) continue;
@@ -132,7 +101,8 @@ export async function agentJobWorkflow(
         wait.request();
       } else {
         progress.polls++;
-        const ended = judge(read.value);
+        showRecord(progress, read.value, messages.sending);
+        const ended = endOf(read.value);
         if (ended !== null && !messages.pending) {
           await condition(allHandlersFinished);
           return finish(ended);
@@ -144,9 +114,8 @@ export async function agentJobWorkflow(
     }
   }
 
-  /** Records a read and decides whether it ends the turn. */
-  function judge(record: AgentJobRecord): EndStatus | null {
-    showRecord(progress, record, messages.sending);
+  /** The status that ends the turn, or null to poll on. */
+  function endOf(record: AgentJobRecord): EndStatus | null {
     const reading = turn.read(record, messages.sending);
     if (reading.kind === 'unknown-status') {
       log.warn('agent job in an undocumented status; polling on', {
@@ -158,50 +127,23 @@ export async function agentJobWorkflow(
     return reading.kind === 'ended' ? reading.status : null;
   }
 
-  async function waitForPoll(retryAfterFailureMs: number | null): Promise<void> {
-    const ms = schedule.waitMs(Date.now(), deadlineMs, Math.random, retryAfterFailureMs);
-    if (!wait.requested) {
-      progress.nextPollAt = new Date(Date.now() + ms).toISOString();
-      const status = progress.lastRecord?.status ?? 'unknown';
-      setCurrentDetails(
-        `Agent job ${progress.jobId}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}`,
-      );
-    }
-    await wait.for(ms, `wait ${Math.round(ms / 1000)}s before poll ${progress.polls + 1}`);
-    progress.nextPollAt = null;
-  }
-
   async function continueAsNewNow(): Promise<never> {
     await condition(allHandlersFinished);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
-    if (Date.now() >= deadlineMs) throw deadline('the agent job was still working');
+    if (Date.now() >= run.deadlineMs) throw deadline('the agent job was still working');
     log.info('continuing as new to keep the history bounded', { polls: progress.polls });
-    return continueAsNew<typeof agentJobWorkflow>(input, {
-      jobId: progress.jobId as string,
-      created,
-      deadlineMs,
-      progress: { polls: progress.polls, lastRecord: progress.lastRecord, lastError: progress.lastError },
-      turn: turn.state,
-      intervalMs: schedule.intervalMs,
-      streak: api.streak.state,
-      pollRequested: wait.requested,
-      quotaUses: api.quotaUses,
-    });
+    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run));
   }
 
   function finish(status: EndStatus): AgentJobResult {
-    const record = progress.lastRecord as AgentJobRecord;
     metricMeter
       .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
       .add(1, { status });
-    progress.phase = status;
-    const pr = record.prLink ? `: ${record.prLink}` : ' without a pull request';
-    const outcome = status === 'failed' ? ` after ${progress.polls} polls` : pr;
-    setCurrentDetails(`Agent job ${record.id} ${status}${outcome}`);
-    return turnResult({ projectId, progress, created }, record);
+    showEnd(progress, status);
+    return turnResult({ projectId, progress, created: run.created }, progress.lastRecord as AgentJobRecord);
   }
 
-  // Create or attach, poll until done, with the follow-ups on the way; return.
+  // Create or attach, then poll until done with the follow-ups on the way.
   try {
     showProject(projectId);
     if (progress.jobId === null) {
@@ -221,15 +163,7 @@ export async function agentJobWorkflow(
     const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
-    if (isCancellation(err)) {
-      progress.phase = 'cancelled';
-      progress.nextPollAt = null;
-      setCurrentDetails(
-        progress.jobId === null
-          ? 'Cancelled before the agent job was created: no create call succeeded.'
-          : `Cancelled. The agent job ${progress.jobId} goes on at the API.`,
-      );
-    }
+    if (isCancellation(err)) showEnd(progress, 'cancelled');
     throw err;
   } finally {
     // The quota's spent and release signals must leave before the run closes, or the server drops them.

@@ -1,0 +1,77 @@
+/**
+ * The state of one workflow run, grouped by concern, and what it carries into the next run
+ * through continue-as-new. Workflow code (it reads the workflow clock).
+ */
+import type { AgentJobProgress, ResolvedInput } from '../../contract.js';
+import { FailureStreak, type FailureStreakState } from './failure-streak.js';
+import { PollSchedule } from './poll-schedule.js';
+import { PollWait } from './poll-wait.js';
+import { Turn, type TurnState } from './turn.js';
+
+/** What a run carries into the next through continue-as-new. Callers never set it. */
+export interface Continuation {
+  jobId: string;
+  created: boolean;
+  deadlineMs: number;
+  progress: Pick<AgentJobProgress, 'polls' | 'lastRecord' | 'lastError'>;
+  turn: TurnState;
+  intervalMs: number;
+  streak: FailureStreakState;
+  pollRequested: boolean;
+  quotaUses: number;
+}
+
+/** One run's state. */
+export interface RunState {
+  /** What the `status` query answers. */
+  progress: AgentJobProgress;
+  /** Absolute deadline, epoch ms, fixed by the first run. */
+  deadlineMs: number;
+  /** This workflow created the agent job (false when it attached through `jobId`). */
+  created: boolean;
+  turn: Turn;
+  schedule: PollSchedule;
+  wait: PollWait;
+  streak: FailureStreak;
+  /** Quota uses asked for across runs, so no request name repeats. */
+  quotaUses: number;
+}
+
+/** The state of a first run, or of a run continued from `carried`. */
+export function startRun(resolved: ResolvedInput, carried: Continuation | undefined): RunState {
+  return {
+    progress: {
+      phase: carried || resolved.jobId ? 'polling' : 'creating',
+      jobId: carried?.jobId ?? resolved.jobId ?? null,
+      lastRecord: carried?.progress.lastRecord ?? null,
+      polls: carried?.progress.polls ?? 0,
+      turns: carried?.turn.turns ?? 1,
+      nextPollAt: null,
+      lastError: carried?.progress.lastError ?? null,
+      queue: null,
+    },
+    deadlineMs: carried?.deadlineMs ?? Date.now() + resolved.timeoutMs,
+    created: carried?.created ?? !resolved.jobId,
+    turn: new Turn(carried?.turn),
+    schedule: new PollSchedule(resolved.poll, carried?.intervalMs),
+    wait: new PollWait(carried?.pollRequested),
+    streak: new FailureStreak(carried?.streak),
+    quotaUses: carried?.quotaUses ?? 0,
+  };
+}
+
+/** What `run` carries into the next run. */
+export function carryOver(run: RunState): Continuation {
+  const { progress } = run;
+  return {
+    jobId: progress.jobId as string,
+    created: run.created,
+    deadlineMs: run.deadlineMs,
+    progress: { polls: progress.polls, lastRecord: progress.lastRecord, lastError: progress.lastError },
+    turn: run.turn.state,
+    intervalMs: run.schedule.intervalMs,
+    streak: run.streak.state,
+    pollRequested: run.wait.requested,
+    quotaUses: run.quotaUses,
+  };
+}
