@@ -50,11 +50,14 @@ async function nodeTest(files: string[], env: NodeJS.ProcessEnv = process.env): 
 
 async function main(): Promise<number> {
   const root = new URL('..', import.meta.url).pathname;
-  const filter = process.argv.slice(2);
+  // `--unit`: the unit layer only; `--no-unit`: skip it (npm test runs it before typecheck and lint).
+  const args = process.argv.slice(2);
+  const layers = { unit: !args.includes('--no-unit'), server: !args.includes('--unit') };
+  const filter = args.filter((arg) => !arg.startsWith('--'));
   const all = testFiles(join(root, 'test')).filter(
     (file) => filter.length === 0 || filter.some((f) => file.includes(f)),
   );
-  const units = all.filter(isUnit);
+  const units = layers.unit ? all.filter(isUnit) : [];
   if (units.length > 0) {
     const started = Date.now();
     process.stderr.write(`[test] unit layer: ${units.length} files, no server\n`);
@@ -62,7 +65,7 @@ async function main(): Promise<number> {
     process.stderr.write(`[test] unit layer done in ${Date.now() - started}ms\n`);
     if (code !== 0) return code;
   }
-  const files = all.filter((file) => !isUnit(file));
+  const files = layers.server ? all.filter((file) => !isUnit(file)) : [];
   if (files.length === 0) return 0;
   const scratch = mkdtempSync(join(tmpdir(), 'agent-job-test-'));
   const server = await startDevServer();
