@@ -10,7 +10,7 @@
 import { activityInfo, cancellationSignal, heartbeat, log, metricMeter } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, type RetryPolicy } from '@temporalio/common';
 import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
-import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
+import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
@@ -68,6 +68,20 @@ export const LOCAL_RETRY_LIMIT_MS = 5_000;
 /** How often a create in flight reports to the server, so a cancellation reaches it. */
 const CREATE_HEARTBEAT_MS = 1_000;
 
+/**
+ * Reads of the job after a follow-up message whose 2xx answer was not a record: the message took
+ * effect, so the activity must end without being retried (a retry sends the message again). A read
+ * right after works almost always; three, 1 s and 2 s apart, ride out a blip.
+ */
+const READS_AFTER_ANSWER = 3;
+
+/**
+ * The time those reads may take, at most: with the message call itself (the HTTP client gives up
+ * within about 55 s) it stays inside the message activity's 75 s start-to-close timeout, so that
+ * timeout never retries a message that was applied.
+ */
+const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
+
 /** Builds the activities around an API client. */
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
@@ -96,12 +110,83 @@ export function createActivities(deps: ActivityDeps) {
         idempotencyKey: input.idempotencyKey,
       });
     } catch (err) {
+      // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
+      const created = err instanceof AgentApiError ? createdDespiteAnswer(err) : null;
+      if (created !== null) return created;
       if (cancelled.aborted) throw cancelled.reason;
       if (!(err instanceof AgentApiError)) throw err;
       throw toFailure(err, 'createJob');
     } finally {
       clearInterval(beat);
     }
+  }
+
+  /**
+   * A create answered 2xx whose body was not a record but named the job: the job exists, and the
+   * workflow goes on with its ID. The record kept until the first poll holds what is known: that
+   * ID, and the status the API documents for a new job.
+   */
+  function createdDespiteAnswer(err: AgentApiError): AgentJobRecord | null {
+    if (err.type !== ApiFailureType.UnreadableAnswer || err.jobId === null) return null;
+    countUnreadableAnswer('createJob');
+    log.warn('agent job created, but the answer was not a record; going on with the job ID it names', {
+      jobId: err.jobId,
+      status: err.status,
+      problem: err.message,
+    });
+    return { id: err.jobId, status: 'active', prLink: null };
+  }
+
+  /**
+   * A follow-up message answered 2xx whose body was not a record: the new turn started. The job is
+   * read instead, a few times within the activity's time (a retry of the activity would send the
+   * message again); the record read may still be the previous turn's, which the workflow handles
+   * as it does a message answered with one. When no read works, a final `UnreadableAnswer`.
+   */
+  async function readAfterAnswer(
+    input: SendAgentJobMessageInput,
+    answer: AgentApiError,
+    cancelled: AbortSignal,
+  ): Promise<AgentJobRecord> {
+    countUnreadableAnswer('sendMessage');
+    const info = activityInfo();
+    // 5 s kept for the answer to reach the server before the attempt's timeout.
+    const budgetMs = Math.min(READS_AFTER_ANSWER_BUDGET_MS, timeLeftMs(info) - 5_000);
+    const budget = AbortSignal.timeout(Math.max(0, Math.floor(budgetMs)));
+    const signal = AbortSignal.any([cancelled, budget]);
+    let last: unknown = null;
+    for (let read = 1; read <= READS_AFTER_ANSWER && !signal.aborted; read++) {
+      try {
+        const record = await deps.api.getJob(input.projectId, input.jobId, { signal });
+        log.warn('follow-up message applied, but the answer was not a record; read the agent job instead', {
+          jobId: input.jobId,
+          problem: answer.message,
+        });
+        return record;
+      } catch (err) {
+        if (cancelled.aborted) throw cancelled.reason;
+        last = err;
+      }
+      if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
+    }
+    if (cancelled.aborted) throw cancelled.reason;
+    const why = last instanceof Error ? last.message : 'no time was left to read it';
+    throw apiFailure(answer, {
+      type: FailureType.UnreadableAnswer,
+      message: `${answer.message}. Reading the agent job afterwards failed too (${why}): follow the job with { projectId, jobId: ${JSON.stringify(input.jobId)} } rather than sending the message again.`,
+      nonRetryable: true,
+      details: [{ status: answer.status, retryAfterMs: null, attempt: info.attempt, final: true }],
+    });
+  }
+
+  function countUnreadableAnswer(operation: ApiOperation): void {
+    metricMeter
+      .createCounter(
+        'agent_job_unreadable_answers',
+        'calls',
+        'Creates and messages answered 2xx with a body that is not a record',
+      )
+      .add(1, { operation });
   }
 
   function toFailure(err: AgentApiError, operation: ApiOperation): ApplicationFailure {
@@ -192,12 +277,18 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
-      const record = await call('sendMessage', (signal) =>
-        deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
+      const cancelled = cancellationSignal();
+      let record: AgentJobRecord;
+      try {
+        record = await deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
           idempotencyKey: input.idempotencyKey,
-          signal,
-        }),
-      );
+          signal: cancelled,
+        });
+      } catch (err) {
+        if (!(err instanceof AgentApiError)) throw err;
+        if (err.type !== ApiFailureType.UnreadableAnswer) throw toFailure(err, 'sendMessage');
+        record = await readAfterAnswer(input, err, cancelled);
+      }
       log.info('follow-up message sent', {
         projectId: input.projectId,
         jobId: input.jobId,
@@ -243,6 +334,27 @@ function backoffOf(policy: RetryPolicy | undefined): Backoff {
     backoffCoefficient,
     maximumIntervalMs: msOptionalToNumber(policy.maximumInterval) ?? initialIntervalMs * 100,
   };
+}
+
+/** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
+/** Time left before this attempt's start-to-close timeout or the schedule-to-close one, whichever is first. */
+function timeLeftMs(info: ReturnType<typeof activityInfo>): number {
+  const attemptLeft = info.startToCloseTimeoutMs
+    ? info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs - Date.now()
+    : Number.POSITIVE_INFINITY;
+  return Math.min(attemptLeft, remainingMs(info));
 }
 
 /** Time left before the activity's schedule-to-close timeout (the workflow's deadline). */

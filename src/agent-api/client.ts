@@ -8,7 +8,7 @@ import { staticApiKey, type ApiKeySource } from './api-key.js';
 import { ApiFailureType, type AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
 import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
-import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
+import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 
 /** How to reach the API. */
@@ -187,7 +187,9 @@ export class AgentApiClient {
         body = await readCapped(response.body);
       } catch (err) {
         // The server answered success, so the request was applied whatever happened to the body.
-        throw this.#networkFailure(call, err, true);
+        const failure = this.#networkFailure(call, err, true);
+        if (call.method !== 'POST' || !(failure instanceof AgentApiError)) throw failure;
+        throw this.#unreadable(call, statusCode, 'a body that could not be read to its end', '', failure);
       }
       if (body.overCap) {
         throw this.#unexpected(
@@ -294,9 +296,11 @@ export class AgentApiClient {
     }
   }
 
+  /** A 2xx whose body is not a record: retryable for a get, {@link #unreadable} for a create or message. */
   #unexpected(call: Call, status: number, what: string, text: string, err: unknown): AgentApiError {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
+    if (call.method === 'POST') return this.#unreadable(call, status, what, text, cause);
     return new AgentApiError({
       type: ApiFailureType.UnexpectedResponse,
       operation: call.operation,
@@ -305,6 +309,35 @@ export class AgentApiClient {
       // A 2xx means the server took the request; only the body got lost.
       requestMayHaveTakenEffect: true,
       message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.#excerpt(text))}`,
+      cause: cause ?? undefined,
+    });
+  }
+
+  /**
+   * A create or follow-up message answered 2xx with a body that is not a record. The request took
+   * effect, and the API documents no idempotency key: it must not be sent again. The failure names
+   * the agent job when the call or the answer does, so the caller can go on with it.
+   */
+  #unreadable(call: Call, status: number, what: string, text: string, cause: unknown): AgentApiError {
+    const jobId = call.jobId ?? readableJobId(text);
+    const project = quote(call.projectId);
+    let effect: string;
+    if (call.operation === 'sendMessage') {
+      effect = `the follow-up message to agent job ${quote(jobId ?? '')} was applied, and was not sent again (a second message would start a second turn)`;
+    } else if (jobId === null) {
+      effect = `the agent job was created, but the answer names no job ID. The create was not sent again (the API documents no idempotency key, so a second create could make a second agent job): find the new job in project ${project} and pass its ID as jobId to follow it`;
+    } else {
+      effect = `agent job ${quote(jobId)} was created, and the create was not sent again (the API documents no idempotency key, so a second create could make a second agent job)`;
+    }
+    const excerpt = text === '' ? '' : `: ${JSON.stringify(this.#excerpt(text))}`;
+    return new AgentApiError({
+      type: ApiFailureType.UnreadableAnswer,
+      operation: call.operation,
+      status,
+      retryAfterMs: null,
+      requestMayHaveTakenEffect: true,
+      jobId,
+      message: `${describe(call)} got HTTP ${status} with ${what}; ${effect}${excerpt}`,
       cause: cause ?? undefined,
     });
   }
@@ -386,9 +419,13 @@ function argumentProblem(call: Call): string | null {
   return null;
 }
 
+/** An ID quoted for a message, cut to {@link ID_LENGTH} characters. */
+function quote(id: string): string {
+  return JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
+}
+
 /** `createJob (project "p", job "j")`: what and on what, for the start of every message. */
 function describe(call: Call): string {
-  const quote = (id: string) => JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
   const job = call.jobId === null ? '' : `, job ${quote(call.jobId)}`;
   return `${call.operation} (project ${quote(call.projectId)}${job})`;
 }

@@ -16,6 +16,8 @@ const FINAL_TYPES: ReadonlySet<ApiFailureType> = new Set([
   ApiFailureType.InvalidRequest,
   ApiFailureType.Unauthorized,
   ApiFailureType.ProjectNotFound,
+  // The request took effect: sending it again could make a second agent job or turn.
+  ApiFailureType.UnreadableAnswer,
 ]);
 
 /** What {@link AgentApiError} is built from. */
@@ -25,6 +27,8 @@ export interface AgentApiErrorInit {
   status: number | null;
   retryAfterMs: number | null;
   requestMayHaveTakenEffect: boolean;
+  /** See {@link AgentApiError.jobId}. */
+  jobId?: string | null;
   message: string;
   cause?: unknown;
 }
@@ -41,7 +45,7 @@ export class AgentApiError extends Error {
   readonly operation: ApiOperation;
   /** The HTTP status, or null when no response arrived. */
   readonly status: number | null;
-  /** False for InvalidRequest, Unauthorized and ProjectNotFound; true otherwise. */
+  /** False for InvalidRequest, Unauthorized, ProjectNotFound and UnreadableAnswer; true otherwise. */
   readonly retryable: boolean;
   /** The server's `Retry-After` (on 429 and 503) in ms, or null. */
   readonly retryAfterMs: number | null;
@@ -50,6 +54,11 @@ export class AgentApiError extends Error {
    * server refused it); true when it may have (a create that may have created an agent job).
    */
   readonly requestMayHaveTakenEffect: boolean;
+  /**
+   * For `UnreadableAnswer`: the agent job the request took effect on, the message's job or the ID
+   * read from a create's answer; null when none can be named, and for every other type.
+   */
+  readonly jobId: string | null;
 
   constructor(init: AgentApiErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
@@ -60,6 +69,7 @@ export class AgentApiError extends Error {
     this.retryable = !FINAL_TYPES.has(init.type);
     this.retryAfterMs = init.retryAfterMs;
     this.requestMayHaveTakenEffect = init.requestMayHaveTakenEffect;
+    this.jobId = init.jobId ?? null;
   }
 }
 

@@ -20,6 +20,7 @@ export {
   agentJobRecordSchema,
   InvalidAgentJobRecordError,
   parseAgentJobRecord,
+  readableJobId,
   RECORD_BUDGET_BYTES,
 } from './record.js';
 export {
@@ -34,6 +35,7 @@ export {
   AGENT_JOB_STATUSES,
   ApiFailureType,
   isTerminalStatus,
+  MAX_JOB_ID_BYTES,
   TERMINAL_STATUSES,
   type AgentJobRecord,
   type AgentJobStatus,

@@ -3,29 +3,50 @@
  * rest of the project can trust the shape of what it stores in workflow history.
  */
 import { z } from 'zod';
-import type { AgentJobRecord } from './types.js';
+import { MAX_JOB_ID_BYTES, type AgentJobRecord } from './types.js';
 
 /**
  * A field the API documents as optional. `null` is read as absent: a server that sends `"model": null`
- * has told us nothing, and failing every call over it would stop every workflow.
+ * has told us nothing. A value of the wrong type (or over its length bound) is dropped the same way:
+ * the field is optional, the workflow decides nothing from it, and failing every call over it would
+ * stop every workflow when the service's record drifts.
  */
 function optional<T extends z.ZodType>(schema: T) {
-  return schema.nullish().transform((value) => value ?? undefined);
+  return schema
+    .nullish()
+    .transform((value) => value ?? undefined)
+    .catch(undefined);
 }
 
-/** The `source` object: both fields optional, unknown fields kept. */
+/** The `source` object: both fields optional, unknown fields kept; anything but an object is dropped. */
 const sourceSchema = z.looseObject({
-  repository: optional(z.string()),
-  ref: optional(z.string()),
+  repository: optional(z.string().max(1_000)),
+  ref: optional(z.string().max(1_000)),
 });
+
+/**
+ * An agent job ID the project can use: a path segment other than `.` and `..` (URL parsing would
+ * turn those into another path), well-formed Unicode, at most {@link MAX_JOB_ID_BYTES} bytes.
+ */
+const jobIdSchema = z
+  .string()
+  .min(1)
+  .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
+  // With the `u` flag a surrogate pair is one code point: only a lone surrogate is `Cs`.
+  .refine((id) => !/\p{Cs}/u.test(id), 'must be well-formed Unicode (no lone surrogate)')
+  .refine(
+    (id) => new TextEncoder().encode(id).length <= MAX_JOB_ID_BYTES,
+    `must be at most ${MAX_JOB_ID_BYTES} UTF-8 bytes`,
+  );
 
 /**
  * Schema of one agent job record. `status` is any non-empty string: the live service may add values
  * and the workflow, not the client, decides what an undocumented one means. Unknown fields are kept.
+ * `id`, `status` and `prLink` are what the workflow decides from: they must be right, or the body
+ * is not a record.
  */
 export const agentJobRecordSchema = z.looseObject({
-  // Lengths far above any real value: a record goes into workflow history, so no field may be huge.
-  id: z.string().min(1).max(1_000),
+  id: jobIdSchema,
   status: z.string().min(1).max(100),
   // A missing prLink means "no pull request yet", the same as null.
   prLink: z
@@ -34,10 +55,11 @@ export const agentJobRecordSchema = z.looseObject({
     .nullish()
     .transform((value) => value ?? null),
   source: optional(sourceSchema),
+  // Lengths far above any real value: a record goes into workflow history, so no field may be huge.
   model: optional(z.string().max(1_000)),
   createdAt: optional(z.string().max(100)),
   // archivedAt keeps null: the API documents it as "date-time or null".
-  archivedAt: z.string().max(100).nullable().optional(),
+  archivedAt: z.string().max(100).nullable().optional().catch(undefined),
 });
 
 /**
@@ -66,12 +88,54 @@ export class InvalidAgentJobRecordError extends Error {
  */
 export function parseAgentJobRecord(body: unknown): AgentJobRecord {
   const result = agentJobRecordSchema.safeParse(body);
-  if (result.success) return withinBudget(result.data);
+  if (result.success) return withinBudget(withoutDropped(result.data));
   const problems = result.error.issues
     .slice(0, 3)
     .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
     .join('; ');
   throw new InvalidAgentJobRecordError(problems);
+}
+
+/**
+ * Reads the agent job ID from the body of an answer that is not a record: the `id` of a JSON object
+ * whatever its other fields, or of a body cut short when `id` is its first field. Null when no ID
+ * can be read for sure (an HTML page, an `id` nested deeper or cut itself).
+ */
+export function readableJobId(text: string): string | null {
+  const json = parsedOrNull(text) ?? { id: parsedOrNull(leadingId(text) ?? '') };
+  if (typeof json !== 'object' || Array.isArray(json)) return null;
+  const id = jobIdSchema.safeParse((json as { id?: unknown }).id);
+  return id.success ? id.data : null;
+}
+
+/**
+ * The JSON string literal of `id` when it is the first field of the text (a body cut short keeps
+ * its start): `{"id":"job_1","stat` gives `"job_1"`.
+ */
+function leadingId(text: string): string | null {
+  return /^\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text)?.[1] ?? null;
+}
+
+/** `text` as JSON, or null when it is not JSON (or is JSON `null`). */
+function parsedOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    // Not JSON: the caller has nothing to read from it.
+    return null;
+  }
+}
+
+/** The record without the optional fields whose value was dropped (left undefined by the schema). */
+function withoutDropped(record: AgentJobRecord): AgentJobRecord {
+  const kept: AgentJobRecord = { ...record };
+  for (const field of DOCUMENTED_FIELDS) if (kept[field] === undefined) delete kept[field];
+  if (kept.source) {
+    const source = { ...kept.source };
+    for (const field of ['repository', 'ref']) if (source[field] === undefined) delete source[field];
+    kept.source = source;
+  }
+  return kept;
 }
 
 /**

@@ -24,10 +24,22 @@ export const ApiFailureType = {
   RequestTimeout: 'RequestTimeout',
   /** A body that is not JSON or not an agent job record (a proxy's error page, say); bounded retries. */
   UnexpectedResponse: 'UnexpectedResponse',
+  /**
+   * A create or follow-up message answered 2xx, so it took effect, but its body cannot be read as
+   * a record. Final: it is never sent again (the API documents no idempotency key). The message
+   * names the agent job when the answer or the call does.
+   */
+  UnreadableAnswer: 'UnreadableAnswer',
 } as const;
 
 /** One of the {@link ApiFailureType} names. */
 export type ApiFailureType = (typeof ApiFailureType)[keyof typeof ApiFailureType];
+
+/**
+ * Longest agent job ID accepted, in UTF-8 bytes: far above any real one (`job_` and 32 hex
+ * digits), and within Temporal's 2 KiB limit on a search attribute value (`AgentJobId`).
+ */
+export const MAX_JOB_ID_BYTES = 1_000;
 
 /** The statuses the API documents. */
 export const AGENT_JOB_STATUSES = ['active', 'completed', 'archived', 'failed'] as const;

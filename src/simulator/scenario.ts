@@ -57,7 +57,13 @@ export type FaultAction =
    * Process the request at once (a get reads the record as it is now) and answer this many ms
    * later: a slow answer, during which the job may move on.
    */
-  | { kind: 'slow'; ms: number };
+  | { kind: 'slow'; ms: number }
+  /**
+   * Process the request and answer its real record with the fields of `set` replaced (or added)
+   * and those of `remove` left out: a record that drifted from the documentation (a wrong-typed
+   * field, a missing one), with the request applied all the same.
+   */
+  | { kind: 'altered'; set?: Record<string, unknown>; remove?: string[] };
 
 /** One fault rule: which requests, and what happens to them. */
 export type FaultRule = FaultMatch & FaultAction;
@@ -143,6 +149,12 @@ const ruleSchema = z.discriminatedUnion('kind', [
   }),
   z.strictObject({ ...matchShape, kind: z.literal('reset-after-store') }),
   z.strictObject({ ...matchShape, kind: z.literal('slow'), ms: z.number().int().min(1).max(600_000) }),
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('altered'),
+    set: z.record(z.string(), z.unknown()).optional(),
+    remove: z.array(z.string()).optional(),
+  }),
   z.strictObject({
     ...matchShape,
     kind: z.literal('oversized'),

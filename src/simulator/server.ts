@@ -336,6 +336,10 @@ class Simulator {
       this.#send(res, exchange, scenario.latencyMs, { ...reply, body: pad(reply.body, fault.bytes) });
       return;
     }
+    if (fault?.kind === 'altered' && reply.status < 300) {
+      this.#send(res, exchange, scenario.latencyMs, { ...reply, body: alter(reply.body, fault) });
+      return;
+    }
     if (fault?.kind === 'truncated') {
       this.#send(res, exchange, scenario.latencyMs, { ...reply, status: 200, body: truncate(reply.body) });
       return;
@@ -375,9 +379,10 @@ class Simulator {
       case 'reset-after-store':
         this.#bump(this.#perStatus, 'reset');
         return null;
+      case 'altered':
       case 'oversized':
       case 'slow':
-        // Handled as usual; the padding or the delay goes onto the real reply.
+        // Handled as usual; the change, the padding or the delay goes onto the real reply.
         return null;
     }
   }
@@ -579,6 +584,13 @@ function retryAfter(fault: FaultRule & { kind: 'status' }): Record<string, strin
 function pad(body: string, bytes: number): string {
   const record = JSON.parse(body) as Record<string, unknown>;
   return JSON.stringify({ ...record, padding: 'x'.repeat(bytes) });
+}
+
+/** A JSON record with the fields of `set` replaced and those of `remove` left out. */
+function alter(body: string, fault: FaultRule & { kind: 'altered' }): string {
+  const record = { ...(JSON.parse(body) as Record<string, unknown>), ...fault.set };
+  for (const field of fault.remove ?? []) delete record[field];
+  return JSON.stringify(record);
 }
 
 /** The first half of a JSON text: what a client sees when a proxy cuts a response short. */

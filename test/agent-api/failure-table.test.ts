@@ -445,11 +445,11 @@ describe('network rows', () => {
 });
 
 describe('body rows', () => {
-  test('HTML with 200: UnexpectedResponse with an excerpt, ambiguous', async () => {
+  test('HTML with 200 on a get: UnexpectedResponse with an excerpt, retried (a get changes nothing)', async () => {
     const projectId = project({
-      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'html', status: 200 }] },
+      faults: { rules: [{ endpoint: 'get', first: 1, kind: 'html', status: 200 }] },
     });
-    const err = await expectFailure(createIn(projectId), {
+    const err = await expectFailure(client.getJob(projectId, 'job-1'), {
       type: FailureType.UnexpectedResponse,
       retryable: true,
       requestMayHaveTakenEffect: true,
@@ -457,6 +457,63 @@ describe('body rows', () => {
     });
     assert.match(err.message, /not JSON/);
     assert.match(err.message, /<html><head><title>200 OK/);
+  });
+
+  test('HTML with 200 on a create: UnreadableAnswer, final, no job to name', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'html', status: 200 }] },
+    });
+    const err = await expectFailure(createIn(projectId), {
+      type: FailureType.UnreadableAnswer,
+      retryable: false,
+      requestMayHaveTakenEffect: true,
+      status: 200,
+    });
+    assert.equal(err.jobId, null);
+    assert.match(err.message, /not JSON/);
+    assert.match(err.message, /not sent again/);
+  });
+
+  test('truncated JSON with 200 on a create: UnreadableAnswer naming the job its start names', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'truncated', status: 200 }] },
+    });
+    const err = await expectFailure(createIn(projectId), {
+      type: FailureType.UnreadableAnswer,
+      retryable: false,
+      requestMayHaveTakenEffect: true,
+      status: 200,
+    });
+    const stored = sim.stats().jobs.find((job) => job.projectId === projectId);
+    assert.ok(stored, 'the create was applied');
+    assert.equal(err.jobId, stored.id);
+    assert.ok(err.message.includes(stored.id), err.message);
+  });
+
+  test('a message answered 200 with a record without status: UnreadableAnswer naming the job', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'message', first: 1, kind: 'altered', remove: ['status'] }] },
+    });
+    const jobId = await newJob(projectId);
+    const err = await expectFailure(client.sendMessage(projectId, jobId, 'And examples'), {
+      type: FailureType.UnreadableAnswer,
+      retryable: false,
+      requestMayHaveTakenEffect: true,
+      status: 200,
+    });
+    assert.equal(err.jobId, jobId);
+    assert.equal(sim.stats().jobs.find((job) => job.id === jobId)?.turns, 2, 'the message was applied');
+  });
+
+  test('a create answered with drift in optional fields is a success', async () => {
+    const projectId = project({
+      faults: {
+        rules: [{ endpoint: 'create', first: 1, kind: 'altered', set: { model: 7, region: 'eu' } }],
+      },
+    });
+    const record = await createIn(projectId);
+    assert.equal(record.model, undefined);
+    assert.equal(record.region, 'eu');
   });
 
   test('HTML with 502: ServiceUnavailable, the page excerpted', async () => {

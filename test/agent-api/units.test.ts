@@ -91,12 +91,17 @@ describe('parseAgentJobRecord', () => {
       { id: 'j', status: 'completed', prLink: 'github.com/org/docs/pull/1' },
       { id: 'j', status: 'completed', prLink: 'ftp://example.com/x' },
       { id: 'j', status: 'completed', prLink: 42 },
-      { id: 'j', status: 'active', archivedAt: 5 },
     ];
     for (const body of bad) {
       assert.throws(() => parseAgentJobRecord(body), InvalidAgentJobRecordError, JSON.stringify(body));
     }
     assert.throws(() => parseAgentJobRecord({ id: 'j', status: 'x', prLink: 'nope' }), /prLink/);
+    // An optional field of the wrong type is drift, not a reason to refuse the record.
+    assert.deepEqual(parseAgentJobRecord({ id: 'j', status: 'active', archivedAt: 5 }), {
+      id: 'j',
+      status: 'active',
+      prLink: null,
+    });
   });
 
   test('unknown fields are kept within the record budget; past it the largest go first', () => {
@@ -188,6 +193,7 @@ describe('failure tables', () => {
     assert.equal(make(FailureType.ProjectNotFound).retryable, false);
     assert.equal(make(FailureType.JobNotFound).retryable, true);
     assert.equal(make(FailureType.UnexpectedResponse).retryable, true);
+    assert.equal(make(FailureType.UnreadableAnswer).retryable, false);
     assert.equal(make(FailureType.InvalidRequest).name, 'AgentApiError');
   });
 });

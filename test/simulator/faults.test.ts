@@ -187,3 +187,16 @@ test('oversized: a real record padded with an unknown field; slow: processed now
   assert.equal(read.status, 200);
   assert.ok(Date.now() - started >= 650, `answered after ${Date.now() - started} ms`);
 });
+
+test('altered: processed, and answered with fields of the real record replaced or left out', async () => {
+  const projectId = projectWith([
+    { endpoint: 'create', first: 1, kind: 'altered', set: { status: 12, region: 'eu' }, remove: ['model'] },
+  ]);
+  const created = await call(sim, 'POST', jobsPath(projectId), { key: KEY, body: promptBody('x') });
+  assert.equal(created.status, 201);
+  const record = created.json as Record<string, unknown>;
+  assert.equal(record.status, 12);
+  assert.equal(record.region, 'eu');
+  assert.ok(!('model' in record));
+  assert.equal(sim.stats().jobsPerProject[projectId], 1, 'the create was applied');
+});

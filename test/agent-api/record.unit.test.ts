@@ -1,0 +1,89 @@
+/**
+ * The agent job record as the client reads it: drift in optional fields is tolerated (an unknown
+ * field kept, a wrong-typed optional field dropped), a body that is not a record is not. No server.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from '../../src/agent-api/index.js';
+
+const base = { id: 'job_1', status: 'active', prLink: null };
+
+describe('record drift', () => {
+  test('a wrong-typed optional field is dropped; the rest of the record stays', () => {
+    const record = parseAgentJobRecord({
+      ...base,
+      model: 42,
+      createdAt: { at: 'now' },
+      archivedAt: 7,
+      source: { repository: 'org/docs', ref: 12, mirror: 'kept' },
+      region: 'eu-west-1',
+    });
+    assert.equal(record.id, 'job_1');
+    assert.equal(record.status, 'active');
+    assert.equal(record.model, undefined);
+    assert.equal(record.createdAt, undefined);
+    assert.equal(record.archivedAt, undefined);
+    assert.deepEqual(record.source, { repository: 'org/docs', mirror: 'kept' });
+    assert.equal(record.region, 'eu-west-1', 'an unknown field is kept');
+    assert.ok(!('model' in JSON.parse(JSON.stringify(record))), 'nothing of the dropped field is stored');
+  });
+
+  test('a source that is not an object is dropped', () => {
+    const record = parseAgentJobRecord({ ...base, source: 'org/docs' });
+    assert.equal(record.source, undefined);
+  });
+
+  test('an over-long optional string is dropped rather than failing the record', () => {
+    const record = parseAgentJobRecord({ ...base, model: 'm'.repeat(5_000) });
+    assert.equal(record.model, undefined);
+  });
+
+  test('a record without id or status, or with a prLink that is not a URL, is still refused', () => {
+    for (const body of [
+      { status: 'active', prLink: null },
+      { id: 'job_1', prLink: null },
+      { id: 'job_1', status: 7, prLink: null },
+      { ...base, prLink: 'not a url' },
+      { ...base, prLink: 42 },
+      'a string',
+      [base],
+    ]) {
+      assert.throws(() => parseAgentJobRecord(body), InvalidAgentJobRecordError, JSON.stringify(body));
+    }
+  });
+
+  test('an id that is not well-formed Unicode, or over 1,000 UTF-8 bytes, is refused', () => {
+    assert.throws(() => parseAgentJobRecord({ ...base, id: 'job_\ud800' }), InvalidAgentJobRecordError);
+    assert.throws(
+      () => parseAgentJobRecord({ ...base, id: '\u4e00'.repeat(400) }),
+      InvalidAgentJobRecordError,
+    );
+    assert.equal(parseAgentJobRecord({ ...base, id: '\u4e00'.repeat(300) }).id.length, 300);
+  });
+});
+
+describe('the job ID of an answer that is not a record', () => {
+  test('a JSON object with a usable id, whatever else is wrong', () => {
+    assert.equal(readableJobId(JSON.stringify({ id: 'job_7', status: 12 })), 'job_7');
+  });
+
+  test('the start of a cut JSON body, when the id comes first', () => {
+    const body = JSON.stringify({ id: 'job_\u00e9"8', status: 'active', prLink: null });
+    assert.equal(readableJobId(body.slice(0, 25)), 'job_\u00e9"8');
+  });
+
+  test('nothing when no id can be read for sure', () => {
+    for (const text of [
+      '<html><body>200 OK</body></html>',
+      '{"status":"active","id":"job_9"',
+      '{"source":{"id":"job_9"}}',
+      '{"id":"job_9',
+      '{"id":42}',
+      '{"id":""}',
+      '{"id":".."}',
+      '',
+    ]) {
+      assert.equal(readableJobId(text), null, text);
+    }
+  });
+});
