@@ -8,12 +8,19 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { ApiFailureType, type AgentJobRecord, type AgentJobStatus } from './agent-api/types.js';
+import {
+  ApiFailureType,
+  MAX_JOB_ID_BYTES,
+  type AgentJobRecord,
+  type AgentJobStatus,
+} from './agent-api/types.js';
+import { fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from './ids.js';
 
 export {
   AGENT_JOB_STATUSES,
   ApiFailureType,
   isTerminalStatus,
+  MAX_JOB_ID_BYTES,
   TERMINAL_STATUSES,
   type AgentJobRecord,
   type AgentJobStatus,
@@ -202,6 +209,15 @@ export const SearchAttributes = {
 /** Every custom search attribute, for server start-up and registration. */
 export const ALL_SEARCH_ATTRIBUTES = Object.values(SearchAttributes);
 
+/**
+ * Longest project ID accepted, in UTF-8 bytes. A project ID is a short slug; it goes into workflow
+ * IDs (`agent-job/<project>/...`, the quota workflow's), which the server limits to 255 bytes in
+ * the compose setup, and into the `AgentProjectId` search attribute. 200 bytes keeps the quota
+ * workflow's ID readable for any ASCII project ID (`agent-api-quota/` is 16 more) and leaves the
+ * job workflows' IDs room for a key or job ID before they are cut and hashed.
+ */
+export const MAX_PROJECT_ID_BYTES = 200;
+
 /** Longest prompt accepted, in characters. The API documents none; this guards history size. */
 export const MAX_PROMPT_LENGTH = 32_000;
 
@@ -269,8 +285,8 @@ export function resolveInput(input: unknown): ResolvedInput {
     throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
   }
   const raw = input as Record<string, unknown>;
-  const projectId = requireText(raw, 'projectId');
-  const jobId = raw.jobId === undefined ? undefined : requireText(raw, 'jobId');
+  const projectId = requireId(raw, 'projectId', MAX_PROJECT_ID_BYTES);
+  const jobId = raw.jobId === undefined ? undefined : requireId(raw, 'jobId', MAX_JOB_ID_BYTES);
   // With a jobId the prompt is an optional follow-up; without one it creates the job.
   const prompt = jobId !== undefined && raw.prompt === undefined ? undefined : requireText(raw, 'prompt');
   if (prompt !== undefined && prompt.length > MAX_PROMPT_LENGTH) {
@@ -299,6 +315,23 @@ function requireText(raw: Record<string, unknown>, field: string): string {
   const value = raw[field];
   if (typeof value !== 'string' || value.trim() === '') {
     throw new InvalidInputError(field, 'is required and must be a non-blank string');
+  }
+  return value;
+}
+
+/**
+ * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8: a lone surrogate has no UTF-8
+ * form (it cannot go into a URL or a workflow ID), and a longer ID would break a workflow ID or a
+ * search attribute at the server, after the workflow had started.
+ */
+function requireId(raw: Record<string, unknown>, field: string, maxBytes: number): string {
+  const value = requireText(raw, field);
+  if (!isWellFormed(value)) {
+    throw new InvalidInputError(field, 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  const bytes = utf8ByteLength(value);
+  if (bytes > maxBytes) {
+    throw new InvalidInputError(field, `is ${bytes} bytes of UTF-8; the limit is ${maxBytes}`);
   }
   return value;
 }
@@ -370,9 +403,17 @@ export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuotaWorkflow';
 /**
  * The quota workflow's ID for a project: one per project in the namespace, whichever worker asks.
  * The project ID is percent-encoded so that any project ID gives one readable, unambiguous ID.
+ * An ID longer than {@link MAX_WORKFLOW_ID_BYTES} (27 CJK characters are 243 bytes encoded) keeps
+ * its start and ends with a hash of the project ID (`fitPart`), so it always fits the server.
+ * Never throws: a lone surrogate, refused at input, would be hashed too.
  */
 export function projectQuotaWorkflowId(projectId: string): string {
-  return `agent-api-quota/${encodeURIComponent(projectId)}`;
+  const prefix = 'agent-api-quota/';
+  const wellFormed = isWellFormed(projectId);
+  const encoded = encodeURIComponent(wellFormed ? projectId : projectId.replace(/\p{Cs}/gu, '\ufffd'));
+  const budget = MAX_WORKFLOW_ID_BYTES - prefix.length;
+  // A replaced surrogate must never read as the project whose ID holds U+FFFD: force the hash.
+  return prefix + fitPart(encoded, projectId, wellFormed ? budget : Math.min(budget, encoded.length - 1));
 }
 
 /** A budget: `uses` API uses per rolling `windowMs`. */

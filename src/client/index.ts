@@ -2,7 +2,7 @@
  * The library other Node services use to start and follow agent-job workflows. Exported from the
  * package root; the starter CLI and the demo use it too.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
@@ -27,6 +27,7 @@ import {
   type DurationInput,
   type PollSettings,
 } from '../contract.js';
+import { boundedWorkflowId } from '../ids.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 
 /** A handle on an agent-job workflow, typed with its result. */
@@ -43,41 +44,34 @@ export interface StartAgentJobOptions {
   taskQueue?: string;
 }
 
-/** Longest encoded ID part kept whole; a longer one is cut to this and a hash of it appended. */
-const MAX_ID_PART_LENGTH = 200;
-
 /**
  * One part of a workflow ID (a project ID, a key, an agent job ID), encoded so that the parts can
  * be joined with `/` and never be confused: `%` and `/` are percent-encoded, so a part never holds
- * a separator, and a part longer than 200 characters after that is cut to 200 and `~` and the
- * SHA-256 of the whole part appended. Cut parts (265 characters) are longer than any uncut one, so
- * distinct parts give distinct encodings (short of a SHA-256 collision). Stable: the same part
- * always gives the same encoding, and a part without `%` or `/` of at most 200 characters is
- * unchanged.
+ * a separator (nor `%~`, the mark of a cut part). Stable, injective, and a part without `%` or `/`
+ * is unchanged.
  */
 export function encodeIdPart(part: string): string {
-  const encoded = part.replaceAll('%', '%25').replaceAll('/', '%2F');
-  if (encoded.length <= MAX_ID_PART_LENGTH) return encoded;
-  const digest = createHash('sha256').update(part).digest('hex');
-  return `${encoded.slice(0, MAX_ID_PART_LENGTH)}~${digest}`;
+  return part.replaceAll('%', '%25').replaceAll('/', '%2F');
 }
 
 /**
  * The workflow ID for a project and an idempotency key: `agent-job/<project>/<key>`, each part
- * encoded by {@link encodeIdPart}. Stable, and distinct (project, key) pairs never share one.
+ * encoded by {@link encodeIdPart}. Stable, and distinct (project, key) pairs never share one. At
+ * most 255 bytes (`boundedWorkflowId`): a longer one keeps the start of each long part and ends it
+ * with `%~` and a hash of the whole part.
  */
 export function agentJobWorkflowId(projectId: string, key: string): string {
-  return `agent-job/${encodeIdPart(projectId)}/${encodeIdPart(key)}`;
+  return boundedWorkflowId([projectId, key], encodeIdPart, ([p, k]) => `agent-job/${p}/${k}`);
 }
 
 /**
  * The workflow ID of the workflow that drives an existing agent job (follow-ups, watching):
- * `agent-job/<project>/job/<jobId>`, each part encoded by {@link encodeIdPart}. One ID per agent
+ * `agent-job/<project>/job/<jobId>`, bounded like {@link agentJobWorkflowId}. One ID per agent
  * job is what keeps to one the workflows that send it messages. It never equals a key-based ID,
  * which has one `/` fewer.
  */
 export function agentJobIdWorkflowId(projectId: string, jobId: string): string {
-  return `agent-job/${encodeIdPart(projectId)}/job/${encodeIdPart(jobId)}`;
+  return boundedWorkflowId([projectId, jobId], encodeIdPart, ([p, j]) => `agent-job/${p}/job/${j}`);
 }
 
 /** A one-line summary for the Temporal UI: the project and the start of the prompt. */

@@ -32,20 +32,31 @@ describe('workflow IDs', () => {
     assert.notEqual(agentJobIdWorkflowId('a/job', 'c'), agentJobIdWorkflowId('a', 'job/c'));
   });
 
-  test('long keys that share a 200-character prefix get distinct IDs of bounded length', () => {
+  test('long keys that share a long prefix get distinct IDs of at most 255 bytes', () => {
     const prefix = 'k'.repeat(250);
     const a = agentJobWorkflowId('docs', `${prefix}-one`);
     const b = agentJobWorkflowId('docs', `${prefix}-two`);
     assert.notEqual(a, b);
-    assert.ok(a.length < 300, `${a.length} characters`);
-    assert.ok(a.startsWith(`agent-job/docs/${'k'.repeat(200)}~`));
+    for (const id of [a, b]) assert.ok(Buffer.byteLength(id) <= 255, `${Buffer.byteLength(id)} bytes`);
+    assert.match(a, /^agent-job\/docs\/k+%~[0-9a-f]{16}$/);
   });
 
-  test('a cut part never equals an uncut one, even one spelled like it', () => {
+  test('every ID fits 255 bytes: a 200-byte project, CJK keys and job IDs, a 1,000-byte job ID', () => {
+    const ids = [
+      agentJobWorkflowId('p'.repeat(200), 'release-42'),
+      agentJobWorkflowId('\u6587'.repeat(66), '\u6587'.repeat(100)),
+      agentJobIdWorkflowId('docs', 'j'.repeat(1_000)),
+      agentJobIdWorkflowId('%/'.repeat(100), '/'.repeat(300)),
+    ];
+    for (const id of ids) assert.ok(Buffer.byteLength(id) <= 255, `${Buffer.byteLength(id)} bytes: ${id}`);
+  });
+
+  test('a cut ID never equals a readable one, even one spelled like it', () => {
     const long = 'x'.repeat(300);
-    const cut = encodeIdPart(long);
-    // The same text as a key of its own is longer than 200 characters, so it is cut and hashed too.
-    assert.notEqual(encodeIdPart(cut), cut);
-    assert.notEqual(encodeIdPart(cut.slice(0, 200)), cut);
+    const cut = agentJobWorkflowId('docs', long);
+    const cutKey = cut.slice('agent-job/docs/'.length);
+    // The same text as a key of its own is encoded (`%` becomes `%25`), so it reads differently.
+    assert.notEqual(agentJobWorkflowId('docs', cutKey), cut);
+    assert.equal(encodeIdPart(cutKey).includes('%~'), false);
   });
 });

@@ -1,0 +1,152 @@
+/**
+ * IDs against a server that takes workflow IDs of at most 255 bytes, as the compose file's does:
+ * derived workflow IDs (the quota workflow's, a long key's) fit, and IDs that cannot work (too
+ * long, not well-formed) are refused at input, by the client and by the workflow itself, before
+ * anything is created. Its own dev server (the limit is a server setting), a real worker, the
+ * simulator over HTTP.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { before, describe, test } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { startDevServer } from '../../dev/dev-server.js';
+import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
+import {
+  FailureType,
+  InvalidInputError,
+  projectQuotaWorkflowId,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+} from '../../src/contract.js';
+import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
+import {
+  activitiesFor,
+  onCleanup,
+  spawnTs,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  type TemporalTestEnv,
+  type TestWorker,
+} from '../harness.js';
+import { requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `id-limits-key-${randomUUID()}`;
+const FAST = { initialInterval: 50, maxInterval: 200 };
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let worker: TestWorker;
+
+before(async () => {
+  const server = await startDevServer({ dynamicConfig: { 'limit.maxIDLength': 255 } });
+  // Registered first, so it runs last: after the worker and the connections are closed.
+  onCleanup(() => server.stop());
+  env = await temporalEnv({ address: server.address, namespace: server.namespace });
+  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
+  const projectQuota = parseProjectQuotaSettings(
+    { quota: '100/1h' },
+    { quota: 'quota', overrides: 'overrides', lease: 'lease' },
+  );
+  worker = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
+});
+
+/** A project ID unique to the test: 8 hex digits, then `count` times `char`. */
+function projectOf(char: string, count: number): string {
+  return randomUUID().slice(0, 8) + char.repeat(count);
+}
+
+async function failureOf(input: Partial<AgentJobInput> & { projectId: string }): Promise<ApplicationFailure> {
+  const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: worker.taskQueue,
+    workflowId: uniqueId('id-limits'),
+    args: [{ prompt: 'Document it', poll: FAST, timeout: '15s', ...input }],
+  });
+  const err = await handle.result().then(
+    (result) => assert.fail(`the workflow completed: ${JSON.stringify(result).slice(0, 200)}`),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
+  return err.cause;
+}
+
+describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
+  test('a project of 27 CJK characters gets its quota workflow, and its job completes', async () => {
+    const projectId = projectOf('\u6587', 27);
+    assert.ok(Buffer.byteLength(`agent-api-quota/${encodeURIComponent(projectId)}`) > 255);
+    const handle = await startAgentJob(
+      env.client,
+      { projectId, prompt: 'Document it', poll: FAST, timeout: '20s' },
+      { taskQueue: worker.taskQueue },
+    );
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    const quota = await env.client.workflow.getHandle(projectQuotaWorkflowId(projectId)).describe();
+    assert.equal(quota.type, 'projectQuotaWorkflow');
+  });
+
+  test('a key of 300 characters starts a workflow whose ID fits, and the same key finds it again', async () => {
+    const projectId = uniqueId('docs');
+    const key = `${randomUUID()}-${'k'.repeat(300)}`;
+    const input = { projectId, prompt: 'Document it', poll: FAST };
+    const handle = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
+    assert.ok(Buffer.byteLength(handle.workflowId) <= 255, `${Buffer.byteLength(handle.workflowId)} bytes`);
+    assert.equal(handle.workflowId, agentJobWorkflowId(projectId, key));
+    const first = await handle.result();
+    const again = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
+    assert.deepEqual(await again.result(), first);
+    assert.equal(requestsTo(sim, projectId, 'create'), 1);
+  });
+});
+
+describe('IDs that cannot work are refused at input', { concurrency: 3 }, () => {
+  test('the client refuses a 240-byte project ID before anything starts', async () => {
+    const projectId = projectOf('p', 232);
+    await assert.rejects(
+      startAgentJob(env.client, { projectId, prompt: 'Document it' }, { taskQueue: worker.taskQueue }),
+      (err: unknown) =>
+        err instanceof InvalidInputError && err.field === 'projectId' && /the limit is 200/.test(err.message),
+    );
+    await assert.rejects(
+      sendFollowUp(
+        env.client,
+        { projectId: 'docs', jobId: 'j'.repeat(2_100), prompt: 'More' },
+        { taskQueue: worker.taskQueue },
+      ),
+      (err: unknown) => err instanceof InvalidInputError && err.field === 'jobId',
+    );
+    assert.equal(requestsTo(sim, projectId, 'create'), 0);
+  });
+
+  test('the starter exits 2 naming the field, and starts nothing', async () => {
+    const projectId = projectOf('p', 232);
+    const run = spawnTs('src/starter.ts', ['--project', projectId, '--prompt', 'Document it'], {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      TEMPORAL_ADDRESS: env.address,
+      TEMPORAL_NAMESPACE: env.namespace,
+      TEMPORAL_TASK_QUEUE: worker.taskQueue,
+    });
+    assert.equal(await run.exited, 2, run.stderr());
+    assert.match(run.stderr(), /invalid input: projectId: is 240 bytes of UTF-8; the limit is 200/);
+    assert.equal(requestsTo(sim, projectId, 'create'), 0);
+  });
+
+  for (const [name, input, field] of [
+    ['a 240-byte project ID', { projectId: projectOf('p', 232) }, 'projectId'],
+    ['a project ID with a lone surrogate', { projectId: `${uniqueId('docs')}\ud800` }, 'projectId'],
+    ['a 2,100-byte job ID', { projectId: uniqueId('docs'), jobId: 'j'.repeat(2_100) }, 'jobId'],
+  ] as const) {
+    test(`a workflow started directly with ${name} fails InvalidInput at once; the API saw nothing`, async () => {
+      const failure = await failureOf(input);
+      assert.equal(failure.type, FailureType.InvalidInput, failure.message);
+      assert.ok(failure.message.includes(field), failure.message);
+      for (const endpoint of ['create', 'get', 'message'] as const) {
+        assert.equal(requestsTo(sim, input.projectId, endpoint), 0, endpoint);
+      }
+    });
+  }
+});
