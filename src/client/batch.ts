@@ -13,6 +13,7 @@ import {
   type AgentJobInput,
   type AgentJobResult,
 } from '../contract.js';
+import { isWellFormed } from '../ids.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
 import { mapLimit } from '../map-limit.js';
 
@@ -94,6 +95,10 @@ export function parseBatchFile(text: string): BatchLine[] {
     const { key, ...input } = value as Record<string, unknown>;
     if (key !== undefined && (typeof key !== 'string' || key.trim() === '')) {
       problem('key: must be a non-blank string when given');
+      return;
+    }
+    if (typeof key === 'string' && !isWellFormed(key)) {
+      problem('key: must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
       return;
     }
     try {

@@ -11,6 +11,7 @@ import {
   WorkflowUpdateFailedError,
   type Client,
   type WorkflowHandle,
+  type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import {
@@ -27,7 +28,7 @@ import {
   type DurationInput,
   type PollSettings,
 } from '../contract.js';
-import { boundedWorkflowId } from '../ids.js';
+import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 
 /** A handle on an agent-job workflow, typed with its result. */
@@ -74,6 +75,35 @@ export function agentJobIdWorkflowId(projectId: string, jobId: string): string {
   return boundedWorkflowId([projectId, jobId], encodeIdPart, ([p, j]) => `agent-job/${p}/job/${j}`);
 }
 
+/**
+ * A caller's key, checked: a blank key would give every caller that passes one the same workflow
+ * (`agent-job/<project>/`), and a lone surrogate has no UTF-8 form (two such keys could become one).
+ *
+ * @throws {InvalidInputError} naming `key`
+ */
+function checkedKey(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.trim() === '') {
+    throw new InvalidInputError(
+      'key',
+      'must be a non-blank string when given (leave it out for a random one)',
+    );
+  }
+  if (!isWellFormed(key)) {
+    throw new InvalidInputError('key', 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  return key;
+}
+
+/**
+ * The `followUp` update's ID for a key: the key itself up to 255 bytes (the server's limit on
+ * IDs), else its start, `%~` and a hash of it, like a long workflow ID part.
+ */
+export function followUpUpdateId(key: string): string {
+  if (utf8ByteLength(key) <= MAX_WORKFLOW_ID_BYTES) return key;
+  return fitPart(encodeIdPart(key), key, MAX_WORKFLOW_ID_BYTES);
+}
+
 /** A one-line summary for the Temporal UI: the project and the start of the prompt. */
 export function agentJobSummary(projectId: string, prompt: string): string {
   const flat = prompt.replace(/\s+/g, ' ').trim();
@@ -95,7 +125,8 @@ export function agentJobSummary(projectId: string, prompt: string): string {
  * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
  * workflow already driving the job.
  *
- * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid.
+ * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid
+ * or the key is blank.
  */
 export async function startAgentJob(
   client: Client,
@@ -103,6 +134,7 @@ export async function startAgentJob(
   options: StartAgentJobOptions = {},
 ): Promise<AgentJobHandle> {
   const resolved = resolveInput(input);
+  const key = checkedKey(options.key);
   if (resolved.jobId !== undefined && resolved.prompt !== undefined) {
     throw new InvalidInputError(
       'prompt',
@@ -111,7 +143,7 @@ export async function startAgentJob(
   }
   const workflowId =
     resolved.jobId === undefined
-      ? agentJobWorkflowId(resolved.projectId, options.key ?? randomUUID())
+      ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
       : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
   try {
     return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
@@ -146,8 +178,9 @@ export interface FollowUpInput {
 export interface SendFollowUpOptions {
   /**
    * Idempotency key of this follow-up, used as the update ID and in the message's
-   * `Idempotency-Key`: sending again with the same key does not send a second message. Default
-   * random.
+   * `Idempotency-Key`: sending again with the same key does not send a second message, also after
+   * the job's workflow has closed or continued as new (the earlier run's outcome is returned).
+   * Default random. A blank key is refused.
    */
   key?: string;
   /** Task queue of the workers. Default `agent-jobs`. */
@@ -175,9 +208,10 @@ export interface FollowUpHandle {
  * update-with-start on the job's workflow ({@link agentJobIdWorkflowId}): when one is running
  * (conflict policy USE_EXISTING) the `followUp` update queues behind the turn in progress and any
  * follow-up before it; otherwise a workflow starts that watches the job and takes this update
- * first. Resolves once the workflow has accepted the follow-up.
+ * first. Resolves once the workflow has accepted the follow-up. With a `key` that a closed run of
+ * the job's workflow already took, nothing is sent: the handle is that run's, with its outcome.
  *
- * Throws `InvalidInputError` before anything starts when the input is invalid, and
+ * Throws `InvalidInputError` before anything starts when the input or the key is invalid, and
  * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued).
  */
 export async function sendFollowUp(
@@ -187,8 +221,15 @@ export async function sendFollowUp(
 ): Promise<FollowUpHandle> {
   const { prompt, ...watch } = input;
   const resolved = resolveInput({ ...watch, prompt });
+  const key = checkedKey(options.key);
   const workflowId = agentJobIdWorkflowId(resolved.projectId, input.jobId);
-  const updateId = options.key ?? randomUUID();
+  const updateId = key === undefined ? randomUUID() : followUpUpdateId(key);
+  // A running workflow recognises an update ID it has seen; one that has closed since does not,
+  // and a new run would send the message again. A random key cannot have been sent before.
+  if (key !== undefined) {
+    const earlier = await earlierFollowUp(client, workflowId, updateId);
+    if (earlier !== null) return earlier;
+  }
   // A workflow that closes between the server's look-up and the update's delivery makes the
   // update fail as not found; the next attempt starts a new run. Three attempts cover that race.
   for (let attempt = 1; ; attempt++) {
@@ -210,26 +251,78 @@ export async function sendFollowUp(
         waitForStage: 'ACCEPTED',
         startWorkflowOperation: operation,
       });
-      const workflow = await operation.workflowHandle();
-      return {
-        workflowId,
-        updateId,
-        workflow,
-        result: async () => {
-          try {
-            return await update.result();
-          } catch (err) {
-            if (err instanceof WorkflowUpdateFailedError) throw err;
-            // The workflow ended without answering (deadline, cancellation): its outcome says why.
-            await workflow.result();
-            throw err;
-          }
-        },
-      };
+      return followUpHandle(workflowId, updateId, await operation.workflowHandle(), update);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
     }
   }
+}
+
+/** The handle of a follow-up whose update `update` runs (or ran) in `workflow`. */
+function followUpHandle(
+  workflowId: string,
+  updateId: string,
+  workflow: AgentJobHandle,
+  update: WorkflowUpdateHandle<AgentJobResult>,
+): FollowUpHandle {
+  return {
+    workflowId,
+    updateId,
+    workflow,
+    result: async () => {
+      try {
+        return await update.result();
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) throw err;
+        // The workflow ended without answering (deadline, cancellation): its outcome says why.
+        await workflow.result();
+        throw err;
+      }
+    },
+  };
+}
+
+/**
+ * The follow-up `updateId` in a closed run of the job's workflow, or null when no closed run took
+ * it. The runs are every run the server's visibility lists for the workflow ID (earlier sends, and
+ * runs that continued as new) and the latest one, which `describe` reads from the server itself
+ * (visibility may lag a run that just closed); each is looked for in its history, newest first.
+ * A running latest run is left to the server, which recognises an update ID it has seen.
+ */
+async function earlierFollowUp(
+  client: Client,
+  workflowId: string,
+  updateId: string,
+): Promise<FollowUpHandle | null> {
+  let latest: Awaited<ReturnType<AgentJobHandle['describe']>>;
+  try {
+    latest = await client.workflow.getHandle(workflowId).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+  const runs = new Map<string, number>([[latest.runId, latest.startTime.getTime()]]);
+  for await (const run of client.workflow.list({ query: `WorkflowId = ${visibilityString(workflowId)}` })) {
+    runs.set(run.runId, run.startTime.getTime());
+  }
+  const newestFirst = [...runs].sort(([, a], [, b]) => b - a).map(([runId]) => runId);
+  for (const runId of newestFirst) {
+    if (runId === latest.runId && latest.status.name === 'RUNNING') continue;
+    const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, runId);
+    const { events } = await workflow.fetchHistory();
+    const accepted = (events ?? []).some(
+      (event) =>
+        event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
+    );
+    if (!accepted) continue;
+    return followUpHandle(workflowId, updateId, workflow, workflow.getUpdateHandle<AgentJobResult>(updateId));
+  }
+  return null;
+}
+
+/** A string literal of the visibility query language: in single quotes, `\` and `'` escaped. */
+function visibilityString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 }
 
 /**
