@@ -8,15 +8,41 @@ import type { LogLevel, LogMetadata } from '@temporalio/common';
 
 const SECRET_FIELD = /^(api[-_]?key|authorization|token|password|secret|tlsKey|clientKey)$/i;
 
-/** Copies `meta` with secret-named fields masked; values that are errors keep message and type only. */
+/** How deep `redact` looks into nested metadata; deeper values are replaced, never written unread. */
+const MAX_DEPTH = 8;
+
+/**
+ * Copies `meta` with secret-named fields masked at any depth (nested objects, arrays); values that
+ * are errors keep name and message only, a cycle reads `[circular]`, and anything deeper than
+ * {@link MAX_DEPTH} reads `[too deep]`, so no path lets a secret through unread.
+ */
 export function redact(meta: LogMetadata | undefined): Record<string, unknown> {
+  return redactObject(meta ?? {}, new Set(), 0);
+}
+
+function redactObject(value: object, seen: Set<object>, depth: number): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(meta ?? {})) {
-    if (SECRET_FIELD.test(key)) out[key] = '[redacted]';
-    else if (value instanceof Error) out[key] = { name: value.name, message: value.message };
-    else out[key] = value;
+  for (const [key, field] of Object.entries(value)) {
+    out[key] = SECRET_FIELD.test(key) ? '[redacted]' : redactValue(field, seen, depth + 1);
   }
   return out;
+}
+
+function redactValue(value: unknown, seen: Set<object>, depth: number): unknown {
+  if (value instanceof Error) return { name: value.name, message: value.message };
+  if (typeof value !== 'object' || value === null) return value;
+  if (seen.has(value)) return '[circular]';
+  if (depth > MAX_DEPTH) return '[too deep]';
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1));
+    // Dates, URLs and the like write themselves as JSON: keep what they write, not their fields.
+    const json = (value as { toJSON?: unknown }).toJSON;
+    if (typeof json === 'function') return redactValue(json.call(value), seen, depth);
+    return redactObject(value, seen, depth);
+  } finally {
+    seen.delete(value);
+  }
 }
 
 /** Formats one entry as a JSON line. */

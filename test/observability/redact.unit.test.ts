@@ -1,0 +1,45 @@
+/**
+ * `redact` masks secret-named fields wherever they sit in the metadata of a log line: nested
+ * objects, arrays, error causes. No server.
+ */
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import { createJsonLogger, redact } from '../../src/observability/logger.js';
+
+const SECRET = 'mint_nested_secret';
+
+test('secret-named fields are masked at any depth, in arrays too; the rest is kept', () => {
+  const out = redact({
+    connection: { address: 'temporal:7233', apiKey: SECRET, tls: { clientKey: SECRET, serverName: 'x' } },
+    headers: [{ authorization: `Bearer ${SECRET}` }, { accept: 'application/json' }],
+    jobId: 'job_1',
+  });
+  assert.ok(!JSON.stringify(out).includes(SECRET), JSON.stringify(out));
+  assert.deepEqual(out, {
+    connection: {
+      address: 'temporal:7233',
+      apiKey: '[redacted]',
+      tls: { clientKey: '[redacted]', serverName: 'x' },
+    },
+    headers: [{ authorization: '[redacted]' }, { accept: 'application/json' }],
+    jobId: 'job_1',
+  });
+});
+
+test('an error keeps its name and message only, nested or not; a cycle does not hang', () => {
+  const cyclic: Record<string, unknown> = { name: 'loop' };
+  cyclic.self = cyclic;
+  const out = redact({ failure: { error: new TypeError('boom'), token: SECRET }, cyclic });
+  assert.deepEqual(out.failure, { error: { name: 'TypeError', message: 'boom' }, token: '[redacted]' });
+  assert.equal((out.cyclic as Record<string, unknown>).self, '[circular]');
+});
+
+test('a logger never writes a nested secret', () => {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  createJsonLogger('INFO', stream).info('connecting', { options: { apiKey: SECRET, address: 'a:1' } });
+  assert.ok(!text.includes(SECRET), text);
+  assert.match(text, /"address":"a:1"/);
+});
