@@ -1,11 +1,13 @@
 /**
  * Prebuilds the workflow bundle at build time (`npm run build`), so the worker started from
- * `lib/` loads it instead of running webpack at every start.
+ * `lib/` loads it instead of running webpack at every start, and writes its build ID beside it
+ * (`lib/build-id`, see src/worker-version.ts) for CI to tag the image and name the version with.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowBundleOptions } from '../src/bundle-options.js';
+import { BUILD_ID_FILE, buildIdOf } from '../src/worker-version.js';
 
 const started = Date.now();
 const { code } = await bundleWorkflowCode(
@@ -13,6 +15,8 @@ const { code } = await bundleWorkflowCode(
 );
 const target = fileURLToPath(new URL('../lib/workflow-bundle.js', import.meta.url));
 writeFileSync(target, code);
+const buildId = buildIdOf(code);
+writeFileSync(fileURLToPath(new URL(`../lib/${BUILD_ID_FILE}`, import.meta.url)), `${buildId}\n`);
 process.stderr.write(
-  `[build] workflow bundle: ${target} (${Math.round(code.length / 1024)} KiB in ${Date.now() - started}ms)\n`,
+  `[build] workflow bundle: ${target} (${Math.round(code.length / 1024)} KiB in ${Date.now() - started}ms), build ID ${buildId}\n`,
 );

@@ -25,6 +25,7 @@ import {
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
+import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker-version.js';
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
 export class ConfigError extends Error {
@@ -80,12 +81,17 @@ export interface WorkerConfig {
   logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
   projectQuota: ProjectQuotaSettings;
+  /** Worker Deployment Versioning (docs/versioning.md). */
+  versioning: VersioningSettings;
 }
 
 /** The environment variables the worker reads besides the standard TEMPORAL_* ones. Documented in the README. */
 export const WORKER_SETTINGS = [
   'TEMPORAL_TASK_QUEUE',
   'TEMPORAL_UI_URL',
+  'TEMPORAL_WORKER_VERSIONING',
+  'TEMPORAL_DEPLOYMENT_NAME',
+  'TEMPORAL_WORKER_BUILD_ID',
   'AGENT_API_BASE_URL',
   'AGENT_API_KEY',
   'AGENT_API_KEY_FILE',
@@ -238,7 +244,54 @@ export function loadWorkerConfig(
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     logLevel: logLevel as WorkerConfig['logLevel'],
     projectQuota: loadProjectQuotaSettings(env),
+    versioning: loadVersioningSettings(env),
   };
+}
+
+/**
+ * Longest deployment name or build ID: the server builds an internal workflow ID from both, and
+ * with `limit.maxIDLength: 255` (deploy/compose/dynamicconfig.yaml) it takes (255 - 39) / 2 each.
+ */
+const MAX_VERSION_FIELD_LENGTH = 108;
+
+/**
+ * Loads TEMPORAL_WORKER_VERSIONING, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID, with the
+ * server's own rules for the names (a deployment name without `.` or `:`, neither starting `__`).
+ */
+export function loadVersioningSettings(env: Env = process.env): VersioningSettings {
+  // Off unless asked for: a versioned worker gets no workflow until an operator makes its version
+  // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
+  // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
+  // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
+  const mode = (text(env, 'TEMPORAL_WORKER_VERSIONING') ?? 'off').toLowerCase();
+  if (mode !== 'on' && mode !== 'off') {
+    throw new ConfigError('TEMPORAL_WORKER_VERSIONING', `must be "on" or "off", not "${mode}"`);
+  }
+  const deploymentName = versionField(env, 'TEMPORAL_DEPLOYMENT_NAME') ?? DEFAULT_DEPLOYMENT_NAME;
+  if (/[.:]/.test(deploymentName)) {
+    throw new ConfigError(
+      'TEMPORAL_DEPLOYMENT_NAME',
+      `must not contain "." or ":" (the server joins name and build ID with them), not "${deploymentName}"`,
+    );
+  }
+  return {
+    enabled: mode === 'on',
+    deploymentName,
+    buildIdOverride: versionField(env, 'TEMPORAL_WORKER_BUILD_ID') ?? null,
+  };
+}
+
+function versionField(env: Env, name: string): string | undefined {
+  const value = text(env, name);
+  if (value === undefined) return undefined;
+  if (value.startsWith('__')) throw new ConfigError(name, `must not start with "__", not "${value}"`);
+  if (value.length > MAX_VERSION_FIELD_LENGTH || /\s/.test(value)) {
+    throw new ConfigError(
+      name,
+      `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not "${value}"`,
+    );
+  }
+  return value;
 }
 
 /** WORKER_MEMORY_LIMIT, a quantity such as `1Gi`, for a limit the cgroup does not show. */

@@ -3,9 +3,16 @@
  * configuration, installs the runtime (JSON logs, Prometheus metrics, shutdown signals), serves
  * health, and runs until SIGTERM or SIGINT, then drains and exits 0.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger } from '@temporalio/common';
+import {
+  bundleWorkflowCode,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { workflowBundleOptions } from './bundle-options.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
@@ -14,21 +21,39 @@ import { startHealthServer } from './observability/health.js';
 import { applyWorkflowHeap } from './worker-memory.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
+import { buildIdOf, workerDeploymentOptions } from './worker-version.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
 
-/** Workflow code: the bundle prebuilt by `npm run build` beside this file, else the sources. */
-function workflowSource(): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'bundlerOptions'> & {
-  mode: string;
-} {
-  const bundle = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
-  if (existsSync(bundle)) return { workflowBundle: { codePath: bundle }, mode: 'prebuilt-bundle' };
+/** The workflow code the worker runs, and the build ID derived from it (src/worker-version.ts). */
+interface WorkflowCode {
+  workflowBundle: WorkflowBundleOption;
+  buildId: string;
+  /** Where it came from, for the start log line (and bench/scenarios/startup.ts). */
+  mode: 'prebuilt-bundle' | 'workflowsPath';
+}
+
+/**
+ * The bundle prebuilt by `npm run build` beside this file, else one bundled from the sources now,
+ * with the options and so the build ID `npm run build` gives the same sources. The worker bundles
+ * them itself rather than through `workflowsPath`, so that it can hash what it runs.
+ */
+async function workflowCode(logger: Logger): Promise<WorkflowCode> {
+  const prebuilt = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  if (existsSync(prebuilt)) {
+    return {
+      workflowBundle: { codePath: prebuilt },
+      buildId: buildIdOf(readFileSync(prebuilt, 'utf8')),
+      mode: 'prebuilt-bundle',
+    };
+  }
   const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  const { workflowsPath, preloadModules } = workflowBundleOptions(
-    fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url)),
-  );
-  return { workflowsPath, bundlerOptions: { preloadModules }, mode: 'workflowsPath' };
+  const { code } = await bundleWorkflowCode({
+    ...workflowBundleOptions(fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url))),
+    logger,
+  });
+  return { workflowBundle: { code }, buildId: buildIdOf(code), mode: 'workflowsPath' };
 }
 
 /** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */
@@ -63,7 +88,8 @@ async function run(config: WorkerConfig): Promise<void> {
     // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
-  const { mode, ...workflows } = workflowSource();
+  const { workflowBundle, buildId, mode } = await workflowCode(logger);
+  const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
   const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
@@ -75,7 +101,8 @@ async function run(config: WorkerConfig): Promise<void> {
     const worker = await Worker.create({
       connection,
       ...workerOptionsFrom(config),
-      ...workflows,
+      workflowBundle,
+      workerDeploymentOptions: deployment,
       activities: createActivities({
         api,
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
@@ -92,6 +119,11 @@ async function run(config: WorkerConfig): Promise<void> {
       temporalAddress: config.temporal.address,
       agentApiBaseUrl: config.agentApi.baseUrl,
       workflowCode: mode,
+      deploymentName: deployment.version.deploymentName,
+      buildId: deployment.version.buildId,
+      // The bundle's own ID, which differs from buildId only under TEMPORAL_WORKER_BUILD_ID.
+      bundleBuildId: buildId,
+      workerVersioning: deployment.useWorkerVersioning ? 'on' : 'off',
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
@@ -102,6 +134,12 @@ async function run(config: WorkerConfig): Promise<void> {
       projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
       projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
     });
+    if (deployment.useWorkerVersioning) {
+      // Polling is not enough: new workflows come once the version is current or ramping.
+      logger.info('versioned worker: new workflows reach it once its version is current or ramping', {
+        command: `temporal worker deployment set-current-version --deployment-name ${deployment.version.deploymentName} --build-id ${deployment.version.buildId}`,
+      });
+    }
     try {
       await worker.run();
     } finally {
