@@ -2,7 +2,7 @@
  * The starter CLI: `npm run starter -- [start] --project <id> --prompt "<text>"` starts an
  * agent-job workflow (the default command), `message` sends a follow-up to an agent job, `status`
  * shows where a workflow stands, and `batch` starts one job per line of a JSON Lines file.
- * `--help` works on each. Exit codes are documented in {@link ExitCode} and the README.
+ * `--help` works on each. Exit codes are documented in {@link ExitCode} and docs/contract.md.
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';

@@ -108,7 +108,7 @@ export function quotaLimitFor(settings: ProjectQuotaSettings, projectId: string)
     : settings.defaultLimit;
 }
 
-/** `100/1h` back from a limit, for logs, summaries and the README's examples. */
+/** `100/1h` back from a limit, for logs, summaries and the docs' examples. */
 export function formatQuotaLimit(limit: QuotaLimit | null): string {
   if (limit === null) return 'off';
   const { uses, windowMs } = limit;

@@ -21,7 +21,7 @@ import type { RunState } from './run-state.js';
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
 // whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
 const createOptions: ActivityOptions = {
-  // The HTTP client gives up well before this (connect 10s, headers 30s, body 30s).
+  // The HTTP client gives up well before this (connect 10s, headers 30s, body 15s).
   startToCloseTimeout: '75s',
   retry: retryPolicyOf(CREATE_BACKOFF),
   // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the

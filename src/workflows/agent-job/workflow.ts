@@ -7,6 +7,7 @@
  */
 import {
   allHandlersFinished,
+  ApplicationFailure,
   condition,
   continueAsNew,
   isCancellation,
@@ -17,6 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import {
+  FailureType,
   InvalidInputError,
   pollNowSignal,
   resolveInput,
@@ -164,6 +166,11 @@ export async function agentJobWorkflow(
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
     if (isCancellation(err)) showEnd(progress, 'cancelled');
+    // The quota's deadline and final API errors end the workflow too: the phase says so.
+    else if (err instanceof ApplicationFailure) {
+      progress.phase = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
+      progress.nextPollAt = null;
+    }
     throw err;
   } finally {
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
