@@ -64,13 +64,19 @@ function apiKeySource(
   const file = config.agentApi.apiKeyFile;
   if (file === null) return config.agentApi.apiKey;
   return new FileApiKey(file, {
-    onEvent: (event) =>
-      event.kind === 'reloaded'
-        ? logger.info('agent API key reloaded from AGENT_API_KEY_FILE', { path: event.path })
-        : logger.warn('AGENT_API_KEY_FILE not usable; keeping the current key', {
-            path: event.path,
-            reason: event.reason,
-          }),
+    // One line per change of state: the source reports a lasting problem once, not every check.
+    onEvent: (event) => {
+      if (event.kind === 'reloaded') {
+        logger.info('agent API key reloaded from AGENT_API_KEY_FILE', { path: event.path });
+      } else if (event.kind === 'recovered') {
+        logger.info('AGENT_API_KEY_FILE usable again; the key is unchanged', { path: event.path });
+      } else {
+        logger.warn('AGENT_API_KEY_FILE not usable; keeping the current key', {
+          path: event.path,
+          reason: event.reason,
+        });
+      }
+    },
   });
 }
 
@@ -98,6 +104,13 @@ async function run(config: WorkerConfig): Promise<void> {
       baseUrl: config.agentApi.baseUrl,
       apiKey: apiKeySource(config, logger),
     });
+    const started: { worker?: Worker } = {};
+    // Bound before the worker exists, so a port in use ends the start with its own error: once a
+    // worker holds the connection, closing the connection throws, which would hide it.
+    const health = await startHealthServer(config.healthAddress, () => {
+      const state = started.worker?.getState() ?? 'STARTING';
+      return { ready: state === 'RUNNING', state };
+    });
     const worker = await Worker.create({
       connection,
       ...workerOptionsFrom(config),
@@ -108,11 +121,11 @@ async function run(config: WorkerConfig): Promise<void> {
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
         projectQuota: config.projectQuota,
       }),
+    }).catch(async (err: unknown) => {
+      await health.close();
+      throw err;
     });
-    const health = await startHealthServer(config.healthAddress, () => {
-      const state = worker.getState();
-      return { ready: state === 'RUNNING', state };
-    });
+    started.worker = worker;
     logger.info('worker running', {
       taskQueue: config.temporal.taskQueue,
       namespace: config.temporal.namespace,

@@ -33,15 +33,24 @@ export function staticApiKey(key: string): ApiKeySource {
   return { current: () => key, afterRefusal: () => null, known: () => [key] };
 }
 
-/** What a {@link FileApiKey} reports. Never carries the key. */
+/**
+ * What a {@link FileApiKey} reports, once per change of state (not once per check): a new key in
+ * use, the file unusable (again only when the reason changes), or usable again with the same key.
+ * Never carries the key.
+ */
 export type ApiKeyFileEvent =
-  { kind: 'reloaded'; path: string } | { kind: 'unusable'; path: string; reason: string };
+  | { kind: 'reloaded'; path: string }
+  | { kind: 'unusable'; path: string; reason: string }
+  | { kind: 'recovered'; path: string };
 
 /** Options of {@link FileApiKey}. */
 export interface FileApiKeyOptions {
   /** Shortest time between two checks of the file on use. Default 1,000 ms. */
   checkIntervalMs?: number;
-  /** Called when a new key is in use, or when the file could not be used (the old key stays). */
+  /**
+   * Called when a new key is in use, when the file becomes unusable (the old key stays), and when
+   * it is usable again: once per change, however often the file is checked meanwhile.
+   */
   onEvent?: (event: ApiKeyFileEvent) => void;
   /** Clock, for tests. */
   now?: () => number;
@@ -76,6 +85,8 @@ export class FileApiKey implements ApiKeySource {
   #key: string;
   #signature: string;
   #checkedAt: number;
+  /** Why the file was unusable at the last check, or null while it is usable. */
+  #unusable: string | null = null;
 
   /** Reads the file once. @throws {ApiKeyFileError} when it has no usable key */
   constructor(path: string, options: FileApiKeyOptions = {}) {
@@ -115,11 +126,20 @@ export class FileApiKey implements ApiKeySource {
     }
     const next = this.#read();
     if ('reason' in next) {
-      this.#onEvent({ kind: 'unusable', path: this.#path, reason: next.reason });
+      // Checked every second while it lasts: report the change, not every check.
+      if (next.reason !== this.#unusable) {
+        this.#unusable = next.reason;
+        this.#onEvent({ kind: 'unusable', path: this.#path, reason: next.reason });
+      }
       return;
     }
+    const recovered = this.#unusable !== null;
+    this.#unusable = null;
     this.#signature = next.signature;
-    if (next.key === this.#key) return;
+    if (next.key === this.#key) {
+      if (recovered) this.#onEvent({ kind: 'recovered', path: this.#path });
+      return;
+    }
     this.#key = next.key;
     if (!this.#known.includes(next.key)) this.#known.push(next.key);
     this.#onEvent({ kind: 'reloaded', path: this.#path });

@@ -14,7 +14,11 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-/** Starts the health server. `status()` is read on every request. */
+/**
+ * Starts the health server. `status()` is read on every request.
+ *
+ * @throws {Error} naming HEALTH_ADDRESS and the reason when the address cannot be bound
+ */
 export async function startHealthServer(
   address: { host: string; port: number },
   status: () => { ready: boolean; state: string },
@@ -44,7 +48,16 @@ export async function startHealthServer(
   });
   server.keepAliveTimeout = 5_000;
   server.listen(address.port, address.host);
-  await once(server, 'listening');
+  try {
+    await once(server, 'listening');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new Error(
+      `cannot serve /healthz and /readyz on HEALTH_ADDRESS ${address.host}:${address.port}: ${code}` +
+        (code === 'EADDRINUSE' ? ' (another process holds the port; set HEALTH_ADDRESS to a free one)' : ''),
+      { cause: err },
+    );
+  }
   const bound = server.address();
   return {
     port: typeof bound === 'object' && bound ? bound.port : address.port,
