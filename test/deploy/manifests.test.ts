@@ -515,3 +515,221 @@ describe('deploy/k8s', () => {
     assert.deepEqual(refs, [{ parameter: 'apiKey', name: temporalKey.name, key: temporalKey.key }]);
   });
 });
+
+/**
+ * deploy/k8s-versioned and deploy/compose/versioned.yaml: the worker as one Deployment (or Compose
+ * service) per build ID, with Worker Deployment Versioning on (docs/versioning.md). Each version is
+ * the unversioned worker plus TEMPORAL_WORKER_VERSIONING=on, its build ID in its names and image
+ * tag, and a KEDA scaler of its own version's backlog.
+ */
+describe('versioned deployments', () => {
+  const k8s = join(ROOT, 'deploy/k8s');
+  const dir = join(ROOT, 'deploy/k8s-versioned');
+  const docs = (file: string) =>
+    parseAllDocuments(readFileSync(file, 'utf8')).map((doc) => {
+      assert.deepEqual(doc.errors, [], `${file} is not valid YAML`);
+      return record(doc.toJS(), file);
+    });
+  const baseDocs = readdirSync(k8s)
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => docs(join(k8s, f)));
+  const baseOf = (kind: string) => {
+    const found = baseDocs.filter((d) => d.kind === kind);
+    assert.equal(found.length, 1, `deploy/k8s has one ${kind}`);
+    return found[0]!;
+  };
+  const baseDeployment = baseOf('Deployment');
+  const baseScaledObject = baseOf('ScaledObject');
+  const baseConfigMap = stringRecord(baseOf('ConfigMap').data, 'ConfigMap data');
+  const versionFiles = readdirSync(dir).filter((f) => /^worker-.+\.yaml$/.test(f));
+  const kustomization = docs(join(dir, 'kustomization.yaml'))[0]!;
+
+  /** The parts of a Deployment these checks read. */
+  type Env = { name: string; value?: string }[];
+  interface PodSpec {
+    containers: { image: string; env: Env }[];
+  }
+  const podSpecOf = (deployment: Record<string, unknown>) =>
+    structuredClone((record(deployment.spec, 'spec').template as { spec: PodSpec }).spec);
+  /** The loader's reading of a Deployment's settings (the base ConfigMap and its literal env). */
+  const configOf = (deployment: Record<string, unknown>) => {
+    const literal = Object.fromEntries(
+      podSpecOf(deployment)
+        .containers[0]!.env.filter((e) => e.value !== undefined)
+        .map((e) => [e.name, e.value ?? '']),
+    );
+    return loadWorkerConfig({ ...baseConfigMap, ...literal, AGENT_API_KEY: 'x', AGENT_API_KEY_FILE: '' });
+  };
+
+  test('kustomization.yaml builds on deploy/k8s, lists every version and replaces the unversioned worker', () => {
+    assert.deepEqual(kustomization.resources, ['../k8s', ...versionFiles.sort()]);
+    const deleted = (kustomization.patches as { patch: string }[]).map((p) =>
+      record(parse(p.patch), 'patch'),
+    );
+    assert.deepEqual(
+      deleted.map((p) => [p.$patch, p.kind, (p.metadata as { name: string }).name]).sort(),
+      [
+        ['delete', 'Deployment', (baseDeployment.metadata as { name: string }).name],
+        ['delete', 'ScaledObject', (baseScaledObject.metadata as { name: string }).name],
+      ].sort(),
+    );
+    // The registry only, so that each version keeps its own tag.
+    const images = kustomization.images as { name: string; newTag?: string }[];
+    assert.deepEqual(
+      images.map((i) => i.name),
+      [podSpecOf(baseDeployment).containers[0]!.image],
+    );
+    assert.ok(
+      images.every((i) => i.newTag === undefined),
+      'no newTag: it would give every version one image',
+    );
+  });
+
+  test('at least two versions, side by side', () => {
+    assert.ok(versionFiles.length >= 2, 'the example shows a draining and a current version');
+  });
+
+  for (const file of versionFiles) {
+    const buildId = /^worker-(.+)\.yaml$/.exec(file)![1]!;
+    const [deployment, scaledObject, ...rest] = docs(join(dir, file));
+
+    describe(file, () => {
+      test('a Deployment and a ScaledObject that validate against the Kubernetes and KEDA schemas', () => {
+        assert.equal(rest.length, 0);
+        assert.equal(deployment?.kind, 'Deployment');
+        assert.equal(scaledObject?.kind, 'ScaledObject');
+        assert.doesNotThrow(() => new Deployment(deployment).validate());
+        assert.doesNotThrow(() => new ScaledObject(scaledObject as unknown as IScaledObject).validate());
+      });
+
+      test(`names, selects and tags by its build ID ${buildId}`, () => {
+        const name = `${(baseDeployment.metadata as { name: string }).name}-${buildId}`;
+        const spec = record(deployment!.spec, 'spec');
+        assert.equal((deployment!.metadata as { name: string }).name, name);
+        const version = { 'app.kubernetes.io/version': buildId };
+        // Its own pods only, so that each version scales and drains alone.
+        assert.deepEqual((spec.selector as { matchLabels: object }).matchLabels, {
+          ...(record(baseDeployment.spec, 'spec').selector as { matchLabels: object }).matchLabels,
+          ...version,
+        });
+        const podLabels = (spec.template as { metadata: { labels: Record<string, string> } }).metadata.labels;
+        assert.equal(podLabels['app.kubernetes.io/version'], buildId);
+        const image = podSpecOf(deployment!).containers[0]!.image;
+        assert.equal(image, `${podSpecOf(baseDeployment).containers[0]!.image}:${buildId}`);
+        assert.equal(record(record(scaledObject!.spec, 'spec').scaleTargetRef, 'scaleTargetRef').name, name);
+      });
+
+      test('its pod spec is the unversioned one plus TEMPORAL_WORKER_VERSIONING=on', () => {
+        const versioned = podSpecOf(deployment!);
+        const container = versioned.containers[0]!;
+        const versioning = container.env.filter((e) => e.name === 'TEMPORAL_WORKER_VERSIONING');
+        assert.deepEqual(versioning, [{ name: 'TEMPORAL_WORKER_VERSIONING', value: 'on' }]);
+        container.env = container.env.filter((e) => e.name !== 'TEMPORAL_WORKER_VERSIONING');
+        container.image = podSpecOf(baseDeployment).containers[0]!.image;
+        assert.deepEqual(
+          versioned,
+          podSpecOf(baseDeployment),
+          'keep it in step with deploy/k8s/worker-deployment.yaml',
+        );
+        const config = configOf(deployment!);
+        assert.equal(config.versioning.enabled, true);
+        assert.equal(
+          config.versioning.buildIdOverride,
+          null,
+          "the build ID is the image's own, never set by hand",
+        );
+      });
+
+      test("its scaler is the unversioned one, on this version's backlog", () => {
+        const trigger = (
+          record(scaledObject!.spec, 'spec').triggers as { metadata: Record<string, string> }[]
+        )[0]!;
+        const config = configOf(deployment!);
+        // KEDA 2.21's parameters for a Worker Deployment Version (keda.sh/docs/2.21/scalers/temporal).
+        assert.equal(trigger.metadata.workerDeploymentName, config.versioning.deploymentName);
+        assert.equal(trigger.metadata.workerDeploymentBuildId, buildId);
+        const unversioned = structuredClone(scaledObject!);
+        const spec = record(unversioned.spec, 'spec');
+        const metadata = (spec.triggers as { metadata: Record<string, string> }[])[0]!.metadata;
+        delete metadata.workerDeploymentName;
+        delete metadata.workerDeploymentBuildId;
+        spec.scaleTargetRef = record(baseScaledObject.spec, 'spec').scaleTargetRef;
+        assert.deepEqual(
+          spec,
+          baseScaledObject.spec,
+          'keep it in step with deploy/k8s/keda-scaledobject.yaml',
+        );
+      });
+    });
+  }
+
+  test("the PodDisruptionBudget of deploy/k8s covers every version's pods", () => {
+    const selector = (
+      record(baseOf('PodDisruptionBudget').spec, 'spec').selector as { matchLabels: Record<string, string> }
+    ).matchLabels;
+    for (const file of versionFiles) {
+      const labels = (
+        record(docs(join(dir, file))[0]!.spec, 'spec').template as {
+          metadata: { labels: Record<string, string> };
+        }
+      ).metadata.labels;
+      for (const [key, value] of Object.entries(selector))
+        assert.equal(labels[key], value, `${file}: ${key}`);
+    }
+  });
+
+  describe('deploy/compose/versioned.yaml', () => {
+    const override = join(ROOT, 'deploy/compose/versioned.yaml');
+    const compose = (file: string) =>
+      (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, ComposeService> })
+        .services;
+    const base = compose(join(ROOT, 'docker-compose.yml'));
+    const slots = compose(override);
+    const env = (service: ComposeService | undefined) =>
+      Object.fromEntries(Object.entries(service?.environment ?? {}).map(([k, v]) => [k, String(v)]));
+    const run = (extra: Record<string, string>) =>
+      spawnSync(
+        findOnPath('docker-compose') ?? 'docker-compose',
+        ['-f', 'docker-compose.yml', '-f', override, 'config', '-q'],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '', HOME: scratch, ...extra },
+        },
+      );
+
+    test('is accepted by docker-compose with both build IDs given, and refused without one', () => {
+      assert.ok(
+        findOnPath('docker-compose'),
+        'docker-compose is not installed (apt-get install -y docker-compose)',
+      );
+      const ok = run({ BLUE_BUILD_ID: '3f9c2a7d1e4b', GREEN_BUILD_ID: '8b6e0d5c9a21' });
+      assert.equal(ok.status, 0, `docker-compose config -q failed:\n${ok.stderr}${ok.stdout}`);
+      const missing = run({ BLUE_BUILD_ID: '3f9c2a7d1e4b' });
+      assert.notEqual(missing.status, 0);
+      assert.match(`${missing.stderr}${missing.stdout}`, /GREEN_BUILD_ID/);
+    });
+
+    test('the unversioned worker stops, and two slots run images tagged with a build ID', () => {
+      assert.equal(slots.worker?.deploy?.replicas, 0);
+      const names = Object.keys(slots).filter((name) => name !== 'worker');
+      assert.equal(names.length, 2);
+      for (const name of names) {
+        assert.equal(slots[name]!.build, undefined, `${name} runs a built image, not this checkout`);
+        assert.match(slots[name]!.image ?? '', /^agent-job-worker:\$\{[A-Z_]+_BUILD_ID:\?[^}]+\}$/);
+      }
+    });
+
+    test("each slot gets the base worker's settings plus TEMPORAL_WORKER_VERSIONING=on", () => {
+      for (const name of Object.keys(slots).filter((n) => n !== 'worker')) {
+        assert.deepEqual(
+          env(slots[name]),
+          { ...env(base.worker), TEMPORAL_WORKER_VERSIONING: 'on' },
+          `${name}: keep it in step with the worker of docker-compose.yml`,
+        );
+        assertWorkerSettings(Object.keys(env(slots[name])), name);
+        assert.equal(slots[name]!.stop_grace_period, base.worker?.stop_grace_period);
+      }
+    });
+  });
+});
