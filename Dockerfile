@@ -12,7 +12,8 @@
 ARG NODE_IMAGE=node:24.21.0-slim
 
 # Build: every dependency, compile the TypeScript, and prebuild the workflow bundle so the worker
-# does not run webpack at each start.
+# does not run webpack at each start. The build also writes the bundle's build ID to lib/build-id:
+# the image's Worker Deployment Version (docs/versioning.md), the same ID for the same workflow code.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -48,7 +49,10 @@ CMD ["node", "lib/simulator/main.js"]
 # The worker (default target). Exec-form CMD makes node PID 1, so SIGTERM reaches it directly
 # (not through npm or a shell) and the SDK drains in-flight tasks before it exits 0.
 FROM runtime AS worker
-# 8080: /healthz and /readyz (HEALTH_ADDRESS); 9464: Prometheus /metrics (METRICS_ADDRESS).
+# 8080: /healthz and /readyz (HEALTH_ADDRESS); 9464: Prometheus /metrics (METRICS_ADDRESS). The
+# worker binds both to 127.0.0.1 unless those settings say otherwise: the HEALTHCHECK below runs in
+# the container and needs no more; probes and scrapers from outside it need 0.0.0.0, which
+# deploy/k8s and docker-compose.yml set.
 EXPOSE 8080 9464
 # Readiness, not liveness: a worker that is draining or has lost its poller is not healthy.
 # Slim images have no curl; node's own fetch does the request.

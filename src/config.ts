@@ -93,6 +93,7 @@ export const WORKER_SETTINGS = [
   'TEMPORAL_DEPLOYMENT_NAME',
   'TEMPORAL_WORKER_BUILD_ID',
   'AGENT_API_BASE_URL',
+  'AGENT_API_ALLOW_INSECURE_HTTP',
   'AGENT_API_KEY',
   'AGENT_API_KEY_FILE',
   'AGENT_API_AMBIGUOUS_CREATE',
@@ -175,6 +176,7 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
       'is required (the live service is https://api.mintlify.com; `npm run simulator` serves http://127.0.0.1:8787)',
     );
   }
+  refuseCleartextKey(env, baseUrl);
   const direct = env.AGENT_API_KEY;
   const file = text(env, 'AGENT_API_KEY_FILE');
   if (direct && file)
@@ -221,7 +223,9 @@ export function loadWorkerConfig(
   if (!['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be DEBUG, INFO, WARN or ERROR, not "${logLevel}"`);
   }
-  const metrics = text(env, 'METRICS_ADDRESS') ?? '0.0.0.0:9464';
+  // Loopback by default: health and metrics have no auth. Deployments whose probes or scrapers
+  // come from outside the process's host set 0.0.0.0 (deploy/k8s, docker-compose.yml).
+  const metrics = text(env, 'METRICS_ADDRESS') ?? '127.0.0.1:9464';
   const explicitCache = text(env, 'WORKER_MAX_CACHED_WORKFLOWS');
   const memory = sizeForMemory({
     limit: memoryLimit(env) ?? containerLimit(),
@@ -240,7 +244,7 @@ export function loadWorkerConfig(
     memory,
     activitiesPerSecond: optionalNumber(env, 'WORKER_ACTIVITIES_PER_SECOND'),
     shutdownGraceMs: duration(env, 'WORKER_SHUTDOWN_GRACE', 30_000),
-    healthAddress: hostPort(env, 'HEALTH_ADDRESS', '0.0.0.0:8080'),
+    healthAddress: hostPort(env, 'HEALTH_ADDRESS', '127.0.0.1:8080'),
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     logLevel: logLevel as WorkerConfig['logLevel'],
     projectQuota: loadProjectQuotaSettings(env),
@@ -354,6 +358,30 @@ function url(env: Env, name: string): string | undefined {
   }
   if (parsed.username || parsed.password) throw new ConfigError(name, 'must not carry credentials');
   return value.replace(/\/+$/, '');
+}
+
+/**
+ * Refuses an `http:` base URL to a host other than loopback: the admin API key travels in every
+ * request's Authorization header, and over plain HTTP anyone on the path reads it. Loopback (the
+ * simulator on the same machine) never leaves the host. AGENT_API_ALLOW_INSECURE_HTTP=true allows
+ * it on purpose, for a simulator on a trusted network (docker-compose.yml).
+ */
+function refuseCleartextKey(env: Env, baseUrl: string): void {
+  const allow = (text(env, 'AGENT_API_ALLOW_INSECURE_HTTP') ?? 'false').toLowerCase();
+  if (allow !== 'true' && allow !== 'false') {
+    throw new ConfigError('AGENT_API_ALLOW_INSECURE_HTTP', `must be "true" or "false", not "${allow}"`);
+  }
+  const url = new URL(baseUrl);
+  if (url.protocol !== 'http:' || allow === 'true' || isLoopback(url.hostname)) return;
+  throw new ConfigError(
+    'AGENT_API_BASE_URL',
+    `${baseUrl} would send the admin API key in cleartext to ${url.hostname}: use https, or set AGENT_API_ALLOW_INSECURE_HTTP=true for a server on a network you trust (a simulator)`,
+  );
+}
+
+/** `localhost`, 127.0.0.0/8 or ::1: a host name that never leaves the machine. */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
 }
 
 function int(env: Env, name: string, fallback: number, min: number): number {

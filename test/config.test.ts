@@ -15,7 +15,7 @@ const base = {
   TEMPORAL_CONFIG_FILE: join(dir, 'none.toml'),
 };
 
-test('defaults: local Temporal, task queue agent-jobs, health 8080, metrics 9464, retry policy', () => {
+test('defaults: local Temporal, task queue agent-jobs, health 8080 and metrics 9464 on loopback, retry policy', () => {
   const config = loadWorkerConfig(base);
   assert.equal(config.temporal.address, 'localhost:7233');
   assert.equal(config.temporal.namespace, 'default');
@@ -23,8 +23,8 @@ test('defaults: local Temporal, task queue agent-jobs, health 8080, metrics 9464
   assert.equal(config.temporal.uiUrl, 'http://localhost:8233');
   assert.equal(config.agentApi.baseUrl, 'http://127.0.0.1:8787');
   assert.equal(config.agentApi.ambiguousCreatePolicy, 'retry');
-  assert.deepEqual(config.healthAddress, { host: '0.0.0.0', port: 8080 });
-  assert.equal(config.metricsBindAddress, '0.0.0.0:9464');
+  assert.deepEqual(config.healthAddress, { host: '127.0.0.1', port: 8080 });
+  assert.equal(config.metricsBindAddress, '127.0.0.1:9464');
   assert.equal(config.shutdownGraceMs, 30_000);
 });
 
@@ -41,6 +41,54 @@ test('the standard TEMPORAL_* settings reach the connection through envconfig', 
   assert.equal(settings.connect.connectionOptions.apiKey, 'cloud-key');
   assert.equal(settings.taskQueue, 'docs-jobs');
   assert.equal(settings.uiUrl, null, 'no guessed UI link for a remote server');
+});
+
+test('health and metrics bind elsewhere only when HEALTH_ADDRESS and METRICS_ADDRESS say so', () => {
+  const config = loadWorkerConfig({
+    ...base,
+    HEALTH_ADDRESS: '0.0.0.0:8080',
+    METRICS_ADDRESS: '0.0.0.0:9464',
+  });
+  assert.deepEqual(config.healthAddress, { host: '0.0.0.0', port: 8080 });
+  assert.equal(config.metricsBindAddress, '0.0.0.0:9464');
+});
+
+test('an http base URL to another host than loopback is refused unless AGENT_API_ALLOW_INSECURE_HTTP=true', () => {
+  for (const url of [
+    'http://api.mintlify.com',
+    'http://simulator:8787',
+    'http://10.0.0.7:8787',
+    'http://[fd00::1]:80',
+  ]) {
+    assert.throws(
+      () => loadWorkerConfig({ ...base, AGENT_API_BASE_URL: url }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.setting === 'AGENT_API_BASE_URL' &&
+        /cleartext/.test(err.message) &&
+        /AGENT_API_ALLOW_INSECURE_HTTP=true/.test(err.message),
+      url,
+    );
+    const allowed = loadWorkerConfig({
+      ...base,
+      AGENT_API_BASE_URL: url,
+      AGENT_API_ALLOW_INSECURE_HTTP: 'true',
+    });
+    assert.equal(allowed.agentApi.baseUrl, url);
+  }
+  for (const url of [
+    'http://127.0.0.1:8787',
+    'http://localhost:8787',
+    'http://[::1]:8787',
+    'http://127.0.0.2',
+    'https://api.mintlify.com',
+  ]) {
+    assert.equal(loadWorkerConfig({ ...base, AGENT_API_BASE_URL: url }).agentApi.baseUrl, url);
+  }
+  assert.throws(
+    () => loadWorkerConfig({ ...base, AGENT_API_ALLOW_INSECURE_HTTP: 'yes' }),
+    (err: unknown) => err instanceof ConfigError && err.setting === 'AGENT_API_ALLOW_INSECURE_HTTP',
+  );
 });
 
 test('AGENT_API_KEY_FILE reads a mounted secret, trimmed', () => {

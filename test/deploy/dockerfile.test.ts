@@ -116,7 +116,7 @@ function execForm(value: string | undefined, what: string): string[] {
 
 /** Defaults of the worker's configuration loader: the ports and grace the image must agree with. */
 function workerDefaults() {
-  return loadWorkerConfig({ AGENT_API_BASE_URL: 'http://simulator.invalid', AGENT_API_KEY: 'placeholder' });
+  return loadWorkerConfig({ AGENT_API_BASE_URL: 'https://simulator.invalid', AGENT_API_KEY: 'placeholder' });
 }
 
 function port(address: string): number {

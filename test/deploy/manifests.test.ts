@@ -68,7 +68,7 @@ function assertWorkerSettings(names: Iterable<string>, where: string): void {
 
 /** Defaults of the configuration loader, the reference for ports and grace. */
 const defaults = loadWorkerConfig({
-  AGENT_API_BASE_URL: 'http://simulator.invalid',
+  AGENT_API_BASE_URL: 'https://simulator.invalid',
   AGENT_API_KEY: 'placeholder',
 });
 

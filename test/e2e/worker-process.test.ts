@@ -60,6 +60,11 @@ describe('worker process', { concurrency: 3 }, () => {
       { AGENT_API_BASE_URL: 'ftp://example.com' },
       /AGENT_API_BASE_URL: must be an http\(s\) URL/,
     ],
+    [
+      'an http base URL to a host beyond loopback (the key would travel in cleartext)',
+      { AGENT_API_BASE_URL: 'http://agent-api.example.com' },
+      /AGENT_API_BASE_URL: .*cleartext.*AGENT_API_ALLOW_INSECURE_HTTP=true/,
+    ],
   ];
   for (const [name, overrides, expected] of badSettings) {
     test(`refuses ${name} with one clear line and exit code 2, before connecting`, async () => {
