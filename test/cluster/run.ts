@@ -1,6 +1,7 @@
 /**
- * `npm run test:cluster`: runs test/cluster/scale-out.ts under node:test, then prints its summary
- * (jobs, workers, kills) and the wall time as the last lines, and exits with the test's status.
+ * `npm run test:cluster`: runs test/cluster/scale-out.ts (the scale-out proof, then the versioned
+ * rollout) under node:test, then prints its summary (jobs, workers, kills, versions) and the wall
+ * time as the last lines, and exits with the test's status.
  * The test file starts and stops the cluster itself, so a failure anywhere still stops it.
  */
 import { spawn } from 'node:child_process';

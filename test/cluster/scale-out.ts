@@ -2,17 +2,20 @@
  * The scale-out proof of test/scale-out.ts on the production topology: Temporal Server v1.30.1
  * on PostgreSQL, prepared by the compose files themselves (dev/temporal-cluster.ts). Besides the
  * SIGKILLed worker, the Temporal Server process is SIGKILLed while agent jobs are in flight and
- * started again on the same database. Run by test/cluster/run.ts (`npm run test:cluster`), which
- * prints the summary this file writes to $CLUSTER_SUMMARY_FILE.
+ * started again on the same database. Then, on the same cluster, the versioned rollout of
+ * docs/versioning.md (test/cluster/rollout.ts). Run by test/cluster/run.ts (`npm run test:cluster`),
+ * which prints the summary this file writes to $CLUSTER_SUMMARY_FILE.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { before, test } from 'node:test';
+import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { startCluster, TEMPORAL_SERVER_VERSION, type TemporalCluster } from '../../dev/temporal-cluster.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { onCleanup, startTestSimulator, temporalEnv, type TemporalTestEnv } from '../harness.js';
 import { activeJobs, runScaleOut } from '../scale-out.js';
+import { runRollout } from './rollout.js';
 
 const JOBS = 300;
 const LATE_JOBS = 30;
@@ -84,4 +87,28 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker and a SIGKILLed Temporal Ser
       `restarted and serving again after ${figures.extra.serverDownSeconds}s`,
   );
   summary(`API requests ${JSON.stringify(figures.requestsPerEndpoint)}`);
+});
+
+test('a versioned rollout: workflows started on build A finish on A while B takes new starts, then A drains', async () => {
+  const cli = await resolveTemporalCli();
+  assert.ok(cli.path, 'the rollout runs the Temporal CLI');
+  const figures = await runRollout({
+    env,
+    sim,
+    apiKey: API_KEY,
+    cli: cli.path,
+    jobsOnA: 40,
+    jobsRamped: 20,
+    jobsOnB: 20,
+  });
+  summary(
+    `versioned rollout: ${figures.completed} workflows completed in ${figures.seconds.toFixed(1)}s, agent jobs created ` +
+      `${figures.agentJobsCreated} (exactly one per workflow); build A ${figures.buildA} current, then B ${figures.buildB} ` +
+      `ramped 50% (ramped jobs on A/B: ${figures.rampedOn.a}/${figures.rampedOn.b}) and made current with ` +
+      `${figures.activeOnAAtSwitch} agent jobs of A running`,
+  );
+  summary(
+    `every workflow pinned, each of its workflow tasks completed by its build; creates by worker A/B ${figures.createdBy.a}/${figures.createdBy.b}; ` +
+      `A reported drained ${figures.drainSeconds.toFixed(1)}s after B became current, then stopped (exit 0)`,
+  );
 });
