@@ -429,7 +429,8 @@ export type QuotaUseKind = 'create' | 'message';
 export interface QuotaRequest {
   /**
    * Unique per ask: `<workflow ID>/<kind>-<turn>-<n>` (`.../create-0-1`, `.../message-2-3`), with
-   * `.2`, `.3`... when it asks again after a 429. A repeat is recognised.
+   * `.2`, `.3`... when it asks again after a 429 or after a `used-before` answer. A repeat is
+   * recognised; a repeat of a request already spent, released or refused is declined, not granted.
    */
   requestId: string;
   /** Where the grant is signalled: the workflow ID, so a continued run still gets it. */
@@ -487,6 +488,22 @@ export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresA
 /** Signal from the quota workflow to a queued workflow: its place when it joined, and again after a 429 pause. */
 export const quotaPlaceSignal = defineSignal<[{ requestId: string } & QueuePlace]>('quotaPlace');
 
+/**
+ * Why the quota workflow did not queue a request: `queue-full` (ask again with the same request ID
+ * at `retryAt`) or `used-before` (the ID was spent, released or refused: ask under a new ID).
+ */
+export interface QuotaDeclined {
+  requestId: string;
+  reason: 'queue-full' | 'used-before';
+  /** The project's queue length when it declined. */
+  queueLength: number;
+  /** ISO time to ask again (`queue-full`): about when half the queue will have been granted. */
+  retryAt: string;
+}
+
+/** Signal from the quota workflow to a requesting workflow: its request was not queued. */
+export const quotaDeclinedSignal = defineSignal<[QuotaDeclined]>('quotaDeclined');
+
 /** What the quota workflow's `quotaStatus` query answers. */
 export interface ProjectQuotaStatus {
   projectId: string;
@@ -503,7 +520,15 @@ export interface ProjectQuotaStatus {
   /** ISO time the project's budget resumes after a 429, or null. */
   pausedUntil: string | null;
   /** Counters across every run of the quota workflow. */
-  totals: { granted: number; spent: number; refused: number; released: number; expired: number };
+  totals: {
+    granted: number;
+    spent: number;
+    refused: number;
+    released: number;
+    expired: number;
+    /** Requests not queued: the queue was full, or the request ID was used before. */
+    declined: number;
+  };
 }
 
 /** Query on the quota workflow: its state. */

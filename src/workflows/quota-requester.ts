@@ -1,7 +1,348 @@
-// INTERIM SHIM written by the lead while the quota rewrite is under way: overwrite this file freely.
-import { ProjectQuotaRequester as Base } from './project-quota.js';
-export class ProjectQuotaRequester extends Base {
-  settle(): Promise<void> {
-    return Promise.resolve();
+/**
+ * The requesting side of the project quota, used by the agent-job workflow around its create and
+ * follow-up message calls: it asks the project's quota workflow (./project-quota.ts) for a use,
+ * waits for the grant with `condition()` (no API request while it waits), runs the call, and tells
+ * the quota what became of the use. A 429 asks again at the head of the queue; silence, or a full
+ * queue, asks again under the same request ID; {@link ProjectQuotaRequester.settle} waits for what
+ * it told the quota to arrive.
+ *
+ * Deterministic: time is the workflow clock, jitter its seeded `Math.random`.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { AgentJobActivities } from '../activities/index.js';
+import {
+  FailureType,
+  projectQuotaWorkflowId,
+  quotaDeclinedSignal,
+  quotaGrantSignal,
+  quotaPlaceSignal,
+  quotaReleaseSignal,
+  quotaSpentSignal,
+  SearchAttributes,
+  type AgentJobProgress,
+  type QueuePlace,
+  type QuotaDeclined,
+  type QuotaRequest,
+  type QuotaTicket,
+  type QuotaUseKind,
+} from '../contract.js';
+import { DEFAULT_QUOTA_LEASE_MS } from '../quota/settings.js';
+import { RETRY_JITTER } from '../retries.js';
+
+/**
+ * How long a requester waits without a word (no place, no grant) before it asks again under the
+ * same request ID, and how long past its estimated start: the default lease, by which a grant lost
+ * on its way would have come back to the budget. Asking again is idempotent.
+ */
+export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
+
+// Enqueueing is one short gRPC call; it retries (idempotent by request ID) until the workflow's
+// own deadline decides otherwise. A regular activity, not a local one: a local activity would hold
+// a workflow task slot while the quota workflow, on the same task queue, needs one to answer.
+const { enqueueForProjectQuota } = proxyActivities<AgentJobActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+/** One use to ask for. */
+export interface QuotaUse {
+  kind: QuotaUseKind;
+  /** Unique within the workflow, across continue-as-new: `create-1-1`, `message-2-3`, ... */
+  name: string;
+}
+
+/** How an ask ended: granted (under this request ID), turned away for a used ID, or the quota is off. */
+type Answer = { kind: 'granted'; requestId: string } | { kind: 'used-before' } | { kind: 'off' };
+
+/**
+ * The agent-job workflow's side of the quota: asks for a use, waits for the grant without any
+ * request to the API, runs the call, and tells the quota what became of the use.
+ */
+export class ProjectQuotaRequester {
+  /**
+   * What the quota said, by use name (the last segment of the request ID). Keyed by name, not by
+   * request ID, because a replay may run under another workflow ID than the original run.
+   */
+  readonly #grants = new Set<string>();
+  readonly #places = new Map<string, QueuePlace>();
+  readonly #declines = new Map<string, QuotaDeclined>();
+  /** Signals to the quota workflow not yet delivered: {@link settle} waits for them. */
+  readonly #sending = new Set<Promise<void>>();
+  /** The use being waited for, and what to restore once it is granted. */
+  #waiting: {
+    use: QuotaUse;
+    phase: AgentJobProgress['phase'];
+    status: string | null;
+    shown: boolean;
+  } | null = null;
+
+  constructor(
+    private readonly projectId: string,
+    private readonly progress: AgentJobProgress,
+  ) {
+    setHandler(quotaGrantSignal, (grant) => {
+      const name = useNameOf(grant);
+      if (name !== null) this.#grants.add(name);
+    });
+    setHandler(quotaPlaceSignal, (signal) => {
+      const name = useNameOf(signal);
+      const place = placeOf(signal);
+      if (name === null || place === null) return;
+      this.#places.set(name, place);
+      if (this.#waiting?.use.name === name) this.#show(place, null);
+    });
+    setHandler(quotaDeclinedSignal, (declined) => {
+      const name = useNameOf(declined);
+      if (name === null || (declined.reason !== 'queue-full' && declined.reason !== 'used-before')) return;
+      this.#declines.set(name, declined);
+    });
   }
+
+  /**
+   * Runs `call` within the project's budget. `call(true)` must not retry a 429 itself (the quota
+   * decides when: the use goes back to the head of the queue); `call(false)` runs when the worker
+   * has the quota off for this project.
+   */
+  async run<T>(use: QuotaUse, call: (managed: boolean) => Promise<T>, deadlineMs: number): Promise<T> {
+    let name = use.name;
+    let asks = 1;
+    let refused: QuotaRequest['refused'];
+    for (;;) {
+      const answer = await this.#ask({ ...use, name }, deadlineMs, refused);
+      if (answer.kind === 'off') return call(false);
+      if (answer.kind === 'used-before') {
+        // A request ID is never granted twice: this one was used before, so the use asks under a new one.
+        log.warn('the quota had seen this request ID before; asking under a new one', { use: name });
+        name = `${use.name}.${++asks}`;
+        continue;
+      }
+      const { requestId } = answer;
+      let result: T;
+      try {
+        result = await call(true);
+      } catch (err) {
+        const retryAfterMs = rateLimited(err);
+        // Any answer but a 429 (or none) may have counted at the API: the use is spent.
+        if (retryAfterMs === undefined) {
+          void this.#tell((h) => h.signal(quotaSpentSignal, { requestId, at: Date.now() }));
+          throw err;
+        }
+        log.warn('the API refused a granted use (429); asking again at the head of the quota queue', {
+          requestId,
+        });
+        // A new request, so that a repeat of the refused one's grant cannot be mistaken for it.
+        this.#forget(name);
+        refused = { requestId, retryAfterMs };
+        name = `${use.name}.${++asks}`;
+        continue;
+      }
+      void this.#tell((h) => h.signal(quotaSpentSignal, { requestId, at: Date.now() }));
+      this.#forget(name);
+      return result;
+    }
+  }
+
+  /**
+   * Resolves once every spent and release signal sent so far has been delivered or has failed.
+   * Await it before the workflow completes, fails or continues as new: the server drops the
+   * signals a closed run had not delivered yet.
+   */
+  async settle(): Promise<void> {
+    while (this.#sending.size > 0) await Promise.all(this.#sending);
+  }
+
+  /**
+   * Asks for `use` and waits for the grant with `condition()`, bounded by the deadline. Asks again
+   * under the same ID when nothing is heard for {@link QUOTA_REASK_MS} (or that long past the
+   * estimated start), and at the time a full queue names. Leaves the queue when it gives up.
+   */
+  async #ask(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<Answer> {
+    const requestId = `${workflowInfo().workflowId}/${use.name}`;
+    try {
+      if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') return { kind: 'off' };
+      // An ask after one that failed keeps what the job showed before it first queued.
+      const before = this.#waiting;
+      this.#waiting = {
+        use,
+        phase: before?.phase ?? this.progress.phase,
+        status: before ? before.status : (this.progress.lastRecord?.status ?? null),
+        shown: before?.shown ?? false,
+      };
+      const known = this.#places.get(use.name);
+      if (known) this.#show(known, null);
+      let reaskAt = Date.now() + QUOTA_REASK_MS;
+      for (;;) {
+        // What came with the ticket or during the wait: the signals may arrive before the activity's result.
+        if (this.#grants.has(use.name)) {
+          this.#stopWaiting();
+          return { kind: 'granted', requestId };
+        }
+        const declined = this.#declines.get(use.name);
+        this.#declines.delete(use.name);
+        if (declined?.reason === 'used-before') {
+          this.#stopWaiting();
+          return { kind: 'used-before' };
+        }
+        if (declined) reaskAt = this.#waitForRoom(declined);
+        if (Date.now() >= deadlineMs) throw this.#gaveUp(use, refused !== undefined);
+        if (Date.now() >= reaskAt) {
+          if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') {
+            this.#stopWaiting();
+            return { kind: 'off' };
+          }
+          reaskAt = Date.now() + QUOTA_REASK_MS;
+          continue;
+        }
+        const timeoutMs = Math.max(1, Math.min(deadlineMs, reaskAt) - Date.now());
+        const woken = await condition(
+          () => this.#grants.has(use.name) || this.#declines.has(use.name),
+          timeoutMs,
+        );
+        // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
+        if (!woken) reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
+      }
+    } catch (err) {
+      // Leave the queue without an API call (the request may have reached it even when the enqueue
+      // failed); the signal goes out even when this scope is cancelled.
+      await this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
+      throw err;
+    }
+  }
+
+  /** A full queue: shows it, and returns when to ask again (jittered, so the turned-away do not return together). */
+  #waitForRoom(declined: QuotaDeclined): number {
+    const retryAt = Date.parse(declined.retryAt);
+    const waitMs = Math.max(1_000, (Number.isNaN(retryAt) ? 0 : retryAt) - Date.now());
+    const at = Date.now() + Math.round(waitMs * (1 + Math.random() * RETRY_JITTER));
+    this.#show(
+      null,
+      `Waiting for room in project ${this.projectId}'s quota queue (${declined.queueLength} queued, ` +
+        `the most it holds); asking again at ${new Date(at).toISOString()}`,
+    );
+    return at;
+  }
+
+  /** Queues one request with the project's quota workflow, starting it if none runs. */
+  #enqueue(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<QuotaTicket> {
+    const { workflowId } = workflowInfo();
+    // The request ID is the workflow ID and the use name: the same on every ask of this use.
+    return enqueueForProjectQuota.executeWithOptions(
+      {
+        summary: `queue for an API use of project ${this.projectId} (${use.kind}${refused ? ', after a 429' : ''})`,
+        scheduleToCloseTimeout: Math.max(1_000, deadlineMs - Date.now()),
+      },
+      [
+        {
+          projectId: this.projectId,
+          requestId: `${workflowId}/${use.name}`,
+          workflowId,
+          kind: use.kind,
+          ...(refused && { refused }),
+        },
+      ],
+    );
+  }
+
+  #gaveUp(use: QuotaUse, refusedBefore: boolean): ApplicationFailure {
+    return ApplicationFailure.create({
+      type: FailureType.AgentJobTimedOut,
+      message:
+        `Gave up at the workflow's deadline while queued for project ${this.projectId}'s API budget ` +
+        `(${use.kind}); ${refusedBefore ? 'the API had refused it (429)' : 'nothing was sent to the API'}. ` +
+        `Raise "timeout" in the input, or the project's quota.`,
+      nonRetryable: true,
+    });
+  }
+
+  /** Shows the job as queued: the `status` query, the search attribute, the current details. */
+  #show(place: QueuePlace | null, details: string | null): void {
+    const waiting = this.#waiting;
+    if (!waiting) return;
+    this.progress.phase = 'queued';
+    this.progress.queue = place;
+    if (!waiting.shown) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
+    waiting.shown = true;
+    setCurrentDetails(
+      details ??
+        `Queued for project ${this.projectId}'s API budget (${waiting.use.kind}): position ${place?.position} ` +
+          `of ${place?.queueLength}, earliest start ${place?.earliestStartAt}`,
+    );
+  }
+
+  /** Restores what the job showed before it queued. */
+  #stopWaiting(): void {
+    const waited = this.#waiting;
+    this.#waiting = null;
+    if (!waited?.shown) return;
+    this.progress.phase = waited.phase;
+    this.progress.queue = null;
+    if (waited.status !== null)
+      upsertSearchAttributes([{ key: SearchAttributes.status, value: waited.status }]);
+  }
+
+  #forget(name: string): void {
+    this.#grants.delete(name);
+    this.#places.delete(name);
+    this.#declines.delete(name);
+  }
+
+  /** Sends to the quota workflow; {@link settle} waits for it. A lost message only costs a lease. */
+  #tell(deliver: (handle: ReturnType<typeof getExternalWorkflowHandle>) => Promise<void>): Promise<void> {
+    // Not cancellable: a cancelled workflow still owes the quota word of the use it held.
+    const sent: Promise<void> = CancellationScope.nonCancellable(() =>
+      deliver(getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId))),
+    )
+      .catch((err: unknown) =>
+        log.warn('could not reach the project quota workflow', {
+          projectId: this.projectId,
+          error: String(err),
+        }),
+      )
+      .finally(() => this.#sending.delete(sent));
+    this.#sending.add(sent);
+    return sent;
+  }
+}
+
+/** When a place says to ask again without a word: {@link QUOTA_REASK_MS} past when it was told or the start it estimated. */
+function reaskAfter(place: QueuePlace | undefined): number {
+  const told = Math.max(Date.parse(place?.asOf ?? ''), Date.parse(place?.earliestStartAt ?? ''));
+  return Number.isNaN(told) ? -Infinity : told + QUOTA_REASK_MS;
+}
+
+/** The use name of a signal's request ID: what follows the last `/` (`create-0-1`, `create-0-1.2`); null when malformed. */
+function useNameOf(signal: unknown): string | null {
+  const requestId = (signal as { requestId?: unknown } | null)?.requestId;
+  return typeof requestId === 'string' ? requestId.slice(requestId.lastIndexOf('/') + 1) : null;
+}
+
+/** The place in a place signal, or null when it is malformed. */
+function placeOf(signal: unknown): QueuePlace | null {
+  const { position, queueLength, earliestStartAt, asOf } = (signal ?? {}) as Partial<
+    Record<keyof QueuePlace, unknown>
+  >;
+  if (typeof position !== 'number' || typeof queueLength !== 'number') return null;
+  if (typeof earliestStartAt !== 'string' || typeof asOf !== 'string') return null;
+  return { position, queueLength, earliestStartAt, asOf };
+}
+
+/** The Retry-After (ms, or null without one) of a 429 answered by the API, or undefined for any other error. */
+function rateLimited(err: unknown): number | null | undefined {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
+  if (err.cause.type !== FailureType.RateLimited) return undefined;
+  // `nextRetryDelay` does not survive the trip to the workflow; the activity puts it in the details.
+  const detail = err.cause.details?.[0] as { retryAfterMs?: unknown } | undefined;
+  return typeof detail?.retryAfterMs === 'number' ? detail.retryAfterMs : null;
 }

@@ -1,0 +1,618 @@
+/**
+ * The budget of API uses of one project: the queue, the rolling window of uses, the grants not yet
+ * confirmed (leases) and the budget learnt from 429s. The project quota workflow
+ * (src/workflows/project-quota.ts) holds one and sends the signals it decides.
+ *
+ * No Temporal and no clock or randomness of its own: every method that needs the time takes `now`
+ * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
+ * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
+ */
+import type {
+  ProjectQuotaStatus,
+  QueuePlace,
+  QuotaDeclined,
+  QuotaLimit,
+  QuotaRequest,
+  QuotaUseKind,
+} from '../contract.js';
+import { idHash, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
+import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, retryDelayMs } from '../retries.js';
+
+/**
+ * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
+ * timeout is 6). With the longest IDs a full state stays under 1.5 MB of the 2 MB a continue-as-new
+ * input may hold (a unit test checks it). Further requests are declined.
+ */
+export const MAX_QUEUE = 1_000;
+
+/** Grants unconfirmed at once, at most: far above any API call concurrency one project needs; bounds the state. */
+export const MAX_LEASES = 200;
+
+/** Uses per window, at most: the window keeps one time per use, and the API's own budget is 100 an hour. */
+export const MAX_USES = 10_000;
+
+/** A request ID is its workflow ID, `/`, and a short use name: longer ones are malformed. */
+export const MAX_REQUEST_ID_BYTES = MAX_WORKFLOW_ID_BYTES + 65;
+
+/**
+ * How long and how many spent, released or refused request IDs are remembered, so that a late
+ * repeat (a retried enqueue activity) is declined rather than granted a second use. Kept as
+ * hashes: 2,000 of them take about 120 kB of the carried state.
+ */
+export const REMEMBER_MS = 60 * 60_000;
+export const REMEMBERED = 2_000;
+
+/**
+ * How long an idle quota workflow (nothing queued, leased, in the window or owed) stays before it
+ * ends. Short, because ending loses nothing: the next request starts a new one.
+ */
+export const QUOTA_IDLE_MS = 60_000;
+
+/** Declines owed while the workflow drains for continue-as-new, at most; a requester left unanswered asks again. */
+const MAX_DECLINES_OWED = 100;
+
+const MAX_WINDOW_MS = 7 * 24 * 60 * 60_000;
+const MIN_LEASE_MS = 1_000;
+const MAX_LEASE_MS = 24 * 60 * 60_000;
+
+/** One queued request. */
+export interface QueueEntry {
+  requestId: string;
+  workflowId: string;
+  kind: QuotaUseKind;
+  enqueuedAt: number;
+  leaseMs: number;
+  /** Asks again after a 429: ahead of every other request. */
+  requeued?: true;
+  /** Its place is owed: it joined, asked again, or a 429 moved its start. */
+  owed?: true;
+}
+
+/** A grant not yet confirmed: it counts until spent, refused, released or expired. `owed`: its grant signal. */
+export interface Lease extends QueueEntry {
+  grantedAt: number;
+  expiresAt: number;
+}
+
+/** A request ID that is done with, as its {@link idHash}. */
+export interface RememberedRequest {
+  id: string;
+  at: number;
+  how: 'spent' | 'released' | 'refused';
+}
+
+/** An answer owed to a request that was not queued. */
+export interface OwedDecline extends QuotaDeclined {
+  workflowId: string;
+}
+
+/** Everything the budget holds: plain JSON, carried across continue-as-new. */
+export interface BudgetState {
+  projectId: string;
+  limit: QuotaLimit;
+  /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
+  learntUses: number | null;
+  /** When the learnt budget last changed: it grows by one use per quiet window. */
+  learntAt: number;
+  queue: QueueEntry[];
+  /** Times of confirmed uses within the last window, ascending. */
+  window: number[];
+  leases: Lease[];
+  pausedUntil: number | null;
+  /** 429s in a row without a confirmed use between them: the pause grows with it. */
+  refusalsInARow: number;
+  remembered: RememberedRequest[];
+  declines: OwedDecline[];
+  totals: ProjectQuotaStatus['totals'];
+}
+
+/** A signal the workflow is to send, with its payload. */
+export type QuotaNotice =
+  | { signal: 'grant'; workflowId: string; body: { requestId: string; leaseExpiresAt: string } }
+  | { signal: 'place'; workflowId: string; body: { requestId: string } & QueuePlace }
+  | { signal: 'declined'; workflowId: string; body: QuotaDeclined };
+
+/** What became of a request. */
+export type RequestOutcome = 'queued' | 'repeat' | 'requeued' | 'queue-full' | 'used-before';
+
+/** A signal's payload read: the value, or why it is malformed. */
+export type Read<T> = { value: T } | { problem: string };
+
+/**
+ * Added to every window edge, for the skew between the Temporal server's clock and the API's: a use
+ * is counted from the requester's clock after the API answered, which is late enough already.
+ * 1 ms per second of window, at most 1 s (3.6 s would be too much for an hour).
+ */
+export function edgeMarginMs(limit: QuotaLimit): number {
+  return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
+}
+
+/**
+ * The budget of one project. Grants in order: requests asking again after a 429 first, then
+ * follow-up messages, then creates, each first come first served; at most `uses` per rolling
+ * window, fewer after 429s taught it that the API allows fewer.
+ */
+export class ProjectBudget {
+  readonly #s: BudgetState;
+  readonly #maxQueue: number;
+
+  /** `maxQueue` lowers {@link MAX_QUEUE} (tests); it is never raised above it. */
+  constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
+    this.#s = state;
+    this.#maxQueue = clampInt(options.maxQueue ?? MAX_QUEUE, 1, MAX_QUEUE);
+  }
+
+  /** The state of a project nothing has been asked of yet. */
+  static initial(projectId: string, limit: QuotaLimit, now: number): BudgetState {
+    return {
+      projectId,
+      limit: clampLimit(limit),
+      learntUses: null,
+      learntAt: now,
+      queue: [],
+      window: [],
+      leases: [],
+      pausedUntil: null,
+      refusalsInARow: 0,
+      remembered: [],
+      declines: [],
+      totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0, declined: 0 },
+    };
+  }
+
+  /** The state to carry into the next run (the object itself: plain JSON). */
+  get state(): BudgetState {
+    return this.#s;
+  }
+
+  /** Nothing queued, granted, counted in the window or owed: ending loses nothing. */
+  get idle(): boolean {
+    const s = this.#s;
+    return s.queue.length === 0 && s.leases.length === 0 && s.window.length === 0 && s.declines.length === 0;
+  }
+
+  /** Uses the budget allows per window now: the configured ones, or fewer after 429s. */
+  get effectiveUses(): number {
+    return Math.min(this.#s.limit.uses, this.#s.learntUses ?? this.#s.limit.uses);
+  }
+
+  /**
+   * Takes a request. Idempotent by request ID: a repeat of a queued request is told its place again,
+   * of a granted one its grant again; a repeat of one spent, released or refused is declined. A
+   * request that asks again after a 429 goes through {@link refuse}.
+   */
+  request(request: QuotaRequest, now: number, random: () => number): RequestOutcome {
+    const s = this.#s;
+    s.limit = clampLimit(request.limit);
+    const known = s.leases.find((l) => l.requestId === request.requestId) ?? this.#queued(request.requestId);
+    if (known) {
+      known.owed = true;
+      return 'repeat';
+    }
+    if (this.#remembered(request.requestId, now)) {
+      this.#decline(request, 'used-before', now);
+      return 'used-before';
+    }
+    const entry: QueueEntry = {
+      requestId: request.requestId,
+      workflowId: request.workflowId,
+      kind: request.kind,
+      enqueuedAt: now,
+      leaseMs: clamp(request.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+      owed: true,
+    };
+    if (request.refused) {
+      this.refuse(entry, request.refused, now, random);
+      return 'requeued';
+    }
+    if (s.queue.length >= this.#maxQueue) {
+      this.#decline(request, 'queue-full', now);
+      return 'queue-full';
+    }
+    if (entry.kind === 'create') {
+      s.queue.push(entry);
+    } else {
+      const firstCreate = s.queue.findIndex((e) => e.kind === 'create' && !e.requeued);
+      s.queue.splice(firstCreate < 0 ? s.queue.length : firstCreate, 0, entry);
+    }
+    return 'queued';
+  }
+
+  /**
+   * A 429: `entry` asks again for the refused use, at the head of the queue; the refused grant is
+   * dropped, the project pauses as every retry waits (src/retries.ts) and the budget learns, unless
+   * the grant was gone already (its lease ran out during the call): then the 429 teaches nothing.
+   */
+  refuse(
+    entry: QueueEntry,
+    refusal: { requestId: string; retryAfterMs: number | null },
+    now: number,
+    random: () => number,
+  ): void {
+    const s = this.#s;
+    const lease = this.#takeLease(refusal.requestId);
+    s.queue.unshift({
+      ...entry,
+      enqueuedAt: lease?.enqueuedAt ?? entry.enqueuedAt,
+      requeued: true,
+      owed: true,
+    });
+    // A refusal already heard (a request renamed after `used-before` carries it again) counts once.
+    if (this.#remembered(refusal.requestId, now)) return;
+    this.#remember(refusal.requestId, 'refused', now);
+    s.totals.refused++;
+    // Uses granted together before the first 429 of a pause are one discovery, not repeats.
+    const grantedBeforePause =
+      lease !== undefined && s.pausedUntil !== null && lease.grantedAt < s.pausedUntil;
+    if (!grantedBeforePause) s.refusalsInARow++;
+    this.#prune(now);
+    if (lease) {
+      // The API took at most what the window holds plus the grants still out, and refused one
+      // more: that is its budget for now. Refusals of one burst lower it until it matches.
+      const accepted = s.window.length + s.leases.length;
+      s.learntUses = Math.max(1, Math.min(s.learntUses ?? s.limit.uses, accepted));
+      s.learntAt = now;
+    }
+    const pauseMs = retryDelayMs({
+      backoff: entry.kind === 'message' ? MESSAGE_BACKOFF : CREATE_BACKOFF,
+      failures: Math.max(1, s.refusalsInARow),
+      retryAfterMs: refusal.retryAfterMs,
+      random,
+    });
+    s.pausedUntil = Math.max(s.pausedUntil ?? 0, now + pauseMs);
+    // The first few in line are told their start moved; further back it is within the estimate.
+    for (const next of s.queue.slice(1, 11)) next.owed = true;
+  }
+
+  /**
+   * Grants what the budget allows now, in queue order, and returns every signal owed: new grants
+   * and grants asked for again, places of requests that joined or moved, declines. Also returns
+   * the leases that expired unconfirmed (their uses are back in the budget).
+   */
+  grant(now: number): { notices: QuotaNotice[]; expired: string[] } {
+    const s = this.#s;
+    const expired = this.#expireLeases(now);
+    this.#prune(now);
+    this.#relearn(now);
+    if (s.pausedUntil !== null && now >= s.pausedUntil) s.pausedUntil = null;
+    while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES) {
+      if (s.window.length + s.leases.length >= this.effectiveUses) break;
+      const { requestId, workflowId, kind, enqueuedAt, leaseMs } = s.queue.shift() as QueueEntry;
+      const expiresAt = now + leaseMs;
+      s.leases.push({
+        requestId,
+        workflowId,
+        kind,
+        enqueuedAt,
+        leaseMs,
+        grantedAt: now,
+        expiresAt,
+        owed: true,
+      });
+      s.totals.granted++;
+      // After a 429, one use at a time until one is confirmed: at most one more 429 per probe.
+      if (s.refusalsInARow > 0) break;
+    }
+    const notices: QuotaNotice[] = [];
+    for (const lease of s.leases) {
+      if (!lease.owed) continue;
+      delete lease.owed;
+      const body = { requestId: lease.requestId, leaseExpiresAt: new Date(lease.expiresAt).toISOString() };
+      notices.push({ signal: 'grant', workflowId: lease.workflowId, body });
+    }
+    const lastOwed = findLastIndex(s.queue, (e) => e.owed === true);
+    const starts = this.#starts(lastOwed + 1, now);
+    s.queue.forEach((entry, index) => {
+      if (!entry.owed) return;
+      delete entry.owed;
+      const place = this.#place(index, starts[index] as number, now);
+      notices.push({
+        signal: 'place',
+        workflowId: entry.workflowId,
+        body: { requestId: entry.requestId, ...place },
+      });
+    });
+    for (const { workflowId, ...body } of s.declines.splice(0)) {
+      notices.push({ signal: 'declined', workflowId, body });
+    }
+    return { notices, expired };
+  }
+
+  /**
+   * A granted use was spent (the API answered other than 429). Counted once: a repeat is ignored,
+   * and a late one (after the lease expired or the request was released) still counts, because the
+   * API did count it. `at` is when the API answered; never later than `now`.
+   */
+  spend(requestId: string, at: number | null, now: number): boolean {
+    const s = this.#s;
+    if (this.#remembered(requestId, now) === 'spent') return false;
+    const lease = this.#takeLease(requestId);
+    // A request asked again after its lease expired is done with too.
+    this.#dropQueued(requestId);
+    const when = Math.max(Math.min(at ?? now, now), lease?.grantedAt ?? -Infinity);
+    let i = s.window.length;
+    while (i > 0 && (s.window[i - 1] as number) > when) i--;
+    s.window.splice(i, 0, when);
+    s.totals.spent++;
+    s.refusalsInARow = 0;
+    this.#remember(requestId, 'spent', now);
+    return true;
+  }
+
+  /** A queued or granted request is withdrawn unused (deadline, cancellation, or its workflow is gone). */
+  release(requestId: string, now: number): boolean {
+    if (this.#remembered(requestId, now)) return false;
+    const found = this.#dropQueued(requestId) || this.#takeLease(requestId) !== undefined;
+    if (found) this.#s.totals.released++;
+    // Remembered even when unknown: the request may still be on its way, and must not be granted.
+    this.#remember(requestId, 'released', now);
+    return found;
+  }
+
+  /** The next time something changes on its own: a window edge, a lease expiry, a pause end, a relearn. */
+  nextChangeAt(): number | null {
+    const s = this.#s;
+    const candidates: number[] = [];
+    if (s.window.length > 0) candidates.push((s.window[0] as number) + this.#spanMs);
+    for (const lease of s.leases) candidates.push(lease.expiresAt);
+    if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
+    if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
+    return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  /** The place of a queued request and the earliest start the budget allows it; null when not queued. */
+  placeOf(requestId: string, now: number): QueuePlace | null {
+    const index = this.#s.queue.findIndex((e) => e.requestId === requestId);
+    if (index < 0) return null;
+    return this.#place(index, this.#starts(index + 1, now)[index] as number, now);
+  }
+
+  /** What the `quotaStatus` query answers. Reads only: a query must not change the state. */
+  snapshot(now: number): ProjectQuotaStatus {
+    const s = this.#s;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const horizon = now - this.#spanMs;
+    const leases = s.leases.filter((l) => l.expiresAt > now);
+    return {
+      projectId: s.projectId,
+      limit: s.limit,
+      effectiveUses: this.effectiveUses,
+      usesInWindow: s.window.filter((t) => t > horizon).length + leases.length,
+      leases: leases.map((l) => ({
+        requestId: l.requestId,
+        workflowId: l.workflowId,
+        grantedAt: iso(l.grantedAt),
+        expiresAt: iso(l.expiresAt),
+      })),
+      queueLength: s.queue.length,
+      queueHead: s.queue.slice(0, 20).map((e) => ({
+        requestId: e.requestId,
+        workflowId: e.workflowId,
+        kind: e.kind,
+        enqueuedAt: iso(e.enqueuedAt),
+      })),
+      pausedUntil: s.pausedUntil === null || s.pausedUntil <= now ? null : iso(s.pausedUntil),
+      totals: { ...s.totals },
+    };
+  }
+
+  /** One line for the workflow's current details. */
+  summary(now: number): string {
+    const s = this.#s;
+    const paused =
+      s.pausedUntil === null || s.pausedUntil <= now
+        ? ''
+        : `; paused after a 429 until ${new Date(s.pausedUntil).toISOString()}`;
+    return (
+      `Project ${s.projectId}: ${s.window.length + s.leases.length} of ${this.effectiveUses} uses in the window ` +
+      `(configured ${s.limit.uses} per ${Math.round(s.limit.windowMs / 1000)}s), ` +
+      `${s.queue.length} queued, ${s.leases.length} granted and unconfirmed${paused}`
+    );
+  }
+
+  /** How long a use counts: the window and its edge margin. */
+  get #spanMs(): number {
+    return this.#s.limit.windowMs + edgeMarginMs(this.#s.limit);
+  }
+
+  /**
+   * The earliest starts of the first `count` places: the window slides forward one grant at a time,
+   * every unconfirmed lease counted as a use made now.
+   */
+  #starts(count: number, now: number): number[] {
+    const s = this.#s;
+    const uses = this.effectiveUses;
+    const times = [...s.window, ...s.leases.map(() => now)];
+    const start = Math.max(now, s.pausedUntil ?? now);
+    const starts: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const at =
+        times.length >= uses ? Math.max(start, (times[times.length - uses] as number) + this.#spanMs) : start;
+      times.push(at);
+      starts.push(at);
+    }
+    return starts;
+  }
+
+  #place(index: number, startAt: number, now: number): QueuePlace {
+    return {
+      position: index + 1,
+      queueLength: this.#s.queue.length,
+      earliestStartAt: new Date(startAt).toISOString(),
+      asOf: new Date(now).toISOString(),
+    };
+  }
+
+  #decline(request: QuotaRequest, reason: QuotaDeclined['reason'], now: number): void {
+    const s = this.#s;
+    s.totals.declined++;
+    // When half the queue has been granted, there is room again for whoever asks first.
+    const starts = reason === 'queue-full' ? this.#starts(Math.ceil(this.#maxQueue / 2), now) : [];
+    const retryAt = Math.max(now + 1_000, starts[starts.length - 1] ?? now);
+    if (s.declines.length >= MAX_DECLINES_OWED) return;
+    s.declines.push({
+      workflowId: request.workflowId,
+      requestId: request.requestId,
+      reason,
+      queueLength: s.queue.length,
+      retryAt: new Date(retryAt).toISOString(),
+    });
+  }
+
+  #queued(requestId: string): QueueEntry | undefined {
+    return this.#s.queue.find((e) => e.requestId === requestId);
+  }
+
+  #dropQueued(requestId: string): boolean {
+    const index = this.#s.queue.findIndex((e) => e.requestId === requestId);
+    if (index >= 0) this.#s.queue.splice(index, 1);
+    return index >= 0;
+  }
+
+  #takeLease(requestId: string): Lease | undefined {
+    const index = this.#s.leases.findIndex((l) => l.requestId === requestId);
+    return index < 0 ? undefined : this.#s.leases.splice(index, 1)[0];
+  }
+
+  #expireLeases(now: number): string[] {
+    const s = this.#s;
+    const expired = s.leases.filter((l) => l.expiresAt <= now).map((l) => l.requestId);
+    if (expired.length === 0) return expired;
+    s.leases = s.leases.filter((l) => l.expiresAt > now);
+    s.totals.expired += expired.length;
+    return expired;
+  }
+
+  /** Drops window entries that have slid out (with the edge margin). */
+  #prune(now: number): void {
+    const horizon = now - this.#spanMs;
+    const window = this.#s.window;
+    while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
+  }
+
+  /** A learnt budget grows back by one use per window without a 429, up to the configured one. */
+  #relearn(now: number): void {
+    const s = this.#s;
+    if (s.learntUses === null || now - s.learntAt < s.limit.windowMs) return;
+    s.learntUses = s.learntUses + 1 >= s.limit.uses ? null : s.learntUses + 1;
+    s.learntAt = now;
+  }
+
+  #remembered(requestId: string, now: number): RememberedRequest['how'] | null {
+    this.#forget(now);
+    const id = idHash(requestId);
+    return this.#s.remembered.find((r) => r.id === id)?.how ?? null;
+  }
+
+  #remember(requestId: string, how: RememberedRequest['how'], now: number): void {
+    const id = idHash(requestId);
+    const list = this.#s.remembered;
+    const index = list.findIndex((r) => r.id === id);
+    if (index >= 0) list.splice(index, 1);
+    list.push({ id, at: now, how });
+    this.#forget(now);
+  }
+
+  #forget(now: number): void {
+    const list = this.#s.remembered;
+    while (
+      list.length > REMEMBERED ||
+      (list.length > 0 && (list[0] as RememberedRequest).at <= now - REMEMBER_MS)
+    ) {
+      list.shift();
+    }
+  }
+}
+
+/**
+ * Reads a request signal's payload: every field checked, numbers clamped to what the budget can
+ * hold. A value from a signal must never make a handler throw, or the quota workflow stops.
+ */
+export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
+  if (!isRecord(raw)) return { problem: 'not an object' };
+  const requestId = readId(raw.requestId, MAX_REQUEST_ID_BYTES);
+  const workflowId = readId(raw.workflowId, MAX_WORKFLOW_ID_BYTES);
+  if (requestId === null)
+    return { problem: `requestId must be a string of 1 to ${MAX_REQUEST_ID_BYTES} bytes` };
+  if (workflowId === null)
+    return { problem: `workflowId must be a string of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes` };
+  if (raw.kind !== 'create' && raw.kind !== 'message')
+    return { problem: 'kind must be "create" or "message"' };
+  const limit = isRecord(raw.limit) ? raw.limit : {};
+  const uses = finite(limit.uses);
+  const windowMs = finite(limit.windowMs);
+  if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
+  const leaseMs = finite(raw.leaseMs);
+  if (leaseMs === null) return { problem: 'leaseMs must be a number' };
+  const request: QuotaRequest = {
+    requestId,
+    workflowId,
+    kind: raw.kind,
+    limit: clampLimit({ uses, windowMs }),
+    leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+  };
+  if (raw.refused === undefined || raw.refused === null) return { value: request };
+  const refused = isRecord(raw.refused) ? raw.refused : {};
+  const refusedId = readId(refused.requestId, MAX_REQUEST_ID_BYTES);
+  if (refusedId === null) return { problem: 'refused.requestId must be a request ID' };
+  return {
+    value: {
+      ...request,
+      refused: { requestId: refusedId, retryAfterMs: readRetryAfter(refused.retryAfterMs) },
+    },
+  };
+}
+
+/** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */
+export function readSpent(raw: unknown): Read<{ requestId: string; at: number | null }> {
+  const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
+  if (requestId === null) return { problem: 'requestId must be a request ID' };
+  return { value: { requestId, at: finite((raw as Record<string, unknown>).at) } };
+}
+
+/** Reads a release signal's payload. */
+export function readRelease(raw: unknown): Read<{ requestId: string }> {
+  const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
+  return requestId === null ? { problem: 'requestId must be a request ID' } : { value: { requestId } };
+}
+
+/** A Retry-After in ms: null when absent or not a number, else within 0 and {@link MAX_RETRY_AFTER_MS}. */
+function readRetryAfter(value: unknown): number | null {
+  if (typeof value !== 'number' || Number.isNaN(value)) return null;
+  return Math.min(Math.max(0, value), MAX_RETRY_AFTER_MS);
+}
+
+/** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
+function clampLimit(limit: QuotaLimit | undefined): QuotaLimit {
+  return {
+    uses: clampInt(limit?.uses ?? 1, 1, MAX_USES),
+    windowMs: clampInt(limit?.windowMs ?? 1_000, 1_000, MAX_WINDOW_MS),
+  };
+}
+
+/** A string ID of at most `maxBytes` as the carried JSON holds it (escapes included). */
+function readId(value: unknown, maxBytes: number): string | null {
+  if (typeof value !== 'string' || value.length === 0) return null;
+  return utf8ByteLength(JSON.stringify(value)) - 2 <= maxBytes ? value : null;
+}
+
+function finite(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+}
+
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(Math.max(value, min), max);
+}
+
+function clampInt(value: number, min: number, max: number): number {
+  return clamp(Number.isFinite(value) ? Math.floor(value) : min, min, max);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+function findLastIndex<T>(list: T[], test: (item: T) => boolean): number {
+  for (let i = list.length - 1; i >= 0; i--) if (test(list[i] as T)) return i;
+  return -1;
+}

@@ -1,0 +1,494 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { QuotaRequest, QuotaUseKind } from '../../src/contract.js';
+import { MAX_WORKFLOW_ID_BYTES } from '../../src/ids.js';
+import {
+  edgeMarginMs,
+  MAX_LEASES,
+  MAX_QUEUE,
+  MAX_REQUEST_ID_BYTES,
+  MAX_USES,
+  ProjectBudget,
+  readQuotaRequest,
+  readRelease,
+  readSpent,
+  REMEMBER_MS,
+  REMEMBERED,
+  type BudgetState,
+  type QuotaNotice,
+} from '../../src/quota/budget.js';
+import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, RETRY_JITTER } from '../../src/retries.js';
+
+const T0 = Date.parse('2026-11-24T00:00:00Z');
+const W = 60_000;
+const LEASE = 10_000;
+const noJitter = () => 0;
+
+function budgetOf(uses: number, options: { maxQueue?: number } = {}) {
+  return new ProjectBudget(ProjectBudget.initial('docs', { uses, windowMs: W }, T0), options);
+}
+
+/** A request as the enqueue activity sends it, with the budget's own limit (the newest request's wins). */
+function ask(budget: ProjectBudget, requestId: string, refused?: QuotaRequest['refused']): QuotaRequest {
+  const kind: QuotaUseKind = requestId.includes('/message') ? 'message' : 'create';
+  const workflowId = requestId.slice(0, requestId.indexOf('/'));
+  return {
+    requestId,
+    workflowId,
+    kind,
+    limit: budget.state.limit,
+    leaseMs: LEASE,
+    ...(refused && { refused }),
+  };
+}
+
+/** Queues `wf-<id>/<kind>`. */
+function request(budget: ProjectBudget, id: string, kind: QuotaUseKind = 'create', now = T0) {
+  return budget.request(ask(budget, `wf-${id}/${kind}`), now, noJitter);
+}
+
+/** A 429 on `refusedId`: the use asks again as `requestId`. */
+function askAgain(
+  budget: ProjectBudget,
+  requestId: string,
+  refusedId: string,
+  now: number,
+  retryAfterMs: number | null = null,
+  random = noJitter,
+) {
+  return budget.request(ask(budget, requestId, { requestId: refusedId, retryAfterMs }), now, random);
+}
+
+function grants(notices: QuotaNotice[]): string[] {
+  return notices.filter((n) => n.signal === 'grant').map((n) => n.body.requestId);
+}
+
+function places(notices: QuotaNotice[]): Array<[string, number]> {
+  return notices.flatMap((n) =>
+    n.signal === 'place' ? [[n.body.requestId, n.body.position] as [string, number]] : [],
+  );
+}
+
+describe('order', () => {
+  test('follow-up messages go ahead of creates, each first come first served; a request after a 429 takes the head', () => {
+    const budget = budgetOf(1);
+    for (const [id, kind] of [
+      ['a', 'create'],
+      ['b', 'create'],
+      ['c', 'message'],
+      ['d', 'create'],
+      ['e', 'message'],
+    ] as const) {
+      request(budget, id, kind);
+    }
+    const first = budget.grant(T0);
+    assert.deepEqual(grants(first.notices), ['wf-c/message']);
+    // Each joiner is told its place once, after the pass that granted.
+    assert.deepEqual(places(first.notices), [
+      ['wf-e/message', 1],
+      ['wf-a/create', 2],
+      ['wf-b/create', 3],
+      ['wf-d/create', 4],
+    ]);
+    // The granted message meets a 429: it asks again under a new ID and goes first, ahead of messages too.
+    askAgain(budget, 'wf-c/message.2', 'wf-c/message', T0 + 100);
+    request(budget, 'f', 'message');
+    assert.deepEqual(
+      budget.state.queue.map((e) => e.requestId),
+      ['wf-c/message.2', 'wf-e/message', 'wf-f/message', 'wf-a/create', 'wf-b/create', 'wf-d/create'],
+    );
+  });
+});
+
+describe('the rolling window', () => {
+  test('a use counts for the window plus the edge margin: not a millisecond less, not a millisecond more', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    assert.deepEqual(grants(budget.grant(T0).notices), ['wf-a/create']);
+    budget.spend('wf-a/create', T0 + 500, T0 + 600);
+    request(budget, 'b');
+    const edge = T0 + 500 + W + edgeMarginMs({ uses: 1, windowMs: W });
+    assert.equal(edgeMarginMs({ uses: 1, windowMs: W }), 60, '1 ms per second of window');
+    assert.equal(edgeMarginMs({ uses: 1, windowMs: 3_600_000 }), 1_000, 'at most a second');
+    assert.equal(budget.nextChangeAt(), edge, 'the workflow wakes at the edge');
+    assert.deepEqual(
+      grants(budget.grant(edge - 1).notices),
+      [],
+      'one ms before the edge the use still counts',
+    );
+    assert.deepEqual(grants(budget.grant(edge).notices), ['wf-b/create'], 'at the edge it is out');
+  });
+
+  test('a confirmation counts from when the API answered, never later than now nor earlier than the grant', () => {
+    const budget = budgetOf(2);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    budget.spend('wf-a/create', T0 + 10 * W, T0 + 1_000);
+    budget.spend('wf-b/create', T0 - W, T0 + 2_000);
+    assert.deepEqual(budget.state.window, [T0, T0 + 1_000]);
+  });
+
+  test('a grant holds its use until its lease ends, then the use is back', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    assert.equal(budget.nextChangeAt(), T0 + LEASE);
+    assert.deepEqual(budget.grant(T0 + LEASE - 1), { notices: [], expired: [] });
+    const { notices, expired } = budget.grant(T0 + LEASE);
+    assert.deepEqual(expired, ['wf-a/create']);
+    assert.deepEqual(grants(notices), ['wf-b/create']);
+    assert.equal(budget.state.totals.expired, 1);
+    // A late confirmation of the expired grant still counts: the API did count that use.
+    assert.equal(budget.spend('wf-a/create', T0 + LEASE + 5, T0 + LEASE + 10), true);
+    assert.equal(budget.snapshot(T0 + LEASE + 10).usesInWindow, 2);
+  });
+});
+
+describe('429s', () => {
+  /** Grants `uses` at once, then refuses the last one granted (its request asks again). */
+  function refusedBurst(uses: number, retryAfterMs: number | null, random = noJitter) {
+    const budget = budgetOf(uses);
+    for (let i = 0; i < uses + 2; i++) request(budget, `j${i}`);
+    budget.grant(T0);
+    const refusedId = `wf-j${uses - 1}/create`;
+    assert.equal(askAgain(budget, `${refusedId}.2`, refusedId, T0 + 1_000, retryAfterMs, random), 'requeued');
+    return budget;
+  }
+
+  test('without Retry-After the project pauses for the backoff of the use, with its jitter', () => {
+    assert.equal(refusedBurst(4, null).state.pausedUntil, T0 + 1_000 + CREATE_BACKOFF.initialIntervalMs);
+    const jittered = refusedBurst(4, null, () => 0.5).state.pausedUntil as number;
+    assert.equal(jittered, T0 + 1_000 + CREATE_BACKOFF.initialIntervalMs * (1 + 0.5 * RETRY_JITTER));
+  });
+
+  test('Retry-After raises the pause, never lowers it, and is capped: 0, a past date, a day, an absurd value', () => {
+    const pause = (retryAfterMs: number | null) =>
+      (refusedBurst(4, retryAfterMs).state.pausedUntil as number) - (T0 + 1_000);
+    assert.equal(pause(0), CREATE_BACKOFF.initialIntervalMs, 'Retry-After: 0 waits the backoff');
+    assert.equal(pause(30_000), 30_000);
+    assert.equal(pause(86_400_000), MAX_RETRY_AFTER_MS, 'a day is capped');
+    const read = (retryAfterMs: unknown) =>
+      readQuotaRequest({
+        ...ask(budgetOf(1), 'wf-x/create.2'),
+        refused: { requestId: 'wf-x/create', retryAfterMs },
+      });
+    const absurd = read(1e20);
+    assert.ok('value' in absurd);
+    assert.equal(absurd.value.refused?.retryAfterMs, MAX_RETRY_AFTER_MS, 'an absurd value is read capped');
+    assert.equal(pause(absurd.value.refused?.retryAfterMs ?? null), MAX_RETRY_AFTER_MS);
+    const negative = read(-5);
+    assert.ok('value' in negative && negative.value.refused?.retryAfterMs === 0, 'a past date reads as 0');
+    const notANumber = read(NaN);
+    assert.ok('value' in notANumber && notANumber.value.refused?.retryAfterMs === null);
+    // The snapshot and summary turn every pause into a date: none can be invalid.
+    const budget = refusedBurst(4, absurd.value.refused?.retryAfterMs ?? null, () => 0.999_999);
+    assert.ok(Date.parse(budget.snapshot(T0 + 1_000).pausedUntil ?? '') > T0);
+    assert.match(budget.summary(T0 + 1_000), /paused after a 429 until \d{4}-/);
+  });
+
+  test('the pause grows with refusals in a row and follows the backoff of a follow-up message', () => {
+    const budget = budgetOf(1);
+    request(budget, 'm', 'message');
+    budget.grant(T0);
+    let refusedId = 'wf-m/message';
+    const pauses: number[] = [];
+    let now = T0;
+    for (let i = 2; i <= 4; i++) {
+      now = Math.max(now + 1, budget.state.pausedUntil ?? now);
+      askAgain(budget, `wf-m/message.${i}`, refusedId, now);
+      pauses.push((budget.state.pausedUntil as number) - now);
+      refusedId = `wf-m/message.${i}`;
+      // The pause ends; the learnt budget allows the one use: the request is granted again.
+      now = budget.state.pausedUntil as number;
+      assert.deepEqual(grants(budget.grant(now).notices), [refusedId]);
+    }
+    assert.deepEqual(
+      pauses,
+      [1, 2, 4].map((f) => MESSAGE_BACKOFF.initialIntervalMs * f),
+    );
+    assert.equal(budget.state.totals.refused, 3);
+  });
+
+  test('the learnt budget goes down with the refusals of a burst, and grows back one use per quiet window', () => {
+    // The API allows 3 of the 6 configured: the three uses granted beyond are refused one by one.
+    const budget = budgetOf(6);
+    for (let i = 0; i < 9; i++) request(budget, `j${i}`);
+    budget.grant(T0);
+    for (const i of [0, 1, 2]) budget.spend(`wf-j${i}/create`, T0 + 100, T0 + 100);
+    for (const i of [3, 4, 5]) {
+      askAgain(budget, `wf-j${i}/create.2`, `wf-j${i}/create`, T0 + 200);
+    }
+    assert.equal(budget.effectiveUses, 3, 'learnt: the window holds 3');
+    assert.equal(budget.state.refusalsInARow, 1, 'one discovery, not three refusals in a row');
+    // The three uses leave the window: three grants, no more.
+    const afterWindow = T0 + 100 + W + edgeMarginMs(budget.state.limit);
+    assert.equal(
+      grants(budget.grant(afterWindow).notices).length,
+      1,
+      'after a 429, one probe until one is confirmed',
+    );
+    budget.spend('wf-j5/create.2', afterWindow, afterWindow);
+    assert.equal(grants(budget.grant(afterWindow).notices).length, 2);
+    // A quiet window: one more use; and another, until the configured budget is back.
+    assert.equal(budget.nextChangeAt(), T0 + 200 + W, 'the workflow wakes to relearn');
+    budget.grant(T0 + 200 + W);
+    assert.equal(budget.effectiveUses, 4);
+    budget.grant(T0 + 200 + 2 * W);
+    budget.grant(T0 + 200 + 3 * W);
+    assert.equal(budget.effectiveUses, 6);
+    assert.equal(budget.state.learntUses, null);
+  });
+
+  test('a 429 whose grant already expired re-queues the request but teaches nothing', () => {
+    const budget = budgetOf(3);
+    request(budget, 'a');
+    budget.grant(T0);
+    budget.grant(T0 + LEASE);
+    askAgain(budget, 'wf-a/create.2', 'wf-a/create', T0 + LEASE + 1);
+    assert.equal(budget.state.learntUses, null);
+    assert.deepEqual(
+      budget.state.queue.map((e) => e.requestId),
+      ['wf-a/create.2'],
+    );
+  });
+});
+
+describe('repeats', () => {
+  test('a repeat of a queued request hears its place again, of a granted one its grant again', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    assert.equal(request(budget, 'a'), 'repeat');
+    assert.equal(request(budget, 'b'), 'repeat');
+    const { notices } = budget.grant(T0 + 1);
+    assert.deepEqual(grants(notices), ['wf-a/create']);
+    assert.deepEqual(places(notices), [['wf-b/create', 1]]);
+    assert.equal(budget.state.totals.granted, 1);
+    assert.deepEqual(budget.grant(T0 + 2).notices, [], 'each told once');
+  });
+
+  test('a request ID spent, released or refused is never granted again, and no use counts twice or is lost', () => {
+    const budget = budgetOf(5);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    assert.equal(budget.spend('wf-a/create', T0 + 1, T0 + 1), true);
+    assert.equal(budget.spend('wf-a/create', T0 + 2, T0 + 2), false, 'a repeated confirmation counts once');
+    assert.equal(budget.release('wf-a/create', T0 + 3), false, 'a release after the spend is ignored');
+    assert.equal(budget.state.window.length, 1);
+    assert.equal(request(budget, 'a'), 'used-before', 'a late repeat (a retried enqueue) is declined');
+    const declined = budget.grant(T0 + 4).notices.filter((n) => n.signal === 'declined');
+    assert.deepEqual(
+      declined.map((n) => [n.workflowId, n.body.requestId, n.body.reason]),
+      [['wf-a', 'wf-a/create', 'used-before']],
+    );
+    // Released, then the call was made after all: the use still counts, once.
+    assert.equal(budget.release('wf-b/create', T0 + 5), true);
+    assert.equal(budget.spend('wf-b/create', T0 + 6, T0 + 6), true);
+    assert.equal(budget.state.window.length, 2);
+    // A release that arrives before its request: the request is not granted when it comes.
+    assert.equal(budget.release('wf-c/create', T0 + 7), false);
+    assert.equal(request(budget, 'c'), 'used-before');
+    assert.deepEqual(budget.state.totals, {
+      granted: 2,
+      spent: 2,
+      refused: 0,
+      released: 1,
+      expired: 0,
+      declined: 2,
+    });
+  });
+
+  test('a repeated refusal counts once', () => {
+    const budget = budgetOf(2);
+    request(budget, 'a');
+    budget.grant(T0);
+    const again = (id: string, now: number) => askAgain(budget, id, 'wf-a/create', now);
+    assert.equal(again('wf-a/create.2', T0 + 1), 'requeued');
+    const pausedUntil = budget.state.pausedUntil;
+    assert.equal(again('wf-a/create.2', T0 + 2), 'repeat');
+    // Renamed after `used-before`, the request carries the refusal again: no second pause or count.
+    assert.equal(again('wf-a/create.3', T0 + 3), 'requeued');
+    assert.equal(budget.state.totals.refused, 1);
+    assert.equal(budget.state.pausedUntil, pausedUntil);
+    assert.equal(request(budget, 'a'), 'used-before', 'the refused ID itself is done with');
+  });
+
+  test('remembered IDs are bounded in number and in time', () => {
+    const budget = budgetOf(MAX_USES);
+    for (let i = 0; i < REMEMBERED + 10; i++) budget.release(`wf-${i}/create`, T0);
+    assert.equal(budget.state.remembered.length, REMEMBERED);
+    assert.equal(request(budget, '0'), 'queued', 'the oldest are forgotten first');
+    assert.equal(budget.release('wf-late/create', T0 + REMEMBER_MS), false);
+    assert.equal(budget.state.remembered.length, 1, 'older than the memory: forgotten');
+  });
+});
+
+describe('the queue', () => {
+  test(`holds at most ${MAX_QUEUE}: the next request is declined with a time to ask again`, () => {
+    const budget = budgetOf(1);
+    request(budget, 'holder');
+    budget.grant(T0);
+    for (let i = 0; i < MAX_QUEUE; i++) assert.equal(request(budget, `q${i}`), 'queued');
+    assert.equal(request(budget, 'late'), 'queue-full');
+    assert.equal(request(budget, 'late', 'message'), 'queue-full', 'messages too');
+    const { notices } = budget.grant(T0 + 1);
+    const declined = notices.filter((n) => n.signal === 'declined');
+    assert.equal(declined.length, 2);
+    const first = declined[0]?.body;
+    assert.equal(first?.reason, 'queue-full');
+    assert.equal(first?.queueLength, MAX_QUEUE);
+    // About when half the queue has been granted: one use a window, 500 windows.
+    const retryAt = Date.parse(first?.retryAt ?? '');
+    assert.ok(retryAt > T0 + 499 * W && retryAt <= T0 + 501 * W, new Date(retryAt).toISOString());
+    // A request after a 429 held a use already: it is queued beyond the cap.
+    askAgain(budget, 'wf-holder/create.2', 'wf-holder/create', T0 + 2);
+    assert.equal(budget.state.queue.length, MAX_QUEUE + 1);
+    assert.equal(budget.state.totals.declined, 2);
+  });
+
+  test('a lower cap from the input applies; it never raises the budget own', () => {
+    const budget = budgetOf(1, { maxQueue: 2 });
+    for (const id of ['a', 'b', 'c']) request(budget, id);
+    assert.equal(request(budget, 'd'), 'queue-full');
+    assert.equal(budget.state.queue.length, 2);
+    const big = budgetOf(1, { maxQueue: 10 * MAX_QUEUE });
+    for (let i = 0; i <= MAX_QUEUE + 1; i++) request(big, `q${i}`);
+    assert.equal(big.state.queue.length, MAX_QUEUE);
+  });
+
+  test('a full state, with IDs of the longest accepted length, stays well under the 2 MB of a continue-as-new input', () => {
+    const uses = MAX_USES;
+    const budget = budgetOf(uses);
+    const workflowId = (i: number) => `${i}-`.padEnd(MAX_WORKFLOW_ID_BYTES, 'w');
+    const requestId = (i: number) => `${workflowId(i)}/`.padEnd(MAX_REQUEST_ID_BYTES, 'r');
+    const longest = (i: number, kind: QuotaUseKind): QuotaRequest => ({
+      requestId: requestId(i),
+      workflowId: workflowId(i),
+      kind,
+      limit: { uses, windowMs: W },
+      leaseMs: LEASE,
+    });
+    // Uses confirmed in the window, grants out, remembered IDs, a full queue, declines owed.
+    let n = 0;
+    for (; n < MAX_LEASES; n++) budget.request(longest(n, 'message'), T0, noJitter);
+    budget.grant(T0);
+    for (let i = 0; i < uses - MAX_LEASES; i++) budget.state.window.push(T0 + i);
+    for (let i = 0; i < REMEMBERED; i++) budget.release(`released-${i}`, T0);
+    for (; budget.state.queue.length < MAX_QUEUE; n++) budget.request(longest(n, 'message'), T0, noJitter);
+    for (let i = 0; i < 200; i++) budget.request(longest(n++, 'message'), T0, noJitter);
+    const bytes = Buffer.byteLength(
+      JSON.stringify({ projectId: 'docs', limit: budget.state.limit, state: budget.state }),
+    );
+    process.stdout.write(`# a full quota state: ${(bytes / 1e6).toFixed(2)} MB\n`);
+    assert.equal(budget.state.leases.length, MAX_LEASES);
+    assert.equal(budget.state.queue.length, MAX_QUEUE);
+    assert.ok(budget.state.declines.length > 0);
+    assert.ok(bytes < 1.5e6, `${bytes} bytes`);
+  });
+});
+
+describe('places', () => {
+  test('the earliest start of each place slides with the window, one grant at a time, after any pause', () => {
+    const budget = budgetOf(2);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    budget.spend('wf-a/create', T0 + 1_000, T0 + 1_000);
+    for (const id of ['c', 'd', 'e']) request(budget, id);
+    const span = W + edgeMarginMs(budget.state.limit);
+    const start = (id: string) =>
+      Date.parse(budget.placeOf(`wf-${id}/create`, T0 + 2_000)?.earliestStartAt ?? '');
+    // `a` leaves the window at T0+1s+span; `b` (unconfirmed) counts as a use made now.
+    assert.equal(start('c'), T0 + 1_000 + span);
+    assert.equal(start('d'), T0 + 2_000 + span);
+    assert.equal(start('e'), T0 + 1_000 + 2 * span);
+    assert.deepEqual(
+      { ...budget.placeOf('wf-e/create', T0 + 2_000), earliestStartAt: undefined },
+      { position: 3, queueLength: 3, earliestStartAt: undefined, asOf: new Date(T0 + 2_000).toISOString() },
+    );
+    assert.equal(budget.placeOf('wf-a/create', T0 + 2_000), null, 'not queued');
+  });
+
+  test('a 429 tells the first ten in line that their start moved', () => {
+    const budget = budgetOf(1);
+    for (let i = 0; i < 15; i++) request(budget, `j${i}`);
+    budget.grant(T0);
+    askAgain(budget, 'wf-j0/create.2', 'wf-j0/create', T0 + 1_000, 30_000);
+    const told = places(budget.grant(T0 + 1_000).notices);
+    assert.equal(told.length, 11, 'the head that asks again, and the ten behind it');
+    assert.deepEqual(told[0], ['wf-j0/create.2', 1]);
+    const start = budget.placeOf('wf-j1/create', T0 + 1_000)?.earliestStartAt;
+    assert.ok(Date.parse(start ?? '') >= T0 + 31_000, `after the pause: ${start}`);
+  });
+});
+
+describe('signals as they arrive', () => {
+  test('malformed payloads are named and dropped; numbers out of range are clamped', () => {
+    const valid = ask(budgetOf(3), 'wf-a/create');
+    for (const raw of [
+      null,
+      'request',
+      { ...valid, requestId: 42 },
+      { ...valid, requestId: '' },
+      { ...valid, requestId: 'x'.repeat(MAX_REQUEST_ID_BYTES + 1) },
+      { ...valid, workflowId: 'w'.repeat(MAX_WORKFLOW_ID_BYTES + 1) },
+      { ...valid, kind: 'delete' },
+      { ...valid, limit: undefined },
+      { ...valid, limit: { uses: '3', windowMs: W } },
+      { ...valid, leaseMs: Infinity },
+      { ...valid, refused: { retryAfterMs: 5 } },
+    ]) {
+      const read = readQuotaRequest(raw);
+      assert.ok('problem' in read, JSON.stringify(raw)?.slice(0, 80));
+    }
+    const clamped = readQuotaRequest({ ...valid, limit: { uses: 1e300, windowMs: -1 }, leaseMs: 1e300 });
+    assert.ok('value' in clamped);
+    assert.deepEqual(clamped.value.limit, { uses: MAX_USES, windowMs: 1_000 });
+    assert.equal(clamped.value.leaseMs, 24 * 60 * 60_000);
+    // A control character takes 6 bytes in the carried JSON: the bound counts those.
+    const escaped = readQuotaRequest({ ...valid, requestId: '\u0001'.repeat(MAX_REQUEST_ID_BYTES / 2) });
+    assert.ok('problem' in escaped);
+    assert.deepEqual(readSpent({ requestId: 'wf-a/create', at: 'yesterday' }), {
+      value: { requestId: 'wf-a/create', at: null },
+    });
+    assert.ok('problem' in readSpent({ requestId: 7 }));
+    assert.ok('problem' in readSpent(null));
+    assert.ok('problem' in readRelease({}));
+    assert.deepEqual(readRelease({ requestId: 'wf-a/create' }), { value: { requestId: 'wf-a/create' } });
+  });
+});
+
+describe('the life of a budget', () => {
+  test('idle once nothing is queued, granted, in the window or owed; the query changes nothing', () => {
+    const budget = budgetOf(1);
+    assert.equal(budget.idle, true);
+    assert.equal(budget.nextChangeAt(), null);
+    request(budget, 'a');
+    budget.grant(T0);
+    budget.spend('wf-a/create', T0, T0);
+    assert.equal(budget.idle, false);
+    const later = T0 + W + edgeMarginMs(budget.state.limit);
+    const before = JSON.stringify(budget.state);
+    assert.equal(budget.snapshot(later).usesInWindow, 0);
+    assert.equal(JSON.stringify(budget.state), before, 'the snapshot reads only');
+    budget.grant(later);
+    assert.equal(budget.idle, true);
+  });
+
+  test('the carried state is plain JSON: a budget rebuilt from it goes on where it stopped', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    const carried = new ProjectBudget(JSON.parse(JSON.stringify(budget.state)) as BudgetState);
+    assert.equal(carried.spend('wf-a/create', T0 + 1, T0 + 1), true);
+    assert.equal(carried.spend('wf-a/create', T0 + 2, T0 + 2), false);
+    assert.deepEqual(grants(carried.grant(T0 + 1 + W + edgeMarginMs(carried.state.limit)).notices), [
+      'wf-b/create',
+    ]);
+  });
+});
