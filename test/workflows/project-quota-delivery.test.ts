@@ -1,0 +1,260 @@
+/**
+ * What the project quota must never lose or let break, against a real Temporal server, real
+ * workers and the simulator: grants across continue-as-new, the signals a job sends just before it
+ * closes, the quota workflow under malformed signals, and the requests a full queue turns away.
+ * Every test has its own project (so its own quota workflow) and its own simulator.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import {
+  FailureType,
+  PROJECT_QUOTA_WORKFLOW_TYPE,
+  projectQuotaWorkflowId,
+  quotaStatusQuery,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type QuotaLimit,
+} from '../../src/contract.js';
+import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
+import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/retries.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
+import {
+  activitiesFor,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+} from '../harness.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `quota-delivery-key-${randomUUID()}`;
+const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
+
+interface Setup {
+  env: TemporalTestEnv;
+  sim: RunningSimulator;
+  taskQueue: string;
+  projectId: string;
+  limit: QuotaLimit;
+}
+
+/** A simulator whose budget is the worker's quota, and a worker with that quota. */
+async function setUp(limit: QuotaLimit, leaseMs = 60_000): Promise<Setup> {
+  const env = await temporalEnv();
+  const sim = await startTestSimulator({
+    apiKeys: [API_KEY],
+    budget: { uses: limit.uses, windowSeconds: limit.windowMs / 1000 },
+    retryAfter: false,
+    defaultScenario: { durationMs: 300 },
+  });
+  const projectQuota: ProjectQuotaSettings = { defaultLimit: limit, overrides: {}, leaseMs };
+  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
+  return { env, sim, taskQueue, projectId: uniqueId('docs-quota-delivery'), limit };
+}
+
+function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
+  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: setup.taskQueue,
+    workflowId: uniqueId('agent-job-delivery'),
+    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
+  });
+}
+
+function quotaHandle(setup: Setup) {
+  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
+    projectQuotaWorkflowId(setup.projectId),
+  );
+}
+
+/** Starts the project's quota workflow before any job asks, with settings only its input can set. */
+async function startQuota(setup: Setup, tuning: { eventsPerRun?: number; maxQueue?: number }) {
+  return setup.env.client.workflow.start<typeof projectQuotaWorkflow>(PROJECT_QUOTA_WORKFLOW_TYPE, {
+    taskQueue: setup.taskQueue,
+    workflowId: projectQuotaWorkflowId(setup.projectId),
+    args: [{ projectId: setup.projectId, limit: setup.limit, ...tuning }],
+  });
+}
+
+/** The runs of the quota workflow's chain, first to current, by following continue-as-new. */
+async function runsOf(setup: Setup, firstRunId: string): Promise<number> {
+  let runs = 1;
+  for (let runId = firstRunId; ; runs++) {
+    const handle = setup.env.client.workflow.getHandle(projectQuotaWorkflowId(setup.projectId), runId);
+    const { events } = await handle.fetchHistory();
+    const next = events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+    if (!next) return runs;
+    runId = next;
+  }
+}
+
+/** Holds the project's only use: it creates its agent job, then polls once an hour. */
+async function holdTheBudget(setup: Setup) {
+  const holder = await startJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
+  await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+    what: 'the holder to create its job',
+  });
+  return holder;
+}
+
+describe('project quota deliveries', { concurrency: 2 }, () => {
+  test('a busy project whose quota workflow continues as new while granting: every job is created', async () => {
+    const N = 20;
+    // A budget above the jobs: each request is granted as it arrives, so the pass that continues
+    // as new (every 40 events, a handful of requests) is one that grants too.
+    const setup = await setUp({ uses: 100, windowMs: 60_000 });
+    const quota = await startQuota(setup, { eventsPerRun: 40 });
+    const handles = [];
+    for (let i = 0; i < N; i++) {
+      handles.push(await startJob(setup, `Busy job ${i}`, { timeout: '60s' }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const results = await Promise.all(handles.map((h) => h.result()));
+    for (const result of results) assert.equal(result.status, 'completed');
+    assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
+    const runs = await runsOf(setup, quota.firstExecutionRunId);
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    process.stdout.write(
+      `# quota continue-as-new: ${N} jobs over ${runs} runs; ${JSON.stringify(status.totals)}\n`,
+    );
+    assert.ok(runs >= 3, `the quota workflow ran ${runs} runs`);
+    assert.equal(status.totals.granted, N);
+    await quota.terminate('test over');
+  });
+
+  test('a job that reaches its deadline while queued leaves the queue', async () => {
+    const setup = await setUp({ uses: 1, windowMs: 60_000 });
+    const holder = await holdTheBudget(setup);
+    const late = await startJob(setup, 'Gives up in the queue', { timeout: '4s' });
+    const err = await late.result().then(
+      () => assert.fail('the job should reach its deadline'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
+    assert.equal(err.cause.type, FailureType.AgentJobTimedOut);
+    // The release left before the run closed: the quota drops the request at once.
+    const status = await waitFor(
+      async () => {
+        const s = await quotaHandle(setup).query(quotaStatusQuery);
+        return s.totals.released === 1 ? s : null;
+      },
+      { what: 'the release to reach the quota', timeoutMs: 10_000 },
+    );
+    assert.equal(status.queueLength, 0);
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 1, 'only the holder created');
+    await holder.terminate('test over');
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('a create the API refuses as invalid is counted as spent before the job fails', async () => {
+    const setup = await setUp({ uses: 2, windowMs: 60_000 });
+    setup.sim.setScenario(setup.projectId, {
+      durationMs: 300,
+      faults: { rules: [{ endpoint: 'create', kind: 'status', status: 422 }] },
+    });
+    const job = await startJob(setup, 'Refused as invalid');
+    const err = await job.result().then(
+      () => assert.fail('the job should fail'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
+    assert.equal(err.cause.type, FailureType.InvalidRequest);
+    // The use was spent (the API counted the request): it stays in the window, no lease is left.
+    const status = await waitFor(
+      async () => {
+        const s = await quotaHandle(setup).query(quotaStatusQuery);
+        return s.totals.spent === 1 ? s : null;
+      },
+      { what: 'the spent signal to reach the quota', timeoutMs: 10_000 },
+    );
+    assert.deepEqual(status.leases, []);
+    assert.equal(status.usesInWindow, 1);
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('malformed and absurd signals leave the quota workflow working', async () => {
+    const limit = { uses: 1, windowMs: 60_000 };
+    const setup = await setUp(limit);
+    const holder = await holdTheBudget(setup);
+    const quota = quotaHandle(setup);
+    const valid = { workflowId: holder.workflowId, kind: 'create', limit, leaseMs: 60_000 };
+    const before = Date.now();
+    // A 429 whose Retry-After is absurd: the pause is capped as every retry's is.
+    await quota.signal('quotaRequest', {
+      ...valid,
+      requestId: 'absurd/create-0-1.2',
+      refused: { requestId: 'absurd/create-0-1', retryAfterMs: 1e20 },
+    });
+    for (const body of [
+      null,
+      'create',
+      { requestId: 42 },
+      { ...valid, requestId: 'odd/1', limit: { uses: 'many', windowMs: 1 } },
+      { ...valid, requestId: 'odd/2', kind: 'delete' },
+      { ...valid, requestId: 'odd/3', leaseMs: Number.NaN },
+      { ...valid, requestId: 'x'.repeat(5_000) },
+      { ...valid, requestId: 'odd/4', refused: { requestId: 9, retryAfterMs: 'soon' } },
+    ]) {
+      await quota.signal('quotaRequest', body);
+    }
+    await quota.signal('quotaSpent', { requestId: 7, at: 'yesterday' });
+    await quota.signal('quotaSpent', null);
+    await quota.signal('quotaRelease', {});
+    // A request with absurd numbers is clamped, not dropped: the queue takes it.
+    await quota.signal('quotaRequest', {
+      ...valid,
+      requestId: 'probe/create-0-1',
+      limit: { uses: 1e300, windowMs: 1e300 },
+      leaseMs: -1,
+    });
+    const status = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.queueLength === 2 ? s : null;
+      },
+      { what: 'the quota to queue the two well-formed requests', timeoutMs: 10_000 },
+    );
+    assert.deepEqual(
+      status.queueHead.map((e) => e.requestId),
+      ['absurd/create-0-1.2', 'probe/create-0-1'],
+    );
+    assert.ok(status.pausedUntil !== null, 'the 429 paused the project');
+    const pausedMs = Date.parse(status.pausedUntil) - before;
+    assert.ok(
+      pausedMs <= MAX_RETRY_AFTER_MS * (1 + RETRY_JITTER) + 5_000,
+      `paused for ${pausedMs}ms, beyond the cap`,
+    );
+    const events = (await quota.fetchHistory()).events ?? [];
+    assert.equal(
+      events.filter((e) => e.workflowTaskFailedEventAttributes).length,
+      0,
+      'no workflow task of the quota workflow failed',
+    );
+    await quota.terminate('test over');
+    await holder.terminate('test over');
+  });
+
+  test('a full queue declines; the declined jobs ask again until each is created', async () => {
+    const N = 6;
+    const setup = await setUp({ uses: 1, windowMs: 2_000 });
+    await startQuota(setup, { maxQueue: 2 });
+    const handles = await Promise.all(
+      Array.from({ length: N }, (_, i) => startJob(setup, `Turned away ${i}`, { timeout: '2m' })),
+    );
+    const results = await Promise.all(handles.map((h) => h.result()));
+    for (const result of results) assert.equal(result.status, 'completed');
+    assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
+    assert.equal(setup.sim.stats().requestsPerStatus['429'] ?? 0, 0, 'no 429');
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    process.stdout.write(`# quota queue cap 2: ${N} jobs; ${JSON.stringify(status.totals)}\n`);
+    assert.ok(status.totals.declined >= N - 3, `declined ${status.totals.declined}`);
+    assert.equal(status.totals.granted, N);
+    await quotaHandle(setup).terminate('test over');
+  });
+});
