@@ -20,6 +20,7 @@ import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js'
 import { workflowBundleOptions } from '../src/bundle-options.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
+import type { AgentJobRecord } from '../src/contract.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 
 /** Path of the workflows entry point that the worker bundles. */
@@ -143,6 +144,48 @@ export async function startTestSimulator(
   const simulator = await startSimulator({ log: false, ...options });
   onCleanup(() => simulator.stop());
   return simulator;
+}
+
+/** The usual world of a workflow test file: the server, a simulator with its own key, a worker wired to it. */
+export interface SimulatedSuite {
+  env: TemporalTestEnv;
+  sim: RunningSimulator;
+  worker: TestWorker;
+  apiKey: string;
+  /** A client of the simulator with the suite's key, to read what the workflows made. */
+  api: AgentApiClient;
+  /** A new project ID (`prefix-xxxxxxxx`) with its own scenario. */
+  project(scenario?: Parameters<RunningSimulator['setScenario']>[1], prefix?: string): string;
+  /** An agent job made outside any workflow, once its first turn has ended. */
+  completedJob(projectId: string): Promise<AgentJobRecord>;
+}
+
+/** Starts a {@link SimulatedSuite}; jobs last `durationMs` unless a project's scenario says otherwise. */
+export async function startSimulatedSuite(name: string, durationMs = 300): Promise<SimulatedSuite> {
+  const env = await temporalEnv();
+  const apiKey = `${name}-key-${randomUUID()}`;
+  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs } });
+  const worker = await startTestWorker(env, activitiesFor(sim, apiKey));
+  const api = new AgentApiClient({ baseUrl: sim.url, apiKey });
+  return {
+    env,
+    sim,
+    worker,
+    apiKey,
+    api,
+    project: (scenario = {}, prefix = name) => {
+      const projectId = uniqueId(prefix);
+      sim.setScenario(projectId, scenario);
+      return projectId;
+    },
+    completedJob: async (projectId) => {
+      const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+      await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
+        what: 'turn 1 to end',
+      });
+      return api.getJob(projectId, created.id);
+    },
+  };
 }
 
 /** The activities wired to an API client for `simulator`, as the worker wires them. */

@@ -5,7 +5,6 @@
  * Real Temporal server, real worker, the simulator over HTTP.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -20,34 +19,30 @@ import {
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
-  activitiesFor,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
   uniqueId,
   waitFor,
   type TemporalTestEnv,
   type TestWorker,
+  startSimulatedSuite,
+  type SimulatedSuite,
 } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `answered-once-key-${randomUUID()}`;
 const FAST = { initialInterval: 50, maxInterval: 200 };
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
 
+let suite: SimulatedSuite;
+
 before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
+  suite = await startSimulatedSuite('answered');
+  ({ env, sim, worker } = suite);
 });
 
 function project(scenario: Partial<Scenario>): string {
-  const projectId = uniqueId('answered');
-  sim.setScenario(projectId, scenario);
-  return projectId;
+  return suite.project(scenario);
 }
 
 function start(input: Partial<AgentJobInput> & { projectId: string }) {

@@ -4,53 +4,42 @@
  * among every caller that passes one. Real Temporal server, real worker, the simulator over HTTP.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { AgentApiClient } from '../../src/agent-api/index.js';
+import type { AgentApiClient } from '../../src/agent-api/index.js';
 import { agentJobIdWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
 import { InvalidInputError, type AgentJobRecord } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
-  activitiesFor,
   spawnTs,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
   uniqueId,
   waitFor,
   type TemporalTestEnv,
   type TestWorker,
+  startSimulatedSuite,
+  type SimulatedSuite,
 } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `follow-up-keys-${randomUUID()}`;
 const FAST = { initialInterval: 50, maxInterval: 200 };
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
 let api: AgentApiClient;
 
+let suite: SimulatedSuite;
+
 before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-  api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
+  suite = await startSimulatedSuite('follow-up-keys');
+  ({ env, sim, worker, api } = suite);
 });
 
 function project(prefix = 'docs'): string {
-  const projectId = uniqueId(prefix);
-  sim.setScenario(projectId, {});
-  return projectId;
+  return suite.project({}, prefix);
 }
 
-/** An agent job made outside any workflow, once its first turn has completed. */
-async function completedJob(projectId: string): Promise<AgentJobRecord> {
-  const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
-    what: 'turn 1 to end',
-  });
-  return api.getJob(projectId, created.id);
+function completedJob(projectId: string): Promise<AgentJobRecord> {
+  return suite.completedJob(projectId);
 }
 
 async function closed(workflowId: string): Promise<string> {

@@ -3,11 +3,9 @@
  * follow-ups by update-with-start, one workflow per agent job, and keys whose workflow failed.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { AgentApiClient } from '../../src/agent-api/index.js';
 import {
   agentJobIdWorkflowId,
   agentJobWorkflowId,
@@ -17,44 +15,32 @@ import {
 import { FailureType, InvalidInputError, statusQuery, type AgentJobRecord } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
-  activitiesFor,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
   uniqueId,
   waitFor,
   type TemporalTestEnv,
   type TestWorker,
+  startSimulatedSuite,
+  type SimulatedSuite,
 } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `client-test-key-${randomUUID()}`;
 const FAST = { initialInterval: 50, maxInterval: 200 };
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
-let api: AgentApiClient;
+let suite: SimulatedSuite;
 
 before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-  api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
+  suite = await startSimulatedSuite('docs');
+  ({ env, sim, worker } = suite);
 });
 
 function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
-  const projectId = uniqueId('docs');
-  sim.setScenario(projectId, scenario);
-  return projectId;
+  return suite.project(scenario);
 }
 
-/** An agent job made outside any workflow, once its first turn has completed. */
 async function completedJob(projectId: string): Promise<AgentJobRecord> {
-  const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
-    what: 'turn 1 to end',
-  });
-  const record = await api.getJob(projectId, created.id);
+  const record = await suite.completedJob(projectId);
   assert.equal(record.status, 'completed');
   return record;
 }
