@@ -85,7 +85,7 @@ export interface WorkerConfig {
   versioning: VersioningSettings;
 }
 
-/** The environment variables the worker reads besides the standard TEMPORAL_* ones. Documented in the README. */
+/** The environment variables the worker reads besides the standard TEMPORAL_* ones (docs/configuration.md). */
 export const WORKER_SETTINGS = [
   'TEMPORAL_TASK_QUEUE',
   'TEMPORAL_UI_URL',

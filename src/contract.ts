@@ -422,7 +422,7 @@ export interface QuotaLimit {
   windowMs: number;
 }
 
-/** What a use is for. Follow-up messages go ahead of queued creates (see the README). */
+/** What a use is for. Follow-up messages go ahead of queued creates (docs/project-quota.md). */
 export type QuotaUseKind = 'create' | 'message';
 
 /** A workflow's request for one use, sent by the enqueue activity. */
