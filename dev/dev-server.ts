@@ -59,12 +59,58 @@ export async function freePort(): Promise<number> {
   return port as number;
 }
 
+/**
+ * How many times a server that exits before it serves is started again. The dev server picks free
+ * ports of its own (HTTP, metrics, the services' internal ports) when it starts; with many servers
+ * and tests starting at once on one machine, another process can take one of them in between, and
+ * the server then ends with "address already in use". A fresh start picks fresh ports.
+ */
+const START_ATTEMPTS = 3;
+
 /** Starts the dev server and resolves once it answers on gRPC. */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
   const log = options.log ?? ((line: string) => process.stderr.write(`[dev-server] ${line}\n`));
   const cli = await resolveTemporalCli(process.env, (line) => log(line));
   if (cli.path === null) return startWithSdkDownload(log);
+  const attempts = options.port === undefined ? START_ATTEMPTS : 1;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startCliServer(cli.path, options, log);
+    } catch (err) {
+      if (!(err instanceof ExitedBeforeServing) || attempt >= attempts) throw err;
+      log(
+        `the server exited before serving (attempt ${attempt} of ${attempts}), starting it again: ${err.summary}`,
+      );
+    }
+  }
+}
 
+/** The server process ended before it answered; `summary` is the line of its output that says why. */
+class ExitedBeforeServing extends Error {
+  constructor(
+    readonly code: number,
+    readonly summary = '',
+    output = '',
+  ) {
+    super(
+      `Temporal dev server did not start: it exited with code ${code}${summary && `: ${summary}`}\n${output}`,
+    );
+    this.name = 'ExitedBeforeServing';
+  }
+}
+
+/** The first line that reads like the reason a Go server stopped, or the output's last line. */
+function reasonIn(output: string): string {
+  const lines = output.split('\n').map((line) => line.trim());
+  const reason = lines.find((line) => /^(panic|fatal|error)\b|address already in use/i.test(line));
+  return (reason ?? lines.filter(Boolean).at(-1) ?? '(no output)').slice(0, 500);
+}
+
+async function startCliServer(
+  cliPath: string,
+  options: DevServerOptions,
+  log: (line: string) => void,
+): Promise<DevServer> {
   const [grpcPort, freeUiPort] = await freePorts(2);
   const port = options.port ?? grpcPort;
   const uiPort = options.ui ? (freeUiPort as number) : null;
@@ -74,10 +120,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   for (const [name, value] of Object.entries(options.dynamicConfig ?? {})) {
     args.push('--dynamic-config-value', `${name}=${JSON.stringify(value)}`);
   }
-  const child = spawn(cli.path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
+  const child = spawn(cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The start of the output says why a server stopped (a Go panic's first line); its end, what it
+  // was doing. Both are kept, bounded.
+  let head = '';
+  let tail = '';
   const keep = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
+    const text = chunk.toString();
+    if (head.length < 3000) head += text.slice(0, 3000 - head.length);
+    tail = (tail + text).slice(-2000);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
@@ -86,13 +137,15 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     await waitUntilServing(address, child);
   } catch (err) {
     await stopChild(child);
+    const output = head.length < 3000 ? head : `${head}\n[...]\n${tail}`;
+    if (err instanceof ExitedBeforeServing) throw new ExitedBeforeServing(err.code, reasonIn(output), output);
     throw new Error(`Temporal dev server did not start: ${(err as Error).message}\n${output}`, {
       cause: err,
     });
   }
   const uiUrl = uiPort === null ? null : `http://127.0.0.1:${uiPort}`;
   log(
-    `started Temporal dev server pid ${child.pid} from ${cli.path} on ${address}${uiUrl ? ` (UI ${uiUrl})` : ''}`,
+    `started Temporal dev server pid ${child.pid} from ${cliPath} on ${address}${uiUrl ? ` (UI ${uiUrl})` : ''}`,
   );
   return {
     address,
@@ -110,7 +163,7 @@ async function waitUntilServing(address: string, child: ChildProcess): Promise<v
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let lastError: unknown = null;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode}`);
+    if (child.exitCode !== null) throw new ExitedBeforeServing(child.exitCode);
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1_000 });
       try {

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { startDevServer } from '../../dev/dev-server.js';
 import { ALL_SEARCH_ATTRIBUTES } from '../../src/contract.js';
-import { temporalEnv } from '../harness.js';
+import { onCleanup, temporalEnv } from '../harness.js';
 
 test('the suite runs against a real Temporal server with the custom search attributes registered', async () => {
   const env = await temporalEnv();
@@ -13,4 +16,21 @@ test('the suite runs against a real Temporal server with the custom search attri
   for (const key of ALL_SEARCH_ATTRIBUTES) {
     assert.ok(customAttributes && key.name in customAttributes, `${key.name} is registered`);
   }
+});
+
+test('a dev server whose port is taken fails with the reason from its output, and leaves no process', async () => {
+  const holder = createServer().listen(0, '127.0.0.1');
+  await once(holder, 'listening');
+  onCleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+  const port = (holder.address() as AddressInfo).port;
+  const lines: string[] = [];
+  const err = await startDevServer({ port, log: (line) => lines.push(line) }).then(
+    async (server) => {
+      await server.stop();
+      assert.fail(`a server started on port ${port}, which is taken`);
+    },
+    (e: unknown) => e as Error,
+  );
+  assert.match(err.message, /did not start: it exited with code \d+: .*address already in use/);
+  assert.ok(!lines.some((line) => line.startsWith('started')), lines.join('\n'));
 });
