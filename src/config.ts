@@ -26,6 +26,7 @@ import {
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker-version.js';
+import type { TracingSettings } from './observability/tracing.js';
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
 export class ConfigError extends Error {
@@ -83,6 +84,8 @@ export interface WorkerConfig {
   projectQuota: ProjectQuotaSettings;
   /** Worker Deployment Versioning (docs/versioning.md). */
   versioning: VersioningSettings;
+  /** OpenTelemetry tracing from the standard OTEL_* variables (docs/tracing.md). */
+  tracing: TracingSettings;
 }
 
 /** The environment variables the worker reads besides the standard TEMPORAL_* ones (docs/configuration.md). */
@@ -249,7 +252,41 @@ export function loadWorkerConfig(
     logLevel: logLevel as WorkerConfig['logLevel'],
     projectQuota: loadProjectQuotaSettings(env),
     versioning: loadVersioningSettings(env),
+    tracing: loadTracingSettings(env),
   };
+}
+
+/**
+ * Tracing from the standard OTEL_* variables: on when an OTLP endpoint is set (or
+ * OTEL_TRACES_EXPORTER=console), off when none is, or OTEL_SDK_DISABLED=true, or
+ * OTEL_TRACES_EXPORTER=none. The exporter reads the rest (headers, timeout, batching) itself.
+ */
+export function loadTracingSettings(env: Env = process.env): TracingSettings {
+  const off: TracingSettings = { exporter: null, endpoint: null };
+  if (text(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return off;
+  const exporter = (text(env, 'OTEL_TRACES_EXPORTER') ?? 'otlp').toLowerCase();
+  if (exporter === 'none') return off;
+  if (exporter === 'console') return { exporter: 'console', endpoint: null };
+  if (exporter !== 'otlp') {
+    throw new ConfigError('OTEL_TRACES_EXPORTER', `must be "otlp", "console" or "none", not "${exporter}"`);
+  }
+  const endpointName = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
+    ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+    : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const endpoint = url(env, endpointName);
+  if (endpoint === undefined) return off;
+  const protocolName = text(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL')
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const protocol = text(env, protocolName) ?? 'http/json';
+  if (protocol !== 'http/json') {
+    throw new ConfigError(
+      protocolName,
+      `the worker exports OTLP over HTTP with JSON bodies ("http/json"), not "${protocol}"; point ${endpointName} at the collector's OTLP/HTTP port (4318 by default)`,
+    );
+  }
+  // Only the origin is ever logged: a collector URL may carry credentials.
+  return { exporter: 'otlp', endpoint: new URL(endpoint).origin };
 }
 
 /**

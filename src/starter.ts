@@ -23,7 +23,8 @@ import {
   workflowUiUrl,
   type AgentJobHandle,
 } from './client/index.js';
-import { ConfigError, loadTemporalSettings, type TemporalSettings } from './config.js';
+import { ConfigError, loadTemporalSettings, loadTracingSettings, type TemporalSettings } from './config.js';
+import { installTracing } from './observability/tracing.js';
 import {
   ALL_SEARCH_ATTRIBUTES,
   FailureType,
@@ -106,6 +107,7 @@ async function withClient(
   fn: (client: Client, settings: TemporalSettings) => Promise<number>,
 ): Promise<number> {
   const settings = loadTemporalSettings();
+  const tracingSettings = loadTracingSettings();
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...settings.connect.connectionOptions, connectTimeout: 10_000 });
@@ -113,10 +115,13 @@ async function withClient(
     err(`error: cannot reach the Temporal server at ${settings.address}: ${(e as Error).message}`);
     return ExitCode.Connection;
   }
+  const tracing = installTracing(tracingSettings, 'agent-job-starter');
   try {
-    return await fn(new Client({ connection, namespace: settings.namespace }), settings);
+    const interceptors = { workflow: tracing.clientInterceptors };
+    return await fn(new Client({ connection, namespace: settings.namespace, interceptors }), settings);
   } finally {
     await connection.close();
+    await tracing.shutdown();
   }
 }
 

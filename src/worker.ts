@@ -21,6 +21,7 @@ import { startHealthServer } from './observability/health.js';
 import { applyWorkflowHeap } from './worker-memory.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
+import { installTracing } from './observability/tracing.js';
 import { buildIdOf, workerDeploymentOptions } from './worker-version.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -94,6 +95,7 @@ async function run(config: WorkerConfig): Promise<void> {
     // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
+  const tracing = installTracing(config.tracing, 'agent-job-worker');
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
@@ -116,6 +118,8 @@ async function run(config: WorkerConfig): Promise<void> {
       ...workerOptionsFrom(config),
       workflowBundle,
       workerDeploymentOptions: deployment,
+      interceptors: tracing.worker.interceptors,
+      sinks: { ...tracing.worker.sinks },
       activities: createActivities({
         api,
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
@@ -140,6 +144,7 @@ async function run(config: WorkerConfig): Promise<void> {
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
+      tracing: config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
       memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
       memoryLimitFrom: memory.limit?.source ?? 'none',
       maxCachedWorkflows: memory.maxCachedWorkflows,
@@ -162,6 +167,7 @@ async function run(config: WorkerConfig): Promise<void> {
   } finally {
     await connection.close();
     await closeDispatcher();
+    await tracing.shutdown();
   }
 }
 

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ConfigError, loadTemporalSettings, loadWorkerConfig } from '../src/config.js';
+import { ConfigError, loadTemporalSettings, loadTracingSettings, loadWorkerConfig } from '../src/config.js';
 import { formatQuotaLimit, quotaLimitFor } from '../src/quota/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
@@ -148,4 +148,40 @@ test('AGENT_API_PROJECT_QUOTA: 100/1h by default, <uses>/<window>, off, per-proj
   assert.equal(formatQuotaLimit({ uses: 100, windowMs: 3_600_000 }), '100/1h');
   assert.equal(formatQuotaLimit({ uses: 3, windowMs: 20_000 }), '3/20s');
   assert.equal(formatQuotaLimit(null), 'off');
+});
+
+test('tracing follows the standard OTEL_* variables: on with an OTLP endpoint, off without one or when disabled', () => {
+  const endpoint = 'https://collector.example.com:4318';
+  assert.deepEqual(loadTracingSettings({}), { exporter: null, endpoint: null });
+  assert.deepEqual(loadTracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }), {
+    exporter: 'otlp',
+    endpoint,
+  });
+  assert.deepEqual(
+    loadTracingSettings({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${endpoint}/v1/traces?token=secret` }),
+    { exporter: 'otlp', endpoint },
+    'only the origin is kept for the log line',
+  );
+  for (const off of [{ OTEL_SDK_DISABLED: 'true' }, { OTEL_TRACES_EXPORTER: 'none' }]) {
+    assert.equal(loadTracingSettings({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, ...off }).exporter, null);
+  }
+  assert.equal(loadTracingSettings({ OTEL_TRACES_EXPORTER: 'console' }).exporter, 'console');
+  assert.equal(loadWorkerConfig({ ...base, OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }).tracing.exporter, 'otlp');
+  const refused: Array<[Record<string, string>, RegExp]> = [
+    [{ OTEL_TRACES_EXPORTER: 'zipkin' }, /^OTEL_TRACES_EXPORTER: must be "otlp", "console" or "none"/],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: must be an http\(s\) URL/,
+    ],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      /^OTEL_EXPORTER_OTLP_PROTOCOL: .*"http\/json".*OTLP\/HTTP port/,
+    ],
+  ];
+  for (const [vars, message] of refused) {
+    assert.throws(
+      () => loadTracingSettings(vars),
+      (err: unknown) => err instanceof ConfigError && message.test(err.message),
+    );
+  }
 });

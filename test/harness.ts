@@ -20,6 +20,7 @@ import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js'
 import { workflowBundleOptions } from '../src/bundle-options.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
+import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
 import type { AgentJobRecord } from '../src/contract.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 
@@ -120,7 +121,11 @@ export interface TestWorker {
  * Starts an in-process worker on a unique task queue with the given activities; it is shut down
  * and awaited after the file's tests.
  */
-export async function startTestWorker(env: TemporalTestEnv, activities: object): Promise<TestWorker> {
+export async function startTestWorker(
+  env: TemporalTestEnv,
+  activities: object,
+  tracing: Tracing = TRACING_OFF,
+): Promise<TestWorker> {
   const taskQueue = uniqueId('tq');
   const worker = await Worker.create({
     connection: env.nativeConnection,
@@ -128,6 +133,8 @@ export async function startTestWorker(env: TemporalTestEnv, activities: object):
     taskQueue,
     workflowBundle: env.workflowBundle,
     activities,
+    interceptors: tracing.worker.interceptors,
+    sinks: { ...tracing.worker.sinks },
   });
   const running = worker.run();
   onCleanup(async () => {

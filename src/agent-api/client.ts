@@ -10,6 +10,7 @@ import { getDispatcher } from './dispatcher.js';
 import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
+import { tracedHttpCall } from './trace.js';
 
 /** How to reach the API. */
 export interface AgentApiClientOptions {
@@ -155,8 +156,24 @@ export class AgentApiClient {
     }
   }
 
-  async #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
+  /** One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts). */
+  #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
+    const url = this.#url(call);
+    return tracedHttpCall(
+      { ...call, route: routeOf(call), url: new URL(url) },
+      (traceHeaders, answered) => this.#request(call, url, apiKey, traceHeaders, answered),
+    );
+  }
+
+  async #request(
+    call: Call,
+    url: string,
+    apiKey: string,
+    traceHeaders: Record<string, string>,
+    answered: (status: number) => void,
+  ): Promise<AgentJobRecord> {
     const headers: Record<string, string> = {
+      ...traceHeaders,
       authorization: `Bearer ${apiKey}`,
       accept: 'application/json',
     };
@@ -169,7 +186,7 @@ export class AgentApiClient {
 
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(this.#url(call), {
+      response = await request(url, {
         method: call.method,
         headers,
         body,
@@ -181,6 +198,7 @@ export class AgentApiClient {
     }
 
     const { statusCode } = response;
+    answered(statusCode);
     if (statusCode >= 200 && statusCode < 300) {
       let body: CappedBody;
       try {
@@ -221,9 +239,10 @@ export class AgentApiClient {
   }
 
   #url(call: Call): string {
-    let path = `/v2/agent/${encodeURIComponent(call.projectId)}/job`;
-    if (call.jobId !== null) path += `/${encodeURIComponent(call.jobId)}`;
-    if (call.operation === 'sendMessage') path += '/message';
+    // encodeURIComponent leaves no `$`, so no replacement pattern can appear in the values.
+    const path = routeOf(call)
+      .replace('{projectId}', encodeURIComponent(call.projectId))
+      .replace('{jobId}', encodeURIComponent(call.jobId ?? ''));
     return this.#base + path;
   }
 
@@ -492,4 +511,11 @@ function isTimeoutReason(reason: unknown): boolean {
   return (
     typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
   );
+}
+
+/** The path of a call with its IDs as placeholders: the HTTP span's name and `url.template`. */
+function routeOf(call: Call): string {
+  if (call.operation === 'createJob') return '/v2/agent/{projectId}/job';
+  if (call.operation === 'getJob') return '/v2/agent/{projectId}/job/{jobId}';
+  return '/v2/agent/{projectId}/job/{jobId}/message';
 }

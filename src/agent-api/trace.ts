@@ -1,0 +1,66 @@
+/**
+ * One OpenTelemetry client span per HTTP call, named and attributed after the OpenTelemetry HTTP
+ * conventions, with the W3C trace context sent along. Through the global API only: with no tracer
+ * provider installed (src/observability/tracing.ts) every call here is a no-op.
+ *
+ * What a span carries is chosen, never copied from the request: no header (the bearer key), no
+ * prompt, no body.
+ */
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { AgentApiError, type ApiOperation } from './errors.js';
+
+const tracer = trace.getTracer('agent-job-orchestrator/agent-api');
+
+/** What a span may say about a call. */
+export interface TracedCall {
+  operation: ApiOperation;
+  method: 'GET' | 'POST';
+  /** The path template, e.g. `/v2/agent/{projectId}/job/{jobId}`. */
+  route: string;
+  url: URL;
+  projectId: string;
+  jobId: string | null;
+}
+
+/**
+ * Runs `send` in a client span. `send` gets the headers to add (the trace context) and reports the
+ * response status through `answered`.
+ */
+export function tracedHttpCall<T>(
+  call: TracedCall,
+  send: (traceHeaders: Record<string, string>, answered: (status: number) => void) => Promise<T>,
+): Promise<T> {
+  return tracer.startActiveSpan(
+    `${call.method} ${call.route}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': call.method,
+        'url.template': call.route,
+        'server.address': call.url.hostname,
+        'server.port': Number(call.url.port || (call.url.protocol === 'https:' ? 443 : 80)),
+        'agent_job.operation': call.operation,
+        'agent_job.project_id': call.projectId,
+        ...(call.jobId === null ? {} : { 'agent_job.id': call.jobId }),
+      },
+    },
+    async (span: Span) => {
+      const traceHeaders: Record<string, string> = {};
+      propagation.inject(context.active(), traceHeaders);
+      try {
+        return await send(traceHeaders, (status) => {
+          span.setAttribute('http.response.status_code', status);
+          if (status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+        });
+      } catch (err) {
+        // The failure's type only: messages are for people and may quote a response body.
+        const type = err instanceof AgentApiError ? err.type : err instanceof Error ? err.name : 'error';
+        span.setAttribute('error.type', type);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}

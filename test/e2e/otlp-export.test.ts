@@ -1,0 +1,126 @@
+/**
+ * Tracing as a user turns it on: the standard OTEL_* variables on the real worker and starter
+ * processes, and an OTLP/HTTP receiver on a socket in place of a collector. The starter's and the
+ * worker's spans arrive in one trace; without the variables nothing is sent.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { WORKFLOW_TYPE } from '../../src/contract.js';
+import {
+  onCleanup,
+  spawnTs,
+  startTestSimulator,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+} from '../harness.js';
+
+/** The parts of an OTLP/JSON span this test reads. */
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+}
+
+/** An OTLP/HTTP trace receiver: the spans it was sent, with the service that sent each. */
+async function startReceiver() {
+  const spans: Array<OtlpSpan & { service: string }> = [];
+  const bodies: string[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      bodies.push(body);
+      if (req.url === '/v1/traces') {
+        const request = JSON.parse(body) as {
+          resourceSpans: Array<{
+            resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
+            scopeSpans: Array<{ spans: OtlpSpan[] }>;
+          }>;
+        };
+        for (const resourceSpans of request.resourceSpans) {
+          const service =
+            resourceSpans.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
+          for (const scope of resourceSpans.scopeSpans)
+            for (const span of scope.spans) spans.push({ ...span, service });
+        }
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  onCleanup(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, bodies };
+}
+
+test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export one trace over OTLP; without it, nothing', async () => {
+  const env = await temporalEnv();
+  const apiKey = `otlp-key-${randomUUID()}`;
+  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
+  const receiver = await startReceiver();
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
+  const traced = await workerProcessEnv(env, { url: sim.url, apiKey }, otel);
+  const worker = spawnTs('src/worker.ts', [], traced.vars);
+  await worker.waitForOutput(/worker running/, 'the traced worker to run');
+  assert.match(worker.stdout() + worker.stderr(), new RegExp(`"tracing":"${receiver.url}"`));
+
+  const starterVars = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: env.address,
+    TEMPORAL_NAMESPACE: env.namespace,
+    TEMPORAL_TASK_QUEUE: traced.taskQueue,
+  };
+  const projectId = uniqueId('otlp');
+  const args = ['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms'];
+  const starter = spawnTs('src/starter.ts', args, { ...starterVars, ...otel });
+  assert.equal(await starter.exited, 0, starter.stderr());
+
+  const run = await waitFor(
+    () =>
+      receiver.spans.find(
+        (span) => span.name === `RunWorkflow:${WORKFLOW_TYPE}` && span.service === 'agent-job-worker',
+      ),
+    { what: 'the worker to export the workflow span' },
+  );
+  const start = receiver.spans.find((span) => span.spanId === run.parentSpanId);
+  assert.equal(start?.name, `StartWorkflow:${WORKFLOW_TYPE}`);
+  assert.equal(start?.service, 'agent-job-starter', 'the start span came from the starter process');
+  await waitFor(
+    () =>
+      receiver.spans.some((span) => span.traceId === run.traceId && span.name.startsWith('POST /v2/agent/')),
+    { what: 'the worker to export the create call in the same trace' },
+  );
+  assert.ok(!receiver.bodies.some((body) => body.includes(apiKey)), 'the API key was exported');
+
+  // The traced worker flushes what it holds as it stops; after that, a run without the variables
+  // sends nothing.
+  worker.child.kill('SIGTERM');
+  assert.equal(await worker.exited, 0, worker.stderr());
+  const before = receiver.bodies.length;
+  const untraced = await workerProcessEnv(env, { url: sim.url, apiKey });
+  const quiet = spawnTs('src/worker.ts', [], untraced.vars);
+  await quiet.waitForOutput(/worker running/, 'the untraced worker to run');
+  assert.match(quiet.stdout() + quiet.stderr(), /"tracing":"off"/);
+  const quietStart = spawnTs('src/starter.ts', ['--project', uniqueId('otlp-off'), ...args.slice(2)], {
+    ...starterVars,
+    TEMPORAL_TASK_QUEUE: untraced.taskQueue,
+  });
+  assert.equal(await quietStart.exited, 0, quietStart.stderr());
+  quiet.child.kill('SIGTERM');
+  assert.equal(await quiet.exited, 0);
+  assert.equal(receiver.bodies.length, before, 'an untraced worker or starter sent spans');
+});
