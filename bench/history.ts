@@ -7,7 +7,7 @@
  * or retried (every attempt), local activities (one per workflow task that records any), search
  * attribute upsert (one per command, however many keys), signal, accepted update, side effect,
  * workflow options updated, child workflow start (two). Queries are billable too but never reach the
- * history; the benchmark sends none. Any other marker (the patch marker a run records once) counts
+ * history; the benchmark sends none. Any other marker counts
  * as one action under `other`: the list does not name it, so we count high rather than low.
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';

@@ -701,7 +701,7 @@ What was changed because of it:
   the run's waits until a requested poll cancels it, and each wait has one promise of its own,
   settled when the wait ends. Same commands, and the wait ends the same number of microtask steps
   after the condition as before, so at the same point of an activation: every captured history
-  replays without a patch.
+  replayed unchanged.
 - **Earlier (2026-11-22):** each wait was \`condition(() => pollRequested, interval)\`, which cancels
   its own scope even after the timer fired, building a failure whose stack is mapped through the
   source map on every poll; the wait became a timer raced with one shared condition (15% less CPU
@@ -717,13 +717,11 @@ What the remaining difference to (c) buys (the ratios are in the tables above):
   \`pollNow\` and follow-ups interrupt a wait at once.
 - **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
   answer of the API can push a workflow past its deadline or history bound.
-- **Patches** (\`local-activity-polls\`, \`api-calls-bounded-by-workflow\`, \`project-quota\`,
-  \`one-timer-per-poll-wait\`; plus \`follow-up-at-start\` when used): a marker and a
-  search-attribute upsert each per run, so that running workflows upgrade safely. They go when
-  \`deprecatePatch\` can retire them.
+- **Tracing interceptors** (docs/tracing.md): in every bundle, so a span per workflow run, timer
+  and activity is made in the workflow even with tracing off (then dropped at the sink).
 - **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
   action per job): the workflow cannot read the worker's setting, and one budget per project needs
-  no setting in the workflow input. With the patches and search attributes, it is most of what
+  no setting in the workflow input. With the search attributes, it is most of what
   this worker's start costs beyond (c), which is why its throughput (jobs started and ended per
   second) trails (c)'s more than its cost per poll does.
 
@@ -747,7 +745,7 @@ every run, on its own task queue and simulator project.
   design* (bench/baselines/floor-workflow.ts): this worker's workflow with nothing but its work when
   nothing fails: the same create, then, until the record is terminal, a durable timer of the cadence
   (with the same jitter) and one local-activity GET with the project's API client; no summaries,
-  current details, search attributes, metrics, patches or message handlers. What this worker
+  current details, search attributes, metrics, tracing interceptors or message handlers. What this worker
   costs beyond (c) is what its features cost. (b) and (c) run in one worker of the benchmark's own
   (bench/baselines/worker.ts) with the same settings as ours (cache size, concurrency) and a
   prebuilt bundle of both workflows.
@@ -779,17 +777,15 @@ every run, on its own task queue and simulator project.
   about 950 ms), so each poll takes a second or more whatever its interval. For the same reason
   jobs of more than \`--cost-max-polls\` polls are not run but extrapolated on the straight line
   through the variant's measured lengths (each poll adds the same events and actions), plus, per
-  extra continue-as-new run, one action and five events, plus two of each per patch marker the
-  run records with its TemporalChangeVersion upsert (this worker: three patches with local-activity
-  polls, two without); the table marks them. *Mean detection
+  extra continue-as-new run, one action and five events; the table marks them. *Mean detection
   delay* is the schedule's mean wait from a job's end to the poll that sees it, for jobs of L ±10%.
 - **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
   workflow started (by the client or by continue-as-new), timer started, activity started or
   retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
   activity leaves one started event), local activities (one per workflow task that records any
   local-activity marker), search-attribute upsert (one per command; those set at start are free),
-  signal, accepted update, child workflow (two). Other markers (the patch markers each run of this
-  worker records once) are not on the list; they count one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
+  signal, accepted update, child workflow (two). Other markers are not on the list; they would count
+  one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
 - **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
   then spawns the worker: the time from the spawn to the simulator's answer to that first poll.
 - **Dev server limits** (\`--dynamic-config-value\`; key names and defaults from the server's

@@ -413,14 +413,11 @@ function measuredRows(
 
 /**
  * What a continue-as-new adds: the ContinuedAsNew event, then the next run's start (an action) and
- * first workflow task. Every run of this worker also records a marker and the SDK's
- * TemporalChangeVersion search-attribute upsert per patch it takes (the bounded API calls and the
- * project quota; the local-activity polls too unless they are off), two more events and actions each.
+ * first workflow task. A continued run of this worker upserts nothing at its start: the project's
+ * search attribute and the last record it shows are carried.
  */
-function perContinuation(variant: CostVariant): { events: number; actions: number } {
-  if (variant.impl !== 'worker') return { events: 5, actions: 1 };
-  const patches = variant.localActivity === false ? 2 : 3;
-  return { events: 5 + 2 * patches, actions: 1 + 2 * patches };
+function perContinuation(): { events: number; actions: number } {
+  return { events: 5, actions: 1 };
 }
 
 /**
@@ -449,7 +446,7 @@ function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
       const at = (fit: { a: number; b: number } | null, perRun: number) =>
         fit === null ? null : exact(fit.a + fit.b * polls + (runs - 1) * perRun);
       const runPolls = Math.min(polls, POLLS_PER_RUN);
-      const continuation = perContinuation(variant);
+      const continuation = perContinuation();
       rows.push({
         variant: variant.name,
         impl: variant.impl,
