@@ -69,8 +69,6 @@ export async function buildForBench(): Promise<Build> {
     // The baselines are bundled on the same terms, so (c) stays the floor of this design.
     const baselines = await bundleWorkflowCode({
       ...workflowBundleOptions(join(ROOT, 'bench/baselines/workflows.ts')),
-      // The baselines trace nothing: the cost of the tracing interceptors counts against the worker.
-      workflowInterceptorModules: [],
       logger,
     });
     const baselineBundlePath = join(dir, 'bench/baselines/workflow-bundle.js');

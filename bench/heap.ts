@@ -28,7 +28,6 @@ import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
 import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
 import { mapLimit } from '../src/map-limit.js';
-import { TRACING_OFF } from '../src/observability/tracing.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
@@ -83,7 +82,6 @@ try {
     ...workerOptionsFrom(config),
     // Workflows in this thread, where this process can read their heap.
     debugMode: true,
-    sinks: { ...TRACING_OFF.worker.sinks },
     workflowBundle: {
       codePath: impl === 'worker' ? env.build.workerBundlePath : env.build.baselineBundlePath,
     },

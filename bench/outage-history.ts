@@ -37,7 +37,6 @@ import { workflowBundleOptions } from '../src/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { TRACING_OFF } from '../src/observability/tracing.js';
 import { isClose } from './history.js';
 import { RESULTS_DIR } from './report.js';
 import { waitUntil } from './wait.js';
@@ -188,7 +187,6 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
     namespace: server.namespace,
     taskQueue,
     workflowBundle: options.workflowBundle,
-    sinks: { ...TRACING_OFF.worker.sinks },
     activities: createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey: API_KEY }) }),
   });
   const running = worker.run();

@@ -717,8 +717,6 @@ What the remaining difference to (c) buys (the ratios are in the tables above):
   \`pollNow\` and follow-ups interrupt a wait at once.
 - **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
   answer of the API can push a workflow past its deadline or history bound.
-- **Tracing interceptors** (docs/tracing.md): in every bundle, so a span per workflow run, timer
-  and activity is made in the workflow even with tracing off (then dropped at the sink).
 - **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
   action per job): the workflow cannot read the worker's setting, and one budget per project needs
   no setting in the workflow input. With the search attributes, it is most of what
@@ -745,7 +743,7 @@ every run, on its own task queue and simulator project.
   design* (bench/baselines/floor-workflow.ts): this worker's workflow with nothing but its work when
   nothing fails: the same create, then, until the record is terminal, a durable timer of the cadence
   (with the same jitter) and one local-activity GET with the project's API client; no summaries,
-  current details, search attributes, metrics, tracing interceptors or message handlers. What this worker
+  current details, search attributes, metrics or message handlers. What this worker
   costs beyond (c) is what its features cost. (b) and (c) run in one worker of the benchmark's own
   (bench/baselines/worker.ts) with the same settings as ours (cache size, concurrency) and a
   prebuilt bundle of both workflows.

@@ -3,7 +3,6 @@
  * (`npm run build`), the worker's own when it starts from the sources, the tests' and the
  * benchmark's (the baselines' too, so that they are measured on the same terms).
  */
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 
@@ -11,18 +10,18 @@ import type { BundleOptions } from '@temporalio/worker';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * The SDK's OpenTelemetry workflow interceptors (src/observability/tracing.ts), in every bundle
+ * The workflow interceptors that carry a caller's trace to the activities, in every bundle
  * whether tracing is on or not: the bundle, and so the build ID, must not depend on a process's
- * settings. With tracing off, their spans end in a no-op processor.
+ * settings. Without a trace they do nothing.
  */
-export const WORKFLOW_TRACING_MODULE = createRequire(import.meta.url).resolve(
-  '@temporalio/interceptors-opentelemetry-v2/lib/workflow-interceptors',
+const TRACE_CONTEXT_MODULE = fileURLToPath(
+  new URL(`./workflows/trace-context.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
 );
 
 /**
  * Bundle options for the workflows at `workflowsPath` (their index module).
  *
- * Every module is preloaded: evaluated once per worker thread and shared, deep-frozen, by all its
+ * Every module is preloaded (the interceptors too): evaluated once per worker thread and shared, deep-frozen, by all its
  * workflows instead of once per workflow (`npm run bench:heap` measures the heap it saves). Safe
  * because these modules keep no state at module scope; a write to one would throw.
  *
@@ -32,11 +31,14 @@ export const WORKFLOW_TRACING_MODULE = createRequire(import.meta.url).resolve(
  */
 export function workflowBundleOptions(
   workflowsPath: string,
-): Pick<BundleOptions, 'workflowsPath' | 'workflowInterceptorModules' | 'preloadModules' | 'webpackConfigHook'> {
+): Pick<
+  BundleOptions,
+  'workflowsPath' | 'workflowInterceptorModules' | 'preloadModules' | 'webpackConfigHook'
+> {
   return {
     workflowsPath,
-    workflowInterceptorModules: [WORKFLOW_TRACING_MODULE],
-    preloadModules: [workflowsPath],
+    workflowInterceptorModules: [TRACE_CONTEXT_MODULE],
+    preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE],
     webpackConfigHook: (config) => ({ ...config, context: ROOT }),
   };
 }

@@ -119,7 +119,6 @@ async function run(config: WorkerConfig): Promise<void> {
       workflowBundle,
       workerDeploymentOptions: deployment,
       interceptors: tracing.worker.interceptors,
-      sinks: { ...tracing.worker.sinks },
       activities: createActivities({
         api,
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,

@@ -134,7 +134,6 @@ export async function startTestWorker(
     workflowBundle: env.workflowBundle,
     activities,
     interceptors: tracing.worker.interceptors,
-    sinks: { ...tracing.worker.sinks },
   });
   const running = worker.run();
   onCleanup(async () => {

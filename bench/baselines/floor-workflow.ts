@@ -3,7 +3,7 @@
  * wrong, and nothing else. It creates the agent job (the same create step as baseline (b)), then,
  * until the record is terminal, waits one cadence on a durable timer (jittered as the worker's
  * waits are) and reads the job with one local activity. No summaries, current details, search
- * attributes, metrics, tracing, queries, signals or updates, and no continue-as-new: a load run's
+ * attributes, metrics, queries, signals or updates, and no continue-as-new: a load run's
  * jobs poll a few dozen times at most, far below the worker's 150 polls per run, so the worker does
  * not continue as new in them either. What this worker costs per poll beyond this is what its
  * features cost.

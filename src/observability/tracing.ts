@@ -1,8 +1,9 @@
 /**
  * OpenTelemetry tracing with the SDK's interceptors: one trace from a client's start of a workflow,
- * through the workflow and its activities, to each HTTP call of the Agent Job API
- * (src/agent-api/trace.ts). Exported over OTLP when the standard OTEL_* variables ask for it
- * (src/config.ts `loadTracingSettings`), off otherwise. docs/tracing.md shows the span tree.
+ * through the workflow's activities (src/workflows/trace-context.ts carries it there), to each HTTP
+ * call of the Agent Job API (src/agent-api/trace.ts). Exported over OTLP when the standard OTEL_*
+ * variables ask for it (src/config.ts `loadTracingSettings`), off otherwise. docs/tracing.md shows
+ * the span tree.
  */
 import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -18,18 +19,15 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ConsoleSpanExporter,
-  NoopSpanProcessor,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
 import {
-  makeWorkflowExporter,
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
   OpenTelemetryWorkflowClientInterceptor,
-  type OpenTelemetrySinks,
 } from '@temporalio/interceptors-opentelemetry-v2';
-import type { InjectedSinks, WorkerInterceptors } from '@temporalio/worker';
+import type { WorkerInterceptors } from '@temporalio/worker';
 
 /** What the OTEL_* variables ask for; `exporter` null means tracing is off. */
 export interface TracingSettings {
@@ -38,24 +36,21 @@ export interface TracingSettings {
   endpoint: string | null;
 }
 
-/** The tracing of one process: the interceptors and sinks to wire in, and its flush at exit. */
+/** The tracing of one process: the interceptors to wire in, and its flush at exit. */
 export interface Tracing {
   readonly enabled: boolean;
-  /** Activity interceptors and the sink that receives the workflow's spans. */
-  readonly worker: { interceptors: WorkerInterceptors; sinks: InjectedSinks<OpenTelemetrySinks> };
+  /** The activity interceptors, which start each activity's span in the caller's trace. */
+  readonly worker: { interceptors: WorkerInterceptors };
   /** For `new Client({interceptors: {workflow: ...}})`: starts carry the caller's trace. */
   readonly clientInterceptors: WorkflowClientInterceptor[];
   /** Flushes spans not yet exported; call once, before the process exits. */
   shutdown(): Promise<void>;
 }
 
-/** Workers that trace nothing (tests, benchmarks) still receive the workflow interceptors' spans. */
+/** A process that traces nothing. */
 export const TRACING_OFF: Tracing = {
   enabled: false,
-  worker: {
-    interceptors: {},
-    sinks: { exporter: makeWorkflowExporter(new NoopSpanProcessor(), resourceFromAttributes({})) },
-  },
+  worker: { interceptors: {} },
   clientInterceptors: [],
   shutdown: async () => {},
 };
@@ -91,7 +86,6 @@ export function installTracing(
           }),
         ],
       },
-      sinks: { exporter: makeWorkflowExporter(spanProcessor, resource) },
     },
     clientInterceptors: [new OpenTelemetryWorkflowClientInterceptor()],
     shutdown: async () => {

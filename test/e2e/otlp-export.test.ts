@@ -89,20 +89,23 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export on
   const starter = spawnTs('src/starter.ts', args, { ...starterVars, ...otel });
   assert.equal(await starter.exited, 0, starter.stderr());
 
-  const run = await waitFor(
+  // The worker's create activity and its HTTP call sit under the starter's start span.
+  const create = await waitFor(
     () =>
       receiver.spans.find(
-        (span) => span.name === `RunWorkflow:${WORKFLOW_TYPE}` && span.service === 'agent-job-worker',
+        (span) => span.name === 'RunActivity:createAgentJob' && span.service === 'agent-job-worker',
       ),
-    { what: 'the worker to export the workflow span' },
+    { what: 'the worker to export the create activity' },
   );
-  const start = receiver.spans.find((span) => span.spanId === run.parentSpanId);
+  const start = receiver.spans.find((span) => span.spanId === create.parentSpanId);
   assert.equal(start?.name, `StartWorkflow:${WORKFLOW_TYPE}`);
   assert.equal(start?.service, 'agent-job-starter', 'the start span came from the starter process');
   await waitFor(
     () =>
-      receiver.spans.some((span) => span.traceId === run.traceId && span.name.startsWith('POST /v2/agent/')),
-    { what: 'the worker to export the create call in the same trace' },
+      receiver.spans.some(
+        (span) => span.parentSpanId === create.spanId && span.name === 'POST /v2/agent/{projectId}/job',
+      ),
+    { what: 'the worker to export the create call under its activity' },
   );
   assert.ok(!receiver.bodies.some((body) => body.includes(apiKey)), 'the API key was exported');
 

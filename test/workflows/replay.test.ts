@@ -14,7 +14,6 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { temporalEnv } from '../harness.js';
-import { TRACING_OFF } from '../../src/observability/tracing.js';
 
 const dir = new URL('../histories/', import.meta.url);
 const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
@@ -40,7 +39,7 @@ test('every saved history replays through the current workflow code', async () =
   }
   const { workflowBundle } = await temporalEnv();
   const replayed: string[] = [];
-  for await (const result of Worker.runReplayHistories({ workflowBundle, sinks: { ...TRACING_OFF.worker.sinks } }, histories())) {
+  for await (const result of Worker.runReplayHistories({ workflowBundle }, histories())) {
     assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
     replayed.push(result.workflowId);
   }

@@ -1,0 +1,40 @@
+/**
+ * Workflow interceptors that carry the caller's trace into the workflow's activities: the trace
+ * context a traced client put in the start's `_tracer-data` header (the SDK's OpenTelemetry client
+ * interceptor) goes on every activity the run schedules and on its continue-as-new, where the SDK's
+ * activity interceptor reads it (src/observability/tracing.ts). No span is made in the workflow and
+ * no OpenTelemetry code runs in it: the SDK's workflow interceptors cost too much per open workflow
+ * (docs/decisions/0008-tracing-without-workflow-spans.md). Without the header this does nothing.
+ *
+ * Headers are not part of what replay compares, so runs started with or without a trace replay alike.
+ */
+import type { Payload } from '@temporalio/common';
+import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';
+
+/** The header the SDK's OpenTelemetry interceptors put the trace context in. */
+export const TRACE_HEADER = '_tracer-data';
+
+export const interceptors: WorkflowInterceptorsFactory = () => {
+  let trace: Payload | undefined;
+  const carryTrace = <T extends { readonly headers: Record<string, Payload> }>(input: T): T =>
+    trace === undefined || input.headers[TRACE_HEADER] !== undefined
+      ? input
+      : { ...input, headers: { ...input.headers, [TRACE_HEADER]: trace } };
+  return {
+    inbound: [
+      {
+        execute: (input, next) => {
+          trace = input.headers[TRACE_HEADER];
+          return next(input);
+        },
+      },
+    ],
+    outbound: [
+      {
+        scheduleActivity: (input, next) => next(carryTrace(input)),
+        scheduleLocalActivity: (input, next) => next(carryTrace(input)),
+        continueAsNew: (input, next) => next(carryTrace(input)),
+      },
+    ],
+  };
+};
