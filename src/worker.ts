@@ -143,7 +143,8 @@ async function run(config: WorkerConfig): Promise<void> {
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',
-      tracing: config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
+      tracing:
+        config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
       memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
       memoryLimitFrom: memory.limit?.source ?? 'none',
       maxCachedWorkflows: memory.maxCachedWorkflows,

@@ -159,9 +159,8 @@ export class AgentApiClient {
   /** One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts). */
   #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const url = this.#url(call);
-    return tracedHttpCall(
-      { ...call, route: routeOf(call), url: new URL(url) },
-      (traceHeaders, answered) => this.#request(call, url, apiKey, traceHeaders, answered),
+    return tracedHttpCall({ ...call, route: routeOf(call), url: new URL(url) }, (traceHeaders, answered) =>
+      this.#request(call, url, apiKey, traceHeaders, answered),
     );
   }
 
