@@ -19,7 +19,9 @@ test('the suite runs against a real Temporal server with the custom search attri
 });
 
 test('a dev server whose port is taken fails with the reason from its output, and leaves no process', async () => {
-  const holder = createServer().listen(0, '127.0.0.1');
+  // It hangs up on whoever connects (the start's own readiness probe can reach it before the server
+  // exits): an open connection would keep close() from ever resolving.
+  const holder = createServer((socket) => socket.destroy()).listen(0, '127.0.0.1');
   await once(holder, 'listening');
   onCleanup(() => new Promise<void>((resolve) => holder.close(() => resolve())));
   const port = (holder.address() as AddressInfo).port;
