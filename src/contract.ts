@@ -33,6 +33,34 @@ export const WORKFLOW_TYPE = 'agentJobWorkflow';
 export const DEFAULT_TASK_QUEUE = 'agent-jobs';
 
 /**
+ * How urgent a start is, as Temporal task-queue priority keys (1 runs first, 5 last, 3 when unset):
+ * on workers shared with a backlog, an interactive job's workflow and activity tasks go ahead of a
+ * batch's. Activities inherit their workflow's. docs/starting-jobs.md says what the server needs.
+ */
+export const START_PRIORITIES = { interactive: 2, batch: 4 } as const;
+
+/** A name of {@link START_PRIORITIES}. */
+export type StartPriority = keyof typeof START_PRIORITIES;
+
+/** The project quota's grants unblock waiting jobs, so its tasks go first. */
+export const QUOTA_PRIORITY_KEY = 1;
+
+/** The server's limit on a fairness key. */
+const MAX_FAIRNESS_KEY_BYTES = 64;
+
+/**
+ * The task priority of a start: its class, and the project as the fairness key, so that within a
+ * class one project's burst shares the workers with the others' tasks instead of going first. A
+ * project ID over 64 bytes keeps its start and a hash of the whole.
+ */
+export function taskPriority(
+  projectId: string,
+  priorityKey: number,
+): { priorityKey: number; fairnessKey: string } {
+  return { priorityKey, fairnessKey: fitPart(projectId, projectId, MAX_FAIRNESS_KEY_BYTES) };
+}
+
+/**
  * Every failure type that leaves an activity or the workflow: the API client's
  * ({@link ApiFailureType}) and the workflow's own. The values are stable API: callers match on
  * `ApplicationFailure.type`, so a rename is a breaking change.

@@ -5,7 +5,7 @@
  * `--help` works on each. Exit codes are documented in {@link ExitCode} and docs/contract.md.
  */
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { SingleBar } from 'cli-progress';
 import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import {
@@ -29,10 +29,12 @@ import {
   ALL_SEARCH_ATTRIBUTES,
   FailureType,
   InvalidInputError,
+  START_PRIORITIES,
   statusQuery,
   type AgentJobInput,
   type AgentJobProgress,
   type AgentJobResult,
+  type StartPriority,
 } from './contract.js';
 
 /** The starter's exit codes. */
@@ -68,6 +70,8 @@ interface CommonOptions {
   taskQueue?: string;
   wait: boolean;
   json: boolean;
+  /** `interactive` or `batch` (START_PRIORITIES); each command has its own default. */
+  priority: StartPriority;
 }
 
 interface StartOptions extends CommonOptions {
@@ -173,6 +177,7 @@ async function runStart(options: StartOptions): Promise<number> {
     const handle = await startAgentJob(client, input, {
       key: options.key,
       taskQueue: options.taskQueue ?? settings.taskQueue,
+      priority: options.priority,
     });
     const ui = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
     if (!options.json) {
@@ -318,7 +323,10 @@ async function runBatch(file: string, options: CommonOptions): Promise<number> {
     return ExitCode.Usage;
   }
   return withClient(async (client, settings) => {
-    const started = await startBatch(client, lines, { taskQueue: options.taskQueue ?? settings.taskQueue });
+    const started = await startBatch(client, lines, {
+      taskQueue: options.taskQueue ?? settings.taskQueue,
+      priority: options.priority,
+    });
     if (!options.wait) {
       for (const line of started) {
         if (options.json)
@@ -379,6 +387,13 @@ function workflowFlags(command: Command): Command {
     .option('--json', 'print one JSON object instead of text', false);
 }
 
+/** `--priority`, checked by the parser: a class that is not one is a usage error, before connecting. */
+function priorityOption(fallback: StartPriority): Option {
+  return new Option('--priority <class>', 'on busy workers, interactive jobs go ahead of batch jobs')
+    .choices(Object.keys(START_PRIORITIES))
+    .default(fallback);
+}
+
 function program(exit: { code: number }): Command {
   const root = new Command('npm run starter --')
     .description(
@@ -399,7 +414,8 @@ function program(exit: { code: number }): Command {
       .option('--project <id>', 'documentation project ID (required)')
       .option('--prompt <text>', 'instruction for the agent (required unless --job-id watches a job)')
       .option('--key <key>', 'idempotency key: the same project and key never make a second agent job')
-      .option('--job-id <id>', 'an existing agent job: watch it, or with --prompt send it a follow-up'),
+      .option('--job-id <id>', 'an existing agent job: watch it, or with --prompt send it a follow-up')
+      .addOption(priorityOption('interactive')),
   ).action(function (this: Command) {
     return run(() => runStart(this.opts<StartOptions>()))();
   });
@@ -439,6 +455,7 @@ function program(exit: { code: number }): Command {
       false,
     )
     .option('--json', 'print one JSON object per job', false)
+    .addOption(priorityOption('batch'))
     .action(function (this: Command, file: string) {
       return run(() => runBatch(file, this.opts<CommonOptions>()))();
     });

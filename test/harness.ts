@@ -14,6 +14,7 @@ import {
   NativeConnection,
   Runtime,
   Worker,
+  type WorkerOptions,
   type WorkflowBundle,
 } from '@temporalio/worker';
 import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js';
@@ -124,16 +125,23 @@ export interface TestWorker {
 export async function startTestWorker(
   env: TemporalTestEnv,
   activities: object,
-  tracing: Tracing = TRACING_OFF,
+  options: {
+    tracing?: Tracing;
+    /** A task queue of the test's own (one with a backlog); a unique one by default. */
+    taskQueue?: string;
+    /** Task slots, to make a backlog wait on the worker. */
+    slots?: Pick<WorkerOptions, 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'>;
+  } = {},
 ): Promise<TestWorker> {
-  const taskQueue = uniqueId('tq');
+  const taskQueue = options.taskQueue ?? uniqueId('tq');
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace,
     taskQueue,
     workflowBundle: env.workflowBundle,
     activities,
-    interceptors: tracing.worker.interceptors,
+    interceptors: (options.tracing ?? TRACING_OFF).worker.interceptors,
+    ...options.slots,
   });
   const running = worker.run();
   onCleanup(async () => {

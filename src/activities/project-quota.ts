@@ -7,7 +7,9 @@ import { activityInfo, getClient } from '@temporalio/activity';
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
+  QUOTA_PRIORITY_KEY,
   quotaRequestSignal,
+  taskPriority,
   type QuotaRequest,
   type QuotaTicket,
   type QuotaUseKind,
@@ -42,6 +44,7 @@ export function createProjectQuotaActivities(settings: ProjectQuotaSettings | nu
         signal: quotaRequestSignal,
         signalArgs: [{ ...input, limit, leaseMs: settings.leaseMs }],
         staticSummary: `API budget of project ${input.projectId}: ${formatQuotaLimit(limit)}`,
+        priority: taskPriority(input.projectId, QUOTA_PRIORITY_KEY),
       });
       return { state: 'requested', requestId: input.requestId };
     },

@@ -12,6 +12,7 @@ import {
   SearchAttributes,
   type AgentJobInput,
   type AgentJobResult,
+  type StartPriority,
 } from '../contract.js';
 import { isWellFormed } from '../ids.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
@@ -144,16 +145,21 @@ export interface StartedBatchLine extends BatchLine {
 /**
  * Starts one workflow per line through {@link startAgentJob} with the line's key, over the one
  * client given, `concurrency` starts at a time (default 16). A line whose key ran before attaches
- * to that workflow, or starts it again when it failed (resuming the same agent job).
+ * to that workflow, or starts it again when it failed (resuming the same agent job). Batch
+ * priority unless `priority` says otherwise: on busy workers, interactive starts go first.
  */
 export function startBatch(
   client: Client,
   lines: BatchLine[],
-  options: { taskQueue?: string; concurrency?: number } = {},
+  options: { taskQueue?: string; concurrency?: number; priority?: StartPriority } = {},
 ): Promise<StartedBatchLine[]> {
   return mapLimit(lines, options.concurrency ?? 16, async (line) => ({
     ...line,
-    handle: await startAgentJob(client, line.input, { key: line.key, taskQueue: options.taskQueue }),
+    handle: await startAgentJob(client, line.input, {
+      key: line.key,
+      taskQueue: options.taskQueue,
+      priority: options.priority ?? 'batch',
+    }),
   }));
 }
 

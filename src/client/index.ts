@@ -20,13 +20,16 @@ import {
   InvalidInputError,
   resolveInput,
   SearchAttributes,
+  START_PRIORITIES,
   statusQuery,
+  taskPriority,
   WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobProgress,
   type AgentJobResult,
   type DurationInput,
   type PollSettings,
+  type StartPriority,
 } from '../contract.js';
 import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
@@ -43,6 +46,23 @@ export interface StartAgentJobOptions {
   key?: string;
   /** Task queue of the workers. Default `agent-jobs`. */
   taskQueue?: string;
+  /**
+   * `interactive` (default) or `batch`: on busy workers, interactive jobs' tasks go first
+   * ({@link START_PRIORITIES}); within each, projects share the workers fairly.
+   */
+  priority?: StartPriority;
+}
+
+/** The start's task priority, from its class; `InvalidInputError` for a class that is not one. */
+function priorityOf(projectId: string, priority: StartPriority | undefined) {
+  const name = priority ?? 'interactive';
+  if (!Object.hasOwn(START_PRIORITIES, name)) {
+    throw new InvalidInputError(
+      'priority',
+      `must be one of ${Object.keys(START_PRIORITIES).join(', ')}, not "${String(name)}"`,
+    );
+  }
+  return taskPriority(projectId, START_PRIORITIES[name]);
 }
 
 /**
@@ -135,6 +155,7 @@ export async function startAgentJob(
 ): Promise<AgentJobHandle> {
   const resolved = resolveInput(input);
   const key = checkedKey(options.key);
+  const priority = priorityOf(resolved.projectId, options.priority);
   if (resolved.jobId !== undefined && resolved.prompt !== undefined) {
     throw new InvalidInputError(
       'prompt',
@@ -154,6 +175,7 @@ export async function startAgentJob(
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
       typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+      priority,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
@@ -243,6 +265,7 @@ export async function sendFollowUp(
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
       staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
       typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+      priority: taskPriority(resolved.projectId, START_PRIORITIES.interactive),
     });
     try {
       const update = await client.workflow.startUpdateWithStart(followUpUpdate, {

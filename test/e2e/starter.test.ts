@@ -64,7 +64,12 @@ function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}):
 
 describe('starter CLI', { concurrency: 4 }, () => {
   test('bad arguments print the usage, not a stack trace, and exit 2', async () => {
-    for (const args of [[], ['--project', 'x'], ['--project', 'x', '--prompt', 'y', '--bogus']]) {
+    for (const args of [
+      [],
+      ['--project', 'x'],
+      ['--project', 'x', '--prompt', 'y', '--bogus'],
+      ['--project', 'x', '--prompt', 'y', '--priority', 'urgent'],
+    ]) {
       const run = await starter(args);
       assert.equal(run.code, 2, `args ${args.join(' ')}`);
       assert.match(run.stderr, /usage: npm run starter/);

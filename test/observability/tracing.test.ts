@@ -49,7 +49,7 @@ test('one trace runs from the caller through the workflow and its activities to 
   const env = await temporalEnv();
   const apiKey = `tracing-key-${uniqueId('secret')}`;
   const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
-  const worker = await startTestWorker(env, activitiesFor(sim, apiKey), tracing);
+  const worker = await startTestWorker(env, activitiesFor(sim, apiKey), { tracing });
   const client = new Client({
     connection: env.client.connection,
     namespace: env.namespace,
