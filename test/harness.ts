@@ -130,7 +130,10 @@ export async function startTestWorker(
     /** A task queue of the test's own (one with a backlog); a unique one by default. */
     taskQueue?: string;
     /** Task slots, to make a backlog wait on the worker. */
-    slots?: Pick<WorkerOptions, 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'>;
+    slots?: Pick<
+      WorkerOptions,
+      'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'
+    >;
   } = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? uniqueId('tq');
