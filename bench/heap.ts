@@ -24,6 +24,7 @@ import { writeHeapSnapshot } from 'node:v8';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
 import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
@@ -82,6 +83,7 @@ try {
     ...workerOptionsFrom(config),
     // Workflows in this thread, where this process can read their heap.
     debugMode: true,
+    sinks: new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects).sinks(),
     workflowBundle: {
       codePath: impl === 'worker' ? env.build.workerBundlePath : env.build.baselineBundlePath,
     },

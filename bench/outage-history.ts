@@ -25,6 +25,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import {
   javaVersion,
   startTimeSkippingServer,
@@ -187,6 +188,7 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
     namespace: server.namespace,
     taskQueue,
     workflowBundle: options.workflowBundle,
+    sinks: new ProjectMetrics(Runtime.instance().metricMeter, 100).sinks(),
     activities: createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey: API_KEY }) }),
   });
   const running = worker.run();

@@ -79,6 +79,8 @@ export interface WorkerConfig {
   healthAddress: { host: string; port: number };
   /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
   metricsBindAddress: string | null;
+  /** Distinct `project` labels per process; further projects are `_other` (src/observability/project-metrics.ts). */
+  metricsMaxProjects: number;
   logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
   projectQuota: ProjectQuotaSettings;
@@ -111,6 +113,7 @@ export const WORKER_SETTINGS = [
   'WORKER_SHUTDOWN_GRACE',
   'HEALTH_ADDRESS',
   'METRICS_ADDRESS',
+  'METRICS_MAX_PROJECTS',
   'LOG_LEVEL',
 ] as const;
 
@@ -249,6 +252,7 @@ export function loadWorkerConfig(
     shutdownGraceMs: duration(env, 'WORKER_SHUTDOWN_GRACE', 30_000),
     healthAddress: hostPort(env, 'HEALTH_ADDRESS', '127.0.0.1:8080'),
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
+    metricsMaxProjects: int(env, 'METRICS_MAX_PROJECTS', 100, 1),
     logLevel: logLevel as WorkerConfig['logLevel'],
     projectQuota: loadProjectQuotaSettings(env),
     versioning: loadVersioningSettings(env),

@@ -7,7 +7,7 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import {
   ApiFailureType,
   MAX_JOB_ID_BYTES,
@@ -561,3 +561,18 @@ export interface ProjectQuotaStatus {
 
 /** Query on the quota workflow: its state. */
 export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');
+
+/**
+ * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
+ * through the `projectMetrics` sink: never during replay, so each event counts once.
+ */
+export interface ProjectMetricsSinks extends Sinks {
+  projectMetrics: {
+    /** A job's workflow ended: `outcome` is its end status or failure type; seconds since its start. */
+    jobEnded(projectId: string, outcome: string, seconds: number, hasPrLink: boolean): void;
+    /** A create or message waited this long in the project's quota queue before its grant. */
+    quotaWaited(projectId: string, seconds: number): void;
+    /** The quota's state after a pass: the budget, the uses in its window, the queue. */
+    quotaState(projectId: string, state: { budgetUses: number; usesInWindow: number; queued: number }): void;
+  };
+}

@@ -22,6 +22,7 @@ import { applyWorkflowHeap } from './worker-memory.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 import { installTracing } from './observability/tracing.js';
+import { ProjectMetrics } from './observability/project-metrics.js';
 import { buildIdOf, workerDeploymentOptions } from './worker-version.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -96,6 +97,7 @@ async function run(config: WorkerConfig): Promise<void> {
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
   const tracing = installTracing(config.tracing, 'agent-job-worker');
+  const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
@@ -119,10 +121,12 @@ async function run(config: WorkerConfig): Promise<void> {
       workflowBundle,
       workerDeploymentOptions: deployment,
       interceptors: tracing.worker.interceptors,
+      sinks: projectMetrics.sinks(),
       activities: createActivities({
         api,
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
         projectQuota: config.projectQuota,
+        projectMetrics,
       }),
     }).catch(async (err: unknown) => {
       await health.close();

@@ -21,6 +21,7 @@ import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js'
 import { workflowBundleOptions } from '../src/bundle-options.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
+import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
 import type { AgentJobRecord } from '../src/contract.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
@@ -144,6 +145,7 @@ export async function startTestWorker(
     workflowBundle: env.workflowBundle,
     activities,
     interceptors: (options.tracing ?? TRACING_OFF).worker.interceptors,
+    sinks: new ProjectMetrics(Runtime.instance().metricMeter, 100).sinks(),
     ...options.slots,
   });
   const running = worker.run();

@@ -15,6 +15,7 @@ import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
+import type { ProjectMetrics } from '../observability/project-metrics.js';
 import { createProjectQuotaActivities } from './project-quota.js';
 
 /**
@@ -34,6 +35,8 @@ export interface ActivityDeps {
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
   projectQuota?: ProjectQuotaSettings | null;
+  /** Per-project metrics (uses accepted, 429s); absent: not counted. */
+  projectMetrics?: Pick<ProjectMetrics, 'used' | 'rateLimited'>;
 }
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -86,12 +89,16 @@ const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
 
-  async function call<T>(operation: ApiOperation, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async function call<T>(
+    operation: ApiOperation,
+    projectId: string,
+    run: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     try {
       return await run(cancellationSignal());
     } catch (err) {
       if (!(err instanceof AgentApiError)) throw err;
-      throw toFailure(err, operation);
+      throw toFailure(err, operation, projectId);
     }
   }
 
@@ -115,7 +122,7 @@ export function createActivities(deps: ActivityDeps) {
       if (created !== null) return created;
       if (cancelled.aborted) throw cancelled.reason;
       if (!(err instanceof AgentApiError)) throw err;
-      throw toFailure(err, 'createJob');
+      throw toFailure(err, 'createJob', input.projectId);
     } finally {
       clearInterval(beat);
     }
@@ -189,8 +196,9 @@ export function createActivities(deps: ActivityDeps) {
       .add(1, { operation });
   }
 
-  function toFailure(err: AgentApiError, operation: ApiOperation): ApplicationFailure {
+  function toFailure(err: AgentApiError, operation: ApiOperation, projectId: string): ApplicationFailure {
     const info = activityInfo();
+    if (err.type === ApiFailureType.RateLimited) deps.projectMetrics?.rateLimited(projectId, operation);
     metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
       type: err.type,
       operation,
@@ -260,13 +268,14 @@ export function createActivities(deps: ActivityDeps) {
     createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
       const record = await createUnlessCancelled(input);
       metricMeter.createCounter('agent_jobs_created', 'jobs', 'Agent jobs created').add(1);
+      deps.projectMetrics?.used(input.projectId, 'create');
       log.info('agent job created', { projectId: input.projectId, jobId: record.id, status: record.status });
       return record;
     },
 
     /** Reads the agent job once: one poll. */
     getAgentJob: async (input: GetAgentJobInput): Promise<AgentJobRecord> => {
-      const record = await call('getJob', (signal) =>
+      const record = await call('getJob', input.projectId, (signal) =>
         deps.api.getJob(input.projectId, input.jobId, { signal }),
       );
       metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
@@ -286,9 +295,11 @@ export function createActivities(deps: ActivityDeps) {
         });
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
-        if (err.type !== ApiFailureType.UnreadableAnswer) throw toFailure(err, 'sendMessage');
+        if (err.type !== ApiFailureType.UnreadableAnswer)
+          throw toFailure(err, 'sendMessage', input.projectId);
         record = await readAfterAnswer(input, err, cancelled);
       }
+      deps.projectMetrics?.used(input.projectId, 'message');
       log.info('follow-up message sent', {
         projectId: input.projectId,
         jobId: input.jobId,

@@ -11,6 +11,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   log,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -24,6 +25,7 @@ import {
   quotaRequestSignal,
   quotaSpentSignal,
   quotaStatusQuery,
+  type ProjectMetricsSinks,
   type QuotaLimit,
 } from '../contract.js';
 import {
@@ -106,6 +108,17 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       .finally(() => sending--);
   }
 
+  const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
+  /** The per-project metrics' view of the budget (never during replay: a sink). */
+  function reportState(): void {
+    const status = budget.snapshot(Date.now());
+    projectMetrics.quotaState(input.projectId, {
+      budgetUses: status.effectiveUses,
+      usesInWindow: status.usesInWindow,
+      queued: status.queueLength,
+    });
+  }
+
   for (;;) {
     // Nothing new goes out once the run is long: what is owed is carried, and sent by the next run.
     const draining = runIsLong();
@@ -115,6 +128,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       notices.forEach(send);
     }
     setCurrentDetails(budget.summary(Date.now()));
+    reportState();
     if (draining) {
       // The server drops the signals a closed run sent and it had not delivered yet.
       await condition(() => sending === 0);

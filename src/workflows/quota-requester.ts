@@ -16,6 +16,7 @@ import {
   getExternalWorkflowHandle,
   log,
   proxyActivities,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
@@ -32,6 +33,7 @@ import {
   quotaSpentSignal,
   SearchAttributes,
   type AgentJobProgress,
+  type ProjectMetricsSinks,
   type QueuePlace,
   type QuotaDeclined,
   type QuotaRequest,
@@ -170,6 +172,7 @@ export class ProjectQuotaRequester {
    */
   async #ask(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<Answer> {
     const requestId = `${workflowInfo().workflowId}/${use.name}`;
+    const askedAt = Date.now();
     try {
       if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') return { kind: 'off' };
       // An ask after one that failed keeps what the job showed before it first queued.
@@ -187,6 +190,10 @@ export class ProjectQuotaRequester {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
         if (this.#grants.has(use.name)) {
           this.#stopWaiting();
+          proxySinks<ProjectMetricsSinks>().projectMetrics.quotaWaited(
+            this.projectId,
+            (Date.now() - askedAt) / 1000,
+          );
           return { kind: 'granted', requestId };
         }
         const declined = this.#declines.get(use.name);

@@ -10,9 +10,11 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  ContinueAsNew,
   isCancellation,
   log,
   metricMeter,
+  proxySinks,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -26,6 +28,7 @@ import {
   type AgentJobInput,
   type AgentJobRecord,
   type AgentJobResult,
+  type ProjectMetricsSinks,
   type ResolvedInput,
 } from '../../contract.js';
 import { ProjectQuotaRequester } from '../quota-requester.js';
@@ -52,6 +55,7 @@ export async function agentJobWorkflow(
   const { projectId } = resolved;
   const run = startRun(resolved, carried);
   const { progress, turn, schedule, wait } = run;
+  const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
   const quota = new ProjectQuotaRequester(projectId, progress);
   const calls = new AgentJobCalls({
     projectId,
@@ -137,10 +141,17 @@ export async function agentJobWorkflow(
     return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run));
   }
 
+  /** Tells the per-project metrics how the job ended, counted from the first run's start. */
+  function reportEnd(outcome: string, hasPrLink: boolean): void {
+    const startedAtMs = run.deadlineMs - resolved.timeoutMs;
+    projectMetrics.jobEnded(projectId, outcome, Math.max(0, Date.now() - startedAtMs) / 1000, hasPrLink);
+  }
+
   function finish(status: EndStatus): AgentJobResult {
     metricMeter
       .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
       .add(1, { status });
+    reportEnd(status, Boolean(progress.lastRecord?.prLink));
     showEnd(progress, status);
     return turnResult({ projectId, progress, created: run.created }, progress.lastRecord as AgentJobRecord);
   }
@@ -165,6 +176,7 @@ export async function agentJobWorkflow(
     const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
+    if (!(err instanceof ContinueAsNew)) reportEnd(outcomeOf(err), false);
     if (isCancellation(err)) showEnd(progress, 'cancelled');
     // The quota's deadline and final API errors end the workflow too: the phase says so.
     else if (err instanceof ApplicationFailure) {
@@ -176,6 +188,12 @@ export async function agentJobWorkflow(
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
     await quota.settle();
   }
+}
+
+/** A failed workflow's outcome label: a failure type from the contract, `cancelled`, or `error`. */
+function outcomeOf(err: unknown): string {
+  if (isCancellation(err)) return 'cancelled';
+  return err instanceof ApplicationFailure && err.type ? err.type : 'error';
 }
 
 function validate(input: AgentJobInput): ResolvedInput {

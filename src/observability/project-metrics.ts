@@ -1,0 +1,149 @@
+/**
+ * Prometheus metrics per project, through the SDK's metric meter (served with the SDK's own at
+ * METRICS_ADDRESS): outcomes, time to the pull request, API uses against the quota's budget, 429s,
+ * the quota queue and its wait. Workflows report through the `projectMetrics` sink
+ * (`ProjectMetricsSinks` in the contract), activities call this directly. The `project` label is
+ * bounded per process by {@link ProjectLabels}. deploy/grafana/ has the dashboard.
+ */
+import type { MetricMeter } from '@temporalio/common';
+import type { InjectedSinks } from '@temporalio/worker';
+import type { ProjectMetricsSinks, QuotaUseKind } from '../contract.js';
+import { utf8Prefix } from '../ids.js';
+
+/** The label of every project past the first {@link ProjectLabels} keeps. */
+export const OTHER_PROJECTS = '_other';
+
+/** Longest project label, in UTF-8 bytes: long project IDs are cut (a label is for reading). */
+const MAX_LABEL_BYTES = 64;
+
+/**
+ * The `project` label of a project ID: the ID itself for the first `maxProjects` projects this
+ * process sees, `_other` for the rest, so that a flood of project IDs cannot grow the series without
+ * bound. Pure: no Temporal, no clock.
+ */
+export class ProjectLabels {
+  readonly #known = new Map<string, string>();
+
+  constructor(readonly maxProjects: number) {}
+
+  label(projectId: string): string {
+    const known = this.#known.get(projectId);
+    if (known !== undefined) return known;
+    if (this.#known.size >= this.maxProjects) return OTHER_PROJECTS;
+    const label = utf8Prefix(projectId, MAX_LABEL_BYTES);
+    this.#known.set(projectId, label);
+    return label;
+  }
+}
+
+/** Every metric this module writes, by the name the meter is given (Prometheus adds `_total` to counters). */
+export const PROJECT_METRICS = {
+  jobsEnded: 'agent_project_jobs_ended',
+  jobSeconds: 'agent_project_job_seconds',
+  timeToPrSeconds: 'agent_project_time_to_pr_seconds',
+  apiUses: 'agent_project_api_uses',
+  rateLimited: 'agent_project_rate_limited',
+  quotaBudget: 'agent_project_quota_budget_uses',
+  quotaUsed: 'agent_project_quota_used_uses',
+  quotaQueued: 'agent_project_quota_queued_jobs',
+  quotaWaitSeconds: 'agent_project_quota_wait_seconds',
+} as const;
+
+/** The per-project metrics of one worker process. */
+export class ProjectMetrics {
+  readonly #labels: ProjectLabels;
+  readonly #jobsEnded;
+  readonly #jobSeconds;
+  readonly #timeToPr;
+  readonly #apiUses;
+  readonly #rateLimited;
+  readonly #quotaBudget;
+  readonly #quotaUsed;
+  readonly #quotaQueued;
+  readonly #quotaWait;
+
+  constructor(meter: MetricMeter, maxProjects: number) {
+    this.#labels = new ProjectLabels(maxProjects);
+    const m = PROJECT_METRICS;
+    this.#jobsEnded = meter.createCounter(m.jobsEnded, 'jobs', 'Agent-job workflows ended, by outcome');
+    this.#jobSeconds = meter.createHistogram(
+      m.jobSeconds,
+      'float',
+      's',
+      'From a job workflow start to its end',
+    );
+    this.#timeToPr = meter.createHistogram(
+      m.timeToPrSeconds,
+      'float',
+      's',
+      'From a job workflow start to its prLink',
+    );
+    this.#apiUses = meter.createCounter(m.apiUses, 'uses', 'Creates and follow-up messages the API accepted');
+    this.#rateLimited = meter.createCounter(m.rateLimited, 'answers', 'API answers 429 Too Many Requests');
+    this.#quotaBudget = meter.createGauge(
+      m.quotaBudget,
+      'int',
+      'uses',
+      "The quota's budget per window, as learnt",
+    );
+    this.#quotaUsed = meter.createGauge(
+      m.quotaUsed,
+      'int',
+      'uses',
+      'Uses in the current window, grants out included',
+    );
+    this.#quotaQueued = meter.createGauge(
+      m.quotaQueued,
+      'int',
+      'jobs',
+      'Creates and messages waiting for the budget',
+    );
+    this.#quotaWait = meter.createHistogram(
+      m.quotaWaitSeconds,
+      'float',
+      's',
+      'Wait in the quota queue for a grant',
+    );
+  }
+
+  #tags(projectId: string, extra: Record<string, string> = {}) {
+    return { project: this.#labels.label(projectId), ...extra };
+  }
+
+  /** A create or message the API accepted. */
+  used(projectId: string, kind: QuotaUseKind): void {
+    this.#apiUses.add(1, this.#tags(projectId, { kind }));
+  }
+
+  /** An answer 429. */
+  rateLimited(projectId: string, operation: string): void {
+    this.#rateLimited.add(1, this.#tags(projectId, { operation }));
+  }
+
+  /** The sink the workflows report through; register it on every worker that runs them. */
+  sinks(): InjectedSinks<ProjectMetricsSinks> {
+    return {
+      projectMetrics: {
+        jobEnded: {
+          fn: (_info, projectId, outcome, seconds, hasPrLink) => {
+            const tags = this.#tags(projectId);
+            this.#jobsEnded.add(1, { ...tags, outcome });
+            this.#jobSeconds.record(seconds, tags);
+            if (hasPrLink) this.#timeToPr.record(seconds, tags);
+          },
+        },
+        quotaWaited: {
+          fn: (_info, projectId, seconds) => this.#quotaWait.record(seconds, this.#tags(projectId)),
+        },
+        quotaState: {
+          fn: (_info, projectId, state) => {
+            const tags = this.#tags(projectId);
+            this.#quotaBudget.set(state.budgetUses, tags);
+            this.#quotaUsed.set(state.usesInWindow, tags);
+            this.#quotaQueued.set(state.queued, tags);
+          },
+        },
+      },
+    };
+  }
+}
