@@ -2,7 +2,9 @@
 // commands work on a fresh clone without a separate setup step:
 // - installs the locked npm dependencies with `npm ci` when node_modules is missing or stale;
 // - with --for-tests, makes sure Debian's docker-compose (1.29) is there, which the deploy tests
-//   use to validate docker-compose.yml without a Docker engine;
+//   use to validate docker-compose.yml without a Docker engine, and Debian's Prometheus, whose
+//   promtool checks the compose stack's Prometheus files and whose server runs the dashboard's
+//   queries in test/observability/project-metrics.test.ts;
 // - with --for-cluster, makes sure the PostgreSQL server binaries and `nc` (which
 //   deploy/compose/temporal-schema.sh waits with) are there, for `npm run test:cluster`.
 // It installs Debian packages with apt-get only when running as root on a Debian-like machine;
@@ -60,6 +62,11 @@ if (process.argv.includes('--for-tests') && !onPath('docker-compose')) {
   ensurePackages("Debian's docker-compose, which the deploy tests use to validate docker-compose.yml", [
     'docker-compose',
   ]);
+}
+
+if (process.argv.includes('--for-tests') && !(onPath('prometheus') && onPath('promtool'))) {
+  // Debian's package installs both and starts no server here; the tests say so when it is missing.
+  ensurePackages("Debian's Prometheus, which the metrics and deploy tests run", ['prometheus']);
 }
 
 if (process.argv.includes('--for-cluster')) {

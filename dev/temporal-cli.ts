@@ -54,7 +54,8 @@ function isExecutable(path: string): boolean {
   }
 }
 
-function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null {
+/** The executable `name` in a directory of PATH, or null. */
+export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir && isExecutable(join(dir, name))) return join(dir, name);
   }

@@ -18,9 +18,9 @@
  * the classpath.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 // The option that gives a connection the test service, as @temporalio/testing sets it.
@@ -29,6 +29,7 @@ import { msToTs, tsToMs } from '@temporalio/common/lib/time.js';
 import { NativeConnection } from '@temporalio/worker';
 import { ALL_SEARCH_ATTRIBUTES } from '../src/contract.js';
 import { freePort, stopChild } from './dev-server.js';
+import { findOnPath } from './temporal-cli.js';
 
 /** The sdk-java release whose `io.temporal:temporal-test-server` is used. */
 export const TEST_SERVER_VERSION = '1.38.0';
@@ -52,19 +53,6 @@ export class TestServerUnavailableError extends Error {
 export function testServerCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(base, 'agent-job-orchestrator', `temporal-test-server-${TEST_SERVER_VERSION}`);
-}
-
-function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (!dir) continue;
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      continue;
-    }
-  }
-  return null;
 }
 
 /**

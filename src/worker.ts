@@ -22,7 +22,7 @@ import { applyWorkflowHeap } from './worker-memory.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 import { installTracing } from './observability/tracing.js';
-import { ProjectMetrics } from './observability/project-metrics.js';
+import { PROJECT_HISTOGRAM_BUCKETS, ProjectMetrics } from './observability/project-metrics.js';
 import { buildIdOf, workerDeploymentOptions } from './worker-version.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
@@ -90,7 +90,13 @@ async function run(config: WorkerConfig): Promise<void> {
       // The SDK core's own log lines go through the JSON logger too, instead of to the console.
       logging: { forward: {} },
       metrics: config.metricsBindAddress
-        ? { prometheus: { bindAddress: config.metricsBindAddress, countersTotalSuffix: true } }
+        ? {
+            prometheus: {
+              bindAddress: config.metricsBindAddress,
+              countersTotalSuffix: true,
+              histogramBucketOverrides: PROJECT_HISTOGRAM_BUCKETS,
+            },
+          }
         : undefined,
     },
     // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().

@@ -49,6 +49,17 @@ export const PROJECT_METRICS = {
   quotaWaitSeconds: 'agent_project_quota_wait_seconds',
 } as const;
 
+/**
+ * Bucket boundaries of the histograms, in seconds, for the runtime's Prometheus exporter
+ * (`histogramBucketOverrides`): its default boundaries are for milliseconds (0 to 10,000), which
+ * would put every job, minutes to hours long, in the last bucket.
+ */
+export const PROJECT_HISTOGRAM_BUCKETS: Record<string, number[]> = {
+  [PROJECT_METRICS.jobSeconds]: [10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14_400, 21_600],
+  [PROJECT_METRICS.timeToPrSeconds]: [10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14_400, 21_600],
+  [PROJECT_METRICS.quotaWaitSeconds]: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600],
+};
+
 /** The per-project metrics of one worker process. */
 export class ProjectMetrics {
   readonly #labels: ProjectLabels;

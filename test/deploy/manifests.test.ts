@@ -5,18 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
@@ -32,6 +23,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
 import { loadWorkerConfig, WORKER_SETTINGS, workerOptionsFrom } from '../../src/config.js';
+import { findOnPath } from '../../dev/temporal-cli.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -106,19 +98,6 @@ function normalizeAttribute(pair: string): string {
   return `${name}=${sdkType ?? `unknown type ${type}`}`;
 }
 
-function findOnPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    try {
-      accessSync(join(dir, name), constants.X_OK);
-      return join(dir, name);
-    } catch {
-      // Not in this directory; keep looking.
-      continue;
-    }
-  }
-  return null;
-}
-
 /** The parts of a Compose service that these checks read. */
 interface ComposeService {
   image?: string;
@@ -182,7 +161,7 @@ describe('docker-compose.yml', () => {
   test('pins every image to a version', () => {
     for (const [name, { image }] of Object.entries(services)) {
       if (image === undefined) continue;
-      assert.match(image, /^[\w./-]+:\d[\w.-]*$/, `service ${name} uses ${image}`);
+      assert.match(image, /^[\w./-]+:v?\d[\w.-]*$/, `service ${name} uses ${image}`);
     }
   });
 
@@ -256,6 +235,70 @@ describe('docker-compose.yml', () => {
       'the worker uses the server port',
     );
     assert.match(env.TEMPORAL_ADDRESS ?? '', /^temporal:/);
+  });
+
+  /** The mount of a service whose container path is `target`: its host path, from the root. */
+  function hostPathOf(service: ComposeService | undefined, target: string): string {
+    const volume = (service?.volumes ?? []).find((v) => v.split(':')[1] === target);
+    assert.ok(volume, `no volume mounted at ${target}`);
+    return join(ROOT, volume.split(':')[0] ?? '');
+  }
+
+  test('Prometheus scrapes every worker replica at its metrics port, from files promtool accepts', () => {
+    const promtool = findOnPath('promtool') ?? '';
+    assert.ok(promtool, 'promtool is not installed (Debian: apt-get install -y prometheus)');
+    const override = parse(readFileSync(join(ROOT, 'deploy/compose/versioned.yaml'), 'utf8'), {
+      merge: true,
+    }) as { services: Record<string, ComposeService> };
+    const metricsPort = portOf(environment('worker').METRICS_ADDRESS ?? '');
+    const stacks = [
+      { prometheus: services.prometheus, workers: ['worker'] },
+      {
+        prometheus: override.services.prometheus,
+        workers: Object.keys(override.services).filter((name) => name.startsWith('worker-')),
+      },
+    ];
+    for (const { prometheus, workers } of stacks) {
+      const file = hostPathOf(prometheus, '/etc/prometheus/prometheus.yml');
+      const checked = spawnSync(promtool, ['check', 'config', file], { encoding: 'utf8' });
+      assert.equal(checked.status, 0, `promtool check config ${file}:\n${checked.stderr}${checked.stdout}`);
+      const config = parse(readFileSync(file, 'utf8')) as {
+        scrape_configs: { dns_sd_configs?: { names: string[]; port: number }[] }[];
+      };
+      const discovered = config.scrape_configs.flatMap((job) => job.dns_sd_configs ?? []);
+      assert.deepEqual(discovered.flatMap((sd) => sd.names).sort(), workers.sort(), file);
+      for (const sd of discovered) assert.equal(sd.port, metricsPort, file);
+    }
+  });
+
+  test('Grafana provisions the Prometheus data source and the dashboard that uses it', () => {
+    const grafana = service('grafana');
+    const datasources = parse(
+      readFileSync(
+        join(hostPathOf(grafana, '/etc/grafana/provisioning/datasources'), 'prometheus.yaml'),
+        'utf8',
+      ),
+    ) as { datasources: { uid: string; type: string; url: string }[] };
+    const providers = parse(
+      readFileSync(
+        join(hostPathOf(grafana, '/etc/grafana/provisioning/dashboards'), 'agent-jobs.yaml'),
+        'utf8',
+      ),
+    ) as { providers: { options: { path: string } }[] };
+    const [source] = datasources.datasources;
+    assert.equal(source?.type, 'prometheus');
+    assert.equal(source?.url, `http://prometheus:${(service('prometheus').ports ?? [])[0]?.split(':')[1]}`);
+    const dashboardPath = environment('grafana').GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH ?? '';
+    assert.equal(
+      dashboardPath.slice(0, dashboardPath.lastIndexOf('/')),
+      providers.providers[0]?.options.path,
+    );
+    const dashboard = JSON.parse(readFileSync(hostPathOf(grafana, dashboardPath), 'utf8')) as {
+      panels: { datasource?: { uid: string } }[];
+    };
+    for (const panel of dashboard.panels.filter((p) => p.datasource)) {
+      assert.equal(panel.datasource?.uid, source?.uid);
+    }
   });
 
   test('lets the worker drain, forced end included, before Docker kills it', () => {
@@ -715,7 +758,7 @@ describe('versioned deployments', () => {
 
     test('the unversioned worker stops, and two slots run images tagged with a build ID', () => {
       assert.equal(slots.worker?.deploy?.replicas, 0);
-      const names = Object.keys(slots).filter((name) => name !== 'worker');
+      const names = Object.keys(slots).filter((name) => name.startsWith('worker-'));
       assert.equal(names.length, 2);
       for (const name of names) {
         assert.equal(slots[name]!.build, undefined, `${name} runs a built image, not this checkout`);
@@ -724,7 +767,7 @@ describe('versioned deployments', () => {
     });
 
     test("each slot gets the base worker's settings plus TEMPORAL_WORKER_VERSIONING=on", () => {
-      for (const name of Object.keys(slots).filter((n) => n !== 'worker')) {
+      for (const name of Object.keys(slots).filter((n) => n.startsWith('worker-'))) {
         assert.deepEqual(
           env(slots[name]),
           { ...env(base.worker), TEMPORAL_WORKER_VERSIONING: 'on' },

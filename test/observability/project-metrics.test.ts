@@ -1,14 +1,99 @@
 /**
- * The per-project view as an operator scrapes it: the real worker process with its quota on and
- * METRICS_MAX_PROJECTS=2, jobs of three projects against the simulator (one answers a 429 once), and
- * `/metrics` read over HTTP. Every series the Grafana dashboard queries is checked here.
+ * The per-project view as an operator sees it: the real worker process with its quota on and
+ * METRICS_MAX_PROJECTS=2, jobs of three projects against the simulator (one answers a 429 once),
+ * `/metrics` read over HTTP, and a real Prometheus (Debian's) scraping the worker and answering
+ * every query of the Grafana dashboard in deploy/grafana.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { freePort } from '../../dev/dev-server.js';
+import { findOnPath } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { OTHER_PROJECTS } from '../../src/observability/project-metrics.js';
-import { spawnTs, startTestSimulator, temporalEnv, uniqueId, waitFor, workerProcessEnv } from '../harness.js';
+import {
+  onCleanup,
+  ROOT,
+  spawnTs,
+  startTestSimulator,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+} from '../harness.js';
+
+/** A Prometheus server scraping `target` every second, stopped after the file's tests. */
+async function startPrometheus(target: string): Promise<{ query(expr: string): Promise<PromSample[]> }> {
+  const binary = findOnPath('prometheus');
+  assert.ok(
+    binary,
+    "Prometheus is not installed (Debian: apt-get install -y prometheus; npm test's setup does it)",
+  );
+  const dir = mkdtempSync(join(tmpdir(), 'prometheus-test-'));
+  const config = join(dir, 'prometheus.yml');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      global: { scrape_interval: '1s' },
+      scrape_configs: [{ job_name: 'worker', static_configs: [{ targets: [target] }] }],
+    }),
+  );
+  const port = await freePort();
+  const child = spawn(
+    binary,
+    [
+      `--config.file=${config}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(child, 'exit');
+  onCleanup(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const query = async (expr: string) => {
+    const res = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(expr)}`);
+    const body = (await res.json()) as { status: string; error?: string; data: { result: PromSample[] } };
+    assert.equal(body.status, 'success', `${expr}: ${body.error}`);
+    return body.data.result;
+  };
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`prometheus exited: ${stderr}`);
+      return (await query('up{job="worker"} == 1')).length === 1;
+    },
+    { what: 'Prometheus to scrape the worker', timeoutMs: 30_000, intervalMs: 200 },
+  );
+  return { query };
+}
+
+interface PromSample {
+  metric: Record<string, string>;
+  value: [number, string];
+}
+
+/** The dashboard's queries, with Grafana's variables set as a viewer of every project would have them. */
+function dashboardQueries(): string[] {
+  const dashboard = JSON.parse(
+    readFileSync(join(ROOT, 'deploy/grafana/agent-jobs-per-project.json'), 'utf8'),
+  ) as { panels: { targets?: { expr: string }[] }[] };
+  return dashboard.panels
+    .flatMap((panel) => panel.targets ?? [])
+    .map(({ expr }) =>
+      expr.replaceAll('$project', '.*').replaceAll('$__rate_interval', '1m').replaceAll('$__range', '5m'),
+    );
+}
 
 /** The value of the one series of `name` whose labels include every pair of `labels`, or null. */
 function valueOf(text: string, name: string, labels: Record<string, string>): number | null {
@@ -39,6 +124,7 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   );
   const worker = spawnTs('src/worker.ts', [], vars);
   await worker.waitForOutput(/worker running/, 'the worker to run');
+  const prometheus = await startPrometheus(`127.0.0.1:${metricsPort}`);
 
   const start = (projectId: string) =>
     startAgentJob(
@@ -91,6 +177,21 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   assert.ok(series('agent_project_quota_wait_seconds_sum', { project: busy }) >= 1);
   // Nothing carries the third project's own ID: the labels are bounded.
   assert.ok(!text.includes(third), 'the third project has a label of its own');
+
+  // Prometheus has the last reports, then every dashboard query has a number to show.
+  await waitFor(
+    async () =>
+      (await prometheus.query(`agent_project_jobs_ended_total{project="${OTHER_PROJECTS}"} == 1`)).length ===
+      1,
+    { what: 'Prometheus to scrape the last job end', intervalMs: 200 },
+  );
+  for (const expr of dashboardQueries()) {
+    const samples = await prometheus.query(expr);
+    assert.ok(
+      samples.some((sample) => Number.isFinite(Number(sample.value[1]))),
+      `the dashboard query ${expr} has no value: ${JSON.stringify(samples)}`,
+    );
+  }
 
   worker.child.kill('SIGTERM');
   assert.equal(await worker.exited, 0);
