@@ -216,6 +216,9 @@ export function activitiesFor(
   return createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey }), ...deps });
 }
 
+/** A poll schedule for tests: the first poll after 50 ms, at most 200 ms apart. */
+export const FAST_POLL = { initialInterval: 50, maxInterval: 200 } as const;
+
 /** Waits until `check` returns a truthy value, polling every `intervalMs`, or fails at the deadline. */
 export async function waitFor<T>(
   check: () => T | Promise<T>,

@@ -19,6 +19,7 @@ import {
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
+  FAST_POLL,
   uniqueId,
   waitFor,
   type TemporalTestEnv,
@@ -27,8 +28,6 @@ import {
   type SimulatedSuite,
 } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
-
-const FAST = { initialInterval: 50, maxInterval: 200 };
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
@@ -49,7 +48,7 @@ function start(input: Partial<AgentJobInput> & { projectId: string }) {
   return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
     taskQueue: worker.taskQueue,
     workflowId: uniqueId('answered'),
-    args: [{ prompt: 'Document the API', poll: FAST, timeout: '60s', ...input }],
+    args: [{ prompt: 'Document the API', poll: FAST_POLL, timeout: '60s', ...input }],
   });
 }
 

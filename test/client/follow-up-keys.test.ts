@@ -11,6 +11,7 @@ import { agentJobIdWorkflowId, sendFollowUp, startAgentJob } from '../../src/cli
 import { InvalidInputError, type AgentJobRecord } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
+  FAST_POLL,
   spawnTs,
   uniqueId,
   waitFor,
@@ -21,7 +22,6 @@ import {
 } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 
-const FAST = { initialInterval: 50, maxInterval: 200 };
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
@@ -58,7 +58,7 @@ describe('follow-up keys across runs', { concurrency: 2 }, () => {
     const projectId = project(`o'neil"docs`);
     const job = await completedJob(projectId);
     const key = uniqueId('follow-up');
-    const input = { projectId, jobId: job.id, prompt: 'Add examples', poll: FAST };
+    const input = { projectId, jobId: job.id, prompt: 'Add examples', poll: FAST_POLL };
     const first = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
     const turn = await first.result();
     assert.equal(turn.turns, 2);
@@ -80,7 +80,7 @@ describe('follow-up keys across runs', { concurrency: 2 }, () => {
     const projectId = project();
     const job = await completedJob(projectId);
     const key = uniqueId('follow-up');
-    const input = { projectId, jobId: job.id, prompt: 'Add examples', poll: FAST };
+    const input = { projectId, jobId: job.id, prompt: 'Add examples', poll: FAST_POLL };
     const options = { taskQueue: worker.taskQueue };
     const turn = await (await sendFollowUp(env.client, input, { ...options, key })).result();
     const workflowId = agentJobIdWorkflowId(projectId, job.id);
@@ -105,7 +105,7 @@ describe('a key whose run ended before its turn', () => {
     const created = await api.createJob(projectId, 'Take long', { idempotencyKey: uniqueId('key') });
     const key = uniqueId('follow-up');
     // The follow-up waits behind the turn in progress; the workflow's deadline comes first.
-    const input = { projectId, jobId: created.id, prompt: 'Then this', poll: FAST, timeout: '2s' };
+    const input = { projectId, jobId: created.id, prompt: 'Then this', poll: FAST_POLL, timeout: '2s' };
     const first = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
     const runId = await closed(first.workflowId);
 

@@ -15,6 +15,7 @@ import {
 import { FailureType, InvalidInputError, statusQuery, type AgentJobRecord } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
+  FAST_POLL,
   uniqueId,
   waitFor,
   type TemporalTestEnv,
@@ -24,7 +25,6 @@ import {
 } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const FAST = { initialInterval: 50, maxInterval: 200 };
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
@@ -51,7 +51,7 @@ describe('follow-ups through the client library', { concurrency: 3 }, () => {
     const turnOne = await completedJob(projectId);
     const followUp = await sendFollowUp(
       env.client,
-      { projectId, jobId: turnOne.id, prompt: 'Now add examples', poll: FAST },
+      { projectId, jobId: turnOne.id, prompt: 'Now add examples', poll: FAST_POLL },
       { taskQueue: worker.taskQueue },
     );
     assert.equal(followUp.workflowId, agentJobIdWorkflowId(projectId, turnOne.id));
@@ -71,7 +71,7 @@ describe('follow-ups through the client library', { concurrency: 3 }, () => {
       ['Add examples', 'Fix the typos'].map((prompt) =>
         sendFollowUp(
           env.client,
-          { projectId, jobId: turnOne.id, prompt, poll: FAST },
+          { projectId, jobId: turnOne.id, prompt, poll: FAST_POLL },
           { taskQueue: worker.taskQueue },
         ),
       ),
@@ -100,7 +100,7 @@ describe('follow-ups through the client library', { concurrency: 3 }, () => {
     const projectId = project();
     const turnOne = await completedJob(projectId);
     const key = uniqueId('follow-up');
-    const input = { projectId, jobId: turnOne.id, prompt: 'Once only', poll: FAST };
+    const input = { projectId, jobId: turnOne.id, prompt: 'Once only', poll: FAST_POLL };
     const first = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
     const again = await sendFollowUp(env.client, input, { taskQueue: worker.taskQueue, key });
     const [r1, r2] = await Promise.all([first.result(), again.result()]);
@@ -151,7 +151,7 @@ describe('keys whose workflow did not complete', () => {
   test('a key whose workflow completed returns the existing result and starts nothing', async () => {
     const projectId = project({ durationMs: 100 });
     const key = uniqueId('key');
-    const input = { projectId, prompt: 'Quick', poll: FAST };
+    const input = { projectId, prompt: 'Quick', poll: FAST_POLL };
     const first = await (
       await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key })
     ).result();

@@ -23,6 +23,7 @@ import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
+  FAST_POLL,
   activitiesFor,
   onCleanup,
   spawnTs,
@@ -36,7 +37,6 @@ import {
 import { requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `id-limits-key-${randomUUID()}`;
-const FAST = { initialInterval: 50, maxInterval: 200 };
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
 let worker: TestWorker;
@@ -63,7 +63,7 @@ async function failureOf(input: Partial<AgentJobInput> & { projectId: string }):
   const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
     taskQueue: worker.taskQueue,
     workflowId: uniqueId('id-limits'),
-    args: [{ prompt: 'Document it', poll: FAST, timeout: '15s', ...input }],
+    args: [{ prompt: 'Document it', poll: FAST_POLL, timeout: '15s', ...input }],
   });
   const err = await handle.result().then(
     (result) => assert.fail(`the workflow completed: ${JSON.stringify(result).slice(0, 200)}`),
@@ -79,7 +79,7 @@ describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
     assert.ok(Buffer.byteLength(`agent-api-quota/${encodeURIComponent(projectId)}`) > 255);
     const handle = await startAgentJob(
       env.client,
-      { projectId, prompt: 'Document it', poll: FAST, timeout: '20s' },
+      { projectId, prompt: 'Document it', poll: FAST_POLL, timeout: '20s' },
       { taskQueue: worker.taskQueue },
     );
     const result = await handle.result();
@@ -91,7 +91,7 @@ describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
   test('a key of 300 characters starts a workflow whose ID fits, and the same key finds it again', async () => {
     const projectId = uniqueId('docs');
     const key = `${randomUUID()}-${'k'.repeat(300)}`;
-    const input = { projectId, prompt: 'Document it', poll: FAST };
+    const input = { projectId, prompt: 'Document it', poll: FAST_POLL };
     const handle = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
     assert.ok(Buffer.byteLength(handle.workflowId) <= 255, `${Buffer.byteLength(handle.workflowId)} bytes`);
     assert.equal(handle.workflowId, agentJobWorkflowId(projectId, key));

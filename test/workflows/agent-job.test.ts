@@ -25,6 +25,7 @@ import { AgentApiClient } from '../../src/agent-api/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
+  FAST_POLL,
   activitiesFor,
   startTestSimulator,
   startTestWorker,
@@ -38,7 +39,7 @@ import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 // A distinctive key, so that finding it in a history is meaningful.
 const API_KEY = `wf-test-key-${randomUUID()}`;
-const FAST = { initialInterval: 50, maxInterval: 200, backoffCoefficient: 1.5 };
+const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;

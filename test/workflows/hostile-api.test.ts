@@ -25,6 +25,7 @@ import { AgentApiClient } from '../../src/agent-api/index.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
+  FAST_POLL,
   activitiesFor,
   startTestSimulator,
   startTestWorker,
@@ -37,7 +38,7 @@ import {
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `hostile-test-key-${randomUUID()}`;
-const FAST = { initialInterval: 50, maxInterval: 200, backoffCoefficient: 1.5 };
+const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
