@@ -15,6 +15,7 @@ import { test } from 'node:test';
 import { freePort } from '../../dev/dev-server.js';
 import { findOnPath } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
+import { FailureType } from '../../src/contract.js';
 import { OTHER_PROJECTS } from '../../src/observability/project-metrics.js';
 import {
   onCleanup,
@@ -117,6 +118,8 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   sim.setScenario(limited, {
     faults: { rules: [{ endpoint: 'create', kind: 'status', status: 429, first: 1 }] },
   });
+  // Its agent job fails: an end without a pull request, under the failure type.
+  sim.setScenario(third, { outcome: 'failed' });
   const { vars, taskQueue, metricsPort } = await workerProcessEnv(
     env,
     { url: sim.url, apiKey },
@@ -139,15 +142,17 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
     what: 'the limited project to get its job',
   });
   handles.push(await start(third));
-  const results = await Promise.all(handles.map((handle) => handle.result()));
-  assert.ok(results.every((result) => result.prLink !== null));
+  const ends = await Promise.allSettled(handles.map((handle) => handle.result()));
+  assert.ok(ends.slice(0, 4).every((end) => end.status === 'fulfilled' && end.value.prLink !== null));
+  assert.equal(ends[4]?.status, 'rejected');
 
   const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((res) => res.text());
   // Workflow reports reach the meter when their task completes; wait for the last of them.
   const text = await waitFor(
     async () => {
       const body = await scrape();
-      return valueOf(body, 'agent_project_jobs_ended_total', { project: OTHER_PROJECTS }) === 1 ? body : null;
+      const other = { project: OTHER_PROJECTS, outcome: FailureType.AgentJobFailed };
+      return valueOf(body, 'agent_project_jobs_ended_total', other) === 1 ? body : null;
     },
     { what: 'the third project counted as _other' },
   );
@@ -166,6 +171,9 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   assert.equal(series('agent_project_jobs_ended_total', { project: busy, outcome: 'completed' }), 3);
   assert.equal(series('agent_project_jobs_ended_total', { project: limited, outcome: 'completed' }), 1);
   assert.equal(series('agent_project_time_to_pr_seconds_count', { project: busy }), 3);
+  // The failed job counts in the job time, not in the time to a pull request.
+  assert.equal(series('agent_project_job_seconds_count', { project: OTHER_PROJECTS }), 1);
+  assert.equal(valueOf(text, 'agent_project_time_to_pr_seconds_count', { project: OTHER_PROJECTS }), null);
   assert.ok(series('agent_project_time_to_pr_seconds_sum', { project: busy }) > 0);
   assert.equal(series('agent_project_api_uses_total', { project: busy, kind: 'create' }), 3);
   assert.equal(series('agent_project_rate_limited_total', { project: limited, operation: 'createJob' }), 1);

@@ -2,7 +2,7 @@
  * How a turn or the workflow ends: its result, or one of the workflow's own failures, each with a
  * type from the contract's `FailureType`, a message a person can act on, and the record in its details.
  */
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, ContinueAsNew, isCancellation, TemporalFailure } from '@temporalio/workflow';
 import {
   FailureType,
   type InvalidInputError,
@@ -79,4 +79,16 @@ export function timedOut(progress: AgentJobProgress, what: string): ApplicationF
     nonRetryable: true,
     details: [record, { lastError }],
   });
+}
+
+/**
+ * The outcome label of an error that leaves the workflow: `cancelled`, the failure type, or `error`
+ * for another Temporal failure. Null when the run does not end with it: continue-as-new, or an
+ * error that only fails the workflow task, which the worker runs again.
+ */
+export function outcomeOf(err: unknown): string | null {
+  if (err instanceof ContinueAsNew) return null;
+  if (isCancellation(err)) return 'cancelled';
+  if (err instanceof ApplicationFailure && err.type) return err.type;
+  return err instanceof TemporalFailure ? 'error' : null;
 }

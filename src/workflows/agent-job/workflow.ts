@@ -10,7 +10,6 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
-  ContinueAsNew,
   isCancellation,
   log,
   metricMeter,
@@ -35,7 +34,7 @@ import { ProjectQuotaRequester } from '../quota-requester.js';
 import { AgentJobCalls } from './calls.js';
 import { createKey, startFollowUpKey } from './keys.js';
 import { Messages } from './messages.js';
-import { invalidInput, timedOut, turnResult, unknownStatus } from './outcomes.js';
+import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { showAttached, showEnd, showNextPoll, showProject, showRecord } from './progress.js';
 import { carryOver, startRun, type Continuation } from './run-state.js';
 import type { EndStatus } from './turn.js';
@@ -151,9 +150,14 @@ export async function agentJobWorkflow(
     metricMeter
       .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
       .add(1, { status });
-    reportEnd(status, Boolean(progress.lastRecord?.prLink));
     showEnd(progress, status);
-    return turnResult({ projectId, progress, created: run.created }, progress.lastRecord as AgentJobRecord);
+    // Throws AgentJobFailed for `failed`, which the catch below reports.
+    const result = turnResult(
+      { projectId, progress, created: run.created },
+      progress.lastRecord as AgentJobRecord,
+    );
+    reportEnd(status, result.prLink !== null);
+    return result;
   }
 
   // Create or attach, then poll until done with the follow-ups on the way.
@@ -176,7 +180,8 @@ export async function agentJobWorkflow(
     const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
-    if (!(err instanceof ContinueAsNew)) reportEnd(outcomeOf(err), false);
+    const outcome = outcomeOf(err);
+    if (outcome !== null) reportEnd(outcome, false);
     if (isCancellation(err)) showEnd(progress, 'cancelled');
     // The quota's deadline and final API errors end the workflow too: the phase says so.
     else if (err instanceof ApplicationFailure) {
@@ -188,12 +193,6 @@ export async function agentJobWorkflow(
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
     await quota.settle();
   }
-}
-
-/** A failed workflow's outcome label: a failure type from the contract, `cancelled`, or `error`. */
-function outcomeOf(err: unknown): string {
-  if (isCancellation(err)) return 'cancelled';
-  return err instanceof ApplicationFailure && err.type ? err.type : 'error';
 }
 
 function validate(input: AgentJobInput): ResolvedInput {
