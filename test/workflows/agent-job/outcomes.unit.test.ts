@@ -30,6 +30,6 @@ test('another Temporal failure ends the workflow too, as error', () => {
 });
 
 test('continue-as-new and a plain error (the task is retried) end nothing', () => {
-  assert.equal(outcomeOf(new ContinueAsNew({} as never)), null);
+  assert.equal(outcomeOf(new ContinueAsNew({})), null);
   assert.equal(outcomeOf(new TypeError('a bug')), null);
 });
