@@ -562,6 +562,13 @@ export interface ProjectQuotaStatus {
 /** Query on the quota workflow: its state. */
 export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');
 
+/** A project quota's counts: the budget as learnt, the uses in its window (grants out included), the queue. */
+export interface QuotaUsage {
+  budgetUses: number;
+  usesInWindow: number;
+  queued: number;
+}
+
 /**
  * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
  * through the `projectMetrics` sink: never during replay, so each event counts once.
@@ -573,6 +580,6 @@ export interface ProjectMetricsSinks extends Sinks {
     /** A create or message waited this long in the project's quota queue before its grant. */
     quotaWaited(projectId: string, seconds: number): void;
     /** The quota's state after a pass: the budget, the uses in its window, the queue. */
-    quotaState(projectId: string, state: { budgetUses: number; usesInWindow: number; queued: number }): void;
+    quotaState(projectId: string, usage: QuotaUsage): void;
   };
 }

@@ -147,11 +147,11 @@ export class ProjectMetrics {
           fn: (_info, projectId, seconds) => this.#quotaWait.record(seconds, this.#tags(projectId)),
         },
         quotaState: {
-          fn: (_info, projectId, state) => {
+          fn: (_info, projectId, usage) => {
             const tags = this.#tags(projectId);
-            this.#quotaBudget.set(state.budgetUses, tags);
-            this.#quotaUsed.set(state.usesInWindow, tags);
-            this.#quotaQueued.set(state.queued, tags);
+            this.#quotaBudget.set(usage.budgetUses, tags);
+            this.#quotaUsed.set(usage.usesInWindow, tags);
+            this.#quotaQueued.set(usage.queued, tags);
           },
         },
       },

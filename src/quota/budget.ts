@@ -13,6 +13,7 @@ import type {
   QuotaDeclined,
   QuotaLimit,
   QuotaRequest,
+  QuotaUsage,
   QuotaUseKind,
 } from '../contract.js';
 import { idHash, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
@@ -371,13 +372,12 @@ export class ProjectBudget {
   snapshot(now: number): ProjectQuotaStatus {
     const s = this.#s;
     const iso = (ms: number) => new Date(ms).toISOString();
-    const horizon = now - this.#spanMs;
     const leases = s.leases.filter((l) => l.expiresAt > now);
     return {
       projectId: s.projectId,
       limit: s.limit,
       effectiveUses: this.effectiveUses,
-      usesInWindow: s.window.filter((t) => t > horizon).length + leases.length,
+      usesInWindow: this.usage(now).usesInWindow,
       leases: leases.map((l) => ({
         requestId: l.requestId,
         workflowId: l.workflowId,
@@ -397,6 +397,15 @@ export class ProjectBudget {
   }
 
   /** One line for the workflow's current details. */
+  /** The counts of {@link snapshot} without copying leases or the queue: for a report every pass. */
+  usage(now: number): QuotaUsage {
+    const s = this.#s;
+    const horizon = now - this.#spanMs;
+    const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
+    const leases = s.leases.reduce((n, l) => (l.expiresAt > now ? n + 1 : n), 0);
+    return { budgetUses: this.effectiveUses, usesInWindow: inWindow + leases, queued: s.queue.length };
+  }
+
   summary(now: number): string {
     const s = this.#s;
     const paused =

@@ -111,12 +111,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
   /** The per-project metrics' view of the budget (never during replay: a sink). */
   function reportState(): void {
-    const status = budget.snapshot(Date.now());
-    projectMetrics.quotaState(input.projectId, {
-      budgetUses: status.effectiveUses,
-      usesInWindow: status.usesInWindow,
-      queued: status.queueLength,
-    });
+    projectMetrics.quotaState(input.projectId, budget.usage(Date.now()));
   }
 
   for (;;) {

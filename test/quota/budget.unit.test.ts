@@ -144,6 +144,22 @@ describe('the rolling window', () => {
     assert.equal(budget.spend('wf-a/create', T0 + LEASE + 5, T0 + LEASE + 10), true);
     assert.equal(budget.snapshot(T0 + LEASE + 10).usesInWindow, 2);
   });
+
+  test('usage gives the counts of the snapshot: budget, uses with grants out, queue', () => {
+    const budget = budgetOf(2);
+    for (const id of ['a', 'b', 'c']) request(budget, id);
+    budget.grant(T0);
+    budget.spend('wf-a/create', T0 + 1, T0 + 2);
+    for (const now of [T0 + 2, T0 + LEASE + 1, T0 + W + LEASE + 1]) {
+      const snapshot = budget.snapshot(now);
+      assert.deepEqual(budget.usage(now), {
+        budgetUses: snapshot.effectiveUses,
+        usesInWindow: snapshot.usesInWindow,
+        queued: snapshot.queueLength,
+      });
+    }
+    assert.deepEqual(budget.usage(T0 + 2), { budgetUses: 2, usesInWindow: 2, queued: 1 });
+  });
 });
 
 describe('429s', () => {
