@@ -145,6 +145,16 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   const ends = await Promise.allSettled(handles.map((handle) => handle.result()));
   assert.ok(ends.slice(0, 4).every((end) => end.status === 'fulfilled' && end.value.prLink !== null));
   assert.equal(ends[4]?.status, 'rejected');
+  // The dashboard's quantiles are rates: once Prometheus holds the busy project's histograms, one
+  // more job of it adds an observation it sees happen.
+  await waitFor(
+    async () =>
+      (await prometheus.query(`agent_project_time_to_pr_seconds_count{project="${busy}"} == 3`)).length ===
+        1 &&
+      (await prometheus.query(`agent_project_quota_wait_seconds_count{project="${busy}"} == 3`)).length === 1,
+    { what: "Prometheus to hold the busy project's histograms", intervalMs: 200 },
+  );
+  assert.notEqual((await (await start(busy)).result()).prLink, null);
 
   const scrape = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((res) => res.text());
   // Workflow reports reach the meter when their task completes; wait for the last of them.
@@ -152,7 +162,11 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
     async () => {
       const body = await scrape();
       const other = { project: OTHER_PROJECTS, outcome: FailureType.AgentJobFailed };
-      return valueOf(body, 'agent_project_jobs_ended_total', other) === 1 ? body : null;
+      const busyDone = valueOf(body, 'agent_project_jobs_ended_total', {
+        project: busy,
+        outcome: 'completed',
+      });
+      return valueOf(body, 'agent_project_jobs_ended_total', other) === 1 && busyDone === 4 ? body : null;
     },
     { what: 'the third project counted as _other' },
   );
@@ -168,20 +182,20 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
     );
     return value as number;
   };
-  assert.equal(series('agent_project_jobs_ended_total', { project: busy, outcome: 'completed' }), 3);
+  assert.equal(series('agent_project_jobs_ended_total', { project: busy, outcome: 'completed' }), 4);
   assert.equal(series('agent_project_jobs_ended_total', { project: limited, outcome: 'completed' }), 1);
-  assert.equal(series('agent_project_time_to_pr_seconds_count', { project: busy }), 3);
+  assert.equal(series('agent_project_time_to_pr_seconds_count', { project: busy }), 4);
   // The failed job counts in the job time, not in the time to a pull request.
   assert.equal(series('agent_project_job_seconds_count', { project: OTHER_PROJECTS }), 1);
   assert.equal(valueOf(text, 'agent_project_time_to_pr_seconds_count', { project: OTHER_PROJECTS }), null);
   assert.ok(series('agent_project_time_to_pr_seconds_sum', { project: busy }) > 0);
-  assert.equal(series('agent_project_api_uses_total', { project: busy, kind: 'create' }), 3);
+  assert.equal(series('agent_project_api_uses_total', { project: busy, kind: 'create' }), 4);
   assert.equal(series('agent_project_rate_limited_total', { project: limited, operation: 'createJob' }), 1);
   assert.equal(series('agent_project_quota_budget_uses', { project: busy }), 2);
   assert.ok(series('agent_project_quota_used_uses', { project: busy }) <= 2);
   assert.equal(series('agent_project_quota_queued_jobs', { project: busy }), 0);
   // Two uses per 3 s: the third create of the busy project waited for the window.
-  assert.ok(series('agent_project_quota_wait_seconds_count', { project: busy }) >= 3);
+  assert.ok(series('agent_project_quota_wait_seconds_count', { project: busy }) >= 4);
   assert.ok(series('agent_project_quota_wait_seconds_sum', { project: busy }) >= 1);
   // Nothing carries the third project's own ID: the labels are bounded.
   assert.ok(!text.includes(third), 'the third project has a label of its own');
@@ -189,8 +203,8 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   // Prometheus has the last reports, then every dashboard query has a number to show.
   await waitFor(
     async () =>
-      (await prometheus.query(`agent_project_jobs_ended_total{project="${OTHER_PROJECTS}"} == 1`)).length ===
-      1,
+      (await prometheus.query(`agent_project_jobs_ended_total{project="${busy}",outcome="completed"} == 4`))
+        .length === 1,
     { what: 'Prometheus to scrape the last job end', intervalMs: 200 },
   );
   for (const expr of dashboardQueries()) {
