@@ -281,15 +281,14 @@ export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
 export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Validated input with every default applied. */
-export interface ResolvedInput {
+export type ResolvedInput = {
   projectId: string;
-  /** The create prompt without `jobId`; with `jobId`, the follow-up message, or undefined to watch. */
-  prompt: string | undefined;
-  jobId: string | undefined;
   poll: ResolvedPollSettings;
   timeoutMs: number;
   continueAsNewAfterPolls: number | undefined;
-}
+} &
+  // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
+  ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
 
 /** Thrown by {@link resolveInput}; the workflow turns it into an `InvalidInput` failure. */
 export class InvalidInputError extends Error {
@@ -314,15 +313,14 @@ export function resolveInput(input: unknown): ResolvedInput {
   }
   const raw = input as Record<string, unknown>;
   const projectId = requireId(raw, 'projectId', MAX_PROJECT_ID_BYTES);
-  const jobId = raw.jobId === undefined ? undefined : requireId(raw, 'jobId', MAX_JOB_ID_BYTES);
   // With a jobId the prompt is an optional follow-up; without one it creates the job.
-  const prompt = jobId !== undefined && raw.prompt === undefined ? undefined : requireText(raw, 'prompt');
-  if (prompt !== undefined && prompt.length > MAX_PROMPT_LENGTH) {
-    throw new InvalidInputError(
-      'prompt',
-      `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
-    );
-  }
+  const target =
+    raw.jobId === undefined
+      ? { jobId: undefined, prompt: requirePrompt(raw) }
+      : {
+          jobId: requireId(raw, 'jobId', MAX_JOB_ID_BYTES),
+          prompt: raw.prompt === undefined ? undefined : requirePrompt(raw),
+        };
   const poll = resolvePoll(raw.poll);
   const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
   if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
@@ -336,7 +334,18 @@ export function resolveInput(input: unknown): ResolvedInput {
   ) {
     throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
   }
-  return { projectId, prompt, jobId, poll, timeoutMs, continueAsNewAfterPolls };
+  return { projectId, ...target, poll, timeoutMs, continueAsNewAfterPolls };
+}
+
+function requirePrompt(raw: Record<string, unknown>): string {
+  const prompt = requireText(raw, 'prompt');
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new InvalidInputError(
+      'prompt',
+      `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
+    );
+  }
+  return prompt;
 }
 
 function requireText(raw: Record<string, unknown>, field: string): string {

@@ -138,22 +138,21 @@ export class Messages {
   }
 
   /**
-   * Starts sending the next message if its time has come; true when it did. Polls go on meanwhile,
+   * Starts sending the next message to `jobId` if its time has come; true when it did. Polls go on meanwhile,
    * as the message may wait for the project's quota.
    */
-  sendNext(): boolean {
+  sendNext(jobId: string): boolean {
     const followUp = this.#queue.next(this.ctx.turn.idle);
     if (followUp === null) return false;
-    void this.#send(followUp);
+    void this.#send(followUp, jobId);
     return true;
   }
 
-  async #send(followUp: FollowUp): Promise<void> {
+  async #send(followUp: FollowUp, jobId: string): Promise<void> {
     const { progress, turn, calls, schedule, wait } = this.ctx;
     const before = progress.phase;
     progress.phase = 'sending-message';
     try {
-      const jobId = progress.jobId as string;
       const record = await calls.sendMessage(jobId, followUp.prompt, followUp.key, turn.number + 1);
       turn.messageAnswered(record);
       progress.turns = turn.number;

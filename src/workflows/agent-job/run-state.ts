@@ -60,11 +60,11 @@ export function startRun(resolved: ResolvedInput, carried: Continuation | undefi
   };
 }
 
-/** What `run` carries into the next run. */
-export function carryOver(run: RunState): Continuation {
+/** What `run`, driving `jobId`, carries into the next run. */
+export function carryOver(run: RunState, jobId: string): Continuation {
   const { progress } = run;
   return {
-    jobId: progress.jobId as string,
+    jobId,
     created: run.created,
     deadlineMs: run.deadlineMs,
     progress: { polls: progress.polls, lastRecord: progress.lastRecord, lastError: progress.lastError },

@@ -75,8 +75,23 @@ export async function agentJobWorkflow(
     return timedOut(progress, what);
   }
 
+  async function create(prompt: string): Promise<string> {
+    setCurrentDetails(`Creating the agent job in project ${projectId}`);
+    const record = await calls.create(prompt, createKey());
+    progress.jobId = record.id;
+    showRecord(progress, record, false);
+    return record.id;
+  }
+
+  function attach(jobId: string): string {
+    showAttached(jobId);
+    // Attaching to an existing agent job: read it at once rather than after a first wait.
+    wait.request();
+    return jobId;
+  }
+
   /** Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN polls. */
-  async function pollUntilDone(): Promise<AgentJobResult> {
+  async function pollUntilDone(jobId: string): Promise<AgentJobResult> {
     const pollsPerRun = resolved.continueAsNewAfterPolls ?? POLLS_PER_RUN;
     // Failed polls count too: that bounds a run's history however long the API stays down.
     let pollsThisRun = 0;
@@ -94,9 +109,9 @@ export async function agentJobWorkflow(
       progress.nextPollAt = null;
       retryInMs = null;
       // Messages start only here, after a wait: the same point whichever task brought them.
-      if (messages.sendNext()) continue;
+      if (messages.sendNext(jobId)) continue;
       const turnOfRead = turn.number;
-      const read = await calls.read(progress.jobId as string, progress.polls + 1);
+      const read = await calls.read(jobId, progress.polls + 1);
       pollsThisRun++;
       if (!read.ok) {
         retryInMs = read.retryInMs;
@@ -110,12 +125,12 @@ export async function agentJobWorkflow(
         const ended = endOf(read.value);
         if (ended !== null && !messages.pending) {
           await condition(allHandlersFinished);
-          return finish(ended);
+          return finish(ended, read.value);
         }
         schedule.grow();
       }
       const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
-      if (runIsLong && !messages.open) return await continueAsNewNow();
+      if (runIsLong && !messages.open) return await continueAsNewNow(jobId);
     }
   }
 
@@ -132,12 +147,12 @@ export async function agentJobWorkflow(
     return reading.kind === 'ended' ? reading.status : null;
   }
 
-  async function continueAsNewNow(): Promise<never> {
+  async function continueAsNewNow(jobId: string): Promise<never> {
     await condition(allHandlersFinished);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
     if (Date.now() >= run.deadlineMs) throw deadline('the agent job was still working');
     log.info('continuing as new to keep the history bounded', { polls: progress.polls });
-    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run));
+    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run, jobId));
   }
 
   /** Tells the per-project metrics how the job ended, counted from the first run's start. */
@@ -146,16 +161,13 @@ export async function agentJobWorkflow(
     projectMetrics.jobEnded(projectId, outcome, Math.max(0, Date.now() - startedAtMs) / 1000, hasPrLink);
   }
 
-  function finish(status: EndStatus): AgentJobResult {
+  function finish(status: EndStatus, record: AgentJobRecord): AgentJobResult {
     metricMeter
       .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
       .add(1, { status });
     showEnd(progress, status);
     // Throws AgentJobFailed for `failed`, which the catch below reports.
-    const result = turnResult(
-      { projectId, progress, created: run.created },
-      progress.lastRecord as AgentJobRecord,
-    );
+    const result = turnResult({ projectId, progress, created: run.created }, record);
     reportEnd(status, result.prLink !== null);
     return result;
   }
@@ -163,18 +175,10 @@ export async function agentJobWorkflow(
   // Create or attach, then poll until done with the follow-ups on the way.
   try {
     showProject(projectId);
-    if (progress.jobId === null) {
-      setCurrentDetails(`Creating the agent job in project ${projectId}`);
-      // resolveInput requires a prompt whenever there is no jobId, and only then is a job created.
-      const record = await calls.create(resolved.prompt as string, createKey());
-      progress.jobId = record.id;
-      showRecord(progress, record, false);
-    } else if (!carried) {
-      showAttached(progress.jobId);
-      // Attaching to an existing agent job: read it at once rather than after a first wait.
-      wait.request();
-    }
-    const polled = pollUntilDone();
+    const jobId =
+      carried?.jobId ??
+      (resolved.jobId === undefined ? await create(resolved.prompt) : attach(resolved.jobId));
+    const polled = pollUntilDone(jobId);
     if (carried || !resolved.jobId || resolved.prompt === undefined) return await polled;
     // `{ jobId, prompt }`: the prompt is a follow-up; a failed send fails the workflow.
     const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
