@@ -138,8 +138,8 @@ export class Messages {
   }
 
   /**
-   * Starts sending the next message to `jobId` if its time has come; true when it did. Polls go on meanwhile,
-   * as the message may wait for the project's quota.
+   * Starts sending the next message to `jobId` if its time has come; true when it did. Polls go on
+   * meanwhile, as the message may wait for the project's quota.
    */
   sendNext(jobId: string): boolean {
     const followUp = this.#queue.next(this.ctx.turn.idle);
