@@ -316,10 +316,10 @@ export function resolveInput(input: unknown): ResolvedInput {
   // With a jobId the prompt is an optional follow-up; without one it creates the job.
   const target =
     raw.jobId === undefined
-      ? { jobId: undefined, prompt: requirePrompt(raw) }
+      ? { jobId: undefined, prompt: checkPrompt(raw.prompt) }
       : {
           jobId: requireId(raw, 'jobId', MAX_JOB_ID_BYTES),
-          prompt: raw.prompt === undefined ? undefined : requirePrompt(raw),
+          prompt: raw.prompt === undefined ? undefined : checkPrompt(raw.prompt),
         };
   const poll = resolvePoll(raw.poll);
   const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
@@ -337,15 +337,18 @@ export function resolveInput(input: unknown): ResolvedInput {
   return { projectId, ...target, poll, timeoutMs, continueAsNewAfterPolls };
 }
 
-function requirePrompt(raw: Record<string, unknown>): string {
-  const prompt = requireText(raw, 'prompt');
-  if (prompt.length > MAX_PROMPT_LENGTH) {
-    throw new InvalidInputError(
-      'prompt',
-      `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`,
-    );
+/**
+ * The prompt rule, for a create and for every follow-up: a non-blank string of at most
+ * {@link MAX_PROMPT_LENGTH} characters. `field` names it in the error.
+ */
+export function checkPrompt(value: unknown, field = 'prompt'): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'is required and must be a non-blank string');
   }
-  return prompt;
+  if (value.length > MAX_PROMPT_LENGTH) {
+    throw new InvalidInputError(field, `is ${value.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+  return value;
 }
 
 function requireText(raw: Record<string, unknown>, field: string): string {

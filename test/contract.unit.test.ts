@@ -1,11 +1,13 @@
 /**
- * The contract's input rules for IDs and the quota workflow's ID: what `resolveInput` refuses
+ * The contract's input rules for IDs and prompts, and the quota workflow's ID: what `resolveInput` refuses
  * before anything is created, and that a derived ID always fits the server's 255 bytes. No server.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
+  checkPrompt,
   InvalidInputError,
+  MAX_PROMPT_LENGTH,
   MAX_JOB_ID_BYTES,
   MAX_PROJECT_ID_BYTES,
   projectQuotaWorkflowId,
@@ -62,5 +64,27 @@ describe('the quota workflow ID', () => {
       assert.ok(id.startsWith('agent-api-quota/'));
     }
     assert.notEqual(projectQuotaWorkflowId('\u4e00'.repeat(27)), projectQuotaWorkflowId('\u4e00'.repeat(28)));
+  });
+});
+
+describe('prompts', () => {
+  test('one rule for a create and the follow-ups: non-blank, at most the limit, named by field', () => {
+    assert.equal(checkPrompt('x'.repeat(MAX_PROMPT_LENGTH)).length, MAX_PROMPT_LENGTH);
+    const refusedPrompt = (value: unknown, field: string, pattern: RegExp) =>
+      assert.throws(
+        () => checkPrompt(value, field),
+        (err: unknown) =>
+          err instanceof InvalidInputError && err.field === field && pattern.test(err.message),
+      );
+    refusedPrompt(' \n ', 'prompt', /non-blank/);
+    refusedPrompt(42, 'followUp prompt', /non-blank/);
+    refusedPrompt(
+      'x'.repeat(MAX_PROMPT_LENGTH + 1),
+      'sendMessage prompt',
+      /32001 characters; the limit is 32000/,
+    );
+    refused({ projectId: 'docs', prompt: 'x'.repeat(MAX_PROMPT_LENGTH + 1) }, 'prompt', /the limit is 32000/);
+    refused({ projectId: 'docs', jobId: 'j', prompt: '' }, 'prompt', /non-blank/);
+    assert.equal(resolveInput({ projectId: 'docs', jobId: 'j' }).prompt, undefined);
   });
 });

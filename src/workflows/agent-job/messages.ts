@@ -6,6 +6,7 @@
 import { condition, setHandler } from '@temporalio/workflow';
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import {
+  checkPrompt,
   followUpUpdate,
   MAX_QUEUED_FOLLOW_UPS,
   sendMessageUpdate,
@@ -18,7 +19,7 @@ import { updateMessageKey } from './keys.js';
 import { turnResult, type ResultContext } from './outcomes.js';
 import type { PollSchedule } from './poll-schedule.js';
 import type { PollWait } from './poll-wait.js';
-import { showRecord, validatePrompt } from './progress.js';
+import { showRecord } from './progress.js';
 import type { Turn } from './turn.js';
 
 /** A queued follow-up: its prompt and key, and how to tell its sender what became of it. */
@@ -75,7 +76,7 @@ export class Messages {
     const { progress } = this.ctx;
     setHandler(sendMessageUpdate, async (prompt) => (await this.#answer(prompt, 'now')).record, {
       validator: (prompt) => {
-        validatePrompt('sendMessage', prompt);
+        checkPrompt(prompt, 'sendMessage prompt');
         if (progress.jobId === null)
           throw new Error('the agent job is not created yet; try again in a moment');
         if (this.#queue.busy) throw new Error('a follow-up message is already being sent; wait for it');
@@ -93,7 +94,7 @@ export class Messages {
       },
       {
         validator: (prompt) => {
-          validatePrompt('followUp', prompt);
+          checkPrompt(prompt, 'followUp prompt');
           if (!['queued', 'creating', 'polling', 'sending-message'].includes(progress.phase)) {
             throw new Error(`the workflow is ${progress.phase}; it takes no more follow-ups`);
           }

@@ -3,12 +3,7 @@
  * Temporal UI filters on. Workflow code.
  */
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import {
-  MAX_PROMPT_LENGTH,
-  SearchAttributes,
-  type AgentJobProgress,
-  type AgentJobRecord,
-} from '../../contract.js';
+import { SearchAttributes, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
 
 /** Tags the workflow with its project, once (a continued run has it already). */
 export function showProject(projectId: string): void {
@@ -40,16 +35,6 @@ export function showRecord(
     ]);
   } else if (previousStatus !== record.status) {
     upsertSearchAttributes([{ key: SearchAttributes.status, value: record.status }]);
-  }
-}
-
-/** An update's validator: a prompt must be non-blank and within the limit. */
-export function validatePrompt(update: string, prompt: unknown): void {
-  if (typeof prompt !== 'string' || prompt.trim() === '') {
-    throw new Error(`${update} needs a non-blank prompt`);
-  }
-  if (prompt.length > MAX_PROMPT_LENGTH) {
-    throw new Error(`${update} prompt is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
   }
 }
 
