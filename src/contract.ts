@@ -129,6 +129,12 @@ export interface AgentJobInput {
   timeout?: DurationInput;
   /** Polls per workflow run before continue-as-new, which keeps each run's history bounded. Default 150. */
   continueAsNewAfterPolls?: number;
+  /**
+   * How long the API may answer 404, or something that is not a record (maintenance pages), for an
+   * agent job it has answered before (a failover, a deploy) before the workflow gives up. Default
+   * 30m. A job never answered yet (a `jobId` with a typo) gives up after 5 such answers in a row.
+   */
+  blipTolerance?: DurationInput;
 }
 
 /** Poll settings with every default applied, in milliseconds. */
@@ -152,6 +158,11 @@ export interface ApiErrorDetails {
   attempt: number;
   /** No retry can help (bad key, bad request, unknown project, an ambiguous call under `fail`). */
   final: boolean;
+  /**
+   * A create or message that may have reached the API all the same (a 502, a reset after sending,
+   * no answer in time): the next attempt is ambiguous. Absent on reads.
+   */
+  mayHaveBeenApplied?: boolean;
 }
 
 /** The last API error the workflow saw, as the `status` query and `AgentJobTimedOut` report it. */
@@ -200,6 +211,11 @@ export interface AgentJobProgress {
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
+  /**
+   * Creates and messages sent again after an attempt whose outcome was unknown
+   * (`AGENT_API_AMBIGUOUS_CREATE=retry`): each may have made a second agent job or turn.
+   */
+  resent: number;
   /** Set while the workflow waits in its project's quota queue (phase `queued`), else null. */
   queue: QueuePlace | null;
 }
@@ -274,6 +290,9 @@ export function pollJitterFactor(random: () => number): number {
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
 
+/** The default {@link AgentJobInput.blipTolerance}: 30 minutes. */
+export const DEFAULT_BLIP_TOLERANCE_MS = 30 * 60 * 1000;
+
 /**
  * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
  * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
@@ -286,6 +305,7 @@ export type ResolvedInput = {
   poll: ResolvedPollSettings;
   timeoutMs: number;
   continueAsNewAfterPolls: number | undefined;
+  blipToleranceMs: number;
 } &
   // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
   ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
@@ -334,7 +354,10 @@ export function resolveInput(input: unknown): ResolvedInput {
   ) {
     throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
   }
-  return { projectId, ...target, poll, timeoutMs, continueAsNewAfterPolls };
+  const blipToleranceMs =
+    raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
+  if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
+  return { projectId, ...target, poll, timeoutMs, continueAsNewAfterPolls, blipToleranceMs };
 }
 
 /**

@@ -203,7 +203,11 @@ async function runMessage(jobId: string, options: StartOptions): Promise<number>
     const followUp = await sendFollowUp(
       client,
       { ...input, jobId, prompt: options.prompt as string },
-      { key: options.key, taskQueue: options.taskQueue ?? settings.taskQueue },
+      {
+        key: options.key,
+        taskQueue: options.taskQueue ?? settings.taskQueue,
+        priority: options.priority,
+      },
     );
     const ui = workflowUiUrl(settings.uiUrl, settings.namespace, followUp.workflowId);
     if (!options.json) {
@@ -427,7 +431,8 @@ function program(exit: { code: number }): Command {
       .argument('<job-id>', 'the agent job')
       .option('--project <id>', 'documentation project ID (required)')
       .option('--prompt <text>', 'the follow-up message (required)')
-      .option('--key <key>', 'idempotency key of this follow-up: the same key never sends twice'),
+      .option('--key <key>', 'idempotency key of this follow-up: the same key never sends twice')
+      .addOption(priorityOption('interactive')),
   ).action(function (this: Command, jobId: string) {
     return run(() => runMessage(jobId, this.opts<StartOptions>()))();
   });

@@ -44,6 +44,12 @@ export interface CreateAgentJobInput {
   projectId: string;
   prompt: string;
   idempotencyKey: string;
+  /**
+   * Set by the workflow when an earlier attempt of this call may have reached the API (it timed
+   * out, its worker died, its answer was lost): why. The ambiguous-call policy then decides whether
+   * this attempt may send at all. Absent or null: no earlier attempt could have been applied.
+   */
+  uncertain?: string | null;
 }
 
 /** Input of the get activity. */
@@ -58,6 +64,8 @@ export interface SendAgentJobMessageInput {
   jobId: string;
   prompt: string;
   idempotencyKey: string;
+  /** As {@link CreateAgentJobInput.uncertain}: an earlier attempt may have started a turn. */
+  uncertain?: string | null;
 }
 
 /**
@@ -109,6 +117,7 @@ export function createActivities(deps: ActivityDeps) {
    * the job was made, so the workflow records its ID before it ends as cancelled.
    */
   async function createUnlessCancelled(input: CreateAgentJobInput): Promise<AgentJobRecord> {
+    mayResend('createJob', input);
     const cancelled = cancellationSignal();
     heartbeat();
     const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
@@ -186,6 +195,42 @@ export function createActivities(deps: ActivityDeps) {
     });
   }
 
+  /**
+   * The one gate every create and message attempt passes before it sends: after an attempt that
+   * may have reached the API, `fail` sends nothing, ever (whoever retries: this worker, another, a
+   * new run of the workflow, since the workflow carries `uncertain`), and `retry` sends again with
+   * a warning and a metric, as the API honours no idempotency key: a second agent job or turn may
+   * follow. Temporal itself never retries these activities (`maximumAttempts: 1`): only the
+   * workflow does, and it passes what it knows.
+   */
+  function mayResend(operation: 'createJob' | 'sendMessage', input: { uncertain?: string | null }): void {
+    const why = input.uncertain ?? null;
+    if (why === null) return;
+    if (policy === 'fail') {
+      throw ApplicationFailure.create({
+        type: outcomeUnknownType(operation),
+        message: `${outcomeUnknownMessage(operation, why)} The ambiguous-call policy is "fail" (AGENT_API_AMBIGUOUS_CREATE), so it is not sent again.`,
+        nonRetryable: true,
+        details: [{ status: null, retryAfterMs: null, attempt: activityInfo().attempt, final: true }],
+      });
+    }
+    countAmbiguous(operation);
+    log.warn(
+      `${operation === 'createJob' ? 'create' : 'follow-up message'} sent again after an attempt whose outcome is unknown; the API honours no Idempotency-Key, so a second ${operation === 'createJob' ? 'agent job' : 'turn'} may follow`,
+      { projectId: (input as { projectId?: string }).projectId, why },
+    );
+  }
+
+  function countAmbiguous(operation: ApiOperation): void {
+    metricMeter
+      .createCounter(
+        'agent_job_ambiguous_creates',
+        'calls',
+        'Creates and messages sent again after an attempt whose outcome is unknown',
+      )
+      .add(1, { operation });
+  }
+
   function countUnreadableAnswer(operation: ApiOperation): void {
     metricMeter
       .createCounter(
@@ -208,32 +253,15 @@ export function createActivities(deps: ActivityDeps) {
       retryAfterMs: err.retryAfterMs,
       attempt: info.attempt,
       final,
+      ...(operation === 'getJob' ? {} : { mayHaveBeenApplied: err.requestMayHaveTakenEffect }),
     });
-    if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect) {
-      const what = operation === 'createJob' ? 'agent job' : 'follow-up message';
-      if (policy === 'fail') {
-        return apiFailure(err, {
-          type:
-            operation === 'createJob' ? FailureType.CreateOutcomeUnknown : FailureType.MessageOutcomeUnknown,
-          message:
-            operation === 'createJob'
-              ? `${err.message}. The agent job may or may not have been created; the ambiguous-call policy is "fail", so it was not retried. Look for the job before starting again.`
-              : `${err.message}. The follow-up message may or may not have started a turn; the ambiguous-call policy is "fail", so it was not retried. Look at the job before sending again.`,
-          nonRetryable: true,
-          details: [details(true)],
-        });
-      }
-      metricMeter
-        .createCounter(
-          'agent_job_ambiguous_creates',
-          'calls',
-          'Creates and messages retried with an unknown outcome',
-        )
-        .add(1, { operation });
-      log.warn(
-        `${what} outcome unknown; retrying with the same Idempotency-Key (a server that ignores it may apply it twice)`,
-        { type: err.type, status: err.status, attempt: info.attempt },
-      );
+    if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect && policy === 'fail') {
+      return apiFailure(err, {
+        type: outcomeUnknownType(operation),
+        message: `${err.message}. ${outcomeUnknownMessage(operation, 'this attempt')} The ambiguous-call policy is "fail" (AGENT_API_AMBIGUOUS_CREATE), so it is not sent again.`,
+        nonRetryable: true,
+        details: [details(true)],
+      });
     }
     const final = !err.retryable;
     const delayMs = final
@@ -286,6 +314,7 @@ export function createActivities(deps: ActivityDeps) {
 
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
+      mayResend('sendMessage', input);
       const cancelled = cancellationSignal();
       let record: AgentJobRecord;
       try {
@@ -333,6 +362,17 @@ function apiFailure(
   const failure = ApplicationFailure.create({ ...init, cause });
   failure.stack = `${failure.name}: ${failure.message}`;
   return failure;
+}
+
+function outcomeUnknownType(operation: 'createJob' | 'sendMessage'): FailureType {
+  return operation === 'createJob' ? FailureType.CreateOutcomeUnknown : FailureType.MessageOutcomeUnknown;
+}
+
+/** What a person should know about a create or message that may have been applied. */
+function outcomeUnknownMessage(operation: 'createJob' | 'sendMessage', why: string): string {
+  return operation === 'createJob'
+    ? `The agent job may or may not have been created (${why} may have reached the API): look for the job in the project before starting again, and follow it with { projectId, jobId } if it exists.`
+    : `The follow-up message may or may not have started a turn (${why} may have reached the API): look at the job before sending it again.`;
 }
 
 /** The backoff of the activity's retry policy, or the get backoff when it has none. */

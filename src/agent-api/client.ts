@@ -24,6 +24,10 @@ export interface AgentApiClientOptions {
   apiKey: string | ApiKeySource;
   /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
   dispatcher?: Dispatcher;
+  /**
+   * Longest time one request may take, body included. Default {@link REQUEST_TIMEOUT_MS}.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** Options every call takes. */
@@ -42,6 +46,15 @@ export interface CallOptions {
  * record budget, into workflow history). Error bodies are read up to the cap for their excerpt.
  */
 export const MAX_RESPONSE_BYTES = 256 * 1024;
+
+/**
+ * Longest time one request takes, from sending to the last byte of the answer: 60 s. The
+ * dispatcher's timeouts are per pause (undici's `bodyTimeout` is the silence between two chunks),
+ * so a body that trickles in a byte every few seconds never trips them; this bound does, and it
+ * ends inside the activities' 75 s start-to-close timeout, so a slow answer is read (and the job ID
+ * in the bytes that did arrive is used) instead of the attempt timing out with nothing known.
+ */
+export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
@@ -71,6 +84,7 @@ export class AgentApiClient {
   readonly #base: string;
   readonly #key: ApiKeySource;
   readonly #dispatcher: Dispatcher | undefined;
+  readonly #requestTimeoutMs: number;
 
   /** @throws {TypeError} for a base URL that is not absolute http(s), or an empty or malformed key */
   constructor(options: AgentApiClientOptions) {
@@ -95,6 +109,7 @@ export class AgentApiClient {
     this.#base = url.origin + url.pathname.replace(/\/+$/, '');
     this.#key = typeof options.apiKey === 'string' ? staticApiKey(options.apiKey) : options.apiKey;
     this.#dispatcher = options.dispatcher;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
   }
 
   /**
@@ -156,11 +171,20 @@ export class AgentApiClient {
     }
   }
 
-  /** One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts). */
+  /**
+   * One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts), bounded as a
+   * whole by {@link REQUEST_TIMEOUT_MS}: the bound's abort reads as a `TimeoutError`, like a
+   * caller's `AbortSignal.timeout`.
+   */
   #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const url = this.#url(call);
+    const bound = AbortSignal.timeout(this.#requestTimeoutMs);
+    const bounded: Call = {
+      ...call,
+      signal: call.signal === undefined ? bound : AbortSignal.any([call.signal, bound]),
+    };
     return tracedHttpCall({ ...call, route: routeOf(call), url: new URL(url) }, (traceHeaders, answered) =>
-      this.#request(call, url, apiKey, traceHeaders, answered),
+      this.#request(bounded, url, apiKey, traceHeaders, answered),
     );
   }
 
@@ -203,10 +227,18 @@ export class AgentApiClient {
       try {
         body = await readCapped(response.body);
       } catch (err) {
-        // The server answered success, so the request was applied whatever happened to the body.
-        const failure = this.#networkFailure(call, err, true);
+        // The server answered success, so the request was applied whatever happened to the body;
+        // the bytes that did arrive may still name the job.
+        const partial = err instanceof PartialBodyError ? err : null;
+        const failure = this.#networkFailure(call, partial?.cause ?? err, true);
         if (call.method !== 'POST' || !(failure instanceof AgentApiError)) throw failure;
-        throw this.#unreadable(call, statusCode, 'a body that could not be read to its end', '', failure);
+        throw this.#unreadable(
+          call,
+          statusCode,
+          `a body that could not be read to its end (${failure.message})`,
+          partial?.text ?? '',
+          failure,
+        );
       }
       if (body.overCap) {
         throw this.#unexpected(
@@ -402,19 +434,37 @@ interface CappedBody {
   overCap: boolean;
 }
 
-/** Reads a body up to the cap, then stops reading and closes it. */
+/** A body that stopped before its end: what arrived, and why it stopped (the `cause`). */
+class PartialBodyError extends Error {
+  constructor(
+    readonly text: string,
+    cause: unknown,
+  ) {
+    super('the response body stopped before its end', { cause });
+    this.name = 'PartialBodyError';
+  }
+}
+
+/**
+ * Reads a body up to the cap, then stops reading and closes it.
+ * @throws {PartialBodyError} with the bytes read so far when the body fails before its end
+ */
 async function readCapped(body: Dispatcher.ResponseData['body']): Promise<CappedBody> {
   const chunks: Buffer[] = [];
   let bytes = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    if (bytes + buffer.length > MAX_RESPONSE_BYTES) {
-      chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - bytes));
-      body.destroy();
-      return { text: Buffer.concat(chunks).toString('utf8'), overCap: true };
+  try {
+    for await (const chunk of body) {
+      const buffer = chunk as Buffer;
+      if (bytes + buffer.length > MAX_RESPONSE_BYTES) {
+        chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - bytes));
+        body.destroy();
+        return { text: Buffer.concat(chunks).toString('utf8'), overCap: true };
+      }
+      chunks.push(buffer);
+      bytes += buffer.length;
     }
-    chunks.push(buffer);
-    bytes += buffer.length;
+  } catch (err) {
+    throw new PartialBodyError(Buffer.concat(chunks).toString('utf8'), err);
   }
   return { text: Buffer.concat(chunks).toString('utf8'), overCap: false };
 }

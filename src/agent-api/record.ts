@@ -98,22 +98,48 @@ export function parseAgentJobRecord(body: unknown): AgentJobRecord {
 
 /**
  * Reads the agent job ID from the body of an answer that is not a record: the `id` of a JSON object
- * whatever its other fields, or of a body cut short when `id` is its first field. Null when no ID
- * can be read for sure (an HTML page, an `id` nested deeper or cut itself).
+ * whatever its other fields, or of a body cut short, wherever `id` stands among the top-level
+ * fields, once its value arrived whole. Null when no ID can be read for sure (an HTML page, an `id`
+ * nested deeper or cut itself).
  */
 export function readableJobId(text: string): string | null {
-  const json = parsedOrNull(text) ?? { id: parsedOrNull(leadingId(text) ?? '') };
+  const json = parsedOrNull(text) ?? { id: parsedOrNull(topLevelId(text) ?? '') };
   if (typeof json !== 'object' || Array.isArray(json)) return null;
   const id = jobIdSchema.safeParse((json as { id?: unknown }).id);
   return id.success ? id.data : null;
 }
 
+/** A JSON string literal, escapes included. */
+const STRING_LITERAL = /^"(?:[^"\\]|\\.)*"/;
+
 /**
- * The JSON string literal of `id` when it is the first field of the text (a body cut short keeps
- * its start): `{"id":"job_1","stat` gives `"job_1"`.
+ * The JSON string literal of the top-level `id` field of an object, read from the start of a body
+ * that may be cut anywhere: `{"status":"active","id":"job_1","cr` gives `"job_1"`. Strings are
+ * skipped whole, so an `"id"` inside a value or a nested object is never taken.
  */
-function leadingId(text: string): string | null {
-  return /^\s*\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(text)?.[1] ?? null;
+function topLevelId(text: string): string | null {
+  const start = /^\s*\{/.exec(text);
+  if (start === null) return null;
+  let depth = 1;
+  let expectingKey = true;
+  for (let i = start[0].length; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      const literal = STRING_LITERAL.exec(text.slice(i))?.[0];
+      if (literal === undefined) return null;
+      i += literal.length - 1;
+      if (depth !== 1 || !expectingKey) continue;
+      expectingKey = false;
+      if (literal !== '"id"') continue;
+      const value = /^\s*:\s*/.exec(text.slice(i + 1));
+      if (value === null) return null;
+      return STRING_LITERAL.exec(text.slice(i + 1 + value[0].length))?.[0] ?? null;
+    }
+    if (char === '{' || char === '[') depth++;
+    else if (char === '}' || char === ']') depth--;
+    else if (char === ',' && depth === 1) expectingKey = true;
+  }
+  return null;
 }
 
 /** `text` as JSON, or null when it is not JSON (or is JSON `null`). */

@@ -137,9 +137,11 @@ export function agentJobSummary(projectId: string, prompt: string): string {
  * - Running: the USE_EXISTING conflict policy attaches to it.
  * - Completed: the reuse policy ALLOW_DUPLICATE_FAILED_ONLY refuses a new run and the handle of
  *   the completed one is returned, whose result is the agent job's.
- * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. Its
- *   create sends the same `Idempotency-Key` (the workflow ID), so where the API honours the key it
- *   resumes the same agent job instead of making a second one.
+ * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. When
+ *   the run before had created its agent job (its `AgentJobId` search attribute is set), the new
+ *   run goes on with that job instead of creating another (the API honours no idempotency key, so
+ *   a second create would be a second agent job and a second pull request): it watches the job to
+ *   the end of its turn, and its result says `created: false`.
  *
  * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
  * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
@@ -166,11 +168,17 @@ export async function startAgentJob(
     resolved.jobId === undefined
       ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
       : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
+  // A random key cannot have been used before; a caller's key may have made a job already.
+  const previousJobId =
+    key !== undefined && resolved.jobId === undefined ? await jobOfEndedRun(client, workflowId) : null;
+  const args: [AgentJobInput] = [
+    previousJobId === null ? input : { ...withoutPrompt(input), jobId: previousJobId },
+  ];
   try {
     return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
       workflowId,
       taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
-      args: [input],
+      args,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
       workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
@@ -181,6 +189,33 @@ export async function startAgentJob(
     if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
     throw err;
   }
+}
+
+/** Closed statuses after which a new run may start under the same key (the reuse policy's). */
+const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
+
+/**
+ * The agent job that the latest run of `workflowId` created before it failed, timed out, was
+ * cancelled or terminated; null when there is no such run or it made no job. Describe reads the
+ * run's own state, not the eventually consistent visibility store, so a run that has just closed
+ * is seen as it is.
+ */
+async function jobOfEndedRun(client: Client, workflowId: string): Promise<string | null> {
+  try {
+    const run = await client.workflow.getHandle(workflowId).describe();
+    if (!RESTARTABLE.has(run.status.name)) return null;
+    return run.typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return null;
+    throw err;
+  }
+}
+
+/** The input without its prompt: the prompt went out with the create of the run before. */
+function withoutPrompt(input: AgentJobInput): AgentJobInput {
+  const rest = { ...input };
+  delete rest.prompt;
+  return rest;
 }
 
 /** What {@link sendFollowUp} sends. */
@@ -207,6 +242,11 @@ export interface SendFollowUpOptions {
   key?: string;
   /** Task queue of the workers. Default `agent-jobs`. */
   taskQueue?: string;
+  /**
+   * The priority of a workflow this follow-up starts (one already driving the job keeps its own):
+   * `interactive` (default) or `batch`, as for {@link startAgentJob}.
+   */
+  priority?: StartPriority;
 }
 
 /** A follow-up on its way: the workflow driving the job, and the new turn's result. */
@@ -244,41 +284,67 @@ export async function sendFollowUp(
   const { prompt, ...watch } = input;
   const resolved = resolveInput({ ...watch, prompt });
   const key = checkedKey(options.key);
+  const priority = priorityOf(resolved.projectId, options.priority);
   const workflowId = agentJobIdWorkflowId(resolved.projectId, input.jobId);
   const updateId = key === undefined ? randomUUID() : followUpUpdateId(key);
-  // A running workflow recognises an update ID it has seen; one that has closed since does not,
-  // and a new run would send the message again. A random key cannot have been sent before.
-  if (key !== undefined) {
-    const earlier = await earlierFollowUp(client, workflowId, updateId);
-    if (earlier !== null) return earlier;
-  }
-  // A workflow that closes between the server's look-up and the update's delivery makes the
-  // update fail as not found; the next attempt starts a new run. Three attempts cover that race.
+  // A workflow that closes between a look-up and the update's delivery makes the update fail as
+  // not found; the next attempt looks again. Three attempts cover that race.
   for (let attempt = 1; ; attempt++) {
-    const operation = new WithStartWorkflowOperation<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-      workflowId,
-      taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
-      // Watch mode: the prompt travels in the update, so a running workflow and a new one are told
-      // the same thing in the same way.
-      args: [watch],
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
-      typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
-      priority: taskPriority(resolved.projectId, START_PRIORITIES.interactive),
-    });
     try {
-      const update = await client.workflow.startUpdateWithStart(followUpUpdate, {
-        args: [prompt],
-        updateId,
-        waitForStage: 'ACCEPTED',
-        startWorkflowOperation: operation,
+      return await deliverFollowUp(client, { workflowId, updateId, keyed: key !== undefined, prompt }, () => {
+        return new WithStartWorkflowOperation<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+          workflowId,
+          taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+          // Watch mode: the prompt travels in the update, so a running workflow and a new one are
+          // told the same thing in the same way.
+          args: [watch],
+          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+          staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
+          typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+          priority,
+        });
       });
-      return followUpHandle(workflowId, updateId, await operation.workflowHandle(), update);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
     }
   }
+}
+
+/**
+ * One try at delivering a follow-up. With a caller's key, a closed run that took the update ID
+ * answers instead (nothing is sent), and a run found running is given the update itself rather
+ * than through update-with-start: were it to close before the update arrived, update-with-start
+ * would start a new run that does not know the ID and would send the message a second time; the
+ * targeted update fails as not found instead, and the next try finds the closed run's answer.
+ */
+async function deliverFollowUp(
+  client: Client,
+  target: { workflowId: string; updateId: string; keyed: boolean; prompt: string },
+  operation: () => WithStartWorkflowOperation<typeof agentJobWorkflow>,
+): Promise<FollowUpHandle> {
+  const { workflowId, updateId, prompt } = target;
+  if (target.keyed) {
+    const seen = await earlierFollowUp(client, workflowId, updateId);
+    if (seen.earlier !== null) return seen.earlier;
+    if (seen.runningRunId !== null) {
+      const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, seen.runningRunId);
+      const update = await workflow.startUpdate(followUpUpdate, {
+        args: [prompt],
+        updateId,
+        waitForStage: 'ACCEPTED',
+      });
+      return followUpHandle(workflowId, updateId, workflow, update);
+    }
+  }
+  const start = operation();
+  const update = await client.workflow.startUpdateWithStart(followUpUpdate, {
+    args: [prompt],
+    updateId,
+    waitForStage: 'ACCEPTED',
+    startWorkflowOperation: start,
+  });
+  return followUpHandle(workflowId, updateId, await start.workflowHandle(), update);
 }
 
 /** The handle of a follow-up whose update `update` runs (or ran) in `workflow`. */
@@ -316,14 +382,15 @@ async function earlierFollowUp(
   client: Client,
   workflowId: string,
   updateId: string,
-): Promise<FollowUpHandle | null> {
+): Promise<{ earlier: FollowUpHandle | null; runningRunId: string | null }> {
   let latest: Awaited<ReturnType<AgentJobHandle['describe']>>;
   try {
     latest = await client.workflow.getHandle(workflowId).describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return null;
+    if (err instanceof WorkflowNotFoundError) return { earlier: null, runningRunId: null };
     throw err;
   }
+  const runningRunId = latest.status.name === 'RUNNING' ? latest.runId : null;
   const runs = new Map<string, number>([[latest.runId, latest.startTime.getTime()]]);
   for await (const run of client.workflow.list({ query: `WorkflowId = ${visibilityString(workflowId)}` })) {
     runs.set(run.runId, run.startTime.getTime());
@@ -338,9 +405,15 @@ async function earlierFollowUp(
         event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
     );
     if (!accepted) continue;
-    return followUpHandle(workflowId, updateId, workflow, workflow.getUpdateHandle<AgentJobResult>(updateId));
+    const earlier = followUpHandle(
+      workflowId,
+      updateId,
+      workflow,
+      workflow.getUpdateHandle<AgentJobResult>(updateId),
+    );
+    return { earlier, runningRunId };
   }
-  return null;
+  return { earlier: null, runningRunId };
 }
 
 /** A string literal of the visibility query language: in single quotes, `\` and `'` escaped. */

@@ -72,11 +72,19 @@ describe('the job ID of an answer that is not a record', () => {
     assert.equal(readableJobId(body.slice(0, 25)), 'job_\u00e9"8');
   });
 
+  test('a cut JSON body whose top-level id arrived whole, wherever it stands', () => {
+    assert.equal(readableJobId('{"status":"active","id":"job_9"'), 'job_9');
+    assert.equal(readableJobId('{"source":{"id":"x","n":[1,{"id":"y"}]}, "id" : "job_\\"10","pr'), 'job_"10');
+    assert.equal(readableJobId('{"prompt":"say \\"id\\":\\"no\\"","id":"job_11"'), 'job_11');
+  });
+
   test('nothing when no id can be read for sure', () => {
     for (const text of [
       '<html><body>200 OK</body></html>',
-      '{"status":"active","id":"job_9"',
       '{"source":{"id":"job_9"}}',
+      '{"source":{"id":"job_9"',
+      '{"prompt":"a \\"id\\":\\"job_9\\"',
+      '{"status":"id","other":1',
       '{"id":"job_9',
       '{"id":42}',
       '{"id":""}',

@@ -217,9 +217,9 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     });
   }
 
-  test('404s in a row still end the workflow with JobNotFound after the bound', async () => {
+  test('404s in a row for a job never answered (a jobId with a typo) end the workflow with JobNotFound after the bound', async () => {
     const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'status', status: 404 }] } });
-    const ended = await outcome(await start({ projectId }), Date.now());
+    const ended = await outcome(await start({ projectId, jobId: 'job_typo', prompt: undefined }), Date.now());
     assert.equal(ended.failure?.type, FailureType.JobNotFound);
     assert.match(ended.failure.message, /5 such answers in a row/);
     assert.equal(requestsTo(sim, projectId, 'get'), 5);

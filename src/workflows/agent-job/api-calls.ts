@@ -11,7 +11,15 @@
  *
  * Deterministic: time from the workflow clock, jitter from the workflow's seeded `Math.random`.
  */
-import { ActivityFailure, ApplicationFailure, isCancellation, log, sleep } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  isCancellation,
+  log,
+  sleep,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import { TimeoutType } from '@temporalio/common';
 import type { ApiErrorDetails, LastApiError } from '../../contract.js';
 import type { Backoff } from '../../retries.js';
 import type { FailureStreak } from './failure-streak.js';
@@ -22,14 +30,25 @@ export interface ApiCallContext {
   deadlineMs: number;
   /** The API's failures in a row; carried across continue-as-new. */
   streak: FailureStreak;
+  /**
+   * How long 404s and bodies that are not a record may last before they are final, once the API
+   * has answered for the job; null: a count in a row bounds them instead.
+   */
+  blipToleranceMs: number | null;
   /** Called with every failure, and after a success of the call `doing` (which clears its error). */
   reportError(error: LastApiError | null, doing: string): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
   timedOut(): ApplicationFailure;
+  /** A create or message was sent again after an attempt that may have been applied (policy `retry`). */
+  resent?(doing: string, why: string): void;
 }
 
-/** How one attempt ended: a value, or a transient failure and how long to wait before the next. */
-export type AttemptResult<T> = { ok: true; value: T } | { ok: false; retryInMs: number };
+/**
+ * How one attempt ended: a value, or a transient failure, how long to wait before the next, and,
+ * when the attempt may have reached the API all the same, why (null when it surely did not).
+ */
+export type AttemptResult<T> =
+  { ok: true; value: T } | { ok: false; retryInMs: number; uncertain: string | null };
 
 /**
  * Runs one call: an activity (with Temporal's retries for short waits), given the time left until
@@ -55,9 +74,14 @@ export async function attempt<T>(
     if (failure === null) throw err;
     ctx.reportError(failure.error, doing);
     if (failure.details?.final) throw finalFailure(failure, doing);
-    const verdict = ctx.streak.failed(failure.error.type, failure.details?.attempt ?? 1);
+    const verdict = ctx.streak.failed(
+      failure.error.type,
+      failure.details?.attempt ?? 1,
+      Date.now(),
+      ctx.blipToleranceMs,
+    );
     if (verdict.boundReached !== null) {
-      throw finalFailure(failure, doing, `gave up after ${verdict.boundReached} such answers in a row`);
+      throw finalFailure(failure, doing, `gave up after ${verdict.boundReached}`);
     }
     const remainingMs = ctx.deadlineMs - Date.now();
     if (remainingMs <= 0) throw ctx.timedOut();
@@ -69,8 +93,31 @@ export async function attempt<T>(
       });
     }
     const retryAfterMs = failure.details?.retryAfterMs ?? null;
-    return { ok: false, retryInMs: ctx.streak.retryInMs(backoff, retryAfterMs, Math.random, remainingMs) };
+    return {
+      ok: false,
+      retryInMs: ctx.streak.retryInMs(backoff, retryAfterMs, Math.random, remainingMs),
+      uncertain: uncertaintyOf(failure),
+    };
   }
+}
+
+/**
+ * Why an attempt that failed may have reached the API, or null when it surely did not. Only the
+ * activities' own API errors say "not applied" (`mayHaveBeenApplied: false`); a timeout, a worker
+ * that stopped heartbeating (it died mid-request) or any other failure may have sent the request.
+ */
+function uncertaintyOf(failure: ApiFailure): string | null {
+  if (failure.details !== undefined) {
+    return failure.details.mayHaveBeenApplied === false
+      ? null
+      : `an attempt that failed with ${failure.error.type}`;
+  }
+  const timeout = failure.activityFailure.cause;
+  if (timeout instanceof TimeoutFailure && timeout.timeoutType === TimeoutType.HEARTBEAT) {
+    return 'an attempt whose worker stopped heartbeating (it may have died mid-request)';
+  }
+  if (timeout instanceof TimeoutFailure) return 'an attempt that timed out before an answer';
+  return `an attempt that failed with ${failure.error.type}`;
 }
 
 /**
@@ -81,12 +128,23 @@ export async function untilAnswered<T>(
   ctx: ApiCallContext,
   doing: string,
   backoff: Backoff,
-  invoke: (timeoutMs: number) => Promise<T>,
+  invoke: (timeoutMs: number, uncertain: string | null) => Promise<T>,
 ): Promise<T> {
+  // Once an attempt may have been applied, every later one follows it: the activity's policy for
+  // ambiguous calls decides whether it may send at all (src/activities/index.ts).
+  let uncertain: string | null = null;
   for (;;) {
     if (Date.now() >= ctx.deadlineMs) throw ctx.timedOut();
-    const result = await attempt(ctx, doing, backoff, invoke);
+    const sentAfter: string | null = uncertain;
+    const result: AttemptResult<T> = await attempt(ctx, doing, backoff, (timeoutMs) =>
+      invoke(timeoutMs, sentAfter),
+    );
+    if (sentAfter !== null) {
+      log.warn('sent again after an attempt whose outcome is unknown', { doing, after: sentAfter });
+      ctx.resent?.(doing, sentAfter);
+    }
     if (result.ok) return result.value;
+    uncertain ??= result.uncertain;
     await sleep(result.retryInMs, { summary: `wait ${Math.ceil(result.retryInMs / 1000)}s before ${doing}` });
   }
 }

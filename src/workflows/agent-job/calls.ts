@@ -20,10 +20,14 @@ import type { RunState } from './run-state.js';
 
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
 // whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
+//
+// Creates and messages are never retried by Temporal (`maximumAttempts: 1`): the API honours no
+// idempotency key, so only the workflow may send one again, and it tells the next attempt when the
+// one before may have been applied (a timeout, a dead worker, a lost answer): ./api-calls.ts.
 const createOptions: ActivityOptions = {
-  // The HTTP client gives up well before this (connect 10s, headers 30s, body 15s).
+  // The HTTP client gives up well before this (the whole request within 60s).
   startToCloseTimeout: '75s',
-  retry: retryPolicyOf(CREATE_BACKOFF),
+  retry: { ...retryPolicyOf(CREATE_BACKOFF), maximumAttempts: 1 },
   // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the
   // request to finish, to record the job it may have made.
   heartbeatTimeout: '10s',
@@ -38,7 +42,10 @@ const localGetOptions: LocalActivityOptions = {
   localRetryThreshold: '10s',
 };
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
-const messageOptions: ActivityOptions = { startToCloseTimeout: '75s', retry: retryPolicyOf(MESSAGE_BACKOFF) };
+const messageOptions: ActivityOptions = {
+  startToCloseTimeout: '75s',
+  retry: { ...retryPolicyOf(MESSAGE_BACKOFF), maximumAttempts: 1 },
+};
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
@@ -55,6 +62,8 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
 export interface CallsContext {
   projectId: string;
   localPolls: boolean;
+  /** The input's `blipTolerance`, in ms. */
+  blipToleranceMs: number;
   /** The run's deadline, progress (for the last error), failure streak and quota use count. */
   run: Pick<RunState, 'deadlineMs' | 'progress' | 'streak' | 'quotaUses'>;
   quota: ProjectQuotaRequester;
@@ -73,15 +82,15 @@ export class AgentJobCalls {
       this.#context('the agent job could not be created'),
       'creating the agent job',
       CREATE_BACKOFF,
-      (timeoutMs) =>
+      (_timeoutMs, uncertain) =>
         this.#withinQuota('create', (managed) =>
           createAgentJob.executeWithOptions(
             {
               summary: `create agent job in project ${projectId}`,
-              scheduleToCloseTimeout: timeoutMs,
+              scheduleToCloseTimeout: this.#timeLeftMs('the agent job could not be created'),
               ...quotaManaged(createOptions, managed),
             },
-            [{ projectId, prompt, idempotencyKey }],
+            [{ projectId, prompt, idempotencyKey, uncertain }],
           ),
         ),
     );
@@ -109,18 +118,29 @@ export class AgentJobCalls {
       this.#context('the follow-up message could not be sent'),
       'sending the follow-up message',
       MESSAGE_BACKOFF,
-      (timeoutMs) =>
+      (_timeoutMs, uncertain) =>
         this.#withinQuota('message', (managed) =>
           sendAgentJobMessage.executeWithOptions(
             {
               summary: `send follow-up message (turn ${turn})`,
-              scheduleToCloseTimeout: timeoutMs,
+              scheduleToCloseTimeout: this.#timeLeftMs('the follow-up message could not be sent'),
               ...quotaManaged(messageOptions, managed),
             },
-            [{ projectId, jobId, prompt, idempotencyKey }],
+            [{ projectId, jobId, prompt, idempotencyKey, uncertain }],
           ),
         ),
     );
+  }
+
+  /**
+   * The time left until the deadline, read when the call is sent: a call that waited in the quota
+   * queue gets what is left then, not what was left when it was queued. Past the deadline nothing
+   * is sent.
+   */
+  #timeLeftMs(whatTimedOut: string): number {
+    const leftMs = this.ctx.run.deadlineMs - Date.now();
+    if (leftMs <= 0) throw this.ctx.timedOut(whatTimedOut);
+    return Math.max(1_000, leftMs);
   }
 
   /** Each call is its own quota request, so a retry after another error asks again. */
@@ -135,12 +155,17 @@ export class AgentJobCalls {
     return {
       deadlineMs,
       streak,
+      // Once the API has answered for the job, 404s and odd bodies are a blip until they last.
+      blipToleranceMs: progress.lastRecord === null ? null : this.ctx.blipToleranceMs,
       // A success clears only its own call's error: a poll that works does not hide that follow-up
       // messages keep failing.
       reportError: (error, doing) => {
         if (error !== null || progress.lastError?.during === doing) progress.lastError = error;
       },
       timedOut: () => this.ctx.timedOut(whatTimedOut),
+      resent: () => {
+        progress.resent++;
+      },
     };
   }
 }

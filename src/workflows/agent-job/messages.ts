@@ -22,6 +22,15 @@ import type { PollWait } from './poll-wait.js';
 import { showRecord } from './progress.js';
 import type { Turn } from './turn.js';
 
+/** Phases a workflow ends in: none of them goes back to polling. */
+const ENDED_PHASES: ReadonlySet<AgentJobProgress['phase']> = new Set([
+  'completed',
+  'archived',
+  'failed',
+  'timed-out',
+  'cancelled',
+]);
+
 /** A queued follow-up: its prompt and key, and how to tell its sender what became of it. */
 interface FollowUp {
   prompt: string;
@@ -155,7 +164,7 @@ export class Messages {
     progress.phase = 'sending-message';
     try {
       const record = await calls.sendMessage(jobId, followUp.prompt, followUp.key, turn.number + 1);
-      turn.messageAnswered(record);
+      turn.messageAnswered(record, progress.lastRecord);
       progress.turns = turn.number;
       showRecord(progress, record, true);
       schedule.restart();
@@ -166,7 +175,10 @@ export class Messages {
       followUp.failed(err);
     } finally {
       this.#queue.sent();
-      progress.phase = before === 'sending-message' ? 'polling' : before;
+      // An end met meanwhile (the deadline, a final failure) stays shown.
+      if (!ENDED_PHASES.has(progress.phase)) {
+        progress.phase = before === 'sending-message' ? 'polling' : before;
+      }
     }
   }
 }

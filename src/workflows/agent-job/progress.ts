@@ -42,8 +42,12 @@ export function showRecord(
 export function showNextPoll(progress: AgentJobProgress, waitMs: number): void {
   progress.nextPollAt = new Date(Date.now() + waitMs).toISOString();
   const status = progress.lastRecord?.status ?? 'unknown';
+  const resent =
+    progress.resent === 0
+      ? ''
+      : `; ${progress.resent} calls sent again after an unknown outcome (a duplicate job or turn is possible)`;
   setCurrentDetails(
-    `Agent job ${progress.jobId}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}`,
+    `Agent job ${progress.jobId}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}${resent}`,
   );
 }
 

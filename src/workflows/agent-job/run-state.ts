@@ -13,7 +13,7 @@ export interface Continuation {
   jobId: string;
   created: boolean;
   deadlineMs: number;
-  progress: Pick<AgentJobProgress, 'polls' | 'lastRecord' | 'lastError'>;
+  progress: Pick<AgentJobProgress, 'polls' | 'lastRecord' | 'lastError'> & { resent?: number };
   turn: TurnState;
   intervalMs: number;
   streak: FailureStreakState;
@@ -48,6 +48,7 @@ export function startRun(resolved: ResolvedInput, carried: Continuation | undefi
       turns: carried?.turn.turns ?? 1,
       nextPollAt: null,
       lastError: carried?.progress.lastError ?? null,
+      resent: carried?.progress.resent ?? 0,
       queue: null,
     },
     deadlineMs: carried?.deadlineMs ?? Date.now() + resolved.timeoutMs,
@@ -67,7 +68,12 @@ export function carryOver(run: RunState, jobId: string): Continuation {
     jobId,
     created: run.created,
     deadlineMs: run.deadlineMs,
-    progress: { polls: progress.polls, lastRecord: progress.lastRecord, lastError: progress.lastError },
+    progress: {
+      polls: progress.polls,
+      lastRecord: progress.lastRecord,
+      lastError: progress.lastError,
+      resent: progress.resent,
+    },
     turn: run.turn.state,
     intervalMs: run.schedule.intervalMs,
     streak: run.streak.state,

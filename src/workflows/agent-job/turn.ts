@@ -10,14 +10,18 @@ import {
 } from '../../contract.js';
 
 /**
- * After a follow-up message, a terminal record identical to the one before the message may be the
- * previous turn's, read before the service applied the message. It counts as the new turn's end
- * only when it stays so this many polls, or when an `active` was seen in between.
+ * After a follow-up message, a terminal record identical to the previous turn's end may be read
+ * from a replica that has not seen the message yet, whatever the message's own answer said (an
+ * `active` answer included). It counts as the new turn's end only once it has held this long: 30 s,
+ * several reads at the fast schedule a new turn restarts, and far longer than a replica's lag.
  */
-export const NEW_TURN_GRACE_POLLS = 5;
+export const NEW_TURN_GRACE_MS = 30_000;
 
-/** Consecutive reads in an undocumented status before the workflow fails with `UnknownStatus`. */
-export const UNKNOWN_STATUS_POLL_LIMIT = 20;
+/**
+ * How long reads in an undocumented status may go on before the workflow fails with
+ * `UnknownStatus`: 20 minutes, time rather than polls, so a fast schedule does not give up sooner.
+ */
+export const UNKNOWN_STATUS_LIMIT_MS = 20 * 60_000;
 
 /** A terminal status: `completed`, `archived` or `failed`. */
 export type EndStatus = Exclude<AgentJobStatus, 'active'>;
@@ -28,7 +32,7 @@ export type TurnReading =
   | { kind: 'working' }
   /** A terminal record from before the latest message: the new turn may not have started yet. */
   | { kind: 'stale' }
-  /** A status the API does not document; `giveUp` once there were too many in a row. */
+  /** A status the API does not document; `giveUp` once they went on for too long. */
   | { kind: 'unknown-status'; inARow: number; giveUp: boolean }
   /** The turn ended with this status. */
   | { kind: 'ended'; status: EndStatus };
@@ -39,12 +43,14 @@ export interface TurnState {
   turns: number;
   /** The last turn whose end was read. */
   ended: number;
-  /** The record that answered the latest follow-up message, while its turn may not have started. */
+  /** The previous turn's terminal record, while a read of it may still be stale. */
   recordBeforeMessage: AgentJobRecord | null;
-  /** Reads since that message that still showed {@link recordBeforeMessage}. */
-  stalePolls: number;
+  /** Workflow time of the first read, since the last other answer, that showed {@link recordBeforeMessage}. */
+  staleSinceMs?: number | null;
   /** Reads in a row in an undocumented status. */
   unknownStatusPolls: number;
+  /** Workflow time of the first of those reads. */
+  unknownStatusSinceMs?: number | null;
 }
 
 /** Tracks the turns of one agent job. */
@@ -56,8 +62,9 @@ export class Turn {
       turns: 1,
       ended: 0,
       recordBeforeMessage: null,
-      stalePolls: 0,
+      staleSinceMs: null,
       unknownStatusPolls: 0,
+      unknownStatusSinceMs: null,
     };
   }
 
@@ -71,42 +78,47 @@ export class Turn {
     return this.state.ended >= this.state.turns && this.state.recordBeforeMessage === null;
   }
 
-  /** Decides what `record` means. `sending`: a follow-up message is on its way. */
-  read(record: AgentJobRecord, sending: boolean): TurnReading {
+  /** Decides what `record`, read at workflow time `nowMs`, means. `sending`: a message is on its way. */
+  read(record: AgentJobRecord, sending: boolean, nowMs: number): TurnReading {
     const s = this.state;
     if (!(AGENT_JOB_STATUSES as readonly string[]).includes(record.status)) {
       s.unknownStatusPolls++;
+      s.unknownStatusSinceMs ??= nowMs;
       return {
         kind: 'unknown-status',
         inARow: s.unknownStatusPolls,
-        giveUp: s.unknownStatusPolls >= UNKNOWN_STATUS_POLL_LIMIT,
+        giveUp: nowMs - s.unknownStatusSinceMs >= UNKNOWN_STATUS_LIMIT_MS,
       };
     }
     s.unknownStatusPolls = 0;
+    s.unknownStatusSinceMs = null;
     if (sending) return { kind: 'working' };
-    if (!isTerminalStatus(record.status)) {
-      s.recordBeforeMessage = null;
-      return { kind: 'working' };
+    const previous = s.recordBeforeMessage;
+    if (previous !== null && sameRecord(previous, record)) {
+      s.staleSinceMs ??= nowMs;
+      if (nowMs - s.staleSinceMs < NEW_TURN_GRACE_MS) return { kind: 'stale' };
+    } else {
+      // Another answer: a record identical to the previous end must hold afresh from here.
+      s.staleSinceMs = null;
     }
-    if (s.recordBeforeMessage !== null) {
-      const unchanged = sameRecord(s.recordBeforeMessage, record);
-      if (unchanged && ++s.stalePolls < NEW_TURN_GRACE_POLLS) return { kind: 'stale' };
-      s.recordBeforeMessage = null;
-    }
+    if (!isTerminalStatus(record.status)) return { kind: 'working' };
+    s.recordBeforeMessage = null;
+    s.staleSinceMs = null;
     s.ended = s.turns;
     return { kind: 'ended', status: record.status as EndStatus };
   }
 
   /**
-   * A follow-up message was answered with `record`: a new turn starts. A terminal answer may still
-   * be the previous turn's record, so the turn is not over until the job is seen active or a
-   * different terminal record shows up.
+   * A follow-up message was answered with `record`: a new turn starts. `previous` is the last
+   * record read before it. Until a different terminal record shows up, or the previous turn's end
+   * has held for {@link NEW_TURN_GRACE_MS}, a read identical to that end is not the new turn's.
    */
-  messageAnswered(record: AgentJobRecord): void {
+  messageAnswered(record: AgentJobRecord, previous: AgentJobRecord | null): void {
     const s = this.state;
     s.turns++;
-    s.recordBeforeMessage = isTerminalStatus(record.status) ? record : null;
-    s.stalePolls = 0;
+    const end = [previous, record].find((r) => r !== null && isTerminalStatus(r.status)) ?? null;
+    s.recordBeforeMessage = end;
+    s.staleSinceMs = null;
   }
 }
 

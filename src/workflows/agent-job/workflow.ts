@@ -59,6 +59,7 @@ export async function agentJobWorkflow(
   const calls = new AgentJobCalls({
     projectId,
     localPolls: resolved.poll.localActivity,
+    blipToleranceMs: resolved.blipToleranceMs,
     run,
     quota,
     timedOut: deadline,
@@ -136,7 +137,7 @@ export async function agentJobWorkflow(
 
   /** The status that ends the turn, or null to poll on. */
   function endOf(record: AgentJobRecord): EndStatus | null {
-    const reading = turn.read(record, messages.sending);
+    const reading = turn.read(record, messages.sending, Date.now());
     if (reading.kind === 'unknown-status') {
       log.warn('agent job in an undocumented status; polling on', {
         status: record.status,
