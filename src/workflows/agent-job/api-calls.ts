@@ -129,10 +129,11 @@ export async function untilAnswered<T>(
   doing: string,
   backoff: Backoff,
   invoke: (timeoutMs: number, uncertain: string | null) => Promise<T>,
+  uncertainFromStart: string | null = null,
 ): Promise<T> {
   // Once an attempt may have been applied, every later one follows it: the activity's policy for
   // ambiguous calls decides whether it may send at all (src/activities/index.ts).
-  let uncertain: string | null = null;
+  let uncertain: string | null = uncertainFromStart;
   for (;;) {
     if (Date.now() >= ctx.deadlineMs) throw ctx.timedOut();
     const sentAfter: string | null = uncertain;

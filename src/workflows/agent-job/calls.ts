@@ -75,8 +75,11 @@ export interface CallsContext {
 export class AgentJobCalls {
   constructor(private readonly ctx: CallsContext) {}
 
-  /** Creates the agent job, waiting out transient failures until the deadline. */
-  create(prompt: string, idempotencyKey: string): Promise<AgentJobRecord> {
+  /**
+   * Creates the agent job, waiting out transient failures until the deadline. `uncertain`: why a
+   * create may have been sent before this run's first attempt (a reset run), or null.
+   */
+  create(prompt: string, idempotencyKey: string, uncertain: string | null): Promise<AgentJobRecord> {
     const { projectId } = this.ctx;
     return untilAnswered(
       this.#context('the agent job could not be created'),
@@ -93,6 +96,7 @@ export class AgentJobCalls {
             [{ projectId, prompt, idempotencyKey, uncertain }],
           ),
         ),
+      uncertain,
     );
   }
 

@@ -78,7 +78,14 @@ export async function agentJobWorkflow(
 
   async function create(prompt: string): Promise<string> {
     setCurrentDetails(`Creating the agent job in project ${projectId}`);
-    const record = await calls.create(prompt, createKey());
+    // A run reset to a point before its create completed cannot know whether the run it replaces
+    // had sent it: the ambiguous-call policy decides, as after a lost answer.
+    const { runId, originalExecutionRunId } = workflowInfo();
+    const reset =
+      runId === originalExecutionRunId
+        ? null
+        : 'the run this one was reset from (it may have created the agent job before the reset point)';
+    const record = await calls.create(prompt, createKey(), reset);
     progress.jobId = record.id;
     showRecord(progress, record, false);
     return record.id;
