@@ -388,6 +388,26 @@ describe('follow-up turns', () => {
     });
   });
 
+  test('stale reads after an answered message: the answer is the new turn, the next N reads the previous one', async () => {
+    await withSimulator({ defaultScenario: { durationMs: 100 } }, async (sim) => {
+      const projectId = uniqueId('proj');
+      sim.setScenario(projectId, { faults: { staleReadsAfterAnsweredMessage: 2 } });
+      const jobId = await createId(sim, projectId);
+      const first = await until(sim, projectId, jobId, 'completed');
+      const sent = await message(sim, projectId, jobId);
+      assert.equal(sent.json?.status, 'active', 'the message answer is the new turn');
+      assert.equal(sent.json?.prLink, null);
+      for (let read = 1; read <= 2; read += 1) {
+        const lagging = (await get(sim, projectId, jobId)).json ?? {};
+        assert.equal(lagging.status, 'completed', `read ${read} still sees the previous turn`);
+        assert.equal(lagging.prLink, first.prLink);
+      }
+      assert.equal((await get(sim, projectId, jobId)).json?.status, 'active', 'then the new turn shows');
+      const second = await until(sim, projectId, jobId, 'completed');
+      assert.notEqual(second.prLink, first.prLink, 'and its own link once it ends');
+    });
+  });
+
   test('404 for the first N reads after create', async () => {
     await withSimulator({}, async (sim) => {
       const projectId = uniqueId('proj');
