@@ -702,9 +702,10 @@ function throughIdPair(body: Buffer): number {
 function htmlPage(status: 200 | 502): string {
   if (status === 200) {
     return (
-      '<!DOCTYPE html><html><head><title>Down for maintenance</title></head><body>' +
-      '<h1>We&rsquo;ll be back soon</h1><p>The service is down for scheduled maintenance. ' +
-      'Please try again in a few minutes.</p></body></html>'
+      // The title stays "200 OK" (a status page's generic one): clients' error excerpts start with it.
+      '<html><head><title>200 OK</title></head><body><h1>Down for maintenance</h1>' +
+      '<p>We&rsquo;ll be back soon. The service is down for scheduled maintenance; ' +
+      'please try again in a few minutes.</p></body></html>'
     );
   }
   return `<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><p>upstream said no</p></body></html>`;
