@@ -179,11 +179,19 @@ export interface SimulatedSuite {
   completedJob(projectId: string): Promise<AgentJobRecord>;
 }
 
-/** Starts a {@link SimulatedSuite}; jobs last `durationMs` unless a project's scenario says otherwise. */
-export async function startSimulatedSuite(name: string, durationMs = 300): Promise<SimulatedSuite> {
+/**
+ * Starts a {@link SimulatedSuite}; jobs last `durationMs` unless a project's scenario says otherwise.
+ * `simulator` adds options, such as `honourIdempotencyKey: true` for tests about the key (the
+ * simulator ignores it by default, as the live API does).
+ */
+export async function startSimulatedSuite(
+  name: string,
+  durationMs = 300,
+  simulator: Omit<Partial<SimulatorOptions>, 'apiKeys' | 'defaultScenario'> = {},
+): Promise<SimulatedSuite> {
   const env = await temporalEnv();
   const apiKey = `${name}-key-${randomUUID()}`;
-  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs } });
+  const sim = await startTestSimulator({ ...simulator, apiKeys: [apiKey], defaultScenario: { durationMs } });
   const worker = await startTestWorker(env, activitiesFor(sim, apiKey));
   const api = new AgentApiClient({ baseUrl: sim.url, apiKey });
   return {

@@ -10,6 +10,7 @@ import type { SimulatorOptions } from './server.js';
 /** The one usage line printed for `--help` and after a bad flag. */
 export const USAGE =
   'usage: npm run simulator -- [--port N] [--host ADDR] [--key KEY]... [--creates-per-hour N] [--budget K/W] [--no-retry-after] ' +
+  '[--honour-idempotency-key] ' +
   '[--duration 3s] ' +
   '[--outcome pr|no-changes|failed] [--scenarios JSON|FILE] [--archive-after 10m] [--quiet] [--help]';
 
@@ -24,6 +25,10 @@ export const HELP = `${USAGE}
   --budget K/W           SIMULATOR_BUDGET            K creates and follow-up messages per project per rolling W
                                                      seconds, e.g. 3/20; replaces --creates-per-hour
   --no-retry-after       SIMULATOR_NO_RETRY_AFTER=1  429s carry no Retry-After (as the live API documents)
+  --honour-idempotency-key
+                         SIMULATOR_HONOUR_IDEMPOTENCY_KEY=1
+                                                     a repeated Idempotency-Key replays the create or message;
+                                                     default off: keys are ignored, as the live API does
   --duration D           SIMULATOR_JOB_DURATION      how long a turn stays active: 1500, 1500ms, 3s, 2m (default 3s)
   --outcome O            SIMULATOR_OUTCOME           pr, no-changes or failed (default pr)
   --scenarios S          SIMULATOR_SCENARIOS         JSON text or a JSON file: scenarios keyed by project ID
@@ -62,6 +67,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
         'creates-per-hour': { type: 'string' },
         budget: { type: 'string' },
         'no-retry-after': { type: 'boolean' },
+        'honour-idempotency-key': { type: 'boolean' },
         duration: { type: 'string' },
         outcome: { type: 'string' },
         scenarios: { type: 'string' },
@@ -89,6 +95,8 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   const createsPerHour = values['creates-per-hour'] ?? env.SIMULATOR_CREATES_PER_HOUR;
   const budget = values.budget ?? env.SIMULATOR_BUDGET;
   const noRetryAfter = values['no-retry-after'] === true || env.SIMULATOR_NO_RETRY_AFTER === '1';
+  const honourKeys =
+    values['honour-idempotency-key'] === true || env.SIMULATOR_HONOUR_IDEMPOTENCY_KEY === '1';
 
   return {
     help: false,
@@ -100,6 +108,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
         createsPerHour === undefined ? undefined : parseWhole(createsPerHour, '--creates-per-hour'),
       budget: budget === undefined ? undefined : parseBudget(budget),
       retryAfter: noRetryAfter ? false : undefined,
+      honourIdempotencyKey: honourKeys ? true : undefined,
       defaultScenario,
       scenarios: scenarios === undefined ? undefined : readScenarios(scenarios),
       archiveAfterMs: archiveAfter === undefined ? null : parseDuration(archiveAfter, '--archive-after'),

@@ -8,11 +8,14 @@ import type { Endpoint, FaultRule, Faults } from './scenario.js';
 export class FaultState {
   readonly #rules: readonly FaultRule[];
   readonly #seen: number[];
+  /** Per rule, the epoch ms its `forMs` window closes; null until it first applies. */
+  readonly #closesAt: (number | null)[];
   readonly #random: () => number;
 
   constructor(faults: Faults, projectId: string) {
     this.#rules = faults.rules ?? [];
     this.#seen = this.#rules.map(() => 0);
+    this.#closesAt = this.#rules.map(() => null);
     // Mixing in the project ID gives every project its own reproducible sequence.
     this.#random = mulberry32((faults.seed ?? 1) ^ hash(projectId));
   }
@@ -20,14 +23,18 @@ export class FaultState {
   /**
    * The first rule that applies to this request, counting it at every rule it reaches. A request
    * taken by an earlier rule is not counted by later ones, so `first` of the second rule counts the
-   * requests after the first rule's: rules read as a sequence.
+   * requests after the first rule's: rules read as a sequence. `now` (epoch ms) times `forMs`.
    */
-  pick(endpoint: Endpoint): FaultRule | null {
+  pick(endpoint: Endpoint, now: number): FaultRule | null {
     for (const [index, rule] of this.#rules.entries()) {
       if (rule.endpoint !== 'any' && rule.endpoint !== endpoint) continue;
       const seen = (this.#seen[index] ?? 0) + 1;
       this.#seen[index] = seen;
-      if (this.#applies(rule, seen)) return rule;
+      const closesAt = this.#closesAt[index] ?? null;
+      if (closesAt !== null && now >= closesAt) continue;
+      if (!this.#applies(rule, seen)) continue;
+      if (closesAt === null && rule.forMs !== undefined) this.#closesAt[index] = now + rule.forMs;
+      return rule;
     }
     return null;
   }

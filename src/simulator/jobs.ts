@@ -39,7 +39,7 @@ export interface Job {
   notFoundReads: number;
   /** The record a follow-up message left visible, and the reads left that still see it. */
   stale: { record: SimulatedRecord; reads: number } | null;
-  /** Follow-up message idempotency keys already applied. */
+  /** Follow-up message idempotency keys already applied; stays empty while keys are ignored. */
   messageKeys: Set<string>;
 }
 
@@ -68,7 +68,13 @@ export interface UseBudget {
   windowMs: number;
 }
 
-/** Every simulated job, the idempotency keys and the per-project rate limit windows. */
+/**
+ * Every simulated job, the idempotency keys and the per-project rate limit windows.
+ *
+ * `honourKeys` false (the simulator's default) is the live API: an `Idempotency-Key` is counted
+ * and otherwise ignored, so every accepted create is a new job and every accepted message a new
+ * turn. true is the kind API some tests ask for: a repeated key replays.
+ */
 export class JobStore {
   readonly #jobs = new Map<string, Job>();
   /** `projectId` + NUL + key → job and the prompt's digest (a reused key with another prompt is refused). */
@@ -77,14 +83,20 @@ export class JobStore {
   readonly #windows = new Map<string, number[]>();
   readonly #jobsPerProject = new Map<string, number>();
   readonly #jobsPerKey = new Map<string, number>();
+  readonly #createsPerKey = new Map<string, number>();
+  readonly #messagesPerKey = new Map<string, number>();
   #nextPr = 1;
 
   constructor(
     private readonly budget: UseBudget,
     private readonly archiveAfterMs: number | null,
+    private readonly honourKeys: boolean,
   ) {}
 
-  /** Creates a job, or returns the one an earlier create with the same key made. */
+  /**
+   * Creates a job. With keys honoured, returns instead the job an earlier create of the project
+   * with the same key and prompt made, or refuses the key with another prompt.
+   */
   create(
     projectId: string,
     prompt: string,
@@ -92,12 +104,13 @@ export class JobStore {
     scenario: Scenario,
     now: number,
   ): CreateResult {
+    const honoured = this.honourKeys ? key : undefined;
     const digest = createHash('sha256').update(prompt).digest('hex');
-    const previous = key === undefined ? undefined : this.#createKeys.get(`${projectId}\0${key}`);
+    const previous = honoured === undefined ? undefined : this.#createKeys.get(`${projectId}\0${honoured}`);
     if (previous !== undefined) {
-      return previous.promptDigest === digest
-        ? { kind: 'replayed', job: previous.job }
-        : { kind: 'key-reused' };
+      if (previous.promptDigest !== digest) return { kind: 'key-reused' };
+      this.#bump(this.#createsPerKey, honoured);
+      return { kind: 'replayed', job: previous.job };
     }
     const limited = this.#takeSlot(projectId, now);
     if (limited !== null) return limited;
@@ -114,10 +127,10 @@ export class JobStore {
     };
     this.#jobs.set(job.id, job);
     this.#jobsPerProject.set(projectId, (this.#jobsPerProject.get(projectId) ?? 0) + 1);
-    if (key !== undefined) {
-      this.#createKeys.set(`${projectId}\0${key}`, { job, promptDigest: digest });
-      this.#jobsPerKey.set(key, (this.#jobsPerKey.get(key) ?? 0) + 1);
-    }
+    if (honoured !== undefined)
+      this.#createKeys.set(`${projectId}\0${honoured}`, { job, promptDigest: digest });
+    this.#bump(this.#jobsPerKey, key);
+    this.#bump(this.#createsPerKey, key);
     return { kind: 'created', job };
   }
 
@@ -143,27 +156,35 @@ export class JobStore {
   }
 
   /**
-   * Starts a new turn (any job, archived ones too: the message revives it) unless `key` was applied
-   * before. Answers what the client sees: the stale record when the scenario asks for stale reads.
+   * Starts a new turn (any job, archived ones too: the message revives it), unless keys are
+   * honoured and `key` was applied to the job before. Answers what the client sees: the stale
+   * record when the scenario asks for stale reads.
    */
   message(job: Job, key: string | undefined, scenario: Scenario, now: number): SimulatedRecord {
-    if (key !== undefined && job.messageKeys.has(key)) return job.stale?.record ?? this.record(job, now);
-    if (key !== undefined) job.messageKeys.add(key);
+    this.#bump(this.#messagesPerKey, key);
+    if (this.#replays(job, key)) return job.stale?.record ?? this.record(job, now);
+    if (this.honourKeys && key !== undefined) job.messageKeys.add(key);
     const before = this.record(job, now);
     job.turn = this.#newTurn(scenario, now);
     job.turns += 1;
     job.archivedAt = null;
     const staleReads = scenario.faults.staleReadsAfterMessage ?? 0;
-    job.stale = staleReads > 0 ? { record: before, reads: staleReads } : null;
-    return job.stale === null ? this.record(job, now) : before;
+    if (staleReads > 0) {
+      job.stale = { record: before, reads: staleReads };
+      return before;
+    }
+    // A lagging replica: the answer is the new turn, and the next reads still see the old one.
+    const laggingReads = scenario.faults.staleReadsAfterAnsweredMessage ?? 0;
+    job.stale = laggingReads > 0 ? { record: before, reads: laggingReads } : null;
+    return this.record(job, now);
   }
 
   /**
    * Takes a use of the project's budget for a follow-up message, or says when one frees. A message
-   * whose key was applied before is a replay and takes none.
+   * replayed by its key takes none.
    */
   admitMessage(job: Job, key: string | undefined, now: number): CreateResult | null {
-    if (key !== undefined && job.messageKeys.has(key)) return null;
+    if (this.#replays(job, key)) return null;
     return this.#takeSlot(job.projectId, now);
   }
 
@@ -199,9 +220,19 @@ export class JobStore {
     return Object.fromEntries(this.#jobsPerProject);
   }
 
-  /** Created jobs per create Idempotency-Key (1 each, unless keys are shared across projects). */
+  /** Created jobs per create Idempotency-Key value. */
   jobsPerIdempotencyKey(): Record<string, number> {
     return Object.fromEntries(this.#jobsPerKey);
+  }
+
+  /** Creates the store accepted (a job made, or replayed with keys honoured) per Idempotency-Key value. */
+  createsPerIdempotencyKey(): Record<string, number> {
+    return Object.fromEntries(this.#createsPerKey);
+  }
+
+  /** Follow-up messages the store accepted (a turn started, or replayed with keys honoured) per Idempotency-Key value. */
+  messagesPerIdempotencyKey(): Record<string, number> {
+    return Object.fromEntries(this.#messagesPerKey);
   }
 
   /** One line per job. */
@@ -224,6 +255,15 @@ export class JobStore {
   /** Total jobs created. */
   get size(): number {
     return this.#jobs.size;
+  }
+
+  /** Whether a message with `key` is a replay: keys honoured and the key applied to the job before. */
+  #replays(job: Job, key: string | undefined): boolean {
+    return this.honourKeys && key !== undefined && job.messageKeys.has(key);
+  }
+
+  #bump(counts: Map<string, number>, key: string | undefined): void {
+    if (key !== undefined) counts.set(key, (counts.get(key) ?? 0) + 1);
   }
 
   #archivedAt(job: Job, turnEnd: number, now: number): number | null {

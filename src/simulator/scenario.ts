@@ -29,6 +29,13 @@ export interface FaultMatch {
   skip?: number;
   /** Apply to each matching request with this probability (0 to 1), drawn from the seeded generator. */
   rate?: number;
+  /**
+   * Apply only for this many ms (wall clock) from the first request the rule applies to, and never
+   * again after that (until `setScenario` restarts the counts): minutes of maintenance pages, a
+   * failover's 404s. Within the window `first`, `skip` and `rate` still apply; without them, every
+   * matching request meets the fault.
+   */
+  forMs?: number;
 }
 
 /** What happens to a request a fault applies to. */
@@ -39,7 +46,10 @@ export type FaultAction =
   | { kind: 'hang' }
   /** Destroy the socket without a response; the request is not processed. */
   | { kind: 'drop' }
-  /** Answer an HTML error page (a proxy's), with status 200 or 502; the request is not processed. */
+  /**
+   * Answer an HTML page with `content-type: text/html`, the request not processed: with 200 a
+   * maintenance page (a status page in front of the API), with 502 a proxy's error page.
+   */
   | { kind: 'html'; status: 200 | 502 }
   /**
    * Answer JSON cut in half. With 200 the request is processed (a create stores its job) and its
@@ -55,9 +65,25 @@ export type FaultAction =
   | { kind: 'oversized'; bytes: number }
   /**
    * Process the request at once (a get reads the record as it is now) and answer this many ms
-   * later: a slow answer, during which the job may move on.
+   * later: a slow answer, during which the job may move on. On create it is also the create
+   * answered only after the worker has died: the job exists from the start, and when the client's
+   * socket closes before `ms` the answer goes nowhere.
    */
   | { kind: 'slow'; ms: number }
+  /**
+   * Process the request, send the headers of its real 2xx answer with the full `content-length`,
+   * then its body `bytesPerChunk` bytes (default 1) every `intervalMs` (default 2000): no gap is
+   * long enough for a per-chunk body timeout, and the whole answer takes minutes. Non-2xx answers
+   * are sent as usual.
+   */
+  | { kind: 'trickle'; intervalMs?: number; bytesPerChunk?: number }
+  /**
+   * Process the request, send the headers of its real 2xx answer with the full `content-length`
+   * and the first `bytes` bytes of its body, then close the socket. Default: up to and including
+   * the `"id":"..."` pair, so the job's ID is readable from what arrived; `bytes` is capped one
+   * short of the body. Non-2xx answers are sent as usual.
+   */
+  | { kind: 'reset-mid-body'; bytes?: number }
   /**
    * Process the request and answer its real record with the fields of `set` replaced (or added)
    * and those of `remove` left out: a record that drifted from the documentation (a wrong-typed
@@ -84,6 +110,13 @@ export interface Faults {
    * from before the message (the previous turn's terminal record).
    */
   staleReadsAfterMessage?: number;
+  /**
+   * After each follow-up message answered with the fresh record (the new turn, `active`), this many
+   * reads still show the record from before the message (the previous turn's terminal record): a
+   * lagging read replica. Ignored when `staleReadsAfterMessage` is set, which makes the answer
+   * itself stale.
+   */
+  staleReadsAfterAnsweredMessage?: number;
 }
 
 /** How a simulated project behaves. */
@@ -125,6 +158,7 @@ const matchShape = {
   first: count.optional(),
   skip: count.optional(),
   rate: z.number().min(0).max(1).optional(),
+  forMs: z.number().int().min(1).optional(),
 };
 
 const ruleSchema = z.discriminatedUnion('kind', [
@@ -151,6 +185,13 @@ const ruleSchema = z.discriminatedUnion('kind', [
   z.strictObject({ ...matchShape, kind: z.literal('slow'), ms: z.number().int().min(1).max(600_000) }),
   z.strictObject({
     ...matchShape,
+    kind: z.literal('trickle'),
+    intervalMs: z.number().int().min(1).max(600_000).optional(),
+    bytesPerChunk: z.number().int().min(1).optional(),
+  }),
+  z.strictObject({ ...matchShape, kind: z.literal('reset-mid-body'), bytes: count.optional() }),
+  z.strictObject({
+    ...matchShape,
     kind: z.literal('altered'),
     set: z.record(z.string(), z.unknown()).optional(),
     remove: z.array(z.string()).optional(),
@@ -171,6 +212,7 @@ const faultsSchema = z.strictObject({
   seed: z.number().int().optional(),
   notFoundReadsAfterCreate: count.optional(),
   staleReadsAfterMessage: count.optional(),
+  staleReadsAfterAnsweredMessage: count.optional(),
 });
 
 /** Run-time check of a `Partial<Scenario>` from JSON; unknown fields are errors, to catch typos. */

@@ -39,6 +39,13 @@ export interface SimulatorOptions {
   scenarios?: Record<string, Partial<Scenario>>;
   /** Terminal jobs become archived this many ms after their turn ended; default null (never). */
   archiveAfterMs?: number | null;
+  /**
+   * Honour `Idempotency-Key`: a create repeating a project's key and prompt answers 200 with the
+   * same job, with another prompt 422, and a message repeating a key on a job starts no turn.
+   * Default false, as the live API: the key is counted in the stats and otherwise ignored, so every
+   * create is a new job and every message a new turn.
+   */
+  honourIdempotencyKey?: boolean;
   /** Receives one JSON line per request; false for none; default stdout. */
   log?: ((line: string) => void) | false;
 }
@@ -49,11 +56,29 @@ export interface SimulatorStats {
   jobsCreated: number;
   /** Jobs created per project ID. */
   jobsPerProject: Record<string, number>;
-  /** Jobs created per create `Idempotency-Key`: more than 1 would mean a duplicate job. */
+  /**
+   * Jobs created per create `Idempotency-Key` value: more than 1 is a duplicate agent job (keys are
+   * ignored by default, so every create that reaches the store with the key makes one).
+   */
   jobsPerIdempotencyKey: Record<string, number>;
+  /**
+   * Creates accepted per `Idempotency-Key` value: those the store processed (made a job, or with
+   * keys honoured replayed one), not those refused (auth, validation, 422, 429) or stopped by a
+   * fault before processing. With keys ignored it equals {@link jobsPerIdempotencyKey}; with keys
+   * honoured the difference is the replays, so a test sees a retried create either way.
+   */
+  createsPerIdempotencyKey: Record<string, number>;
+  /**
+   * Follow-up messages accepted per `Idempotency-Key` value: those the store processed (started a
+   * turn, or with keys honoured replayed one), not those refused or stopped by a fault first.
+   */
+  messagesPerIdempotencyKey: Record<string, number>;
   /** API requests per endpoint (`create`, `get`, `message`, `unknown`). */
   requestsPerEndpoint: Record<string, number>;
-  /** API requests per answered status, or per `hang`, `drop`, `reset` for those without one. */
+  /**
+   * API requests per answered status, or per `hang`, `drop`, `reset` for those without a full
+   * answer (`reset` counts `reset-after-store` and `reset-mid-body`).
+   */
   requestsPerStatus: Record<string, number>;
   /** API requests per project ID, then per endpoint (`create`, `get`, `message`). */
   requestsPerProjectEndpoint: Record<string, Partial<Record<Endpoint, number>>>;
@@ -141,7 +166,7 @@ class Simulator {
     const budget = options.budget
       ? { uses: options.budget.uses, windowMs: options.budget.windowSeconds * 1000 }
       : { uses: options.createsPerProjectPerHour ?? 100, windowMs: 60 * 60 * 1000 };
-    this.#store = new JobStore(budget, options.archiveAfterMs ?? null);
+    this.#store = new JobStore(budget, options.archiveAfterMs ?? null, options.honourIdempotencyKey ?? false);
     this.#retryAfter = options.retryAfter ?? true;
     this.#defaultScenario = options.defaultScenario ?? {};
     for (const [projectId, scenario] of Object.entries(options.scenarios ?? {})) {
@@ -208,6 +233,8 @@ class Simulator {
       jobsCreated: this.#store.size,
       jobsPerProject: this.#store.jobsPerProject(),
       jobsPerIdempotencyKey: this.#store.jobsPerIdempotencyKey(),
+      createsPerIdempotencyKey: this.#store.createsPerIdempotencyKey(),
+      messagesPerIdempotencyKey: this.#store.messagesPerIdempotencyKey(),
       requestsPerEndpoint: Object.fromEntries(this.#perEndpoint),
       requestsPerStatus: Object.fromEntries(this.#perStatus),
       requestsPerProjectEndpoint: Object.fromEntries(
@@ -218,6 +245,7 @@ class Simulator {
   }
 
   async #stop(): Promise<void> {
+    // Latency timers and trickle intervals alike: clearTimeout clears both kinds.
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     const closed = new Promise<void>((resolve, reject) => {
@@ -314,7 +342,7 @@ class Simulator {
       return;
     }
     const scenario = this.#scenario(route.projectId);
-    const fault = this.#faultState(route.projectId, scenario).pick(route.endpoint);
+    const fault = this.#faultState(route.projectId, scenario).pick(route.endpoint, Date.now());
     exchange.fault = fault?.kind ?? null;
     const early = fault === null ? null : this.#faultBeforeHandling(fault, res, exchange);
     if (early === 'done') return;
@@ -338,6 +366,14 @@ class Simulator {
     }
     if (fault?.kind === 'altered' && reply.status < 300) {
       this.#send(res, exchange, scenario.latencyMs, { ...reply, body: alter(reply.body, fault) });
+      return;
+    }
+    if (fault?.kind === 'trickle' && reply.status < 300) {
+      this.#after(scenario.latencyMs, () => this.#trickle(res, exchange, reply, fault));
+      return;
+    }
+    if (fault?.kind === 'reset-mid-body' && reply.status < 300) {
+      this.#after(scenario.latencyMs, () => this.#resetMidBody(res, exchange, reply, fault.bytes));
       return;
     }
     if (fault?.kind === 'truncated') {
@@ -370,7 +406,7 @@ class Simulator {
         return {
           status: fault.status,
           contentType: 'text/html; charset=utf-8',
-          body: `<html><head><title>${fault.status} ${STATUS_CODES[fault.status]}</title></head><body><h1>${fault.status} ${STATUS_CODES[fault.status]}</h1><p>upstream said no</p></body></html>`,
+          body: htmlPage(fault.status),
         };
       case 'truncated':
         return fault.status === 502
@@ -382,7 +418,9 @@ class Simulator {
       case 'altered':
       case 'oversized':
       case 'slow':
-        // Handled as usual; the change, the padding or the delay goes onto the real reply.
+      case 'trickle':
+      case 'reset-mid-body':
+        // Handled as usual; the change, the padding, the delay or the cut goes onto the real reply.
         return null;
     }
   }
@@ -435,27 +473,86 @@ class Simulator {
 
   /** Writes `reply` after the scenario's latency. */
   #send(res: ServerResponse, exchange: Exchange, latencyMs: number, reply: Reply): void {
-    const write = () => {
+    this.#after(latencyMs, () => {
       if (res.destroyed) return;
-      exchange.outcome = String(reply.status);
-      if (exchange.endpoint !== 'admin') this.#bump(this.#perStatus, exchange.outcome);
-      const body = Buffer.from(reply.body, 'utf8');
-      res.writeHead(reply.status, {
-        'content-type': reply.contentType ?? 'application/json',
-        'content-length': body.length,
-        ...reply.headers,
-      });
-      res.end(body);
-    };
-    if (latencyMs <= 0) {
-      write();
+      res.end(this.#writeHead(res, exchange, reply, String(reply.status)));
+    });
+  }
+
+  /** Runs `fn` after `ms`, at once for 0; stop() clears what is pending. */
+  #after(ms: number, fn: () => void): void {
+    if (ms <= 0) {
+      fn();
       return;
     }
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      write();
-    }, latencyMs);
+      fn();
+    }, ms);
     this.#timers.add(timer);
+  }
+
+  /** Writes the status and headers of `reply`, counting it under `outcome`; returns the body to write. */
+  #writeHead(res: ServerResponse, exchange: Exchange, reply: Reply, outcome: string): Buffer {
+    exchange.outcome = outcome;
+    if (exchange.endpoint !== 'admin') this.#bump(this.#perStatus, outcome);
+    const body = Buffer.from(reply.body, 'utf8');
+    res.writeHead(reply.status, {
+      'content-type': reply.contentType ?? 'application/json',
+      'content-length': body.length,
+      ...reply.headers,
+    });
+    return body;
+  }
+
+  /**
+   * Writes `reply` a few bytes at a time: the headers and the first chunk now, then a chunk every
+   * `intervalMs`. The interval ends with the body, when the socket closes, or at stop().
+   */
+  #trickle(
+    res: ServerResponse,
+    exchange: Exchange,
+    reply: Reply,
+    fault: FaultRule & { kind: 'trickle' },
+  ): void {
+    if (res.destroyed) return;
+    const body = this.#writeHead(res, exchange, reply, String(reply.status));
+    const step = fault.bytesPerChunk ?? 1;
+    let sent = 0;
+    const writeChunk = () => {
+      const chunk = body.subarray(sent, sent + step);
+      sent += chunk.length;
+      if (sent < body.length) res.write(chunk);
+      else res.end(chunk);
+    };
+    writeChunk();
+    if (sent >= body.length) return;
+    const interval = setInterval(() => {
+      writeChunk();
+      if (sent < body.length) return;
+      clearInterval(interval);
+      this.#timers.delete(interval);
+    }, fault.intervalMs ?? 2000);
+    this.#timers.add(interval);
+    res.once('close', () => {
+      clearInterval(interval);
+      this.#timers.delete(interval);
+    });
+  }
+
+  /**
+   * Writes the headers of `reply` with its full length and the first `bytes` bytes of its body (by
+   * default through the `"id":"..."` pair), then closes the socket. A plain close (FIN), not a TCP
+   * reset: a reset may discard what the client had received but not yet read.
+   */
+  #resetMidBody(res: ServerResponse, exchange: Exchange, reply: Reply, bytes: number | undefined): void {
+    if (res.destroyed) return;
+    const body = this.#writeHead(res, exchange, reply, 'reset');
+    const cut = Math.min(bytes ?? throughIdPair(body), body.length - 1);
+    res.flushHeaders();
+    if (cut > 0) res.write(body.subarray(0, cut));
+    // end() flushes what is queued, then closes our side; the client sees the body stop short.
+    res.socket?.end();
   }
 
   #count(exchange: Exchange, endpoint: Exchange['endpoint'], projectId: string | null): void {
@@ -591,6 +688,27 @@ function alter(body: string, fault: FaultRule & { kind: 'altered' }): string {
   const record = { ...(JSON.parse(body) as Record<string, unknown>), ...fault.set };
   for (const field of fault.remove ?? []) delete record[field];
   return JSON.stringify(record);
+}
+
+/** The length of a JSON record's text up to and including its `"id":"..."` pair; half of it without one. */
+function throughIdPair(body: Buffer): number {
+  const text = body.toString('utf8');
+  const match = /"id"\s*:\s*"(?:[^"\\]|\\.)*"/.exec(text);
+  if (match === null) return Math.floor(body.length / 2);
+  return Buffer.byteLength(text.slice(0, match.index + match[0].length), 'utf8');
+}
+
+/** The HTML page of an `html` fault: a maintenance page with 200, a proxy's error page with 502. */
+function htmlPage(status: 200 | 502): string {
+  if (status === 200) {
+    return (
+      // The title stays "200 OK" (a status page's generic one): clients' error excerpts start with it.
+      '<html><head><title>200 OK</title></head><body><h1>Down for maintenance</h1>' +
+      '<p>We&rsquo;ll be back soon. The service is down for scheduled maintenance; ' +
+      'please try again in a few minutes.</p></body></html>'
+    );
+  }
+  return `<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><p>upstream said no</p></body></html>`;
 }
 
 /** The first half of a JSON text: what a client sees when a proxy cuts a response short. */

@@ -169,8 +169,15 @@ describe('activity failure policy', () => {
     });
 
     test('policy "retry" (default): retryable, and the retry with the same key returns the same job', async () => {
-      const projectId = project(scenario);
-      const { createAgentJob } = activities();
+      // About the Idempotency-Key: a simulator that honours it (the file's, like the live API, does not).
+      const keyed = await startTestSimulator({
+        apiKeys: [API_KEY],
+        defaultScenario: { durationMs: 60_000 },
+        honourIdempotencyKey: true,
+      });
+      const projectId = uniqueId('docs');
+      keyed.setScenario(projectId, scenario);
+      const { createAgentJob } = activitiesFor(keyed, API_KEY);
       const input = { projectId, prompt: 'p', idempotencyKey: uniqueId('key') };
       const failure = await failureAt(1, () => createAgentJob(input));
       assert.equal(failure.type, FailureType.NetworkError);
@@ -180,7 +187,7 @@ describe('activity failure policy', () => {
         heartbeatTimeoutMs: 10_000,
       }).run(() => createAgentJob(input));
       assert.equal(record.status, 'active');
-      assert.equal(createdJobs(sim, projectId), 1, 'no second agent job');
+      assert.equal(createdJobs(keyed, projectId), 1, 'no second agent job');
     });
 
     test('the same policy holds for a follow-up message: "fail" gives MessageOutcomeUnknown', async () => {

@@ -358,23 +358,41 @@ describe('network rows', () => {
   });
 
   test('reset after the create was stored: ambiguous; the retry with the same key returns the same job', async () => {
-    const projectId = project({
-      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'reset-after-store' }] },
+    // About the Idempotency-Key: a simulator that honours it (the file's, like the live API, does not).
+    const keyed = await startSimulator({
+      port: 0,
+      log: false,
+      apiKeys: [API_KEY],
+      defaultScenario: { durationMs: 60_000 },
+      honourIdempotencyKey: true,
     });
-    const idempotencyKey = uniqueId('key');
-    await expectFailure(client.createJob(projectId, 'Document the API', { idempotencyKey }), {
-      type: FailureType.NetworkError,
-      retryable: true,
-      requestMayHaveTakenEffect: true,
-      status: null,
-    });
-    assert.equal(sim.stats().jobsPerProject[projectId], 1, 'the job exists although the client saw a reset');
-    const stored = sim.stats().jobs.find((job) => job.projectId === projectId);
+    try {
+      const c = new AgentApiClient({ baseUrl: keyed.url, apiKey: API_KEY, dispatcher: shortTimeouts });
+      const projectId = uniqueId('proj');
+      keyed.setScenario(projectId, {
+        faults: { rules: [{ endpoint: 'create', first: 1, kind: 'reset-after-store' }] },
+      });
+      const idempotencyKey = uniqueId('key');
+      await expectFailure(c.createJob(projectId, 'Document the API', { idempotencyKey }), {
+        type: FailureType.NetworkError,
+        retryable: true,
+        requestMayHaveTakenEffect: true,
+        status: null,
+      });
+      assert.equal(
+        keyed.stats().jobsPerProject[projectId],
+        1,
+        'the job exists although the client saw a reset',
+      );
+      const stored = keyed.stats().jobs.find((job) => job.projectId === projectId);
 
-    const retried = await client.createJob(projectId, 'Document the API', { idempotencyKey });
-    assert.equal(retried.id, stored?.id);
-    assert.equal(sim.stats().jobsPerProject[projectId], 1, 'the retry created no second job');
-    assert.equal(sim.stats().jobsPerIdempotencyKey[idempotencyKey], 1);
+      const retried = await c.createJob(projectId, 'Document the API', { idempotencyKey });
+      assert.equal(retried.id, stored?.id);
+      assert.equal(keyed.stats().jobsPerProject[projectId], 1, 'the retry created no second job');
+      assert.equal(keyed.stats().jobsPerIdempotencyKey[idempotencyKey], 1);
+    } finally {
+      await keyed.stop();
+    }
   });
 
   test('a hang: RequestTimeout from the headers timeout, ambiguous', async () => {

@@ -120,13 +120,16 @@ describe('follow-ups through the client library', { concurrency: 3 }, () => {
 
 describe('keys whose workflow did not complete', () => {
   test('a key whose workflow timed out starts again and resumes the same agent job', async () => {
-    const projectId = project({ durationMs: 600_000 });
+    // About the Idempotency-Key: the second run finds the first run's job only where the key is
+    // honoured. The suite's simulator ignores it, as the live API does; this one is asked not to.
+    const keyed = await startSimulatedSuite('docs-keyed', 300, { honourIdempotencyKey: true });
+    const projectId = keyed.project({ durationMs: 600_000 });
     const key = uniqueId('key');
     const input = { projectId, prompt: 'Take long', poll: { initialInterval: 200 } };
     const first = await startAgentJob(
       env.client,
       { ...input, timeout: '1s' },
-      { taskQueue: worker.taskQueue, key },
+      { taskQueue: keyed.worker.taskQueue, key },
     );
     const failure = await first.result().then(
       () => assert.fail('the first run should time out'),
@@ -137,15 +140,15 @@ describe('keys whose workflow did not complete', () => {
     const jobId = (await first.query(statusQuery)).jobId;
     assert.ok(jobId);
 
-    const again = await startAgentJob(env.client, input, { taskQueue: worker.taskQueue, key });
+    const again = await startAgentJob(env.client, input, { taskQueue: keyed.worker.taskQueue, key });
     assert.equal(again.workflowId, agentJobWorkflowId(projectId, key));
     await waitFor(async () => (await again.query(statusQuery)).jobId, {
       what: 'the second run to find its job',
     });
-    sim.archiveJob(projectId, jobId);
+    keyed.sim.archiveJob(projectId, jobId);
     const result = await again.result();
     assert.equal(result.job.id, jobId, 'the same agent job, through the same Idempotency-Key');
-    assert.equal(createdJobs(sim, projectId), 1);
+    assert.equal(createdJobs(keyed.sim, projectId), 1);
   });
 
   test('a key whose workflow completed returns the existing result and starts nothing', async () => {

@@ -151,6 +151,18 @@ describe('parseCommandLine', () => {
     assert.equal(plain.options.retryAfter, undefined, 'Retry-After is sent unless asked otherwise');
   });
 
+  test('--honour-idempotency-key, from the flag or the environment; keys are ignored by default', () => {
+    const fromFlag = parseCommandLine(['--honour-idempotency-key'], {});
+    assert.ok(!fromFlag.help);
+    assert.equal(fromFlag.options.honourIdempotencyKey, true);
+    const fromEnv = parseCommandLine([], { SIMULATOR_HONOUR_IDEMPOTENCY_KEY: '1' });
+    assert.ok(!fromEnv.help);
+    assert.equal(fromEnv.options.honourIdempotencyKey, true);
+    const plain = parseCommandLine([], { SIMULATOR_HONOUR_IDEMPOTENCY_KEY: '0' });
+    assert.ok(!plain.help);
+    assert.equal(plain.options.honourIdempotencyKey, undefined, 'keys are ignored unless asked otherwise');
+  });
+
   test('--scenarios reads a JSON file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sim-scenarios-'));
     try {

@@ -249,9 +249,56 @@ describe('rate limit', () => {
   });
 });
 
-describe('idempotency', () => {
+describe('idempotency keys ignored (the default, as the live API)', () => {
+  test('the same Idempotency-Key on create makes a new job each time, and the stats count both', async () => {
+    await withSimulator({}, async (sim) => {
+      const projectId = uniqueId('proj');
+      const key = uniqueId('idem');
+      const first = await create(sim, projectId, { 'idempotency-key': key });
+      const second = await create(sim, projectId, { 'idempotency-key': key });
+      assert.equal(first.status, 201);
+      assert.equal(second.status, 201, 'not a replay');
+      assert.notEqual(second.json?.id, first.json?.id);
+      assert.equal(sim.stats().jobsPerProject[projectId], 2);
+      assert.equal(sim.stats().jobsPerIdempotencyKey[key], 2);
+      assert.equal(sim.stats().createsPerIdempotencyKey[key], 2);
+    });
+  });
+
+  test('a reused key with another prompt is another job, not 422; each create uses the rate limit', async () => {
+    await withSimulator({ createsPerProjectPerHour: 2 }, async (sim) => {
+      const projectId = uniqueId('proj');
+      const key = uniqueId('idem');
+      assert.equal((await create(sim, projectId, { 'idempotency-key': key })).status, 201);
+      const other = await call(sim, 'POST', jobsPath(projectId), {
+        key: KEY,
+        body: promptBody('Something else'),
+        headers: { 'idempotency-key': key },
+      });
+      assert.equal(other.status, 201, other.text);
+      const limited = await create(sim, projectId, { 'idempotency-key': key });
+      assert.equal(limited.status, 429, 'a repeated key is a use like any other');
+      assert.equal(sim.stats().jobsPerIdempotencyKey[key], 2);
+      assert.equal(sim.stats().createsPerIdempotencyKey[key], 2, 'a refused create is not counted');
+    });
+  });
+
+  test('a follow-up message with the same key starts a turn each time', async () => {
+    await withSimulator({ defaultScenario: { durationMs: 60_000 } }, async (sim) => {
+      const projectId = uniqueId('proj');
+      const jobId = await createId(sim, projectId);
+      const key = uniqueId('idem');
+      assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
+      assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
+      assert.equal(sim.stats().jobs.find((j) => j.id === jobId)?.turns, 3);
+      assert.equal(sim.stats().messagesPerIdempotencyKey[key], 2);
+    });
+  });
+});
+
+describe('idempotency keys honoured (honourIdempotencyKey: true)', () => {
   test('the same Idempotency-Key returns the same job, counted once, without using the rate limit', async () => {
-    await withSimulator({ createsPerProjectPerHour: 1 }, async (sim) => {
+    await withSimulator({ createsPerProjectPerHour: 1, honourIdempotencyKey: true }, async (sim) => {
       const projectId = uniqueId('proj');
       const key = uniqueId('idem');
       const first = await create(sim, projectId, { 'idempotency-key': key });
@@ -261,11 +308,12 @@ describe('idempotency', () => {
       assert.equal(second.json?.id, first.json?.id);
       assert.equal(sim.stats().jobsPerProject[projectId], 1);
       assert.equal(sim.stats().jobsPerIdempotencyKey[key], 1);
+      assert.equal(sim.stats().createsPerIdempotencyKey[key], 2, 'the replay is counted as a create');
     });
   });
 
   test('the same key in another project is another job; a reused key with another prompt is 422', async () => {
-    await withSimulator({}, async (sim) => {
+    await withSimulator({ honourIdempotencyKey: true }, async (sim) => {
       const key = uniqueId('idem');
       const a = await create(sim, uniqueId('proj'), { 'idempotency-key': key });
       const b = await create(sim, uniqueId('proj'), { 'idempotency-key': key });
@@ -282,14 +330,18 @@ describe('idempotency', () => {
   });
 
   test('a follow-up message with the same key starts one turn only', async () => {
-    await withSimulator({ defaultScenario: { durationMs: 60_000 } }, async (sim) => {
-      const projectId = uniqueId('proj');
-      const jobId = await createId(sim, projectId);
-      const key = uniqueId('idem');
-      assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
-      assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
-      assert.equal(sim.stats().jobs.find((j) => j.id === jobId)?.turns, 2);
-    });
+    await withSimulator(
+      { defaultScenario: { durationMs: 60_000 }, honourIdempotencyKey: true },
+      async (sim) => {
+        const projectId = uniqueId('proj');
+        const jobId = await createId(sim, projectId);
+        const key = uniqueId('idem');
+        assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
+        assert.equal((await message(sim, projectId, jobId, { 'idempotency-key': key })).status, 200);
+        assert.equal(sim.stats().jobs.find((j) => j.id === jobId)?.turns, 2);
+        assert.equal(sim.stats().messagesPerIdempotencyKey[key], 2, 'the replay is counted as a message');
+      },
+    );
   });
 });
 
@@ -333,6 +385,26 @@ describe('follow-up turns', () => {
       assert.deepEqual((await get(sim, projectId, jobId)).json, first);
       assert.deepEqual((await get(sim, projectId, jobId)).json, first);
       assert.equal((await get(sim, projectId, jobId)).json?.status, 'active', 'then the new turn shows');
+    });
+  });
+
+  test('stale reads after an answered message: the answer is the new turn, the next N reads the previous one', async () => {
+    await withSimulator({ defaultScenario: { durationMs: 100 } }, async (sim) => {
+      const projectId = uniqueId('proj');
+      sim.setScenario(projectId, { faults: { staleReadsAfterAnsweredMessage: 2 } });
+      const jobId = await createId(sim, projectId);
+      const first = await until(sim, projectId, jobId, 'completed');
+      const sent = await message(sim, projectId, jobId);
+      assert.equal(sent.json?.status, 'active', 'the message answer is the new turn');
+      assert.equal(sent.json?.prLink, null);
+      for (let read = 1; read <= 2; read += 1) {
+        const lagging = (await get(sim, projectId, jobId)).json ?? {};
+        assert.equal(lagging.status, 'completed', `read ${read} still sees the previous turn`);
+        assert.equal(lagging.prLink, first.prLink);
+      }
+      assert.equal((await get(sim, projectId, jobId)).json?.status, 'active', 'then the new turn shows');
+      const second = await until(sim, projectId, jobId, 'completed');
+      assert.notEqual(second.prLink, first.prLink, 'and its own link once it ends');
     });
   });
 
