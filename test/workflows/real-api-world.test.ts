@@ -1,0 +1,209 @@
+/**
+ * The workflow in the API's real world: no `Idempotency-Key` honoured (the simulator's default),
+ * answers that trickle in or stop mid-body, a worker killed while its create waits for an answer,
+ * a run terminated after its job was made and started again under the same key, minutes of 404s
+ * and maintenance pages during a failover, a lagging read after a follow-up message. Real server,
+ * real worker, the real simulator over sockets; every count is of POSTs at the simulator.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { before, describe, test } from 'node:test';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { AgentApiClient } from '../../src/agent-api/index.js';
+import { createActivities } from '../../src/activities/index.js';
+import { sendFollowUp, startAgentJob } from '../../src/client/index.js';
+import {
+  FailureType,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type AgentJobResult,
+} from '../../src/contract.js';
+import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
+import {
+  FAST_POLL,
+  spawnTs,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+  type TemporalTestEnv,
+  type TestWorker,
+} from '../harness.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `real-world-key-${randomUUID()}`;
+/** The HTTP client's bound on one request, short here so a trickling answer is cut in seconds. */
+const REQUEST_TIMEOUT_MS = 3_000;
+
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let worker: TestWorker;
+
+before(async () => {
+  env = await temporalEnv();
+  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 500 } });
+  const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, requestTimeoutMs: REQUEST_TIMEOUT_MS });
+  worker = await startTestWorker(env, createActivities({ api }));
+});
+
+function project(scenario: Partial<Scenario> = {}): string {
+  const projectId = uniqueId('real-world');
+  sim.setScenario(projectId, scenario);
+  return projectId;
+}
+
+function start(
+  input: Partial<AgentJobInput> & { projectId: string },
+  taskQueue = worker.taskQueue,
+): Promise<WorkflowHandle<typeof agentJobWorkflow>> {
+  return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue,
+    workflowId: uniqueId('real-world'),
+    args: [{ prompt: 'Document the API', poll: FAST_POLL, ...input }],
+  });
+}
+
+/** The workflow's failure, which must be an `ApplicationFailure`. */
+async function failureOf(handle: WorkflowHandle<typeof agentJobWorkflow>): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    (result) => assert.fail(`expected a failure, got ${JSON.stringify(result)}`),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError, String(err));
+  assert.ok(err.cause instanceof ApplicationFailure, String(err.cause));
+  return err.cause;
+}
+
+describe('one agent job per workflow, whatever the answer to its create', { concurrency: 3 }, () => {
+  test('a 2xx create whose body trickles in: the ID in the bytes that arrived is used, no second create', async () => {
+    const projectId = project({
+      faults: {
+        rules: [{ endpoint: 'create', first: 1, kind: 'trickle', bytesPerChunk: 4, intervalMs: 200 }],
+      },
+    });
+    const result = await (await start({ projectId })).result();
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+    assert.equal(createdJobs(sim, projectId), 1);
+    assert.equal(sim.stats().jobs.find((job) => job.projectId === projectId)?.id, result.job.id);
+  });
+
+  test('a 2xx create cut by a reset after its "id": the workflow goes on with that job', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'reset-mid-body' }] },
+    });
+    const result = await (await start({ projectId })).result();
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+    assert.equal(createdJobs(sim, projectId), 1);
+  });
+
+  test('a create answered 502 under AGENT_API_AMBIGUOUS_CREATE=retry: sent again, and the workflow says so', async () => {
+    const projectId = project({
+      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'truncated', status: 502 }] },
+    });
+    const handle = await start({ projectId });
+    const result = await handle.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
+    const progress = await handle.query(statusQuery);
+    assert.equal(progress.resent, 1, 'the status query counts the create sent again');
+  });
+
+  test('a run terminated after its job was made, started again under the same key: no second create', async () => {
+    const projectId = project({ durationMs: 4_000 });
+    const key = `key-${randomUUID()}`;
+    const input = { projectId, prompt: 'Document the API', poll: FAST_POLL };
+    const first = await startAgentJob(env.client, input, { key, taskQueue: worker.taskQueue });
+    const jobId = await waitFor(async () => (await first.query(statusQuery)).jobId, {
+      what: 'the first run to record its agent job',
+    });
+    await first.terminate('an operator stops it');
+    const second = await startAgentJob(env.client, input, { key, taskQueue: worker.taskQueue });
+    assert.equal((await first.describe()).status.name, 'TERMINATED');
+    assert.equal((await second.describe()).status.name, 'RUNNING', 'a new run under the same key');
+    const result: AgentJobResult = await second.result();
+    assert.equal(result.job.id, jobId);
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+  });
+});
+
+test('a worker SIGKILLed while its create waits for the answer, policy fail: no second POST, CreateOutcomeUnknown', async () => {
+  // The create is applied at once and answered 40 s later: the worker dies in between.
+  const projectId = project({
+    faults: { rules: [{ endpoint: 'create', first: 1, kind: 'slow', ms: 40_000 }] },
+  });
+  const { vars, taskQueue, healthPort } = await workerProcessEnv(
+    env,
+    { url: sim.url, apiKey: API_KEY },
+    { AGENT_API_AMBIGUOUS_CREATE: 'fail' },
+  );
+  const victim = spawnTs('src/worker.ts', [], vars);
+  try {
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
+      what: 'the worker process to be ready',
+      timeoutMs: 60_000,
+    });
+    const handle = await start({ projectId }, taskQueue);
+    await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the create to reach the API' });
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    // Another worker with the same policy takes over the task queue.
+    const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
+    await startTestWorker(env, createActivities({ api, ambiguousCreatePolicy: 'fail' }), { taskQueue });
+    const failure = await failureOf(handle);
+    assert.equal(failure.type, FailureType.CreateOutcomeUnknown, failure.message);
+    assert.match(failure.message, /stopped heartbeating/);
+    assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+  } finally {
+    if (victim.child.exitCode === null && victim.child.signalCode === null) victim.child.kill('SIGKILL');
+    await victim.exited;
+  }
+});
+
+describe('blips do not fail a job the API has answered', { concurrency: 3 }, () => {
+  for (const [name, fault] of [
+    ['404s on GET for 25 s (a failover)', { kind: 'status', status: 404 }],
+    ['200 text/html maintenance pages on GET for 25 s', { kind: 'html', status: 200 }],
+  ] as const) {
+    test(`${name}: the workflow rides them out`, async () => {
+      const projectId = project({
+        durationMs: 1_000,
+        faults: { rules: [{ endpoint: 'get', forMs: 25_000, ...fault }] },
+      });
+      const result = await (await start({ projectId })).result();
+      assert.equal(result.status, 'completed');
+      assert.ok(requestsTo(sim, projectId, 'get') > 5, 'more blips than the old bound of 5 in a row');
+    });
+  }
+
+  test('the same blip past the input blipTolerance fails, naming it', async () => {
+    const projectId = project({
+      durationMs: 1_000,
+      faults: { rules: [{ endpoint: 'get', forMs: 60_000, kind: 'status', status: 404 }] },
+    });
+    const failure = await failureOf(await start({ projectId, blipTolerance: '8s' }));
+    assert.equal(failure.type, FailureType.JobNotFound, failure.message);
+    assert.match(failure.message, /past the blip tolerance of 8s/);
+  });
+});
+
+test("a read of the previous turn's end right after a follow-up was answered is not the new turn's end", async () => {
+  const projectId = project({ durationMs: 500, faults: { staleReadsAfterAnsweredMessage: 2 } });
+  const first = await (await start({ projectId })).result();
+  assert.ok(first.prLink, 'the first turn opened a pull request');
+  const followUp = await sendFollowUp(
+    env.client,
+    { projectId, jobId: first.job.id, prompt: 'Also document the errors', poll: FAST_POLL },
+    { taskQueue: worker.taskQueue },
+  );
+  const second = await followUp.result();
+  assert.equal(second.status, 'completed');
+  assert.notEqual(second.prLink, first.prLink, "the follow-up returned the previous turn's prLink");
+});
