@@ -258,7 +258,7 @@ export function createActivities(deps: ActivityDeps) {
     if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect && policy === 'fail') {
       return apiFailure(err, {
         type: outcomeUnknownType(operation),
-        message: `${err.message}. ${outcomeUnknownMessage(operation, 'this attempt')} The ambiguous-call policy is "fail" (AGENT_API_AMBIGUOUS_CREATE), so it is not sent again.`,
+        message: `${err.message.replace(/\.$/, '')}. ${outcomeUnknownMessage(operation, 'this attempt')} The ambiguous-call policy is "fail" (AGENT_API_AMBIGUOUS_CREATE), so it is not sent again.`,
         nonRetryable: true,
         details: [details(true)],
       });

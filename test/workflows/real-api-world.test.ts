@@ -123,10 +123,11 @@ describe('one agent job per workflow, whatever the answer to its create', { conc
     const jobId = await waitFor(async () => (await first.query(statusQuery)).jobId, {
       what: 'the first run to record its agent job',
     });
-    await first.terminate('an operator stops it');
+    const firstRun = env.client.workflow.getHandle(first.workflowId, (await first.describe()).runId);
+    await firstRun.terminate('an operator stops it');
     const second = await startAgentJob(env.client, input, { key, taskQueue: worker.taskQueue });
-    assert.equal((await first.describe()).status.name, 'TERMINATED');
-    assert.equal((await second.describe()).status.name, 'RUNNING', 'a new run under the same key');
+    assert.equal((await firstRun.describe()).status.name, 'TERMINATED');
+    assert.notEqual((await second.describe()).runId, (await firstRun.describe()).runId, 'a new run');
     const result: AgentJobResult = await second.result();
     assert.equal(result.job.id, jobId);
     assert.equal(result.status, 'completed');
