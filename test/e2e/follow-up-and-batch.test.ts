@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { AgentApiClient } from '../../src/agent-api/index.js';
 import { agentJobIdWorkflowId, agentJobWorkflowId } from '../../src/client/index.js';
+import { START_PRIORITIES } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
   activitiesFor,
@@ -67,7 +68,7 @@ function batchFile(lines: unknown[]): string {
 }
 
 describe('starter message and status', { concurrency: 3 }, () => {
-  test('message on a completed job runs one new turn; status then shows it', async () => {
+  test('message on a completed job runs one new turn, at the --priority asked; status then shows it', async () => {
     const projectId = project();
     const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
     const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
@@ -86,6 +87,8 @@ describe('starter message and status', { concurrency: 3 }, () => {
       '--json',
       '--poll-interval',
       '50ms',
+      '--priority',
+      'batch',
     ]);
     assert.equal(run.code, 0, run.stderr);
     const out = JSON.parse(run.stdout) as {
@@ -95,6 +98,12 @@ describe('starter message and status', { concurrency: 3 }, () => {
       created: boolean;
     };
     assert.equal(out.workflowId, agentJobIdWorkflowId(projectId, created.id));
+    const described = await env.client.workflow.getHandle(out.workflowId).describe();
+    assert.equal(
+      described.priority?.priorityKey,
+      START_PRIORITIES.batch,
+      'the workflow it started is a batch one',
+    );
     assert.match(out.prLink, /^https:\/\/github\.com\//);
     assert.notEqual(out.prLink, turnOne.prLink);
     assert.equal(out.created, false);

@@ -37,8 +37,12 @@ import {
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `real-world-key-${randomUUID()}`;
-/** The HTTP client's bound on one request, short here so a trickling answer is cut in seconds. */
-const REQUEST_TIMEOUT_MS = 3_000;
+/**
+ * The HTTP client's bound on one request, shorter here than the production 60 s: long enough for a
+ * trickle of a byte every 400 ms to bring the job ID (the first ~50 bytes), far shorter than the
+ * whole record (~80 s at that pace, past the activity's 75 s start-to-close timeout).
+ */
+const REQUEST_TIMEOUT_MS = 25_000;
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
@@ -207,4 +211,26 @@ test("a read of the previous turn's end right after a follow-up was answered is 
   const second = await followUp.result();
   assert.equal(second.status, 'completed');
   assert.notEqual(second.prLink, first.prLink, "the follow-up returned the previous turn's prLink");
+});
+
+test('a create that waited in the quota queue gets the time left when it is sent: it ends at the deadline', async () => {
+  // One use per 8 s: the second job waits about 8 s in the queue, then its create hangs.
+  const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, requestTimeoutMs: REQUEST_TIMEOUT_MS });
+  const projectQuota = { defaultLimit: { uses: 1, windowMs: 8_000 }, overrides: {}, leaseMs: 10_000 };
+  const quoted = await startTestWorker(env, createActivities({ api, projectQuota }));
+  const projectId = project({
+    durationMs: 500,
+    faults: { rules: [{ endpoint: 'create', skip: 1, kind: 'hang' }] },
+  });
+  const first = await start({ projectId }, quoted.taskQueue);
+  await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the first job to take the one use' });
+  const since = Date.now();
+  const second = await start({ projectId, timeout: '10s' }, quoted.taskQueue);
+  const failure = await failureOf(second);
+  const endedAfterMs = Date.now() - since;
+  assert.equal(failure.type, FailureType.AgentJobTimedOut, failure.message);
+  // Main gave the create the 10 s left before the queue, and ended about 18 s after the start.
+  assert.ok(endedAfterMs < 14_000, `ended ${endedAfterMs} ms after its start, for a 10 s deadline`);
+  assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
+  assert.equal((await first.result()).status, 'completed');
 });
