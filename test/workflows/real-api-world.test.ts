@@ -177,14 +177,19 @@ describe('blips do not fail a job the API has answered', { concurrency: 3 }, () 
     ['404s on GET for 25 s (a failover)', { kind: 'status', status: 404 }],
     ['200 text/html maintenance pages on GET for 25 s', { kind: 'html', status: 200 }],
   ] as const) {
-    test(`${name}: the workflow rides them out`, async () => {
+    test(`${name}: a fleet of 10 workflows rides them out, one create each`, async () => {
       const projectId = project({
         durationMs: 1_000,
         faults: { rules: [{ endpoint: 'get', forMs: 25_000, ...fault }] },
       });
-      const result = await (await start({ projectId })).result();
-      assert.equal(result.status, 'completed');
-      assert.ok(requestsTo(sim, projectId, 'get') > 5, 'more blips than the old bound of 5 in a row');
+      const handles = await Promise.all(Array.from({ length: 10 }, () => start({ projectId })));
+      const results = await Promise.all(handles.map((handle) => handle.result()));
+      assert.deepEqual(
+        results.map((result) => result.status),
+        Array(10).fill('completed'),
+      );
+      assert.equal(requestsTo(sim, projectId, 'create'), 10, 'POSTs to create');
+      assert.ok(requestsTo(sim, projectId, 'get') > 10 * 5, 'more blips than the old bound of 5 in a row');
     });
   }
 
@@ -197,6 +202,26 @@ describe('blips do not fail a job the API has answered', { concurrency: 3 }, () 
     assert.equal(failure.type, FailureType.JobNotFound, failure.message);
     assert.match(failure.message, /past the blip tolerance of 8s/);
   });
+});
+
+test('a follow-up whose 2xx answer trickles past the request bound: one message, and the new turn ends', async () => {
+  const projectId = project({ durationMs: 500 });
+  const first = await (await start({ projectId })).result();
+  sim.setScenario(projectId, {
+    durationMs: 500,
+    faults: {
+      rules: [{ endpoint: 'message', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: 400 }],
+    },
+  });
+  const followUp = await sendFollowUp(
+    env.client,
+    { projectId, jobId: first.job.id, prompt: 'Also document the errors', poll: FAST_POLL },
+    { taskQueue: worker.taskQueue },
+  );
+  const second = await followUp.result();
+  assert.equal(second.status, 'completed');
+  assert.notEqual(second.prLink, first.prLink);
+  assert.equal(requestsTo(sim, projectId, 'message'), 1, 'POSTs to message');
 });
 
 test("a read of the previous turn's end right after a follow-up was answered is not the new turn's end", async () => {
