@@ -26,6 +26,13 @@ import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, retryDelayMs } fro
  */
 export const MAX_QUEUE = 1_000;
 
+/**
+ * The queued IDs' JSON form, at most, in bytes: {@link MAX_QUEUE} of the longest plain IDs (579
+ * bytes each) fit; IDs with `"` or `\\`, which JSON writes in two bytes, take more room, so a
+ * queue of them holds fewer and a full state stays within its bound all the same.
+ */
+export const MAX_QUEUE_BYTES = 600_000;
+
 /** Grants unconfirmed at once, at most: far above any API call concurrency one project needs; bounds the state. */
 export const MAX_LEASES = 200;
 
@@ -136,6 +143,8 @@ export function edgeMarginMs(limit: QuotaLimit): number {
 export class ProjectBudget {
   readonly #s: BudgetState;
   readonly #maxQueue: number;
+  /** The queue's {@link MAX_QUEUE_BYTES} measure; null when it is to be counted again. */
+  #queueBytes: number | null = null;
 
   /** `maxQueue` lowers {@link MAX_QUEUE} (tests); it is never raised above it. */
   constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
@@ -206,10 +215,12 @@ export class ProjectBudget {
       this.refuse(entry, request.refused, now, random);
       return 'requeued';
     }
-    if (s.queue.length >= this.#maxQueue) {
+    const bytes = queuedBytes(entry);
+    if (s.queue.length >= this.#maxQueue || this.#queuedBytes() + bytes > MAX_QUEUE_BYTES) {
       this.#decline(request, 'queue-full', now);
       return 'queue-full';
     }
+    this.#queueBytes = this.#queuedBytes() + bytes;
     if (entry.kind === 'create') {
       s.queue.push(entry);
     } else {
@@ -232,6 +243,7 @@ export class ProjectBudget {
   ): void {
     const s = this.#s;
     const lease = this.#takeLease(refusal.requestId);
+    this.#queueBytes = null;
     s.queue.unshift({
       ...entry,
       enqueuedAt: lease?.enqueuedAt ?? entry.enqueuedAt,
@@ -279,6 +291,7 @@ export class ProjectBudget {
     while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES) {
       if (s.window.length + s.leases.length >= this.effectiveUses) break;
       const { requestId, workflowId, kind, enqueuedAt, leaseMs } = s.queue.shift() as QueueEntry;
+      this.#queueBytes = null;
       const expiresAt = now + leaseMs;
       s.leases.push({
         requestId,
@@ -474,8 +487,15 @@ export class ProjectBudget {
 
   #dropQueued(requestId: string): boolean {
     const index = this.#s.queue.findIndex((e) => e.requestId === requestId);
-    if (index >= 0) this.#s.queue.splice(index, 1);
-    return index >= 0;
+    if (index < 0) return false;
+    this.#s.queue.splice(index, 1);
+    this.#queueBytes = null;
+    return true;
+  }
+
+  #queuedBytes(): number {
+    this.#queueBytes ??= this.#s.queue.reduce((n, e) => n + queuedBytes(e), 0);
+    return this.#queueBytes;
   }
 
   #takeLease(requestId: string): Lease | undefined {
@@ -599,10 +619,20 @@ function clampLimit(limit: QuotaLimit | undefined): QuotaLimit {
   };
 }
 
-/** A string ID of at most `maxBytes` as the carried JSON holds it (escapes included). */
+/**
+ * A string ID of at most `maxBytes` UTF-8 bytes, as Temporal measures a workflow ID: a `"` or `\\`
+ * is one byte, though the carried JSON writes it as two, so any ID Temporal accepts is read. What
+ * JSON writes as `\\uXXXX` (six bytes for a control character) is bounded apart: the JSON form at
+ * most twice `maxBytes`, which keeps a full state within its bound (a unit test checks it).
+ */
 function readId(value: unknown, maxBytes: number): string | null {
-  if (typeof value !== 'string' || value.length === 0) return null;
-  return utf8ByteLength(JSON.stringify(value)) - 2 <= maxBytes ? value : null;
+  if (typeof value !== 'string' || value.length === 0 || utf8ByteLength(value) > maxBytes) return null;
+  return utf8ByteLength(JSON.stringify(value)) - 2 <= 2 * maxBytes ? value : null;
+}
+
+/** The bytes a queued request's IDs take in the carried JSON. */
+function queuedBytes(entry: Pick<QueueEntry, 'requestId' | 'workflowId'>): number {
+  return utf8ByteLength(JSON.stringify(entry.requestId)) + utf8ByteLength(JSON.stringify(entry.workflowId));
 }
 
 function finite(value: unknown): number | null {

@@ -376,11 +376,12 @@ describe('the queue', () => {
     assert.equal(big.state.queue.length, MAX_QUEUE);
   });
 
-  test('a full state, with IDs of the longest accepted length, stays well under the 2 MB of a continue-as-new input', () => {
+  test('a full state, with IDs of the longest accepted length and JSON form, stays well under the 2 MB of a continue-as-new input', () => {
     const uses = MAX_USES;
     const budget = budgetOf(uses);
-    const workflowId = (i: number) => `${i}-`.padEnd(MAX_WORKFLOW_ID_BYTES, 'w');
-    const requestId = (i: number) => `${workflowId(i)}/`.padEnd(MAX_REQUEST_ID_BYTES, 'r');
+    // Every `"` is one byte of the ID and two in the JSON: the longest carried form accepted.
+    const workflowId = (i: number) => `${i}-`.padEnd(MAX_WORKFLOW_ID_BYTES, '"');
+    const requestId = (i: number) => `${workflowId(i)}/`.padEnd(MAX_REQUEST_ID_BYTES, '"');
     const longest = (i: number, kind: QuotaUseKind): QuotaRequest => ({
       requestId: requestId(i),
       workflowId: workflowId(i),
@@ -394,14 +395,15 @@ describe('the queue', () => {
     budget.grant(T0);
     for (let i = 0; i < uses - MAX_LEASES; i++) budget.state.window.push(T0 + i);
     for (let i = 0; i < REMEMBERED; i++) budget.release(`released-${i}`, T0);
-    for (; budget.state.queue.length < MAX_QUEUE; n++) budget.request(longest(n, 'message'), T0, noJitter);
+    // IDs whose JSON form is twice their bytes fill the queue's bytes before its count.
+    while (budget.request(longest(n++, 'message'), T0, noJitter) === 'queued');
+    assert.ok(budget.state.queue.length > MAX_QUEUE / 2, `${budget.state.queue.length} queued`);
     for (let i = 0; i < 200; i++) budget.request(longest(n++, 'message'), T0, noJitter);
     const bytes = Buffer.byteLength(
       JSON.stringify({ projectId: 'docs', limit: budget.state.limit, state: budget.state }),
     );
     process.stdout.write(`# a full quota state: ${(bytes / 1e6).toFixed(2)} MB\n`);
     assert.equal(budget.state.leases.length, MAX_LEASES);
-    assert.equal(budget.state.queue.length, MAX_QUEUE);
     assert.ok(budget.state.declines.length > 0);
     assert.ok(bytes < 1.5e6, `${bytes} bytes`);
   });
@@ -475,6 +477,23 @@ describe('signals as they arrive', () => {
     assert.ok('problem' in readSpent(null));
     assert.ok('problem' in readRelease({}));
     assert.deepEqual(readRelease({ requestId: 'wf-a/create' }), { value: { requestId: 'wf-a/create' } });
+  });
+});
+
+describe('IDs as Temporal measures them', () => {
+  test('an ID of the longest length with `"` or `\\` is read, though its JSON form is longer than its bytes', () => {
+    const valid = ask(budgetOf(3), 'wf-a/create');
+    const workflowId = 'job-"quoted"-\\'.padEnd(MAX_WORKFLOW_ID_BYTES, '"');
+    const requestId = `${workflowId}/`.padEnd(MAX_REQUEST_ID_BYTES, '\\');
+    assert.equal(Buffer.byteLength(workflowId), MAX_WORKFLOW_ID_BYTES);
+    assert.equal(Buffer.byteLength(requestId), MAX_REQUEST_ID_BYTES);
+    const read = readQuotaRequest({ ...valid, requestId, workflowId });
+    assert.ok('value' in read, 'problem' in read ? read.problem : '');
+    assert.deepEqual(readSpent({ requestId, at: T0 }), { value: { requestId, at: T0 } });
+    assert.deepEqual(readRelease({ requestId }), { value: { requestId } });
+    // One byte more is too long, escapes or not.
+    assert.ok('problem' in readQuotaRequest({ ...valid, requestId: `${requestId}"`, workflowId }));
+    assert.ok('problem' in readQuotaRequest({ ...valid, requestId, workflowId: `${workflowId}\\` }));
   });
 });
 
