@@ -100,8 +100,18 @@ export interface BudgetState {
   limit: QuotaLimit;
   /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
   learntUses: number | null;
-  /** When the learnt budget last changed: it grows by one use per quiet window. */
+  /** When the learnt budget last changed: it grows back each quiet window. */
   learntAt: number;
+  /**
+   * What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet
+   * window since. Absent in states carried from before it: 1.
+   */
+  learntStep?: number;
+  /**
+   * The learnt budget before the 429s of the current pause: the refusals of one burst lower the
+   * budget from it, not from each other. Absent when no 429 came yet.
+   */
+  learntBeforePause?: number | null;
   queue: QueueEntry[];
   /** Times of confirmed uses within the last window, ascending. */
   window: number[];
@@ -159,6 +169,7 @@ export class ProjectBudget {
       limit: clampLimit(limit),
       learntUses: null,
       learntAt: now,
+      learntStep: 1,
       queue: [],
       window: [],
       leases: [],
@@ -257,15 +268,12 @@ export class ProjectBudget {
     // Uses granted together before the first 429 of a pause are one discovery, not repeats.
     const grantedBeforePause =
       lease !== undefined && s.pausedUntil !== null && lease.grantedAt < s.pausedUntil;
-    if (!grantedBeforePause) s.refusalsInARow++;
-    this.#prune(now);
-    if (lease) {
-      // The API took at most what the window holds plus the grants still out, and refused one
-      // more: that is its budget for now. Refusals of one burst lower it until it matches.
-      const accepted = s.window.length + s.leases.length;
-      s.learntUses = Math.max(1, Math.min(s.learntUses ?? s.limit.uses, accepted));
-      s.learntAt = now;
+    if (!grantedBeforePause) {
+      s.refusalsInARow++;
+      s.learntBeforePause = s.learntUses;
     }
+    this.#prune(now);
+    if (lease) this.#learn(s.window.length + s.leases.length, now);
     const pauseMs = retryDelayMs({
       backoff: entry.kind === 'message' ? MESSAGE_BACKOFF : CREATE_BACKOFF,
       failures: Math.max(1, s.refusalsInARow),
@@ -519,11 +527,35 @@ export class ProjectBudget {
     while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
   }
 
-  /** A learnt budget grows back by one use per window without a 429, up to the configured one. */
+  /**
+   * A 429 when `accepted` uses of ours were in the window or out (the API took at most these, and
+   * refused one more): the budget is as much as that evidence shows, no less. The refusals of one
+   * burst lower it from what it was before the burst until it matches what the API took. When it
+   * took none of ours, the 429 only says the window was full of another client's uses, which leave
+   * within a window: the pause and the one-at-a-time probes wait them out, and the budget keeps
+   * what it was, where 1 use would regrow for a window per use.
+   */
+  #learn(accepted: number, now: number): void {
+    const s = this.#s;
+    const before = s.learntBeforePause === undefined ? s.learntUses : s.learntBeforePause;
+    s.learntUses = accepted === 0 ? before : Math.max(1, Math.min(before ?? s.limit.uses, accepted));
+    s.learntAt = now;
+    s.learntStep = 1;
+  }
+
+  /**
+   * A learnt budget grows back each window without a 429, up to the configured one: by 1, then
+   * 2, 4, ... as the quiet windows add up, so it recovers in proportion to the evidence. Where
+   * the API really allows fewer, the 429 that follows restarts the growth at 1 use: about one 429
+   * per window, as with a growth of one use; where the fall was short-lived, the budget is back in
+   * a few windows, not one window per use.
+   */
   #relearn(now: number): void {
     const s = this.#s;
     if (s.learntUses === null || now - s.learntAt < s.limit.windowMs) return;
-    s.learntUses = s.learntUses + 1 >= s.limit.uses ? null : s.learntUses + 1;
+    const step = s.learntStep ?? 1;
+    s.learntUses = s.learntUses + step >= s.limit.uses ? null : s.learntUses + step;
+    s.learntStep = step * 2;
     s.learntAt = now;
   }
 

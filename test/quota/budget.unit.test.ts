@@ -271,6 +271,94 @@ describe('429s', () => {
   });
 });
 
+describe('another client spends the window', () => {
+  /**
+   * Replays, on a fake clock, the budget against an API that allows `real` uses per rolling window
+   * and answers 429 past that: each grant's call reaches the API 100 ms after it and is answered
+   * 100 ms later. `spentBefore` are uses another client made at those times; `requests` creates
+   * queue at 0. Returns when each request's call was accepted and the learnt budget at each pass.
+   */
+  function replay(
+    config: { uses: number; windowMs: number },
+    real: number,
+    spentBefore: number[],
+    requests: number,
+  ) {
+    const budget = new ProjectBudget(ProjectBudget.initial('docs', config, 0));
+    const limit = budget.state.limit;
+    const apiUses = [...spentBefore];
+    const accepted: number[] = [];
+    const learnt: Array<[number, number]> = [];
+    const calls: Array<{ at: number; requestId: string }> = [];
+    for (let i = 0; i < requests; i++) {
+      budget.request(
+        { requestId: `wf-${i}/create`, workflowId: `wf-${i}`, kind: 'create', limit, leaseMs: 120_000 },
+        0,
+        noJitter,
+      );
+    }
+    let now = 0;
+    while (accepted.length < requests) {
+      assert.ok(now < 3_600_000, `still ${requests - accepted.length} to create after an hour`);
+      for (const requestId of grants(budget.grant(now).notices)) calls.push({ at: now + 100, requestId });
+      if (learnt.at(-1)?.[1] !== budget.effectiveUses) learnt.push([now, budget.effectiveUses]);
+      calls.sort((a, b) => a.at - b.at);
+      const next = Math.min(calls[0]?.at ?? Infinity, budget.nextChangeAt() ?? Infinity);
+      assert.ok(Number.isFinite(next), 'nothing left to wake the budget');
+      now = next;
+      while (calls.length > 0 && (calls[0] as { at: number }).at <= now) {
+        const { at, requestId } = calls.shift() as { at: number; requestId: string };
+        const inWindow = apiUses.filter((t) => t > at - config.windowMs).length;
+        const answeredAt = at + 100;
+        if (inWindow < real) {
+          apiUses.push(at);
+          accepted.push(at);
+          budget.spend(requestId, answeredAt, answeredAt);
+        } else {
+          const [base, n] = requestId.split('.') as [string, string | undefined];
+          const again = `${base}.${Number(n ?? 1) + 1}`;
+          budget.request(
+            {
+              requestId: again,
+              workflowId: again.slice(0, again.indexOf('/')),
+              kind: 'create',
+              limit,
+              leaseMs: 120_000,
+              refused: { requestId, retryAfterMs: null },
+            },
+            answeredAt,
+            noJitter,
+          );
+        }
+        if (learnt.at(-1)?.[1] !== budget.effectiveUses) learnt.push([answeredAt, budget.effectiveUses]);
+      }
+    }
+    return { accepted, learnt, refused: budget.state.totals.refused };
+  }
+
+  test('a window another client spent just before 40 requests: the budget is back within a window or two, the last create by 100 s', () => {
+    // 10 per 20 s, all ten spent by another client in the second before the 40 requests arrive.
+    const spentBefore = Array.from({ length: 10 }, (_, i) => -1_000 + i * 50);
+    const { accepted, learnt, refused } = replay({ uses: 10, windowMs: 20_000 }, 10, spentBefore, 40);
+    const lastS = Math.max(...accepted) / 1000;
+    process.stdout.write(
+      `# quota after another client's window: last create at ${lastS.toFixed(1)} s, ${refused} 429s; learnt budget ` +
+        `${learnt.map(([t, uses]) => `${(t / 1000).toFixed(1)}s:${uses}`).join(' ')}\n`,
+    );
+    // The ideal: 10 creates at each of 20, 40, 60 and 80 s (the other client's uses leave at 19 s).
+    assert.ok(lastS <= 100, `the last create at ${lastS} s`);
+  });
+
+  test('a real budget lower than the configured one all along: about one 429 per window, not a burst each window', () => {
+    const W = 20_000;
+    const { accepted, refused } = replay({ uses: 10, windowMs: W }, 4, [], 40);
+    const windows = Math.ceil(Math.max(...accepted) / W);
+    process.stdout.write(`# quota with a real budget of 4 of 10: ${refused} 429s over ${windows} windows\n`);
+    assert.ok(refused <= 10 - 4 + windows, `${refused} 429s over ${windows} windows`);
+    assert.ok(Math.max(...accepted) <= 11 * W, `the last create at ${Math.max(...accepted) / 1000} s`);
+  });
+});
+
 describe('repeats', () => {
   test('a repeat of a queued request hears its place again, of a granted one its grant again', () => {
     const budget = budgetOf(1);
