@@ -17,7 +17,14 @@ import type {
   QuotaUseKind,
 } from '../contract.js';
 import { idHash, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, retryDelayMs } from '../retries.js';
+import {
+  CREATE_BACKOFF,
+  MAX_RETRY_AFTER_MS,
+  MESSAGE_BACKOFF,
+  RETRY_JITTER,
+  retryDelayMs,
+} from '../retries.js';
+import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 
 /**
  * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
@@ -56,6 +63,13 @@ export const REMEMBERED = 2_000;
  */
 export const QUOTA_IDLE_MS = 60_000;
 
+/**
+ * How long past the time a `queue-full` decline names its room is held: the requester's jitter is
+ * within it (20 % of the wait), and this margin covers its enqueue activity and the unanswered
+ * ones, which ask again after the default lease (src/workflows/quota-requester.ts).
+ */
+const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
+
 /** Declines owed while the workflow drains for continue-as-new, at most; a requester left unanswered asks again. */
 const MAX_DECLINES_OWED = 100;
 
@@ -87,6 +101,12 @@ export interface RememberedRequest {
   id: string;
   at: number;
   how: 'spent' | 'released' | 'refused';
+}
+
+/** A request a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
+export interface HeldRoom {
+  id: string;
+  until: number;
 }
 
 /** An answer owed to a request that was not queued. */
@@ -121,6 +141,12 @@ export interface BudgetState {
   refusalsInARow: number;
   remembered: RememberedRequest[];
   declines: OwedDecline[];
+  /**
+   * Requests a full queue declined, first declined first, at most {@link MAX_QUEUE}: while they
+   * are to come back, the room that frees is theirs, so that new requests cannot take every place
+   * as it frees and starve them. Absent in states carried from before it.
+   */
+  heldRooms?: HeldRoom[];
   totals: ProjectQuotaStatus['totals'];
 }
 
@@ -177,6 +203,7 @@ export class ProjectBudget {
       refusalsInARow: 0,
       remembered: [],
       declines: [],
+      heldRooms: [],
       totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0, declined: 0 },
     };
   }
@@ -189,7 +216,13 @@ export class ProjectBudget {
   /** Nothing queued, granted, counted in the window or owed: ending loses nothing. */
   get idle(): boolean {
     const s = this.#s;
-    return s.queue.length === 0 && s.leases.length === 0 && s.window.length === 0 && s.declines.length === 0;
+    return (
+      s.queue.length === 0 &&
+      s.leases.length === 0 &&
+      s.window.length === 0 &&
+      s.declines.length === 0 &&
+      (s.heldRooms ?? []).length === 0
+    );
   }
 
   /** Uses the budget allows per window now: the configured ones, or fewer after 429s. */
@@ -227,7 +260,10 @@ export class ProjectBudget {
       return 'requeued';
     }
     const bytes = queuedBytes(entry);
-    if (s.queue.length >= this.#maxQueue || this.#queuedBytes() + bytes > MAX_QUEUE_BYTES) {
+    // A request declined before takes the room held for it; a new one only the room not held.
+    const held = this.#takeHeldRoom(request.requestId, now);
+    const places = this.#maxQueue - (held ? 0 : (s.heldRooms ?? []).length);
+    if (s.queue.length >= places || this.#queuedBytes() + bytes > MAX_QUEUE_BYTES) {
       this.#decline(request, 'queue-full', now);
       return 'queue-full';
     }
@@ -294,6 +330,7 @@ export class ProjectBudget {
     const s = this.#s;
     const expired = this.#expireLeases(now);
     this.#prune(now);
+    this.#dropLapsedRooms(now);
     this.#relearn(now);
     if (s.pausedUntil !== null && now >= s.pausedUntil) s.pausedUntil = null;
     while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES) {
@@ -363,6 +400,7 @@ export class ProjectBudget {
 
   /** A queued or granted request is withdrawn unused (deadline, cancellation, or its workflow is gone). */
   release(requestId: string, now: number): boolean {
+    this.#takeHeldRoom(requestId, now);
     if (this.#remembered(requestId, now)) return false;
     const found = this.#dropQueued(requestId) || this.#takeLease(requestId) !== undefined;
     if (found) this.#s.totals.released++;
@@ -479,6 +517,8 @@ export class ProjectBudget {
     // When half the queue has been granted, there is room again for whoever asks first.
     const starts = reason === 'queue-full' ? this.#starts(Math.ceil(this.#maxQueue / 2), now) : [];
     const retryAt = Math.max(now + 1_000, starts[starts.length - 1] ?? now);
+    if (reason === 'queue-full')
+      this.#holdRoom(request.requestId, now + (retryAt - now) * (1 + RETRY_JITTER), now);
     if (s.declines.length >= MAX_DECLINES_OWED) return;
     s.declines.push({
       workflowId: request.workflowId,
@@ -487,6 +527,31 @@ export class ProjectBudget {
       queueLength: s.queue.length,
       retryAt: new Date(retryAt).toISOString(),
     });
+  }
+
+  /** Holds a place for a declined request until `until`; a repeat keeps its first place in line. */
+  #holdRoom(requestId: string, until: number, now: number): void {
+    const rooms = (this.#s.heldRooms ??= []);
+    this.#dropLapsedRooms(now);
+    const id = idHash(requestId);
+    const room = rooms.find((r) => r.id === id);
+    if (room) room.until = Math.max(room.until, until + ROOM_HELD_MARGIN_MS);
+    else if (rooms.length < MAX_QUEUE) rooms.push({ id, until: until + ROOM_HELD_MARGIN_MS });
+  }
+
+  /** Whether a place was held for `requestId` (it is taken); rooms whose time ran out are dropped. */
+  #takeHeldRoom(requestId: string, now: number): boolean {
+    const rooms = this.#s.heldRooms;
+    if (!rooms || rooms.length === 0) return false;
+    this.#dropLapsedRooms(now);
+    const index = rooms.findIndex((r) => r.id === idHash(requestId));
+    if (index >= 0) rooms.splice(index, 1);
+    return index >= 0;
+  }
+
+  #dropLapsedRooms(now: number): void {
+    const rooms = this.#s.heldRooms;
+    if (rooms && rooms.some((r) => r.until <= now)) this.#s.heldRooms = rooms.filter((r) => r.until > now);
   }
 
   #queued(requestId: string): QueueEntry | undefined {

@@ -454,6 +454,37 @@ describe('the queue', () => {
     assert.equal(budget.state.totals.declined, 2);
   });
 
+  test('a request the full queue declined gets the room that frees before a newer one: no starvation', () => {
+    const budget = budgetOf(1, { maxQueue: 2 });
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    request(budget, 'c');
+    assert.equal(request(budget, 'x', 'create', T0 + 1), 'queue-full');
+    const declined = budget.grant(T0 + 1).notices.find((n) => n.signal === 'declined');
+    assert.ok(declined?.signal === 'declined');
+    // `a` is spent and leaves the window: `b` is granted, a place frees.
+    budget.spend('wf-a/create', T0 + 2, T0 + 2);
+    const edge = T0 + 2 + W + edgeMarginMs(budget.state.limit);
+    assert.deepEqual(grants(budget.grant(edge).notices), ['wf-b/create']);
+    // A newer request arrives before `x` asks again: the freed place is held for `x`.
+    assert.equal(request(budget, 'newer', 'create', edge + 1), 'queue-full');
+    assert.equal(request(budget, 'x', 'create', Date.parse(declined.body.retryAt)), 'queued');
+    assert.deepEqual(
+      budget.state.queue.map((e) => e.requestId),
+      ['wf-c/create', 'wf-x/create'],
+    );
+    // A held place that nobody takes lapses: the queue is open to all again.
+    const lapsed = budgetOf(1, { maxQueue: 1 });
+    request(lapsed, 'a');
+    request(lapsed, 'b');
+    assert.equal(request(lapsed, 'gone'), 'queue-full');
+    lapsed.grant(T0);
+    assert.equal(request(lapsed, 'newer', 'create', T0 + 1), 'queue-full', 'held for `gone`');
+    assert.equal(lapsed.release('wf-gone/create', T0 + 2), false, 'a release gives the place up');
+    assert.equal(request(lapsed, 'newer', 'create', T0 + 3), 'queued');
+  });
+
   test('a lower cap from the input applies; it never raises the budget own', () => {
     const budget = budgetOf(1, { maxQueue: 2 });
     for (const id of ['a', 'b', 'c']) request(budget, id);
