@@ -481,6 +481,12 @@ export interface QuotaRequest {
   /** How long the grant may stay unconfirmed before its use returns to the budget, in ms. */
   leaseMs: number;
   /**
+   * Epoch ms by which the granted call has surely ended (the requesting workflow's deadline and one
+   * attempt more). Until then a lease that runs out unconfirmed is renewed while the requester
+   * still runs: a call retrying through an outage keeps its use. Absent: the lease alone.
+   */
+  holdUntil?: number;
+  /**
    * Set when this request asks again for a use the API refused (429): the refused request's ID
    * and the 429's Retry-After (ms, null without one). The project pauses, the refused grant is
    * dropped (if its lease still runs), and this request takes the head of the queue. A request of

@@ -84,6 +84,8 @@ export interface QueueEntry {
   kind: QuotaUseKind;
   enqueuedAt: number;
   leaseMs: number;
+  /** Until when a lease that runs out unconfirmed is renewed while the requester runs: see {@link QuotaRequest}. */
+  holdUntil?: number;
   /** Asks again after a 429: ahead of every other request. */
   requeued?: true;
   /** Its place is owed: it joined, asked again, or a 429 moved its start. */
@@ -253,6 +255,7 @@ export class ProjectBudget {
       kind: request.kind,
       enqueuedAt: now,
       leaseMs: clamp(request.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+      ...(request.holdUntil !== undefined && { holdUntil: Math.min(request.holdUntil, now + MAX_WINDOW_MS) }),
       owed: true,
     };
     if (request.refused) {
@@ -335,7 +338,7 @@ export class ProjectBudget {
     if (s.pausedUntil !== null && now >= s.pausedUntil) s.pausedUntil = null;
     while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES) {
       if (s.window.length + s.leases.length >= this.effectiveUses) break;
-      const { requestId, workflowId, kind, enqueuedAt, leaseMs } = s.queue.shift() as QueueEntry;
+      const { requestId, workflowId, kind, enqueuedAt, leaseMs, holdUntil } = s.queue.shift() as QueueEntry;
       this.#queueBytes = null;
       const expiresAt = now + leaseMs;
       s.leases.push({
@@ -344,6 +347,7 @@ export class ProjectBudget {
         kind,
         enqueuedAt,
         leaseMs,
+        ...(holdUntil !== undefined && { holdUntil }),
         grantedAt: now,
         expiresAt,
         owed: true,
@@ -576,8 +580,20 @@ export class ProjectBudget {
     return index < 0 ? undefined : this.#s.leases.splice(index, 1)[0];
   }
 
+  /**
+   * Leases that ran out unconfirmed expire, except one whose call may still reach the API (before
+   * its `holdUntil`): a create retrying through an outage, or waiting in a backlog, still holds its
+   * use, else the budget would hand the same use out again while the call is on its way. Its
+   * grant is sent again with the renewed lease: if the requester no longer runs, that signal fails
+   * and the use comes back at once (src/workflows/project-quota.ts).
+   */
   #expireLeases(now: number): string[] {
     const s = this.#s;
+    for (const lease of s.leases) {
+      if (lease.expiresAt > now || lease.holdUntil === undefined || lease.holdUntil <= now) continue;
+      lease.expiresAt = Math.min(lease.holdUntil, now + lease.leaseMs);
+      lease.owed = true;
+    }
     const expired = s.leases.filter((l) => l.expiresAt <= now).map((l) => l.requestId);
     if (expired.length === 0) return expired;
     s.leases = s.leases.filter((l) => l.expiresAt > now);
@@ -670,12 +686,16 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
   const leaseMs = finite(raw.leaseMs);
   if (leaseMs === null) return { problem: 'leaseMs must be a number' };
+  const holdUntil = finite(raw.holdUntil);
+  if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
+    return { problem: 'holdUntil must be a time in ms' };
   const request: QuotaRequest = {
     requestId,
     workflowId,
     kind: raw.kind,
     limit: clampLimit({ uses, windowMs }),
     leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+    ...(holdUntil !== null && { holdUntil }),
   };
   if (raw.refused === undefined || raw.refused === null) return { value: request };
   const refused = isRecord(raw.refused) ? raw.refused : {};

@@ -50,6 +50,13 @@ import { RETRY_JITTER } from '../retries.js';
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
 
+/**
+ * The longest one create or message attempt takes (its `startToCloseTimeout` in
+ * ./agent-job/calls.ts): a call can still reach the API this long after the deadline that bounds
+ * its activity, so a grant is held that long past it (`holdUntil`).
+ */
+const CALL_ATTEMPT_MS = 75_000;
+
 // Enqueueing is one short gRPC call; it retries (idempotent by request ID) until the workflow's
 // own deadline decides otherwise. A regular activity, not a local one: a local activity would hold
 // a workflow task slot while the quota workflow, on the same task queue, needs one to answer.
@@ -256,6 +263,7 @@ export class ProjectQuotaRequester {
           requestId: `${workflowId}/${use.name}`,
           workflowId,
           kind: use.kind,
+          holdUntil: deadlineMs + CALL_ATTEMPT_MS,
           ...(refused && { refused }),
         },
       ],

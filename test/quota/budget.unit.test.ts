@@ -145,6 +145,33 @@ describe('the rolling window', () => {
     assert.equal(budget.snapshot(T0 + LEASE + 10).usesInWindow, 2);
   });
 
+  test('a lease outlives the call it covers: renewed while the call may still reach the API, then it ends', () => {
+    const budget = budgetOf(1);
+    const holdUntil = T0 + 5 * LEASE;
+    budget.request({ ...ask(budget, 'wf-a/create'), holdUntil }, T0, noJitter);
+    request(budget, 'b');
+    assert.deepEqual(grants(budget.grant(T0).notices), ['wf-a/create']);
+    // The call retries through an outage past its lease: the use stays with it, its grant is sent
+    // again (if the requester no longer ran, that signal would fail and the use come back).
+    const renewed = budget.grant(T0 + LEASE);
+    assert.deepEqual(renewed.expired, []);
+    assert.deepEqual(grants(renewed.notices), ['wf-a/create'], 'the grant again, with its renewed lease');
+    const notice = renewed.notices[0];
+    assert.equal(
+      notice?.signal === 'grant' && notice.body.leaseExpiresAt,
+      new Date(T0 + 2 * LEASE).toISOString(),
+    );
+    assert.equal(budget.nextChangeAt(), T0 + 2 * LEASE);
+    for (let t = T0 + 2 * LEASE; t < holdUntil; t += LEASE) {
+      assert.deepEqual(grants(budget.grant(t).notices), ['wf-a/create'], 'not `wf-b`: the use is still out');
+    }
+    // Past the time the call can have ended, the lease expires as any other.
+    const { notices, expired } = budget.grant(holdUntil);
+    assert.deepEqual(expired, ['wf-a/create']);
+    assert.deepEqual(grants(notices), ['wf-b/create']);
+    assert.ok('problem' in readQuotaRequest({ ...ask(budget, 'wf-c/create'), holdUntil: 'later' }));
+  });
+
   test('usage gives the counts of the snapshot: budget, uses with grants out, queue', () => {
     const budget = budgetOf(2);
     for (const id of ['a', 'b', 'c']) request(budget, id);
