@@ -72,8 +72,16 @@ export interface QuotaUse {
   name: string;
 }
 
-/** How an ask ended: granted (under this request ID), turned away for a used ID, or the quota is off. */
-type Answer = { kind: 'granted'; requestId: string } | { kind: 'used-before' } | { kind: 'off' };
+/**
+ * How an ask ended: granted (under this request ID), turned away for a used ID, granted with a
+ * lease that ran out before the call could start (a grant from the workflow's past), or the quota
+ * is off.
+ */
+type Answer =
+  | { kind: 'granted'; requestId: string }
+  | { kind: 'used-before' }
+  | { kind: 'stale'; requestId: string }
+  | { kind: 'off' };
 
 /**
  * The agent-job workflow's side of the quota: asks for a use, waits for the grant without any
@@ -82,9 +90,11 @@ type Answer = { kind: 'granted'; requestId: string } | { kind: 'used-before' } |
 export class ProjectQuotaRequester {
   /**
    * What the quota said, by use name (the last segment of the request ID). Keyed by name, not by
-   * request ID, because a replay may run under another workflow ID than the original run.
+   * request ID, because a replay may run under another workflow ID than the original run. A grant
+   * keeps the lease end of the first grant signal: a renewal extends the use of a call under way,
+   * never the time a call may start under it.
    */
-  readonly #grants = new Set<string>();
+  readonly #grants = new Map<string, number>();
   readonly #places = new Map<string, QueuePlace>();
   readonly #declines = new Map<string, QuotaDeclined>();
   /** Signals to the quota workflow not yet delivered: {@link settle} waits for them. */
@@ -103,7 +113,9 @@ export class ProjectQuotaRequester {
   ) {
     setHandler(quotaGrantSignal, (grant) => {
       const name = useNameOf(grant);
-      if (name !== null) this.#grants.add(name);
+      if (name === null || this.#grants.has(name)) return;
+      const leaseExpiresAt = Date.parse((grant as { leaseExpiresAt?: unknown }).leaseExpiresAt as string);
+      this.#grants.set(name, Number.isNaN(leaseExpiresAt) ? Infinity : leaseExpiresAt);
     });
     setHandler(quotaPlaceSignal, (signal) => {
       const name = useNameOf(signal);
@@ -134,6 +146,17 @@ export class ProjectQuotaRequester {
       if (answer.kind === 'used-before') {
         // A request ID is never granted twice: this one was used before, so the use asks under a new one.
         log.warn('the quota had seen this request ID before; asking under a new one', { use: name });
+        name = `${use.name}.${++asks}`;
+        continue;
+      }
+      if (answer.kind === 'stale') {
+        // A grant whose lease ran out before the call could start: one from before a reset of this
+        // workflow (its call may have been made already), or one that waited out a backlog. Not
+        // used: it is given back, and the use asks under a new ID.
+        const { requestId } = answer;
+        log.warn("a grant's lease ran out before its call; giving it back and asking again", { requestId });
+        void this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
+        this.#forget(name);
         name = `${use.name}.${++asks}`;
         continue;
       }
@@ -195,8 +218,11 @@ export class ProjectQuotaRequester {
       let reaskAt = Date.now() + QUOTA_REASK_MS;
       for (;;) {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
-        if (this.#grants.has(use.name)) {
+        const grantExpiresAt = this.#grants.get(use.name);
+        if (grantExpiresAt !== undefined) {
           this.#stopWaiting();
+          // On the workflow clock: a reset run's first task runs at the time of the reset.
+          if (Date.now() >= grantExpiresAt) return { kind: 'stale', requestId };
           proxySinks<ProjectMetricsSinks>().projectMetrics.quotaWaited(
             this.projectId,
             (Date.now() - askedAt) / 1000,

@@ -1,6 +1,6 @@
 /**
  * The project quota under faults, against a real Temporal server, real workers and the simulator:
- * a create that retries through an outage past its lease. Every test has its own project
+ * a create that retries through an outage past its lease, and a job workflow reset to before its create. Every test has its own project
  * (so its own quota workflow) and its own simulator.
  */
 import assert from 'node:assert/strict';
@@ -25,6 +25,7 @@ import {
   waitFor,
   type TemporalTestEnv,
 } from '../harness.js';
+import { requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-faults-key-${randomUUID()}`;
 const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
@@ -97,6 +98,46 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     const created = createdAt(setup.sim);
     const gapMs = (created.get(b.job.id) as number) - (created.get(a.job.id) as number);
     assert.ok(gapMs >= W, `the second job created ${gapMs}ms after the first, within its window`);
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('a job workflow reset to the task that created its agent job asks for a new grant, not the one from its past', async () => {
+    const leaseMs = 2_000;
+    const setup = await setUp({ uses: 10, windowMs: 60_000 }, { uses: 5, windowMs: 60_000 }, leaseMs);
+    const job = await startJob(setup, 'Reset after its create');
+    const first = await job.result();
+    assert.equal(first.status, 'completed');
+    const doneAt = Date.now();
+    // The task that took the grant and scheduled the create: the first completed after the grant.
+    const events = (await job.fetchHistory()).events ?? [];
+    const grantIndex = events.findIndex(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'quotaGrant',
+    );
+    const taskCompleted = events.slice(grantIndex).find((e) => e.workflowTaskCompletedEventAttributes);
+    assert.ok(grantIndex >= 0 && taskCompleted?.eventId, 'the grant and the task that used it');
+    // An operator resets later than the grant's lease.
+    await waitFor(() => Date.now() > doneAt + leaseMs, { what: 'the lease to run out', timeoutMs: 10_000 });
+    const { runId } = await setup.env.client.workflowService.resetWorkflowExecution({
+      namespace: setup.env.namespace,
+      workflowExecution: { workflowId: job.workflowId, runId: job.firstExecutionRunId },
+      reason: 'test: reset to before the create',
+      workflowTaskFinishEventId: taskCompleted.eventId,
+      requestId: randomUUID(),
+    });
+    const reset = setup.env.client.workflow.getHandle<typeof agentJobWorkflow>(
+      job.workflowId,
+      runId ?? undefined,
+    );
+    const second = await reset.result();
+    assert.equal(second.status, 'completed');
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const creates = requestsTo(setup.sim, setup.projectId, 'create');
+    assert.equal(creates, 2, 'the reset run created again');
+    assert.equal(
+      status.totals.granted,
+      creates,
+      `every create had its own grant: ${JSON.stringify(status.totals)}`,
+    );
     await quotaHandle(setup).terminate('test over');
   });
 });
