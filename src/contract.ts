@@ -528,6 +528,13 @@ export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]
 /** Signal to the quota workflow: a queued or granted request is withdrawn unused (cancellation). */
 export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
 
+/**
+ * Signal to the quota workflow from a workflow still waiting in its queue, every `QUOTA_REASK_MS`
+ * without a word: the quota ignores it, and it fails when no quota workflow runs (one was
+ * terminated), so that the waiting workflow asks again at once instead of at its estimated start.
+ */
+export const quotaWaitingSignal = defineSignal<[{ requestId: string }]>('quotaWaiting');
+
 /** Signal from the quota workflow to a requesting workflow: its use is granted. */
 export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');
 

@@ -13,6 +13,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  isCancellation,
   getExternalWorkflowHandle,
   log,
   proxyActivities,
@@ -31,6 +32,7 @@ import {
   quotaPlaceSignal,
   quotaReleaseSignal,
   quotaSpentSignal,
+  quotaWaitingSignal,
   SearchAttributes,
   type AgentJobProgress,
   type ProjectMetricsSinks,
@@ -46,7 +48,8 @@ import { RETRY_JITTER } from '../retries.js';
 /**
  * How long a requester waits without a word (no place, no grant) before it asks again under the
  * same request ID, and how long past its estimated start: the default lease, by which a grant lost
- * on its way would have come back to the budget. Asking again is idempotent.
+ * on its way would have come back to the budget. Asking again is idempotent. Also how often a
+ * requester whose start is further off checks that the quota workflow still runs.
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
 
@@ -216,6 +219,7 @@ export class ProjectQuotaRequester {
       const known = this.#places.get(use.name);
       if (known) this.#show(known, null);
       let reaskAt = Date.now() + QUOTA_REASK_MS;
+      let checkAt = reaskAt;
       for (;;) {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
         const grantExpiresAt = this.#grants.get(use.name);
@@ -243,15 +247,22 @@ export class ProjectQuotaRequester {
             return { kind: 'off' };
           }
           reaskAt = Date.now() + QUOTA_REASK_MS;
+          checkAt = reaskAt;
           continue;
         }
-        const timeoutMs = Math.max(1, Math.min(deadlineMs, reaskAt) - Date.now());
+        // Woken at least every QUOTA_REASK_MS, to check that the quota workflow still runs.
+        const wakeAt = Math.min(deadlineMs, reaskAt, checkAt);
         const woken = await condition(
           () => this.#grants.has(use.name) || this.#declines.has(use.name),
-          timeoutMs,
+          Math.max(1, wakeAt - Date.now()),
         );
+        if (woken) continue;
         // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
-        if (!woken) reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
+        reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
+        if (Date.now() < checkAt || Date.now() >= reaskAt) continue;
+        checkAt = Date.now() + QUOTA_REASK_MS;
+        // A terminated quota workflow forgot the queue: ask again now, not at the estimated start.
+        if (!(await this.#quotaRuns(requestId))) reaskAt = Date.now();
       }
     } catch (err) {
       // Leave the queue without an API call (the request may have reached it even when the enqueue
@@ -272,6 +283,23 @@ export class ProjectQuotaRequester {
         `the most it holds); asking again at ${new Date(at).toISOString()}`,
     );
     return at;
+  }
+
+  /** Whether the project's quota workflow runs: a signal it ignores, which fails when none runs. */
+  async #quotaRuns(requestId: string): Promise<boolean> {
+    try {
+      await getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId)).signal(quotaWaitingSignal, {
+        requestId,
+      });
+      return true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('the project quota workflow no longer runs; asking again', {
+        projectId: this.projectId,
+        error: String(err),
+      });
+      return false;
+    }
   }
 
   /** Queues one request with the project's quota workflow, starting it if none runs. */

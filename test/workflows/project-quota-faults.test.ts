@@ -1,6 +1,7 @@
 /**
  * The project quota under faults, against a real Temporal server, real workers and the simulator:
- * a create that retries through an outage past its lease, and a job workflow reset to before its create. Every test has its own project
+ * a create that retries through an outage past its lease, a quota workflow terminated while jobs
+ * wait in its queue, and a job workflow reset to before its create. Every test has its own project
  * (so its own quota workflow) and its own simulator.
  */
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import { describe, test } from 'node:test';
 import {
   projectQuotaWorkflowId,
   quotaStatusQuery,
+  statusQuery,
   WORKFLOW_TYPE,
   type AgentJobInput,
   type QuotaLimit,
@@ -16,6 +18,7 @@ import {
 import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
+import { QUOTA_REASK_MS } from '../../src/workflows/quota-requester.js';
 import {
   activitiesFor,
   startTestSimulator,
@@ -98,6 +101,42 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     const created = createdAt(setup.sim);
     const gapMs = (created.get(b.job.id) as number) - (created.get(a.job.id) as number);
     assert.ok(gapMs >= W, `the second job created ${gapMs}ms after the first, within its window`);
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('a terminated quota workflow: the job waiting in its queue asks again within QUOTA_REASK_MS, not at its estimated start an hour later', async () => {
+    const limit = { uses: 1, windowMs: 3_600_000 };
+    const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, limit, 60_000);
+    const holder = await startJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const waiting = await startJob(setup, 'Waits in the queue');
+    const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
+      what: 'the second job to hear its place',
+    });
+    assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
+    await quotaHandle(setup).terminate('an operator ends the quota workflow');
+    const terminatedAt = Date.now();
+    const progress = await waitFor(
+      async () => {
+        const p = await waiting.query(statusQuery);
+        return p.jobId === null ? null : p;
+      },
+      {
+        what: 'the waiting job to create its agent job',
+        timeoutMs: QUOTA_REASK_MS + 45_000,
+        intervalMs: 500,
+      },
+    );
+    const waitedMs = Date.now() - terminatedAt;
+    process.stdout.write(
+      `# quota terminated: the queued job created ${(waitedMs / 1000).toFixed(1)}s later\n`,
+    );
+    assert.ok(progress.jobId);
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2);
+    await waiting.terminate('test over');
+    await holder.terminate('test over');
     await quotaHandle(setup).terminate('test over');
   });
 
