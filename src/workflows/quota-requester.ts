@@ -268,6 +268,15 @@ export class ProjectQuotaRequester {
       // Leave the queue without an API call (the request may have reached it even when the enqueue
       // failed); the signal goes out even when this scope is cancelled.
       await this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
+      // No longer waiting: the job leaves the queue, and a next ask starts from what it shows now.
+      // Restored without a search attribute update, which would change the commands of this task:
+      // a failed ask ends the workflow, which shows its end.
+      const waited = this.#waiting;
+      this.#waiting = null;
+      if (waited?.shown) {
+        this.progress.phase = waited.phase;
+        this.progress.queue = null;
+      }
       throw err;
     }
   }
