@@ -144,7 +144,7 @@ export interface BudgetState {
   remembered: RememberedRequest[];
   declines: OwedDecline[];
   /**
-   * Requests a full queue declined, first declined first, at most {@link MAX_QUEUE}: while they
+   * Requests a full queue declined, in the order declined, at most {@link MAX_QUEUE}: while they
    * are to come back, the room that frees is theirs, so that new requests cannot take every place
    * as it frees and starve them. Absent in states carried from before it.
    */
