@@ -504,6 +504,12 @@ export interface QuotaRequest {
   /** How long the grant may stay unconfirmed before its use returns to the budget, in ms. */
   leaseMs: number;
   /**
+   * Epoch ms by which the granted call has surely ended (the requesting workflow's deadline and one
+   * attempt more). Until then a lease that runs out unconfirmed is renewed while the requester
+   * still runs: a call retrying through an outage keeps its use. Absent: the lease alone.
+   */
+  holdUntil?: number;
+  /**
    * Set when this request asks again for a use the API refused (429): the refused request's ID
    * and the 429's Retry-After (ms, null without one). The project pauses, the refused grant is
    * dropped (if its lease still runs), and this request takes the head of the queue. A request of
@@ -544,6 +550,13 @@ export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]
 
 /** Signal to the quota workflow: a queued or granted request is withdrawn unused (cancellation). */
 export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
+
+/**
+ * Signal to the quota workflow from a workflow still waiting in its queue, every `QUOTA_REASK_MS`
+ * without a word: the quota ignores it, and it fails when no quota workflow runs (one was
+ * terminated), so that the waiting workflow asks again at once instead of at its estimated start.
+ */
+export const quotaWaitingSignal = defineSignal<[{ requestId: string }]>('quotaWaiting');
 
 /** Signal from the quota workflow to a requesting workflow: its use is granted. */
 export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');

@@ -26,6 +26,8 @@ export interface EnqueueForProjectQuotaInput {
   kind: QuotaUseKind;
   /** Set when this request asks again for a use the API refused: see {@link QuotaRequest}. */
   refused?: QuotaRequest['refused'];
+  /** When the granted call has surely ended: see {@link QuotaRequest}. */
+  holdUntil?: number;
 }
 
 /** The quota activities; `settings` null or undefined turns the quota off on this worker. */

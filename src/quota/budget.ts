@@ -17,7 +17,14 @@ import type {
   QuotaUseKind,
 } from '../contract.js';
 import { idHash, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, retryDelayMs } from '../retries.js';
+import {
+  CREATE_BACKOFF,
+  MAX_RETRY_AFTER_MS,
+  MESSAGE_BACKOFF,
+  RETRY_JITTER,
+  retryDelayMs,
+} from '../retries.js';
+import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 
 /**
  * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
@@ -25,6 +32,13 @@ import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, retryDelayMs } fro
  * input may hold (a unit test checks it). Further requests are declined.
  */
 export const MAX_QUEUE = 1_000;
+
+/**
+ * The queued IDs' JSON form, at most, in bytes: {@link MAX_QUEUE} of the longest plain IDs (579
+ * bytes each) fit; IDs with `"` or `\\`, which JSON writes in two bytes, take more room, so a
+ * queue of them holds fewer and a full state stays within its bound all the same.
+ */
+export const MAX_QUEUE_BYTES = 600_000;
 
 /** Grants unconfirmed at once, at most: far above any API call concurrency one project needs; bounds the state. */
 export const MAX_LEASES = 200;
@@ -49,6 +63,13 @@ export const REMEMBERED = 2_000;
  */
 export const QUOTA_IDLE_MS = 60_000;
 
+/**
+ * How long past the time a `queue-full` decline names its room is held: the requester's jitter is
+ * within it (20 % of the wait), and this margin covers its enqueue activity and the unanswered
+ * ones, which ask again after the default lease (src/workflows/quota-requester.ts).
+ */
+const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
+
 /** Declines owed while the workflow drains for continue-as-new, at most; a requester left unanswered asks again. */
 const MAX_DECLINES_OWED = 100;
 
@@ -63,6 +84,8 @@ export interface QueueEntry {
   kind: QuotaUseKind;
   enqueuedAt: number;
   leaseMs: number;
+  /** Until when a lease that runs out unconfirmed is renewed while the requester runs: see {@link QuotaRequest}. */
+  holdUntil?: number;
   /** Asks again after a 429: ahead of every other request. */
   requeued?: true;
   /** Its place is owed: it joined, asked again, or a 429 moved its start. */
@@ -82,6 +105,12 @@ export interface RememberedRequest {
   how: 'spent' | 'released' | 'refused';
 }
 
+/** A request a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
+export interface HeldRoom {
+  id: string;
+  until: number;
+}
+
 /** An answer owed to a request that was not queued. */
 export interface OwedDecline extends QuotaDeclined {
   workflowId: string;
@@ -93,8 +122,18 @@ export interface BudgetState {
   limit: QuotaLimit;
   /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
   learntUses: number | null;
-  /** When the learnt budget last changed: it grows by one use per quiet window. */
+  /** When the learnt budget last changed: it grows back each quiet window. */
   learntAt: number;
+  /**
+   * What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet
+   * window since. Absent in states carried from before it: 1.
+   */
+  learntStep?: number;
+  /**
+   * The learnt budget before the 429s of the current pause: the refusals of one burst lower the
+   * budget from it, not from each other. Absent when no 429 came yet.
+   */
+  learntBeforePause?: number | null;
   queue: QueueEntry[];
   /** Times of confirmed uses within the last window, ascending. */
   window: number[];
@@ -104,6 +143,12 @@ export interface BudgetState {
   refusalsInARow: number;
   remembered: RememberedRequest[];
   declines: OwedDecline[];
+  /**
+   * Requests a full queue declined, in the order declined, at most {@link MAX_QUEUE}: while they
+   * are to come back, the room that frees is theirs, so that new requests cannot take every place
+   * as it frees and starve them. Absent in states carried from before it.
+   */
+  heldRooms?: HeldRoom[];
   totals: ProjectQuotaStatus['totals'];
 }
 
@@ -136,6 +181,8 @@ export function edgeMarginMs(limit: QuotaLimit): number {
 export class ProjectBudget {
   readonly #s: BudgetState;
   readonly #maxQueue: number;
+  /** The queue's {@link MAX_QUEUE_BYTES} measure; null when it is to be counted again. */
+  #queueBytes: number | null = null;
 
   /** `maxQueue` lowers {@link MAX_QUEUE} (tests); it is never raised above it. */
   constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
@@ -150,6 +197,7 @@ export class ProjectBudget {
       limit: clampLimit(limit),
       learntUses: null,
       learntAt: now,
+      learntStep: 1,
       queue: [],
       window: [],
       leases: [],
@@ -157,6 +205,7 @@ export class ProjectBudget {
       refusalsInARow: 0,
       remembered: [],
       declines: [],
+      heldRooms: [],
       totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0, declined: 0 },
     };
   }
@@ -169,7 +218,13 @@ export class ProjectBudget {
   /** Nothing queued, granted, counted in the window or owed: ending loses nothing. */
   get idle(): boolean {
     const s = this.#s;
-    return s.queue.length === 0 && s.leases.length === 0 && s.window.length === 0 && s.declines.length === 0;
+    return (
+      s.queue.length === 0 &&
+      s.leases.length === 0 &&
+      s.window.length === 0 &&
+      s.declines.length === 0 &&
+      (s.heldRooms ?? []).length === 0
+    );
   }
 
   /** Uses the budget allows per window now: the configured ones, or fewer after 429s. */
@@ -200,16 +255,22 @@ export class ProjectBudget {
       kind: request.kind,
       enqueuedAt: now,
       leaseMs: clamp(request.leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+      ...(request.holdUntil !== undefined && { holdUntil: Math.min(request.holdUntil, now + MAX_WINDOW_MS) }),
       owed: true,
     };
     if (request.refused) {
       this.refuse(entry, request.refused, now, random);
       return 'requeued';
     }
-    if (s.queue.length >= this.#maxQueue) {
+    const bytes = queuedBytes(entry);
+    // A request declined before takes the room held for it; a new one only the room not held.
+    const held = this.#takeHeldRoom(request.requestId, now);
+    const places = this.#maxQueue - (held ? 0 : (s.heldRooms ?? []).length);
+    if (s.queue.length >= places || this.#queuedBytes() + bytes > MAX_QUEUE_BYTES) {
       this.#decline(request, 'queue-full', now);
       return 'queue-full';
     }
+    this.#queueBytes = this.#queuedBytes() + bytes;
     if (entry.kind === 'create') {
       s.queue.push(entry);
     } else {
@@ -232,6 +293,7 @@ export class ProjectBudget {
   ): void {
     const s = this.#s;
     const lease = this.#takeLease(refusal.requestId);
+    this.#queueBytes = null;
     s.queue.unshift({
       ...entry,
       enqueuedAt: lease?.enqueuedAt ?? entry.enqueuedAt,
@@ -245,15 +307,12 @@ export class ProjectBudget {
     // Uses granted together before the first 429 of a pause are one discovery, not repeats.
     const grantedBeforePause =
       lease !== undefined && s.pausedUntil !== null && lease.grantedAt < s.pausedUntil;
-    if (!grantedBeforePause) s.refusalsInARow++;
-    this.#prune(now);
-    if (lease) {
-      // The API took at most what the window holds plus the grants still out, and refused one
-      // more: that is its budget for now. Refusals of one burst lower it until it matches.
-      const accepted = s.window.length + s.leases.length;
-      s.learntUses = Math.max(1, Math.min(s.learntUses ?? s.limit.uses, accepted));
-      s.learntAt = now;
+    if (!grantedBeforePause) {
+      s.refusalsInARow++;
+      s.learntBeforePause = s.learntUses;
     }
+    this.#prune(now);
+    if (lease) this.#learn(s.window.length + s.leases.length, now);
     const pauseMs = retryDelayMs({
       backoff: entry.kind === 'message' ? MESSAGE_BACKOFF : CREATE_BACKOFF,
       failures: Math.max(1, s.refusalsInARow),
@@ -274,11 +333,13 @@ export class ProjectBudget {
     const s = this.#s;
     const expired = this.#expireLeases(now);
     this.#prune(now);
+    this.#dropLapsedRooms(now);
     this.#relearn(now);
     if (s.pausedUntil !== null && now >= s.pausedUntil) s.pausedUntil = null;
     while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES) {
       if (s.window.length + s.leases.length >= this.effectiveUses) break;
-      const { requestId, workflowId, kind, enqueuedAt, leaseMs } = s.queue.shift() as QueueEntry;
+      const { requestId, workflowId, kind, enqueuedAt, leaseMs, holdUntil } = s.queue.shift() as QueueEntry;
+      this.#queueBytes = null;
       const expiresAt = now + leaseMs;
       s.leases.push({
         requestId,
@@ -286,6 +347,7 @@ export class ProjectBudget {
         kind,
         enqueuedAt,
         leaseMs,
+        ...(holdUntil !== undefined && { holdUntil }),
         grantedAt: now,
         expiresAt,
         owed: true,
@@ -342,6 +404,7 @@ export class ProjectBudget {
 
   /** A queued or granted request is withdrawn unused (deadline, cancellation, or its workflow is gone). */
   release(requestId: string, now: number): boolean {
+    this.#takeHeldRoom(requestId, now);
     if (this.#remembered(requestId, now)) return false;
     const found = this.#dropQueued(requestId) || this.#takeLease(requestId) !== undefined;
     if (found) this.#s.totals.released++;
@@ -458,6 +521,8 @@ export class ProjectBudget {
     // When half the queue has been granted, there is room again for whoever asks first.
     const starts = reason === 'queue-full' ? this.#starts(Math.ceil(this.#maxQueue / 2), now) : [];
     const retryAt = Math.max(now + 1_000, starts[starts.length - 1] ?? now);
+    if (reason === 'queue-full')
+      this.#holdRoom(request.requestId, now + (retryAt - now) * (1 + RETRY_JITTER), now);
     if (s.declines.length >= MAX_DECLINES_OWED) return;
     s.declines.push({
       workflowId: request.workflowId,
@@ -468,14 +533,46 @@ export class ProjectBudget {
     });
   }
 
+  /** Holds a place for a declined request until `until`; a repeat keeps its first place in line. */
+  #holdRoom(requestId: string, until: number, now: number): void {
+    const rooms = (this.#s.heldRooms ??= []);
+    this.#dropLapsedRooms(now);
+    const id = idHash(requestId);
+    const room = rooms.find((r) => r.id === id);
+    if (room) room.until = Math.max(room.until, until + ROOM_HELD_MARGIN_MS);
+    else if (rooms.length < MAX_QUEUE) rooms.push({ id, until: until + ROOM_HELD_MARGIN_MS });
+  }
+
+  /** Whether a place was held for `requestId` (it is taken); rooms whose time ran out are dropped. */
+  #takeHeldRoom(requestId: string, now: number): boolean {
+    const rooms = this.#s.heldRooms;
+    if (!rooms || rooms.length === 0) return false;
+    this.#dropLapsedRooms(now);
+    const index = rooms.findIndex((r) => r.id === idHash(requestId));
+    if (index >= 0) rooms.splice(index, 1);
+    return index >= 0;
+  }
+
+  #dropLapsedRooms(now: number): void {
+    const rooms = this.#s.heldRooms;
+    if (rooms && rooms.some((r) => r.until <= now)) this.#s.heldRooms = rooms.filter((r) => r.until > now);
+  }
+
   #queued(requestId: string): QueueEntry | undefined {
     return this.#s.queue.find((e) => e.requestId === requestId);
   }
 
   #dropQueued(requestId: string): boolean {
     const index = this.#s.queue.findIndex((e) => e.requestId === requestId);
-    if (index >= 0) this.#s.queue.splice(index, 1);
-    return index >= 0;
+    if (index < 0) return false;
+    this.#s.queue.splice(index, 1);
+    this.#queueBytes = null;
+    return true;
+  }
+
+  #queuedBytes(): number {
+    this.#queueBytes ??= this.#s.queue.reduce((n, e) => n + queuedBytes(e), 0);
+    return this.#queueBytes;
   }
 
   #takeLease(requestId: string): Lease | undefined {
@@ -483,8 +580,20 @@ export class ProjectBudget {
     return index < 0 ? undefined : this.#s.leases.splice(index, 1)[0];
   }
 
+  /**
+   * Leases that ran out unconfirmed expire, except one whose call may still reach the API (before
+   * its `holdUntil`): a create retrying through an outage, or waiting in a backlog, still holds its
+   * use, else the budget would hand the same use out again while the call is on its way. Its
+   * grant is sent again with the renewed lease: if the requester no longer runs, that signal fails
+   * and the use comes back at once (src/workflows/project-quota.ts).
+   */
   #expireLeases(now: number): string[] {
     const s = this.#s;
+    for (const lease of s.leases) {
+      if (lease.expiresAt > now || lease.holdUntil === undefined || lease.holdUntil <= now) continue;
+      lease.expiresAt = Math.min(lease.holdUntil, now + lease.leaseMs);
+      lease.owed = true;
+    }
     const expired = s.leases.filter((l) => l.expiresAt <= now).map((l) => l.requestId);
     if (expired.length === 0) return expired;
     s.leases = s.leases.filter((l) => l.expiresAt > now);
@@ -499,11 +608,35 @@ export class ProjectBudget {
     while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
   }
 
-  /** A learnt budget grows back by one use per window without a 429, up to the configured one. */
+  /**
+   * A 429 when `accepted` uses of ours were in the window or out (the API took at most these, and
+   * refused one more): the budget is as much as that evidence shows, no less. The refusals of one
+   * burst lower it from what it was before the burst until it matches what the API took. When it
+   * took none of ours, the 429 only says the window was full of another client's uses, which leave
+   * within a window: the pause and the one-at-a-time probes wait them out, and the budget keeps
+   * what it was, where 1 use would regrow for a window per use.
+   */
+  #learn(accepted: number, now: number): void {
+    const s = this.#s;
+    const before = s.learntBeforePause === undefined ? s.learntUses : s.learntBeforePause;
+    s.learntUses = accepted === 0 ? before : Math.max(1, Math.min(before ?? s.limit.uses, accepted));
+    s.learntAt = now;
+    s.learntStep = 1;
+  }
+
+  /**
+   * A learnt budget grows back each window without a 429, up to the configured one: by 1, then
+   * 2, 4, ... as the quiet windows add up, so it recovers in proportion to the evidence. Where
+   * the API really allows fewer, the 429 that follows restarts the growth at 1 use: about one 429
+   * per window, as with a growth of one use; where the fall was short-lived, the budget is back in
+   * a few windows, not one window per use.
+   */
   #relearn(now: number): void {
     const s = this.#s;
     if (s.learntUses === null || now - s.learntAt < s.limit.windowMs) return;
-    s.learntUses = s.learntUses + 1 >= s.limit.uses ? null : s.learntUses + 1;
+    const step = s.learntStep ?? 1;
+    s.learntUses = s.learntUses + step >= s.limit.uses ? null : s.learntUses + step;
+    s.learntStep = step * 2;
     s.learntAt = now;
   }
 
@@ -553,12 +686,16 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
   const leaseMs = finite(raw.leaseMs);
   if (leaseMs === null) return { problem: 'leaseMs must be a number' };
+  const holdUntil = finite(raw.holdUntil);
+  if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
+    return { problem: 'holdUntil must be a time in ms' };
   const request: QuotaRequest = {
     requestId,
     workflowId,
     kind: raw.kind,
     limit: clampLimit({ uses, windowMs }),
     leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
+    ...(holdUntil !== null && { holdUntil }),
   };
   if (raw.refused === undefined || raw.refused === null) return { value: request };
   const refused = isRecord(raw.refused) ? raw.refused : {};
@@ -599,10 +736,20 @@ function clampLimit(limit: QuotaLimit | undefined): QuotaLimit {
   };
 }
 
-/** A string ID of at most `maxBytes` as the carried JSON holds it (escapes included). */
+/**
+ * A string ID of at most `maxBytes` UTF-8 bytes, as Temporal measures a workflow ID: a `"` or `\\`
+ * is one byte, though the carried JSON writes it as two, so any ID Temporal accepts is read. What
+ * JSON writes as `\\uXXXX` (six bytes for a control character) is bounded apart: the JSON form at
+ * most twice `maxBytes`, which keeps a full state within its bound (a unit test checks it).
+ */
 function readId(value: unknown, maxBytes: number): string | null {
-  if (typeof value !== 'string' || value.length === 0) return null;
-  return utf8ByteLength(JSON.stringify(value)) - 2 <= maxBytes ? value : null;
+  if (typeof value !== 'string' || value.length === 0 || utf8ByteLength(value) > maxBytes) return null;
+  return utf8ByteLength(JSON.stringify(value)) - 2 <= 2 * maxBytes ? value : null;
+}
+
+/** The bytes a queued request's IDs take in the carried JSON. */
+function queuedBytes(entry: Pick<QueueEntry, 'requestId' | 'workflowId'>): number {
+  return utf8ByteLength(JSON.stringify(entry.requestId)) + utf8ByteLength(JSON.stringify(entry.workflowId));
 }
 
 function finite(value: unknown): number | null {

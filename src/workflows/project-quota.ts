@@ -25,6 +25,7 @@ import {
   quotaRequestSignal,
   quotaSpentSignal,
   quotaStatusQuery,
+  quotaWaitingSignal,
   type ProjectMetricsSinks,
   type QuotaLimit,
 } from '../contract.js';
@@ -91,6 +92,8 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   on(quotaSpentSignal, readSpent, ({ requestId, at }) => budget.spend(requestId, at, Date.now()));
   on(quotaReleaseSignal, readRelease, ({ requestId }) => budget.release(requestId, Date.now()));
   setHandler(quotaStatusQuery, () => budget.snapshot(Date.now()));
+  // Only its delivery matters to the waiting workflow (this run is there): nothing changes, nothing wakes.
+  setHandler(quotaWaitingSignal, () => undefined);
 
   /** Sends one notice; a grant whose workflow is gone gives its use back at once. */
   function send({ signal, workflowId, body }: QuotaNotice): void {

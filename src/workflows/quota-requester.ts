@@ -13,6 +13,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
+  isCancellation,
   getExternalWorkflowHandle,
   log,
   proxyActivities,
@@ -31,6 +32,7 @@ import {
   quotaPlaceSignal,
   quotaReleaseSignal,
   quotaSpentSignal,
+  quotaWaitingSignal,
   SearchAttributes,
   type AgentJobProgress,
   type ProjectMetricsSinks,
@@ -46,9 +48,17 @@ import { RETRY_JITTER } from '../retries.js';
 /**
  * How long a requester waits without a word (no place, no grant) before it asks again under the
  * same request ID, and how long past its estimated start: the default lease, by which a grant lost
- * on its way would have come back to the budget. Asking again is idempotent.
+ * on its way would have come back to the budget. Asking again is idempotent. Also how often a
+ * requester whose start is further off checks that the quota workflow still runs.
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
+
+/**
+ * The longest one create or message attempt takes (its `startToCloseTimeout` in
+ * ./agent-job/calls.ts): a call can still reach the API this long after the deadline that bounds
+ * its activity, so a grant is held that long past it (`holdUntil`).
+ */
+const CALL_ATTEMPT_MS = 75_000;
 
 // Enqueueing is one short gRPC call; it retries (idempotent by request ID) until the workflow's
 // own deadline decides otherwise. A regular activity, not a local one: a local activity would hold
@@ -65,8 +75,16 @@ export interface QuotaUse {
   name: string;
 }
 
-/** How an ask ended: granted (under this request ID), turned away for a used ID, or the quota is off. */
-type Answer = { kind: 'granted'; requestId: string } | { kind: 'used-before' } | { kind: 'off' };
+/**
+ * How an ask ended: granted (under this request ID), turned away for a used ID, granted with a
+ * lease that ran out before the call could start (a grant from the workflow's past), or the quota
+ * is off.
+ */
+type Answer =
+  | { kind: 'granted'; requestId: string }
+  | { kind: 'used-before' }
+  | { kind: 'stale'; requestId: string }
+  | { kind: 'off' };
 
 /**
  * The agent-job workflow's side of the quota: asks for a use, waits for the grant without any
@@ -75,9 +93,11 @@ type Answer = { kind: 'granted'; requestId: string } | { kind: 'used-before' } |
 export class ProjectQuotaRequester {
   /**
    * What the quota said, by use name (the last segment of the request ID). Keyed by name, not by
-   * request ID, because a replay may run under another workflow ID than the original run.
+   * request ID, because a replay may run under another workflow ID than the original run. A grant
+   * keeps the lease end of the first grant signal: a renewal extends the use of a call under way,
+   * never the time a call may start under it.
    */
-  readonly #grants = new Set<string>();
+  readonly #grants = new Map<string, number>();
   readonly #places = new Map<string, QueuePlace>();
   readonly #declines = new Map<string, QuotaDeclined>();
   /** Signals to the quota workflow not yet delivered: {@link settle} waits for them. */
@@ -96,7 +116,9 @@ export class ProjectQuotaRequester {
   ) {
     setHandler(quotaGrantSignal, (grant) => {
       const name = useNameOf(grant);
-      if (name !== null) this.#grants.add(name);
+      if (name === null || this.#grants.has(name)) return;
+      const leaseExpiresAt = Date.parse((grant as { leaseExpiresAt?: unknown }).leaseExpiresAt as string);
+      this.#grants.set(name, Number.isNaN(leaseExpiresAt) ? Infinity : leaseExpiresAt);
     });
     setHandler(quotaPlaceSignal, (signal) => {
       const name = useNameOf(signal);
@@ -127,6 +149,17 @@ export class ProjectQuotaRequester {
       if (answer.kind === 'used-before') {
         // A request ID is never granted twice: this one was used before, so the use asks under a new one.
         log.warn('the quota had seen this request ID before; asking under a new one', { use: name });
+        name = `${use.name}.${++asks}`;
+        continue;
+      }
+      if (answer.kind === 'stale') {
+        // A grant whose lease ran out before the call could start: one from before a reset of this
+        // workflow (its call may have been made already), or one that waited out a backlog. Not
+        // used: it is given back, and the use asks under a new ID.
+        const { requestId } = answer;
+        log.warn("a grant's lease ran out before its call; giving it back and asking again", { requestId });
+        void this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
+        this.#forget(name);
         name = `${use.name}.${++asks}`;
         continue;
       }
@@ -186,10 +219,14 @@ export class ProjectQuotaRequester {
       const known = this.#places.get(use.name);
       if (known) this.#show(known, null);
       let reaskAt = Date.now() + QUOTA_REASK_MS;
+      let checkAt = reaskAt;
       for (;;) {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
-        if (this.#grants.has(use.name)) {
+        const grantExpiresAt = this.#grants.get(use.name);
+        if (grantExpiresAt !== undefined) {
           this.#stopWaiting();
+          // On the workflow clock: a reset run's first task runs at the time of the reset.
+          if (Date.now() >= grantExpiresAt) return { kind: 'stale', requestId };
           proxySinks<ProjectMetricsSinks>().projectMetrics.quotaWaited(
             this.projectId,
             (Date.now() - askedAt) / 1000,
@@ -210,20 +247,36 @@ export class ProjectQuotaRequester {
             return { kind: 'off' };
           }
           reaskAt = Date.now() + QUOTA_REASK_MS;
+          checkAt = reaskAt;
           continue;
         }
-        const timeoutMs = Math.max(1, Math.min(deadlineMs, reaskAt) - Date.now());
+        // Woken at least every QUOTA_REASK_MS, to check that the quota workflow still runs.
+        const wakeAt = Math.min(deadlineMs, reaskAt, checkAt);
         const woken = await condition(
           () => this.#grants.has(use.name) || this.#declines.has(use.name),
-          timeoutMs,
+          Math.max(1, wakeAt - Date.now()),
         );
+        if (woken) continue;
         // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
-        if (!woken) reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
+        reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
+        if (Date.now() < checkAt || Date.now() >= reaskAt) continue;
+        checkAt = Date.now() + QUOTA_REASK_MS;
+        // A terminated quota workflow forgot the queue: ask again now, not at the estimated start.
+        if (!(await this.#quotaRuns(requestId))) reaskAt = Date.now();
       }
     } catch (err) {
       // Leave the queue without an API call (the request may have reached it even when the enqueue
       // failed); the signal goes out even when this scope is cancelled.
       await this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
+      // No longer waiting: the job leaves the queue, and a next ask starts from what it shows now.
+      // Restored without a search attribute update, which would change the commands of this task:
+      // a failed ask ends the workflow, which shows its end.
+      const waited = this.#waiting;
+      this.#waiting = null;
+      if (waited?.shown) {
+        this.progress.phase = waited.phase;
+        this.progress.queue = null;
+      }
       throw err;
     }
   }
@@ -241,6 +294,23 @@ export class ProjectQuotaRequester {
     return at;
   }
 
+  /** Whether the project's quota workflow runs: a signal it ignores, which fails when none runs. */
+  async #quotaRuns(requestId: string): Promise<boolean> {
+    try {
+      await getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId)).signal(quotaWaitingSignal, {
+        requestId,
+      });
+      return true;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('the project quota workflow no longer runs; asking again', {
+        projectId: this.projectId,
+        error: String(err),
+      });
+      return false;
+    }
+  }
+
   /** Queues one request with the project's quota workflow, starting it if none runs. */
   #enqueue(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<QuotaTicket> {
     const { workflowId } = workflowInfo();
@@ -256,6 +326,7 @@ export class ProjectQuotaRequester {
           requestId: `${workflowId}/${use.name}`,
           workflowId,
           kind: use.kind,
+          holdUntil: deadlineMs + CALL_ATTEMPT_MS,
           ...(refused && { refused }),
         },
       ],

@@ -145,6 +145,33 @@ describe('the rolling window', () => {
     assert.equal(budget.snapshot(T0 + LEASE + 10).usesInWindow, 2);
   });
 
+  test('a lease outlives the call it covers: renewed while the call may still reach the API, then it ends', () => {
+    const budget = budgetOf(1);
+    const holdUntil = T0 + 5 * LEASE;
+    budget.request({ ...ask(budget, 'wf-a/create'), holdUntil }, T0, noJitter);
+    request(budget, 'b');
+    assert.deepEqual(grants(budget.grant(T0).notices), ['wf-a/create']);
+    // The call retries through an outage past its lease: the use stays with it, its grant is sent
+    // again (if the requester no longer ran, that signal would fail and the use come back).
+    const renewed = budget.grant(T0 + LEASE);
+    assert.deepEqual(renewed.expired, []);
+    assert.deepEqual(grants(renewed.notices), ['wf-a/create'], 'the grant again, with its renewed lease');
+    const notice = renewed.notices[0];
+    assert.equal(
+      notice?.signal === 'grant' && notice.body.leaseExpiresAt,
+      new Date(T0 + 2 * LEASE).toISOString(),
+    );
+    assert.equal(budget.nextChangeAt(), T0 + 2 * LEASE);
+    for (let t = T0 + 2 * LEASE; t < holdUntil; t += LEASE) {
+      assert.deepEqual(grants(budget.grant(t).notices), ['wf-a/create'], 'not `wf-b`: the use is still out');
+    }
+    // Past the time the call can have ended, the lease expires as any other.
+    const { notices, expired } = budget.grant(holdUntil);
+    assert.deepEqual(expired, ['wf-a/create']);
+    assert.deepEqual(grants(notices), ['wf-b/create']);
+    assert.ok('problem' in readQuotaRequest({ ...ask(budget, 'wf-c/create'), holdUntil: 'later' }));
+  });
+
   test('usage gives the counts of the snapshot: budget, uses with grants out, queue', () => {
     const budget = budgetOf(2);
     for (const id of ['a', 'b', 'c']) request(budget, id);
@@ -271,6 +298,94 @@ describe('429s', () => {
   });
 });
 
+describe('another client spends the window', () => {
+  /**
+   * Replays, on a fake clock, the budget against an API that allows `real` uses per rolling window
+   * and answers 429 past that: each grant's call reaches the API 100 ms after it and is answered
+   * 100 ms later. `spentBefore` are uses another client made at those times; `requests` creates
+   * queue at 0. Returns when each request's call was accepted and the learnt budget at each pass.
+   */
+  function replay(
+    config: { uses: number; windowMs: number },
+    real: number,
+    spentBefore: number[],
+    requests: number,
+  ) {
+    const budget = new ProjectBudget(ProjectBudget.initial('docs', config, 0));
+    const limit = budget.state.limit;
+    const apiUses = [...spentBefore];
+    const accepted: number[] = [];
+    const learnt: Array<[number, number]> = [];
+    const calls: Array<{ at: number; requestId: string }> = [];
+    for (let i = 0; i < requests; i++) {
+      budget.request(
+        { requestId: `wf-${i}/create`, workflowId: `wf-${i}`, kind: 'create', limit, leaseMs: 120_000 },
+        0,
+        noJitter,
+      );
+    }
+    let now = 0;
+    while (accepted.length < requests) {
+      assert.ok(now < 3_600_000, `still ${requests - accepted.length} to create after an hour`);
+      for (const requestId of grants(budget.grant(now).notices)) calls.push({ at: now + 100, requestId });
+      if (learnt.at(-1)?.[1] !== budget.effectiveUses) learnt.push([now, budget.effectiveUses]);
+      calls.sort((a, b) => a.at - b.at);
+      const next = Math.min(calls[0]?.at ?? Infinity, budget.nextChangeAt() ?? Infinity);
+      assert.ok(Number.isFinite(next), 'nothing left to wake the budget');
+      now = next;
+      while (calls.length > 0 && (calls[0] as { at: number }).at <= now) {
+        const { at, requestId } = calls.shift() as { at: number; requestId: string };
+        const inWindow = apiUses.filter((t) => t > at - config.windowMs).length;
+        const answeredAt = at + 100;
+        if (inWindow < real) {
+          apiUses.push(at);
+          accepted.push(at);
+          budget.spend(requestId, answeredAt, answeredAt);
+        } else {
+          const [base, n] = requestId.split('.') as [string, string | undefined];
+          const again = `${base}.${Number(n ?? 1) + 1}`;
+          budget.request(
+            {
+              requestId: again,
+              workflowId: again.slice(0, again.indexOf('/')),
+              kind: 'create',
+              limit,
+              leaseMs: 120_000,
+              refused: { requestId, retryAfterMs: null },
+            },
+            answeredAt,
+            noJitter,
+          );
+        }
+        if (learnt.at(-1)?.[1] !== budget.effectiveUses) learnt.push([answeredAt, budget.effectiveUses]);
+      }
+    }
+    return { accepted, learnt, refused: budget.state.totals.refused };
+  }
+
+  test('a window another client spent just before 40 requests: the budget is back within a window or two, the last create by 100 s', () => {
+    // 10 per 20 s, all ten spent by another client in the second before the 40 requests arrive.
+    const spentBefore = Array.from({ length: 10 }, (_, i) => -1_000 + i * 50);
+    const { accepted, learnt, refused } = replay({ uses: 10, windowMs: 20_000 }, 10, spentBefore, 40);
+    const lastS = Math.max(...accepted) / 1000;
+    process.stdout.write(
+      `# quota after another client's window: last create at ${lastS.toFixed(1)} s, ${refused} 429s; learnt budget ` +
+        `${learnt.map(([t, uses]) => `${(t / 1000).toFixed(1)}s:${uses}`).join(' ')}\n`,
+    );
+    // The ideal: 10 creates at each of 20, 40, 60 and 80 s (the other client's uses leave at 19 s).
+    assert.ok(lastS <= 100, `the last create at ${lastS} s`);
+  });
+
+  test('a real budget lower than the configured one all along: about one 429 per window, not a burst each window', () => {
+    const W = 20_000;
+    const { accepted, refused } = replay({ uses: 10, windowMs: W }, 4, [], 40);
+    const windows = Math.ceil(Math.max(...accepted) / W);
+    process.stdout.write(`# quota with a real budget of 4 of 10: ${refused} 429s over ${windows} windows\n`);
+    assert.ok(refused <= 10 - 4 + windows, `${refused} 429s over ${windows} windows`);
+    assert.ok(Math.max(...accepted) <= 11 * W, `the last create at ${Math.max(...accepted) / 1000} s`);
+  });
+});
+
 describe('repeats', () => {
   test('a repeat of a queued request hears its place again, of a granted one its grant again', () => {
     const budget = budgetOf(1);
@@ -366,6 +481,37 @@ describe('the queue', () => {
     assert.equal(budget.state.totals.declined, 2);
   });
 
+  test('a request the full queue declined gets the room that frees before a newer one: no starvation', () => {
+    const budget = budgetOf(1, { maxQueue: 2 });
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    request(budget, 'c');
+    assert.equal(request(budget, 'x', 'create', T0 + 1), 'queue-full');
+    const declined = budget.grant(T0 + 1).notices.find((n) => n.signal === 'declined');
+    assert.ok(declined?.signal === 'declined');
+    // `a` is spent and leaves the window: `b` is granted, a place frees.
+    budget.spend('wf-a/create', T0 + 2, T0 + 2);
+    const edge = T0 + 2 + W + edgeMarginMs(budget.state.limit);
+    assert.deepEqual(grants(budget.grant(edge).notices), ['wf-b/create']);
+    // A newer request arrives before `x` asks again: the freed place is held for `x`.
+    assert.equal(request(budget, 'newer', 'create', edge + 1), 'queue-full');
+    assert.equal(request(budget, 'x', 'create', Date.parse(declined.body.retryAt)), 'queued');
+    assert.deepEqual(
+      budget.state.queue.map((e) => e.requestId),
+      ['wf-c/create', 'wf-x/create'],
+    );
+    // A held place that nobody takes lapses: the queue is open to all again.
+    const lapsed = budgetOf(1, { maxQueue: 1 });
+    request(lapsed, 'a');
+    request(lapsed, 'b');
+    assert.equal(request(lapsed, 'gone'), 'queue-full');
+    lapsed.grant(T0);
+    assert.equal(request(lapsed, 'newer', 'create', T0 + 1), 'queue-full', 'held for `gone`');
+    assert.equal(lapsed.release('wf-gone/create', T0 + 2), false, 'a release gives the place up');
+    assert.equal(request(lapsed, 'newer', 'create', T0 + 3), 'queued');
+  });
+
   test('a lower cap from the input applies; it never raises the budget own', () => {
     const budget = budgetOf(1, { maxQueue: 2 });
     for (const id of ['a', 'b', 'c']) request(budget, id);
@@ -376,11 +522,12 @@ describe('the queue', () => {
     assert.equal(big.state.queue.length, MAX_QUEUE);
   });
 
-  test('a full state, with IDs of the longest accepted length, stays well under the 2 MB of a continue-as-new input', () => {
+  test('a full state, with IDs of the longest accepted length and JSON form, stays well under the 2 MB of a continue-as-new input', () => {
     const uses = MAX_USES;
     const budget = budgetOf(uses);
-    const workflowId = (i: number) => `${i}-`.padEnd(MAX_WORKFLOW_ID_BYTES, 'w');
-    const requestId = (i: number) => `${workflowId(i)}/`.padEnd(MAX_REQUEST_ID_BYTES, 'r');
+    // Every `"` is one byte of the ID and two in the JSON: the longest carried form accepted.
+    const workflowId = (i: number) => `${i}-`.padEnd(MAX_WORKFLOW_ID_BYTES, '"');
+    const requestId = (i: number) => `${workflowId(i)}/`.padEnd(MAX_REQUEST_ID_BYTES, '"');
     const longest = (i: number, kind: QuotaUseKind): QuotaRequest => ({
       requestId: requestId(i),
       workflowId: workflowId(i),
@@ -394,14 +541,15 @@ describe('the queue', () => {
     budget.grant(T0);
     for (let i = 0; i < uses - MAX_LEASES; i++) budget.state.window.push(T0 + i);
     for (let i = 0; i < REMEMBERED; i++) budget.release(`released-${i}`, T0);
-    for (; budget.state.queue.length < MAX_QUEUE; n++) budget.request(longest(n, 'message'), T0, noJitter);
+    // IDs whose JSON form is twice their bytes fill the queue's bytes before its count.
+    while (budget.request(longest(n++, 'message'), T0, noJitter) === 'queued');
+    assert.ok(budget.state.queue.length > MAX_QUEUE / 2, `${budget.state.queue.length} queued`);
     for (let i = 0; i < 200; i++) budget.request(longest(n++, 'message'), T0, noJitter);
     const bytes = Buffer.byteLength(
       JSON.stringify({ projectId: 'docs', limit: budget.state.limit, state: budget.state }),
     );
     process.stdout.write(`# a full quota state: ${(bytes / 1e6).toFixed(2)} MB\n`);
     assert.equal(budget.state.leases.length, MAX_LEASES);
-    assert.equal(budget.state.queue.length, MAX_QUEUE);
     assert.ok(budget.state.declines.length > 0);
     assert.ok(bytes < 1.5e6, `${bytes} bytes`);
   });
@@ -475,6 +623,23 @@ describe('signals as they arrive', () => {
     assert.ok('problem' in readSpent(null));
     assert.ok('problem' in readRelease({}));
     assert.deepEqual(readRelease({ requestId: 'wf-a/create' }), { value: { requestId: 'wf-a/create' } });
+  });
+});
+
+describe('IDs as Temporal measures them', () => {
+  test('an ID of the longest length with `"` or `\\` is read, though its JSON form is longer than its bytes', () => {
+    const valid = ask(budgetOf(3), 'wf-a/create');
+    const workflowId = 'job-"quoted"-\\'.padEnd(MAX_WORKFLOW_ID_BYTES, '"');
+    const requestId = `${workflowId}/`.padEnd(MAX_REQUEST_ID_BYTES, '\\');
+    assert.equal(Buffer.byteLength(workflowId), MAX_WORKFLOW_ID_BYTES);
+    assert.equal(Buffer.byteLength(requestId), MAX_REQUEST_ID_BYTES);
+    const read = readQuotaRequest({ ...valid, requestId, workflowId });
+    assert.ok('value' in read, 'problem' in read ? read.problem : '');
+    assert.deepEqual(readSpent({ requestId, at: T0 }), { value: { requestId, at: T0 } });
+    assert.deepEqual(readRelease({ requestId }), { value: { requestId } });
+    // One byte more is too long, escapes or not.
+    assert.ok('problem' in readQuotaRequest({ ...valid, requestId: `${requestId}"`, workflowId }));
+    assert.ok('problem' in readQuotaRequest({ ...valid, requestId, workflowId: `${workflowId}\\` }));
   });
 });
 

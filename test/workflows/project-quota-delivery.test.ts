@@ -138,6 +138,10 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     );
     assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
     assert.equal(err.cause.type, FailureType.AgentJobTimedOut);
+    // What the job shows at its end: timed out, no longer in a queue.
+    const progress = await late.query(statusQuery);
+    assert.equal(progress.phase, 'timed-out');
+    assert.equal(progress.queue, null, `a place in a queue it left: ${JSON.stringify(progress.queue)}`);
     // The release left before the run closed: the quota drops the request at once.
     const status = await waitFor(
       async () => {

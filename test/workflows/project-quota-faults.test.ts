@@ -1,0 +1,182 @@
+/**
+ * The project quota under faults, against a real Temporal server, real workers and the simulator:
+ * a create that retries through an outage past its lease, a quota workflow terminated while jobs
+ * wait in its queue, and a job workflow reset to before its create. Every test has its own project
+ * (so its own quota workflow) and its own simulator.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { describe, test } from 'node:test';
+import {
+  projectQuotaWorkflowId,
+  quotaStatusQuery,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type QuotaLimit,
+} from '../../src/contract.js';
+import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
+import { QUOTA_REASK_MS } from '../../src/workflows/quota-requester.js';
+import {
+  activitiesFor,
+  startTestSimulator,
+  startTestWorker,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  type TemporalTestEnv,
+} from '../harness.js';
+import { requestsTo } from '../simulator-stats.js';
+
+const API_KEY = `quota-faults-key-${randomUUID()}`;
+const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
+
+interface Setup {
+  env: TemporalTestEnv;
+  sim: RunningSimulator;
+  taskQueue: string;
+  projectId: string;
+}
+
+/** A simulator whose budget is `real`, and a worker whose quota is `limit` with grants of `leaseMs`. */
+async function setUp(real: QuotaLimit, limit: QuotaLimit, leaseMs: number): Promise<Setup> {
+  const env = await temporalEnv();
+  const sim = await startTestSimulator({
+    apiKeys: [API_KEY],
+    budget: { uses: real.uses, windowSeconds: real.windowMs / 1000 },
+    retryAfter: false,
+    defaultScenario: { durationMs: 300 },
+  });
+  const projectQuota: ProjectQuotaSettings = { defaultLimit: limit, overrides: {}, leaseMs };
+  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
+  return { env, sim, taskQueue, projectId: uniqueId('docs-quota-faults') };
+}
+
+function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
+  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: setup.taskQueue,
+    workflowId: uniqueId('agent-job-faults'),
+    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
+  });
+}
+
+function quotaHandle(setup: Setup) {
+  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
+    projectQuotaWorkflowId(setup.projectId),
+  );
+}
+
+function refused(sim: RunningSimulator): number {
+  return sim.stats().requestsPerStatus['429'] ?? 0;
+}
+
+/** When the simulator created each agent job, by job ID. */
+function createdAt(sim: RunningSimulator): Map<string, number> {
+  return new Map(sim.stats().jobs.map((job) => [job.id, job.createdAt]));
+}
+
+describe('project quota under faults', { concurrency: 3 }, () => {
+  test('a create that retries through an outage past its lease keeps its use: the next job waits for the window, no 429', async () => {
+    // One use per 5 s; a lease of 2 s. The first three creates answer 503: the first job's create
+    // retries for about 14 s (2 s, 4 s, 8 s), far past its lease.
+    const W = 5_000;
+    const setup = await setUp({ uses: 1, windowMs: W }, { uses: 1, windowMs: W }, 2_000);
+    setup.sim.setScenario(setup.projectId, {
+      durationMs: 300,
+      faults: { rules: [{ endpoint: 'create', kind: 'status', status: 503, first: 3 }] },
+    });
+    const first = await startJob(setup, 'Retries through an outage');
+    await waitFor(async () => (await quotaHandle(setup).query(quotaStatusQuery)).totals.granted === 1, {
+      what: 'the first grant',
+    });
+    const second = await startJob(setup, 'Waits for the window');
+    const [a, b] = await Promise.all([first.result(), second.result()]);
+    assert.equal(a.status, 'completed');
+    assert.equal(b.status, 'completed');
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    assert.equal(status.totals.expired, 0, 'the lease of the call under way did not expire');
+    assert.equal(refused(setup.sim), 0, 'no 429: the use was never handed out twice');
+    const created = createdAt(setup.sim);
+    const gapMs = (created.get(b.job.id) as number) - (created.get(a.job.id) as number);
+    assert.ok(gapMs >= W, `the second job created ${gapMs}ms after the first, within its window`);
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('a terminated quota workflow: the job waiting in its queue asks again within QUOTA_REASK_MS, not at its estimated start an hour later', async () => {
+    const limit = { uses: 1, windowMs: 3_600_000 };
+    const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, limit, 60_000);
+    const holder = await startJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const waiting = await startJob(setup, 'Waits in the queue');
+    const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
+      what: 'the second job to hear its place',
+    });
+    assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
+    await quotaHandle(setup).terminate('an operator ends the quota workflow');
+    const terminatedAt = Date.now();
+    const progress = await waitFor(
+      async () => {
+        const p = await waiting.query(statusQuery);
+        return p.jobId === null ? null : p;
+      },
+      {
+        what: 'the waiting job to create its agent job',
+        timeoutMs: QUOTA_REASK_MS + 45_000,
+        intervalMs: 500,
+      },
+    );
+    const waitedMs = Date.now() - terminatedAt;
+    process.stdout.write(
+      `# quota terminated: the queued job created ${(waitedMs / 1000).toFixed(1)}s later\n`,
+    );
+    assert.ok(progress.jobId);
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2);
+    await waiting.terminate('test over');
+    await holder.terminate('test over');
+    await quotaHandle(setup).terminate('test over');
+  });
+
+  test('a job workflow reset to the task that created its agent job asks for a new grant, not the one from its past', async () => {
+    const leaseMs = 2_000;
+    const setup = await setUp({ uses: 10, windowMs: 60_000 }, { uses: 5, windowMs: 60_000 }, leaseMs);
+    const job = await startJob(setup, 'Reset after its create');
+    const first = await job.result();
+    assert.equal(first.status, 'completed');
+    const doneAt = Date.now();
+    // The task that took the grant and scheduled the create: the first completed after the grant.
+    const events = (await job.fetchHistory()).events ?? [];
+    const grantIndex = events.findIndex(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'quotaGrant',
+    );
+    const taskCompleted = events.slice(grantIndex).find((e) => e.workflowTaskCompletedEventAttributes);
+    assert.ok(grantIndex >= 0 && taskCompleted?.eventId, 'the grant and the task that used it');
+    // An operator resets later than the grant's lease.
+    await waitFor(() => Date.now() > doneAt + leaseMs, { what: 'the lease to run out', timeoutMs: 10_000 });
+    const { runId } = await setup.env.client.workflowService.resetWorkflowExecution({
+      namespace: setup.env.namespace,
+      workflowExecution: { workflowId: job.workflowId, runId: job.firstExecutionRunId },
+      reason: 'test: reset to before the create',
+      workflowTaskFinishEventId: taskCompleted.eventId,
+      requestId: randomUUID(),
+    });
+    const reset = setup.env.client.workflow.getHandle<typeof agentJobWorkflow>(
+      job.workflowId,
+      runId ?? undefined,
+    );
+    const second = await reset.result();
+    assert.equal(second.status, 'completed');
+    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const creates = requestsTo(setup.sim, setup.projectId, 'create');
+    assert.equal(creates, 2, 'the reset run created again');
+    assert.equal(
+      status.totals.granted,
+      creates,
+      `every create had its own grant: ${JSON.stringify(status.totals)}`,
+    );
+    await quotaHandle(setup).terminate('test over');
+  });
+});
