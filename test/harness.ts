@@ -23,7 +23,14 @@ import { createActivities, type ActivityDeps, type AgentJobActivities } from '..
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
-import type { AgentJobRecord } from '../src/contract.js';
+import {
+  projectQuotaWorkflowId,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type AgentJobRecord,
+  type QuotaLimit,
+} from '../src/contract.js';
+import type { agentJobWorkflow, projectQuotaWorkflow } from '../src/workflows/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 
 /** Path of the workflows entry point that the worker bundles. */
@@ -330,4 +337,55 @@ export async function workerProcessEnv(
     ...overrides,
   };
   return { vars, taskQueue, healthPort, metricsPort };
+}
+
+/** Polls every 200 ms, fixed, so the time a job is seen done is close to the time it ended. */
+export const QUOTA_TEST_POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 } as const;
+
+/** One project under the project quota: the server, a simulator with a budget, a worker with the quota. */
+export interface QuotaSetup {
+  env: TemporalTestEnv;
+  sim: RunningSimulator;
+  taskQueue: string;
+  projectId: string;
+}
+
+/**
+ * A simulator whose budget is `real` (the API's), and a worker whose quota is `limit` with grants
+ * of `leaseMs`; a new project named `<prefix>-xxxxxxxx`, whose jobs last `jobMs`.
+ */
+export async function startQuotaSetup(options: {
+  apiKey: string;
+  real: QuotaLimit;
+  limit: QuotaLimit;
+  leaseMs: number;
+  prefix: string;
+  jobMs?: number;
+}): Promise<QuotaSetup> {
+  const env = await temporalEnv();
+  const sim = await startTestSimulator({
+    apiKeys: [options.apiKey],
+    budget: { uses: options.real.uses, windowSeconds: options.real.windowMs / 1000 },
+    retryAfter: false,
+    defaultScenario: { durationMs: options.jobMs ?? 300 },
+  });
+  const projectQuota = { defaultLimit: options.limit, overrides: {}, leaseMs: options.leaseMs };
+  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, options.apiKey, { projectQuota }));
+  return { env, sim, taskQueue, projectId: uniqueId(options.prefix) };
+}
+
+/** Starts an agent-job workflow in the setup's project, on its worker, polling every 200 ms. */
+export function startQuotaJob(setup: QuotaSetup, prompt: string, input: Partial<AgentJobInput> = {}) {
+  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: setup.taskQueue,
+    workflowId: uniqueId('agent-job-quota'),
+    args: [{ projectId: setup.projectId, prompt, poll: QUOTA_TEST_POLL, ...input }],
+  });
+}
+
+/** The handle of the setup's project quota workflow. */
+export function quotaWorkflow(setup: QuotaSetup) {
+  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
+    projectQuotaWorkflowId(setup.projectId),
+  );
 }

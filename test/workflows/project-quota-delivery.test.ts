@@ -15,62 +15,28 @@ import {
   projectQuotaWorkflowId,
   quotaStatusQuery,
   statusQuery,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
   type QuotaLimit,
 } from '../../src/contract.js';
-import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
 import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/retries.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
-import {
-  activitiesFor,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-} from '../harness.js';
+import type { projectQuotaWorkflow } from '../../src/workflows/index.js';
+import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-delivery-key-${randomUUID()}`;
-const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
-
-interface Setup {
-  env: TemporalTestEnv;
-  sim: RunningSimulator;
-  taskQueue: string;
-  projectId: string;
+interface Setup extends QuotaSetup {
   limit: QuotaLimit;
 }
 
 /** A simulator whose budget is the worker's quota, and a worker with that quota. */
 async function setUp(limit: QuotaLimit, leaseMs = 60_000): Promise<Setup> {
-  const env = await temporalEnv();
-  const sim = await startTestSimulator({
-    apiKeys: [API_KEY],
-    budget: { uses: limit.uses, windowSeconds: limit.windowMs / 1000 },
-    retryAfter: false,
-    defaultScenario: { durationMs: 300 },
+  const setup = await startQuotaSetup({
+    apiKey: API_KEY,
+    real: limit,
+    limit,
+    leaseMs,
+    prefix: 'docs-quota-delivery',
   });
-  const projectQuota: ProjectQuotaSettings = { defaultLimit: limit, overrides: {}, leaseMs };
-  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
-  return { env, sim, taskQueue, projectId: uniqueId('docs-quota-delivery'), limit };
-}
-
-function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
-  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: setup.taskQueue,
-    workflowId: uniqueId('agent-job-delivery'),
-    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
-  });
-}
-
-function quotaHandle(setup: Setup) {
-  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
-    projectQuotaWorkflowId(setup.projectId),
-  );
+  return { ...setup, limit };
 }
 
 /** Starts the project's quota workflow before any job asks, with settings only its input can set. */
@@ -96,7 +62,7 @@ async function runsOf(setup: Setup, firstRunId: string): Promise<number> {
 
 /** Holds the project's only use: it creates its agent job, then polls once an hour. */
 async function holdTheBudget(setup: Setup) {
-  const holder = await startJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
+  const holder = await startQuotaJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
   await waitFor(async () => (await holder.query(statusQuery)).jobId, {
     what: 'the holder to create its job',
   });
@@ -112,14 +78,14 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     const quota = await startQuota(setup, { eventsPerRun: 40 });
     const handles = [];
     for (let i = 0; i < N; i++) {
-      handles.push(await startJob(setup, `Busy job ${i}`, { timeout: '60s' }));
+      handles.push(await startQuotaJob(setup, `Busy job ${i}`, { timeout: '60s' }));
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const results = await Promise.all(handles.map((h) => h.result()));
     for (const result of results) assert.equal(result.status, 'completed');
     assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
     const runs = await runsOf(setup, quota.firstExecutionRunId);
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     process.stdout.write(
       `# quota continue-as-new: ${N} jobs over ${runs} runs; ${JSON.stringify(status.totals)}\n`,
     );
@@ -131,7 +97,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
   test('a job that reaches its deadline while queued leaves the queue', async () => {
     const setup = await setUp({ uses: 1, windowMs: 60_000 });
     const holder = await holdTheBudget(setup);
-    const late = await startJob(setup, 'Gives up in the queue', { timeout: '4s' });
+    const late = await startQuotaJob(setup, 'Gives up in the queue', { timeout: '4s' });
     const err = await late.result().then(
       () => assert.fail('the job should reach its deadline'),
       (e: unknown) => e,
@@ -145,7 +111,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     // The release left before the run closed: the quota drops the request at once.
     const status = await waitFor(
       async () => {
-        const s = await quotaHandle(setup).query(quotaStatusQuery);
+        const s = await quotaWorkflow(setup).query(quotaStatusQuery);
         return s.totals.released === 1 ? s : null;
       },
       { what: 'the release to reach the quota', timeoutMs: 10_000 },
@@ -153,7 +119,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     assert.equal(status.queueLength, 0);
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 1, 'only the holder created');
     await holder.terminate('test over');
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 
   test('a create the API refuses as invalid is counted as spent before the job fails', async () => {
@@ -162,7 +128,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
       durationMs: 300,
       faults: { rules: [{ endpoint: 'create', kind: 'status', status: 422 }] },
     });
-    const job = await startJob(setup, 'Refused as invalid');
+    const job = await startQuotaJob(setup, 'Refused as invalid');
     const err = await job.result().then(
       () => assert.fail('the job should fail'),
       (e: unknown) => e,
@@ -172,21 +138,21 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     // The use was spent (the API counted the request): it stays in the window, no lease is left.
     const status = await waitFor(
       async () => {
-        const s = await quotaHandle(setup).query(quotaStatusQuery);
+        const s = await quotaWorkflow(setup).query(quotaStatusQuery);
         return s.totals.spent === 1 ? s : null;
       },
       { what: 'the spent signal to reach the quota', timeoutMs: 10_000 },
     );
     assert.deepEqual(status.leases, []);
     assert.equal(status.usesInWindow, 1);
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 
   test('malformed and absurd signals leave the quota workflow working', async () => {
     const limit = { uses: 1, windowMs: 60_000 };
     const setup = await setUp(limit);
     const holder = await holdTheBudget(setup);
-    const quota = quotaHandle(setup);
+    const quota = quotaWorkflow(setup);
     const valid = { workflowId: holder.workflowId, kind: 'create', limit, leaseMs: 60_000 };
     const before = Date.now();
     // A 429 whose Retry-After is absurd: the pause is capped as every retry's is.
@@ -249,16 +215,16 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     const setup = await setUp({ uses: 1, windowMs: 2_000 });
     await startQuota(setup, { maxQueue: 2 });
     const handles = await Promise.all(
-      Array.from({ length: N }, (_, i) => startJob(setup, `Turned away ${i}`, { timeout: '2m' })),
+      Array.from({ length: N }, (_, i) => startQuotaJob(setup, `Turned away ${i}`, { timeout: '2m' })),
     );
     const results = await Promise.all(handles.map((h) => h.result()));
     for (const result of results) assert.equal(result.status, 'completed');
     assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
     assert.equal(setup.sim.stats().requestsPerStatus['429'] ?? 0, 0, 'no 429');
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     process.stdout.write(`# quota queue cap 2: ${N} jobs; ${JSON.stringify(status.totals)}\n`);
     assert.ok(status.totals.declined >= N - 3, `declined ${status.totals.declined}`);
     assert.equal(status.totals.granted, N);
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 });

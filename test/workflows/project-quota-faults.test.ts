@@ -7,65 +7,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import {
-  projectQuotaWorkflowId,
-  quotaStatusQuery,
-  statusQuery,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
-  type QuotaLimit,
-} from '../../src/contract.js';
-import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
+import { quotaStatusQuery, statusQuery, type QuotaLimit } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { QUOTA_REASK_MS } from '../../src/workflows/quota-requester.js';
-import {
-  activitiesFor,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-faults-key-${randomUUID()}`;
-const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
-
-interface Setup {
-  env: TemporalTestEnv;
-  sim: RunningSimulator;
-  taskQueue: string;
-  projectId: string;
-}
+type Setup = QuotaSetup;
 
 /** A simulator whose budget is `real`, and a worker whose quota is `limit` with grants of `leaseMs`. */
-async function setUp(real: QuotaLimit, limit: QuotaLimit, leaseMs: number): Promise<Setup> {
-  const env = await temporalEnv();
-  const sim = await startTestSimulator({
-    apiKeys: [API_KEY],
-    budget: { uses: real.uses, windowSeconds: real.windowMs / 1000 },
-    retryAfter: false,
-    defaultScenario: { durationMs: 300 },
-  });
-  const projectQuota: ProjectQuotaSettings = { defaultLimit: limit, overrides: {}, leaseMs };
-  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
-  return { env, sim, taskQueue, projectId: uniqueId('docs-quota-faults') };
-}
-
-function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
-  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: setup.taskQueue,
-    workflowId: uniqueId('agent-job-faults'),
-    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
-  });
-}
-
-function quotaHandle(setup: Setup) {
-  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
-    projectQuotaWorkflowId(setup.projectId),
-  );
+function setUp(real: QuotaLimit, limit: QuotaLimit, leaseMs: number): Promise<Setup> {
+  return startQuotaSetup({ apiKey: API_KEY, real, limit, leaseMs, prefix: 'docs-quota-faults' });
 }
 
 function refused(sim: RunningSimulator): number {
@@ -87,36 +41,36 @@ describe('project quota under faults', { concurrency: 3 }, () => {
       durationMs: 300,
       faults: { rules: [{ endpoint: 'create', kind: 'status', status: 503, first: 3 }] },
     });
-    const first = await startJob(setup, 'Retries through an outage');
-    await waitFor(async () => (await quotaHandle(setup).query(quotaStatusQuery)).totals.granted === 1, {
+    const first = await startQuotaJob(setup, 'Retries through an outage');
+    await waitFor(async () => (await quotaWorkflow(setup).query(quotaStatusQuery)).totals.granted === 1, {
       what: 'the first grant',
     });
-    const second = await startJob(setup, 'Waits for the window');
+    const second = await startQuotaJob(setup, 'Waits for the window');
     const [a, b] = await Promise.all([first.result(), second.result()]);
     assert.equal(a.status, 'completed');
     assert.equal(b.status, 'completed');
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     assert.equal(status.totals.expired, 0, 'the lease of the call under way did not expire');
     assert.equal(refused(setup.sim), 0, 'no 429: the use was never handed out twice');
     const created = createdAt(setup.sim);
     const gapMs = (created.get(b.job.id) as number) - (created.get(a.job.id) as number);
     assert.ok(gapMs >= W, `the second job created ${gapMs}ms after the first, within its window`);
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 
   test('a terminated quota workflow: the job waiting in its queue asks again within QUOTA_REASK_MS, not at its estimated start an hour later', async () => {
     const limit = { uses: 1, windowMs: 3_600_000 };
     const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, limit, 60_000);
-    const holder = await startJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
+    const holder = await startQuotaJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
     await waitFor(async () => (await holder.query(statusQuery)).jobId, {
       what: 'the holder to create its job',
     });
-    const waiting = await startJob(setup, 'Waits in the queue');
+    const waiting = await startQuotaJob(setup, 'Waits in the queue');
     const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
       what: 'the second job to hear its place',
     });
     assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
-    await quotaHandle(setup).terminate('an operator ends the quota workflow');
+    await quotaWorkflow(setup).terminate('an operator ends the quota workflow');
     const terminatedAt = Date.now();
     const progress = await waitFor(
       async () => {
@@ -137,13 +91,13 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2);
     await waiting.terminate('test over');
     await holder.terminate('test over');
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 
   test('a job workflow reset to the task that created its agent job asks for a new grant, not the one from its past', async () => {
     const leaseMs = 2_000;
     const setup = await setUp({ uses: 10, windowMs: 60_000 }, { uses: 5, windowMs: 60_000 }, leaseMs);
-    const job = await startJob(setup, 'Reset after its create');
+    const job = await startQuotaJob(setup, 'Reset after its create');
     const first = await job.result();
     assert.equal(first.status, 'completed');
     const doneAt = Date.now();
@@ -169,7 +123,7 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     );
     const second = await reset.result();
     assert.equal(second.status, 'completed');
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     const creates = requestsTo(setup.sim, setup.projectId, 'create');
     assert.equal(creates, 2, 'the reset run created again');
     assert.equal(
@@ -177,6 +131,6 @@ describe('project quota under faults', { concurrency: 3 }, () => {
       creates,
       `every create had its own grant: ${JSON.stringify(status.totals)}`,
     );
-    await quotaHandle(setup).terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
   });
 });

@@ -16,63 +16,41 @@ import {
   SearchAttributes,
   sendMessageUpdate,
   statusQuery,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
   type AgentJobResult,
   type QuotaLimit,
   type QuotaRequest,
 } from '../../src/contract.js';
-import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
 import {
-  activitiesFor,
+  QUOTA_TEST_POLL,
+  quotaWorkflow,
   spawnTs,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
+  startQuotaJob,
+  startQuotaSetup,
   waitFor,
-  type TemporalTestEnv,
+  type QuotaSetup,
 } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-test-key-${randomUUID()}`;
-/** Polls every 200 ms, fixed, so the time a job is seen done is close to the time it ended. */
-const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 };
 const JOB_MS = 500;
-
-interface Setup {
-  env: TemporalTestEnv;
-  sim: RunningSimulator;
-  taskQueue: string;
-  projectId: string;
-}
+type Setup = QuotaSetup;
 
 /** A simulator with the API's real budget, and a worker whose quota is `configured`. */
-async function setUp(
+function setUp(
   real: { uses: number; windowSeconds: number },
   configured: QuotaLimit,
   leaseMs = 10_000,
 ): Promise<Setup> {
-  const env = await temporalEnv();
-  const sim = await startTestSimulator({
-    apiKeys: [API_KEY],
-    budget: real,
-    retryAfter: false,
-    defaultScenario: { durationMs: JOB_MS },
-  });
-  const projectQuota: ProjectQuotaSettings = { defaultLimit: configured, overrides: {}, leaseMs };
-  const { taskQueue } = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
-  return { env, sim, taskQueue, projectId: uniqueId('docs-quota') };
-}
-
-async function startJob(setup: Setup, prompt: string, input: Partial<AgentJobInput> = {}) {
-  return setup.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: setup.taskQueue,
-    workflowId: uniqueId('agent-job-quota'),
-    args: [{ projectId: setup.projectId, prompt, poll: POLL, ...input }],
+  return startQuotaSetup({
+    apiKey: API_KEY,
+    real: { uses: real.uses, windowMs: real.windowSeconds * 1000 },
+    limit: configured,
+    leaseMs,
+    prefix: 'docs-quota',
+    jobMs: JOB_MS,
   });
 }
 
@@ -84,10 +62,10 @@ async function startInOrder(setup: Setup, count: number) {
   const handles: WorkflowHandle<typeof agentJobWorkflow>[] = [];
   const arrivals: number[] = [];
   for (let i = 0; i < count; i++) {
-    const handle = await startJob(setup, `Quota job ${i}`);
+    const handle = await startQuotaJob(setup, `Quota job ${i}`);
     await waitFor(
       async () => {
-        const status = await quotaHandle(setup).query(quotaStatusQuery);
+        const status = await quotaWorkflow(setup).query(quotaStatusQuery);
         return status.totals.granted + status.queueLength >= i + 1;
       },
       { what: `job ${i} to reach the quota`, intervalMs: 20 },
@@ -98,15 +76,9 @@ async function startInOrder(setup: Setup, count: number) {
   return Object.assign(handles, { arrivals });
 }
 
-function quotaHandle(setup: Setup) {
-  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
-    projectQuotaWorkflowId(setup.projectId),
-  );
-}
-
 /** The workflow IDs the quota workflow signalled grants to, in order, from its history. */
 async function grantOrder(setup: Setup): Promise<string[]> {
-  const history = await quotaHandle(setup).fetchHistory();
+  const history = await quotaWorkflow(setup).fetchHistory();
   return (history.events ?? [])
     .map((event) => event.signalExternalWorkflowExecutionInitiatedEventAttributes)
     .filter((attributes) => attributes?.signalName === 'quotaGrant')
@@ -193,7 +165,7 @@ describe('project quota', { concurrency: 2 }, () => {
     handles.arrivals.forEach((arrival, i) =>
       ideal.push(Math.max(arrival - t0, i >= K ? ideal[i - K]! + W * 1000 : 0)),
     );
-    const idealMs = Math.max(...ideal) + JOB_MS + POLL.initialInterval;
+    const idealMs = Math.max(...ideal) + JOB_MS + QUOTA_TEST_POLL.initialInterval;
     const lastDoneMs = lastDoneAt - t0;
     const offsets = times.map((t) => ((t - t0) / 1000).toFixed(2)).join(' ');
     process.stdout.write(
@@ -203,21 +175,23 @@ describe('project quota', { concurrency: 2 }, () => {
     );
     assert.ok(lastDoneMs <= idealMs * 1.1, `last job done at ${lastDoneMs}ms; ideal ${idealMs}ms`);
     await captureHistory(setup.env, last, 'quota-queued-create');
-    await captureHistory(setup.env, quotaHandle(setup), 'quota-workflow', { waitForClose: false });
+    await captureHistory(setup.env, quotaWorkflow(setup), 'quota-workflow', { waitForClose: false });
   });
 
   test('the API allows fewer uses than configured: about one 429 per window, every job completes', async () => {
     const [N, realK, configuredK, W] = [9, 3, 6, 4];
     const setup = await setUp({ uses: realK, windowSeconds: W }, { uses: configuredK, windowMs: W * 1000 });
     const startedAt = Date.now();
-    const handles = await Promise.all(Array.from({ length: N }, (_, i) => startJob(setup, `Tight job ${i}`)));
+    const handles = await Promise.all(
+      Array.from({ length: N }, (_, i) => startQuotaJob(setup, `Tight job ${i}`)),
+    );
     const results = await Promise.all(handles.map((h) => h.result()));
     const elapsedMs = Date.now() - startedAt;
     for (const result of results) assert.equal(result.status, 'completed');
     assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
     const windows = Math.ceil(elapsedMs / (W * 1000));
     const refusals = refused(setup.sim);
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     process.stdout.write(
       `# quota learns: N=${N}, API ${realK}/${W}s, configured ${configuredK}/${W}s: ${refusals} 429s over ${windows} windows ` +
         `in ${(elapsedMs / 1000).toFixed(1)}s; learnt ${status.effectiveUses} uses per window\n`,
@@ -245,11 +219,13 @@ describe('project quota', { concurrency: 2 }, () => {
     const [N, W, leaseMs] = [3, 4, 1_000];
     const setup = await setUp({ uses: 1, windowSeconds: W }, { uses: N, windowMs: W * 1000 }, leaseMs);
     setup.sim.setScenario(setup.projectId, { durationMs: JOB_MS, latencyMs: 2 * leaseMs });
-    const handles = await Promise.all(Array.from({ length: N }, (_, i) => startJob(setup, `Late 429 ${i}`)));
+    const handles = await Promise.all(
+      Array.from({ length: N }, (_, i) => startQuotaJob(setup, `Late 429 ${i}`)),
+    );
     const results = await Promise.all(handles.map((h) => h.result()));
     for (const result of results) assert.equal(result.status, 'completed');
     assert.equal(createdJobs(setup.sim, setup.projectId), N, 'one agent job per workflow');
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     assert.equal(status.totals.expired, 0, 'the leases were renewed while their calls ran');
     assert.ok(
       refused(setup.sim) >= 1 && status.totals.refused === refused(setup.sim),
@@ -273,12 +249,12 @@ describe('project quota', { concurrency: 2 }, () => {
       (e: unknown) => e,
     );
     assert.ok(err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure, String(err));
-    await waitFor(async () => (await quotaHandle(setup).query(quotaStatusQuery)).totals.released === 1, {
+    await waitFor(async () => (await quotaWorkflow(setup).query(quotaStatusQuery)).totals.released === 1, {
       what: 'the quota to see the job leave',
     });
     await first.result();
     await second.result();
-    const status = await quotaHandle(setup).query(quotaStatusQuery);
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     assert.equal(status.queueLength, 0);
     assert.equal(status.totals.granted, 2);
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2, 'no create for the cancelled job');
@@ -290,11 +266,11 @@ describe('project quota', { concurrency: 2 }, () => {
     const limit = { uses: 2, windowMs: 60_000 };
     const setup = await setUp({ uses: 10, windowSeconds: 60 }, limit, leaseMs);
     // The holder creates its agent job (one use), then polls for an hour: it ignores a stray grant.
-    const holder = await startJob(setup, 'Holds a stray grant', { poll: { initialInterval: '1h' } });
+    const holder = await startQuotaJob(setup, 'Holds a stray grant', { poll: { initialInterval: '1h' } });
     await waitFor(async () => (await holder.query(statusQuery)).jobId, {
       what: 'the holder to create its job',
     });
-    const quota = quotaHandle(setup);
+    const quota = quotaWorkflow(setup);
     await request(setup, { requestId: 'stray/create', workflowId: holder.workflowId, limit, leaseMs });
     await waitFor(
       async () => (await quota.query(quotaStatusQuery)).leases.some((l) => l.requestId === 'stray/create'),
@@ -302,7 +278,7 @@ describe('project quota', { concurrency: 2 }, () => {
     );
     const grantedAt = Date.now();
     // The window is now full until the lease ends; a new job waits for the stray use to come back.
-    const waiting = await startJob(setup, 'Waits for the lease');
+    const waiting = await startQuotaJob(setup, 'Waits for the lease');
     const result = await waiting.result();
     const waitedMs = Date.now() - grantedAt;
     assert.equal(result.status, 'completed');
@@ -368,12 +344,12 @@ describe('project quota', { concurrency: 2 }, () => {
   test('a thousand requests queued for one project: the queue survives continue-as-new, and each can leave it', async () => {
     const limit = { uses: 2, windowMs: 3_600_000 };
     const setup = await setUp({ uses: 10, windowSeconds: 3600 }, limit);
-    const quota = quotaHandle(setup);
+    const quota = quotaWorkflow(setup);
     const REQUESTS = 1_000;
     // Every request names one running job that ignores what it is sent (it polls once an hour). Its
     // own create takes one use, the first request the other, never confirmed (a lease of an hour):
     // all the other requests queue.
-    const holder = await startJob(setup, 'Receives the grants', { poll: { initialInterval: '1h' } });
+    const holder = await startQuotaJob(setup, 'Receives the grants', { poll: { initialInterval: '1h' } });
     await waitFor(async () => (await holder.query(statusQuery)).jobId, {
       what: 'the holder to create its job',
     });

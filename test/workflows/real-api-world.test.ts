@@ -87,7 +87,7 @@ describe('one agent job per workflow, whatever the answer to its create', { conc
   test('a 2xx create whose body trickles in: the ID in the bytes that arrived is used, no second create', async () => {
     const projectId = project({
       faults: {
-        rules: [{ endpoint: 'create', first: 1, kind: 'trickle', bytesPerChunk: 4, intervalMs: 200 }],
+        rules: [{ endpoint: 'create', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: 400 }],
       },
     });
     const result = await (await start({ projectId })).result();
@@ -204,6 +204,16 @@ describe('blips do not fail a job the API has answered', { concurrency: 3 }, () 
   });
 });
 
+/** Sends one follow-up through the library and waits for its turn's result. */
+async function followUp(projectId: string, jobId: string): Promise<AgentJobResult> {
+  const sent = await sendFollowUp(
+    env.client,
+    { projectId, jobId, prompt: 'Also document the errors', poll: FAST_POLL },
+    { taskQueue: worker.taskQueue },
+  );
+  return sent.result();
+}
+
 test('a follow-up whose 2xx answer trickles past the request bound: one message, and the new turn ends', async () => {
   const projectId = project({ durationMs: 500 });
   const first = await (await start({ projectId })).result();
@@ -213,12 +223,7 @@ test('a follow-up whose 2xx answer trickles past the request bound: one message,
       rules: [{ endpoint: 'message', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: 400 }],
     },
   });
-  const followUp = await sendFollowUp(
-    env.client,
-    { projectId, jobId: first.job.id, prompt: 'Also document the errors', poll: FAST_POLL },
-    { taskQueue: worker.taskQueue },
-  );
-  const second = await followUp.result();
+  const second = await followUp(projectId, first.job.id);
   assert.equal(second.status, 'completed');
   assert.notEqual(second.prLink, first.prLink);
   assert.equal(requestsTo(sim, projectId, 'message'), 1, 'POSTs to message');
@@ -228,12 +233,7 @@ test("a read of the previous turn's end right after a follow-up was answered is 
   const projectId = project({ durationMs: 500, faults: { staleReadsAfterAnsweredMessage: 2 } });
   const first = await (await start({ projectId })).result();
   assert.ok(first.prLink, 'the first turn opened a pull request');
-  const followUp = await sendFollowUp(
-    env.client,
-    { projectId, jobId: first.job.id, prompt: 'Also document the errors', poll: FAST_POLL },
-    { taskQueue: worker.taskQueue },
-  );
-  const second = await followUp.result();
+  const second = await followUp(projectId, first.job.id);
   assert.equal(second.status, 'completed');
   assert.notEqual(second.prLink, first.prLink, "the follow-up returned the previous turn's prLink");
 });
