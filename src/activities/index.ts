@@ -28,9 +28,10 @@ export type AmbiguousCreatePolicy = 'retry' | 'fail';
 export interface ActivityDeps {
   api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>;
   /**
-   * `retry` (default): retry with the same Idempotency-Key; a server that ignores the key may then
-   * create a second agent job (or start a second turn), so each such retry is logged and counted.
-   * `fail`: fail at once with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.
+   * What an attempt after one that may have reached the API does (see `mayResend` below).
+   * `retry` (default): send again with the same Idempotency-Key; the live API ignores the key, so a
+   * second agent job (or turn) may follow: each such send is logged, counted and shown.
+   * `fail`: send nothing; fail with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.
    */
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
@@ -292,7 +293,7 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   return {
-    /** Creates the agent job. Retries carry the same Idempotency-Key. */
+    /** Creates the agent job; an attempt after an ambiguous one passes the policy's gate first. */
     createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
       const record = await createUnlessCancelled(input);
       metricMeter.createCounter('agent_jobs_created', 'jobs', 'Agent jobs created').add(1);

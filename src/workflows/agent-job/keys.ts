@@ -1,6 +1,8 @@
 /**
- * The `Idempotency-Key` of each call that starts work at the API: stable across activity retries,
- * worker restarts and continue-as-new, so one intent is never sent as two.
+ * The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
+ * restarts and continue-as-new, so a server that honours it sees one intent as one. The live API
+ * honours none: what keeps a create or message to one call is that the workflow sends it again
+ * only under `AGENT_API_AMBIGUOUS_CREATE=retry` (./api-calls.ts, src/activities/index.ts).
  */
 import { currentUpdateInfo, workflowInfo } from '@temporalio/workflow';
 
