@@ -201,8 +201,8 @@ export function createActivities(deps: ActivityDeps) {
    * may have reached the API, `fail` sends nothing, ever (whoever retries: this worker, another, a
    * new run of the workflow, since the workflow carries `uncertain`), and `retry` sends again with
    * a warning and a metric, as the API honours no idempotency key: a second agent job or turn may
-   * follow. Temporal itself never retries these activities (`maximumAttempts: 1`): only the
-   * workflow does, and it passes what it knows.
+   * follow. Temporal itself retries these activities only after attempts that surely did not reach
+   * the API; after any other, the workflow does, and it passes what it knows.
    */
   function mayResend(operation: 'createJob' | 'sendMessage', input: { uncertain?: string | null }): void {
     const why = input.uncertain ?? null;
@@ -274,10 +274,12 @@ export function createActivities(deps: ActivityDeps) {
           random: Math.random,
         });
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
-    // when the workflow counts answers of its type in a row, when the wait would outlast the
-    // deadline, or when a local activity would otherwise sleep inside the SDK.
+    // when a create or message may have been applied (only the workflow may send it again, and it
+    // tells the next attempt so), when the workflow counts answers of its type in a row, when the
+    // wait would outlast the deadline, or when a local activity would otherwise sleep inside the SDK.
     const handBack =
       delayMs === null ||
+      (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
       CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
       delayMs >= remainingMs(info) ||
       (info.isLocal && delayMs > LOCAL_RETRY_LIMIT_MS);

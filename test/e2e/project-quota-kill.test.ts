@@ -37,8 +37,13 @@ let sim: RunningSimulator;
 
 before(async () => {
   env = await temporalEnv();
+  // About the quota, not the key: a create in flight when its worker dies is sent again by the
+  // workflow under AGENT_API_AMBIGUOUS_CREATE=retry (test/workflows/real-api-world.test.ts shows
+  // both policies against a simulator that ignores the key). Here the key is honoured, so that
+  // resend finds the same job and the count below is the quota's doing.
   sim = await startTestSimulator({
     apiKeys: [API_KEY],
+    honourIdempotencyKey: true,
     budget: { uses: K, windowSeconds: W },
     retryAfter: false,
     defaultScenario: { durationMs: 1_000, outcome: 'pr' },

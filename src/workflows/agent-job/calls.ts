@@ -21,13 +21,16 @@ import type { RunState } from './run-state.js';
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
 // whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
 //
-// Creates and messages are never retried by Temporal (`maximumAttempts: 1`): the API honours no
-// idempotency key, so only the workflow may send one again, and it tells the next attempt when the
-// one before may have been applied (a timeout, a dead worker, a lost answer): ./api-calls.ts.
+// Creates and messages are retried by Temporal only after an attempt that surely did not reach the
+// API (a refused connection, a 503): the API honours no idempotency key. A timeout (the worker may
+// have died mid-request) is not retried by the server (the `TemporalTimeout:` types below), and an
+// ambiguous answer is handed back by the activity: the workflow retries those itself, telling the
+// next attempt that the one before may have been applied (./api-calls.ts).
+const RETRY_NO_TIMEOUTS = ['TemporalTimeout:StartToClose', 'TemporalTimeout:Heartbeat'];
 const createOptions: ActivityOptions = {
   // The HTTP client gives up well before this (the whole request within 60s).
   startToCloseTimeout: '75s',
-  retry: { ...retryPolicyOf(CREATE_BACKOFF), maximumAttempts: 1 },
+  retry: { ...retryPolicyOf(CREATE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
   // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the
   // request to finish, to record the job it may have made.
   heartbeatTimeout: '10s',
@@ -44,7 +47,7 @@ const localGetOptions: LocalActivityOptions = {
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
 const messageOptions: ActivityOptions = {
   startToCloseTimeout: '75s',
-  retry: { ...retryPolicyOf(MESSAGE_BACKOFF), maximumAttempts: 1 },
+  retry: { ...retryPolicyOf(MESSAGE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
 };
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
@@ -55,7 +58,8 @@ const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptio
 /** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
 function quotaManaged(options: ActivityOptions, managed: boolean): Partial<ActivityOptions> {
   if (!managed) return {};
-  return { retry: { ...options.retry, nonRetryableErrorTypes: [FailureType.RateLimited] } };
+  const types = options.retry?.nonRetryableErrorTypes ?? [];
+  return { retry: { ...options.retry, nonRetryableErrorTypes: [...types, FailureType.RateLimited] } };
 }
 
 /** What the calls share with the workflow. */
