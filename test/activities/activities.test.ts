@@ -13,7 +13,7 @@ import type { ActivityDeps } from '../../src/activities/index.js';
 import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../src/contract.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import { activitiesFor, startTestSimulator, uniqueId } from '../harness.js';
-import { createdJobs } from '../simulator-stats.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `activity-test-key-${randomUUID()}`;
 let sim: RunningSimulator;
@@ -168,26 +168,37 @@ describe('activity failure policy', () => {
       assert.equal(createdJobs(sim, projectId), 1, 'the simulator did store the job');
     });
 
-    test('policy "retry" (default): retryable, and the retry with the same key returns the same job', async () => {
-      // About the Idempotency-Key: a simulator that honours it (the file's, like the live API, does not).
-      const keyed = await startTestSimulator({
-        apiKeys: [API_KEY],
-        defaultScenario: { durationMs: 60_000 },
-        honourIdempotencyKey: true,
-      });
-      const projectId = uniqueId('docs');
-      keyed.setScenario(projectId, scenario);
-      const { createAgentJob } = activitiesFor(keyed, API_KEY);
+    test('policy "retry" (default): handed back to the workflow as maybe applied; the attempt after it sends again, and the key does not save it', async () => {
+      const projectId = project(scenario);
       const input = { projectId, prompt: 'p', idempotencyKey: uniqueId('key') };
-      const failure = await failureAt(1, () => createAgentJob(input));
+      const failure = await failureAt(1, () => activities().createAgentJob(input));
       assert.equal(failure.type, FailureType.NetworkError);
-      assert.equal(failure.nonRetryable, false);
-      const record: AgentJobRecord = await new MockActivityEnvironment({
-        attempt: 2,
-        heartbeatTimeoutMs: 10_000,
-      }).run(() => createAgentJob(input));
+      assert.equal(failure.nonRetryable, true, 'Temporal does not send it again: the workflow decides');
+      assert.equal(detailsOf(failure).mayHaveBeenApplied, true);
+      assert.equal(detailsOf(failure).final, false);
+      // The workflow's next attempt says why it is uncertain; under "retry" it is sent.
+      const record: AgentJobRecord = await new MockActivityEnvironment({ heartbeatTimeoutMs: 10_000 }).run(
+        () =>
+          activities().createAgentJob({ ...input, uncertain: 'an attempt that failed with NetworkError' }),
+      );
       assert.equal(record.status, 'active');
-      assert.equal(createdJobs(keyed, projectId), 1, 'no second agent job');
+      assert.equal(createdJobs(sim, projectId), 2, 'a second agent job: the API honours no key');
+    });
+
+    test('policy "fail": an attempt after an uncertain one sends nothing', async () => {
+      const projectId = project({});
+      const failure = await failureAt(2, () =>
+        activities({ ambiguousCreatePolicy: 'fail' }).createAgentJob({
+          projectId,
+          prompt: 'p',
+          idempotencyKey: uniqueId('key'),
+          uncertain: 'an attempt whose worker stopped heartbeating',
+        }),
+      );
+      assert.equal(failure.type, FailureType.CreateOutcomeUnknown);
+      assert.equal(failure.nonRetryable, true);
+      assert.match(failure.message, /stopped heartbeating may have reached the API/);
+      assert.equal(requestsTo(sim, projectId, 'create'), 0, 'nothing sent');
     });
 
     test('the same policy holds for a follow-up message: "fail" gives MessageOutcomeUnknown', async () => {

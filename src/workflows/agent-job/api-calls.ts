@@ -132,13 +132,16 @@ export async function untilAnswered<T>(
   uncertainFromStart: string | null = null,
 ): Promise<T> {
   // Once an attempt may have been applied, every later one follows it: the activity's policy for
-  // ambiguous calls decides whether it may send at all (src/activities/index.ts).
-  let uncertain: string | null = uncertainFromStart;
+  // ambiguous calls decides whether it may send at all (src/activities/index.ts). Only the sends
+  // this loop decided after its own ambiguous attempts are counted in `resent`: `uncertainFromStart`
+  // (a reset run) also reaches attempts whose result the history already holds, which send nothing,
+  // so those are left to the activity's own log and metric.
+  let uncertain: string | null = null;
   for (;;) {
     if (Date.now() >= ctx.deadlineMs) throw ctx.timedOut();
     const sentAfter: string | null = uncertain;
     const result: AttemptResult<T> = await attempt(ctx, doing, backoff, (timeoutMs) =>
-      invoke(timeoutMs, sentAfter),
+      invoke(timeoutMs, sentAfter ?? uncertainFromStart),
     );
     if (sentAfter !== null) {
       log.warn('sent again after an attempt whose outcome is unknown', { doing, after: sentAfter });
