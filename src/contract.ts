@@ -135,6 +135,13 @@ export interface AgentJobInput {
    * 30m. A job never answered yet (a `jobId` with a typo) gives up after 5 such answers in a row.
    */
   blipTolerance?: DurationInput;
+  /**
+   * Set by `startAgentJob` when a run before this one under the same workflow ID may have created
+   * the agent job without recording its ID (its create was on the wire when it was terminated or
+   * timed out): why. The first create then follows `AGENT_API_AMBIGUOUS_CREATE`, as after a lost
+   * answer. At most 500 characters; only without `jobId`.
+   */
+  previousCreate?: string;
 }
 
 /** Poll settings with every default applied, in milliseconds. */
@@ -306,6 +313,7 @@ export type ResolvedInput = {
   timeoutMs: number;
   continueAsNewAfterPolls: number | undefined;
   blipToleranceMs: number;
+  previousCreate: string | null;
 } &
   // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
   ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
@@ -357,7 +365,22 @@ export function resolveInput(input: unknown): ResolvedInput {
   const blipToleranceMs =
     raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
   if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
-  return { projectId, ...target, poll, timeoutMs, continueAsNewAfterPolls, blipToleranceMs };
+  const previousCreate = raw.previousCreate ?? null;
+  if (previousCreate !== null && (typeof previousCreate !== 'string' || previousCreate.length > 500)) {
+    throw new InvalidInputError('previousCreate', 'must be a string of at most 500 characters');
+  }
+  if (previousCreate !== null && target.jobId !== undefined) {
+    throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
+  }
+  return {
+    projectId,
+    ...target,
+    poll,
+    timeoutMs,
+    continueAsNewAfterPolls,
+    blipToleranceMs,
+    previousCreate,
+  };
 }
 
 /**

@@ -31,6 +31,7 @@ import {
   type PollSettings,
   type StartPriority,
 } from '../contract.js';
+import { previousRun, type PreviousRun } from './previous-run.js';
 import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 
@@ -141,7 +142,9 @@ export function agentJobSummary(projectId: string, prompt: string): string {
  *   the run before had created its agent job (its `AgentJobId` search attribute is set), the new
  *   run goes on with that job instead of creating another (the API honours no idempotency key, so
  *   a second create would be a second agent job and a second pull request): it watches the job to
- *   the end of its turn, and its result says `created: false`.
+ *   the end of its turn, and its result says `created: false`. When the run ended with its create
+ *   on the wire (terminated, timed out), the new run's create follows `AGENT_API_AMBIGUOUS_CREATE`
+ *   (`previousCreate`): under `fail` it sends nothing and fails with `CreateOutcomeUnknown`.
  *
  * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
  * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
@@ -169,11 +172,11 @@ export async function startAgentJob(
       ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
       : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
   // A random key cannot have been used before; a caller's key may have made a job already.
-  const previousJobId =
-    key !== undefined && resolved.jobId === undefined ? await jobOfEndedRun(client, workflowId) : null;
-  const args: [AgentJobInput] = [
-    previousJobId === null ? input : { ...withoutPrompt(input), jobId: previousJobId },
-  ];
+  const previous =
+    key !== undefined && resolved.jobId === undefined
+      ? await endedRun(client, workflowId)
+      : ({ kind: 'nothing' } as const);
+  const args: [AgentJobInput] = [restartInput(input, previous)];
   try {
     return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
       workflowId,
@@ -195,20 +198,32 @@ export async function startAgentJob(
 const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
 
 /**
- * The agent job that the latest run of `workflowId` created before it failed, timed out, was
- * cancelled or terminated; null when there is no such run or it made no job. Describe reads the
- * run's own state, not the eventually consistent visibility store, so a run that has just closed
- * is seen as it is.
+ * What the latest run of `workflowId` left behind when it failed, timed out, was cancelled or
+ * terminated (./previous-run.ts); `nothing` when there is no such run. Describe reads the run's own
+ * state, not the eventually consistent visibility store, so a run that has just closed is seen as
+ * it is; its history is read only when it recorded no agent job.
  */
-async function jobOfEndedRun(client: Client, workflowId: string): Promise<string | null> {
+async function endedRun(client: Client, workflowId: string): Promise<PreviousRun> {
   try {
     const run = await client.workflow.getHandle(workflowId).describe();
-    if (!RESTARTABLE.has(run.status.name)) return null;
-    return run.typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
+    if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
+    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
+    if (jobId !== null) return previousRun(jobId, []);
+    const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    return previousRun(null, events ?? []);
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return null;
+    if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
     throw err;
   }
+}
+
+/** The input of a run that starts again after `previous`. */
+function restartInput(input: AgentJobInput, previous: PreviousRun): AgentJobInput {
+  if (previous.kind === 'job') return { ...withoutPrompt(input), jobId: previous.jobId };
+  if (previous.kind === 'uncertain') {
+    return { ...input, previousCreate: `the run before under this key (${previous.why})` };
+  }
+  return input;
 }
 
 /** The input without its prompt: the prompt went out with the create of the run before. */

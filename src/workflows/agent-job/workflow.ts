@@ -79,11 +79,12 @@ export async function agentJobWorkflow(
   async function create(prompt: string): Promise<string> {
     setCurrentDetails(`Creating the agent job in project ${projectId}`);
     // A run reset to a point before its create completed cannot know whether the run it replaces
-    // had sent it: the ambiguous-call policy decides, as after a lost answer.
+    // had sent it, nor can a run started again after one ended with its create on the wire: the
+    // ambiguous-call policy decides, as after a lost answer.
     const { runId, originalExecutionRunId } = workflowInfo();
     const reset =
       runId === originalExecutionRunId
-        ? null
+        ? resolved.previousCreate
         : 'the run this one was reset from (it may have created the agent job before the reset point)';
     const record = await calls.create(prompt, createKey(), reset);
     progress.jobId = record.id;

@@ -1,0 +1,96 @@
+/**
+ * What a run that ended (failed, timed out, cancelled, terminated) left behind for the next run
+ * under the same key: the agent job it made, or a create whose outcome it never learnt. The API
+ * honours no idempotency key, so a restart must go on with the first, and must not simply send the
+ * second again. Pure: it reads the run's search attribute and history events, no server.
+ */
+import type { temporal } from '@temporalio/proto';
+import { FailureType, type ApiErrorDetails } from '../contract.js';
+
+/** What the next run under the key starts from. */
+export type PreviousRun =
+  /** Nothing to carry on: no create was sent, or every one surely failed. */
+  | { kind: 'nothing' }
+  /** The run made this agent job: go on with it. */
+  | { kind: 'job'; jobId: string }
+  /** A create may have made a job whose ID the run never recorded: why. */
+  | { kind: 'uncertain'; why: string };
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The activity type of the create (src/activities/index.ts). */
+const CREATE_ACTIVITY = 'createAgentJob';
+
+/**
+ * Reads an ended run: its `AgentJobId` search attribute when set, else its history. A completed
+ * create names the job in its result (a run terminated before it recorded the ID); a create left
+ * without an outcome (the run ended with it on the wire), timed out, cancelled or failed as maybe
+ * applied is uncertain; a create that failed as surely not applied is nothing.
+ */
+export function previousRun(jobIdAttribute: string | null, events: readonly HistoryEvent[]): PreviousRun {
+  if (jobIdAttribute !== null) return { kind: 'job', jobId: jobIdAttribute };
+  const creates = new Set<string>();
+  let uncertain: string | null = null;
+  for (const event of events) {
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === CREATE_ACTIVITY) creates.add(String(event.eventId));
+    const outcome = outcomeOf(event);
+    if (outcome === null || !creates.has(outcome.scheduledEventId)) continue;
+    creates.delete(outcome.scheduledEventId);
+    if (outcome.kind === 'job') return { kind: 'job', jobId: outcome.jobId };
+    if (outcome.kind === 'uncertain') uncertain = outcome.why;
+  }
+  if (creates.size > 0) return { kind: 'uncertain', why: 'a create that was on its way when the run ended' };
+  return uncertain === null ? { kind: 'nothing' } : { kind: 'uncertain', why: uncertain };
+}
+
+/** The outcome of a create attempt an event records, with the event that scheduled it. */
+function outcomeOf(event: HistoryEvent): (PreviousRun & { scheduledEventId: string }) | null {
+  const completed = event.activityTaskCompletedEventAttributes;
+  if (completed) {
+    const record = decoded(completed.result?.payloads?.[0]?.data) as { id?: unknown } | null;
+    const scheduledEventId = String(completed.scheduledEventId);
+    if (typeof record?.id === 'string') return { kind: 'job', jobId: record.id, scheduledEventId };
+    return { kind: 'uncertain', why: 'a create that answered without a readable job ID', scheduledEventId };
+  }
+  const failed = event.activityTaskFailedEventAttributes;
+  if (failed) {
+    const info = failed.failure?.applicationFailureInfo;
+    const details = decoded(info?.details?.payloads?.[0]?.data) as ApiErrorDetails | null;
+    const surelyNot =
+      details?.mayHaveBeenApplied === false && info?.type !== FailureType.CreateOutcomeUnknown;
+    return surelyNot
+      ? { kind: 'nothing', scheduledEventId: String(failed.scheduledEventId) }
+      : {
+          kind: 'uncertain',
+          why: `a create that failed with ${info?.type ?? 'an unknown error'}`,
+          scheduledEventId: String(failed.scheduledEventId),
+        };
+  }
+  const timedOut = event.activityTaskTimedOutEventAttributes;
+  if (timedOut)
+    return {
+      kind: 'uncertain',
+      why: 'a create that timed out',
+      scheduledEventId: String(timedOut.scheduledEventId),
+    };
+  const canceled = event.activityTaskCanceledEventAttributes;
+  if (canceled)
+    return {
+      kind: 'uncertain',
+      why: 'a create that was cancelled',
+      scheduledEventId: String(canceled.scheduledEventId),
+    };
+  return null;
+}
+
+/** A JSON payload's value, or null when it is not JSON (another codec): read as unknown. */
+function decoded(data: Uint8Array | null | undefined): unknown {
+  if (!data) return null;
+  try {
+    return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
+  } catch {
+    // Encrypted or otherwise encoded payloads say nothing here: the caller treats them as unknown.
+    return null;
+  }
+}
