@@ -154,6 +154,32 @@ describe('a job workflow', { concurrency: 3 }, () => {
     assert.equal(createdJobs(sim, projectId), 1);
   });
 
+  test('terminated while its create is on the wire, started again under the same key: a second agent job', async () => {
+    // A create applied at once and answered 3 s later: the termination arrives in between, and no
+    // workflow code runs after it to record the job.
+    const projectId = project({
+      durationMs: 4_000,
+      faults: { rules: [{ endpoint: 'create', first: 1, kind: 'slow', ms: 3_000 }] },
+    });
+    const key = `key-${randomUUID()}`;
+    const first = await startAgentJob(env.client, input(projectId), { key, taskQueue: worker.taskQueue });
+    await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the create to reach the API' });
+    await first.terminate('an operator stops it mid-create');
+    const described = await first.describe();
+    assert.equal(described.status.name, 'TERMINATED');
+    assert.equal(
+      described.typedSearchAttributes.get(SearchAttributes.jobId),
+      undefined,
+      'no AgentJobId recorded',
+    );
+
+    const second = await startAgentJob(env.client, input(projectId), { key, taskQueue: worker.taskQueue });
+    const result = await second.result();
+    assert.equal(result.created, true, 'the second run created an agent job of its own');
+    assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
+    assert.equal(createdJobs(sim, projectId), 2);
+  });
+
   for (const when of ['polling', 'its create is on the wire'] as const) {
     test(`cancelled while ${when}: ends cancelled with its agent job recorded; started again under the same key, no second create`, async () => {
       // A create applied at once and answered 3 s later: the cancellation arrives in between.
@@ -232,6 +258,19 @@ describe('a job workflow', { concurrency: 3 }, () => {
       );
     },
   );
+
+  test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=retry (the default): sent again, a second agent job, counted in resent', async () => {
+    const projectId = project({ durationMs: 4_000 });
+    const first = await start(projectId, worker.taskQueue);
+    const jobId = await recordedJob(first);
+    const reran = await reset(first, await firstTaskCompleted(first), 'an operator resets it to its start');
+    const result = await reran.result();
+    assert.equal(result.status, 'completed');
+    assert.notEqual(result.job.id, jobId, 'the reset run went on with a job of its own');
+    assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
+    assert.equal(createdJobs(sim, projectId), 2);
+    assert.equal((await reran.query(statusQuery)).resent, 1, 'the status query counts the create sent again');
+  });
 
   test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=fail: CreateOutcomeUnknown, one create; the run before the reset names the agent job to watch', async () => {
     const projectId = project({ durationMs: 4_000 });
