@@ -5,11 +5,14 @@
  * POST to create is an agent job: each test counts them.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { before, describe, test } from 'node:test';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
+import { findTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import {
   FailureType,
@@ -103,6 +106,27 @@ async function reset(handle: Handle, eventId: EventId, reason: string): Promise<
   });
   assert.ok(response.runId, 'the reset names its new run');
   return env.client.workflow.getHandle<typeof agentJobWorkflow>(handle.workflowId, response.runId);
+}
+
+/**
+ * Resets the workflow with the Temporal CLI's `--type` (the command docs/operator-actions.md gives);
+ * the new run's handle.
+ */
+async function resetWithCli(
+  handle: Handle,
+  type: 'FirstWorkflowTask' | 'LastWorkflowTask',
+  reason: string,
+): Promise<Handle> {
+  const cli = findTemporalCli();
+  assert.ok(cli, 'the Temporal CLI');
+  const { runId: before } = await handle.describe();
+  await promisify(execFile)(cli.path, [
+    ...['workflow', 'reset', '--address', env.address, '--namespace', env.namespace],
+    ...['--workflow-id', handle.workflowId, '--type', type, '--reason', reason],
+  ]);
+  const { runId } = await env.client.workflow.getHandle(handle.workflowId).describe();
+  assert.notEqual(runId, before, 'the reset started a new run');
+  return env.client.workflow.getHandle<typeof agentJobWorkflow>(handle.workflowId, runId);
 }
 
 function isTaskCompleted(event: HistoryEvent): boolean {
@@ -210,6 +234,7 @@ describe('a job workflow', { concurrency: 3 }, () => {
       const second = await startAgentJob(env.client, input(projectId), { key, taskQueue: worker.taskQueue });
       const result = await second.result();
       assert.equal(result.job.id, jobId, 'the second run went on with the cancelled run’s agent job');
+      assert.equal(result.created, false);
       assert.equal(result.status, 'completed');
       assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
       assert.equal(createdJobs(sim, projectId), 1);
@@ -244,11 +269,7 @@ describe('a job workflow', { concurrency: 3 }, () => {
       const projectId = project({ durationMs: 4_000 });
       const first = await start(projectId, worker.taskQueue);
       await recordedJob(first);
-      const reran = await reset(
-        first,
-        await taskCompletedAfterCreate(first),
-        'an operator resets it after its create',
-      );
+      const reran = await resetWithCli(first, 'LastWorkflowTask', 'an operator resets it to its last task');
       await reran.result();
       assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
       assert.equal(
@@ -263,7 +284,7 @@ describe('a job workflow', { concurrency: 3 }, () => {
     const projectId = project({ durationMs: 4_000 });
     const first = await start(projectId, worker.taskQueue);
     const jobId = await recordedJob(first);
-    const reran = await reset(first, await firstTaskCompleted(first), 'an operator resets it to its start');
+    const reran = await resetWithCli(first, 'FirstWorkflowTask', 'an operator resets it to its start');
     const result = await reran.result();
     assert.equal(result.status, 'completed');
     assert.notEqual(result.job.id, jobId, 'the reset run went on with a job of its own');
