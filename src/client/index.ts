@@ -207,14 +207,28 @@ async function endedRun(client: Client, workflowId: string): Promise<PreviousRun
   try {
     const run = await client.workflow.getHandle(workflowId).describe();
     if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
-    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
-    if (jobId !== null) return previousRun(jobId, []);
+    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId) ?? jobOfEarlierRun(client, workflowId);
+    if (jobId !== null) return previousRun(await jobId, []);
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     return previousRun(null, events ?? []);
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
     throw err;
   }
+}
+
+/**
+ * The agent job an earlier run under this workflow ID recorded (a run that was reset: the reset
+ * run may not have reached its create yet), newest first; null when none did. Visibility may lag
+ * a run that closed a moment ago, but a reset or an earlier failure is not that recent.
+ */
+async function jobOfEarlierRun(client: Client, workflowId: string): Promise<string | null> {
+  const runs: { startedAt: number; jobId: string }[] = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = ${visibilityString(workflowId)}` })) {
+    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId);
+    if (jobId !== undefined) runs.push({ startedAt: run.startTime.getTime(), jobId });
+  }
+  return runs.sort((a, b) => b.startedAt - a.startedAt)[0]?.jobId ?? null;
 }
 
 /** The input of a run that starts again after `previous`. */
