@@ -384,19 +384,14 @@ function followUpHandle(
         try {
           return await pending.result();
         } catch (err) {
-          const left = isLeftByItsRun(err);
-          if (err instanceof WorkflowUpdateFailedError && !left) throw err;
-          // The run that left the update behind: the one the update went to, not the latest.
-          const leftBy = pending.workflowRunId;
-          const next =
-            left && leftBy !== undefined
-              ? continuedAs(await run.client.getHandle(workflowId, leftBy).fetchHistory())
-              : null;
-          if (next === null) {
+          if (!(err instanceof WorkflowUpdateFailedError)) {
             // The workflow ended without answering (deadline, cancellation): its outcome says why.
             await run.result();
             throw err;
           }
+          const next = await carriedInto(run, pending, err);
+          // Failed in its run, or left behind by a run that ended otherwise (the server's answer).
+          if (next === null) throw err;
           ({ run, update: pending } = await attach(target, run.client.getHandle(workflowId, next)));
         }
       }
@@ -404,13 +399,19 @@ function followUpHandle(
   };
 }
 
-/** `err` is the server's answer for an update whose run closed (or continued as new) before it completed. */
-function isLeftByItsRun(err: unknown): boolean {
-  return (
-    err instanceof WorkflowUpdateFailedError &&
-    err.cause instanceof ApplicationFailure &&
-    err.cause.type === UPDATE_LEFT_BY_ITS_RUN
-  );
+/**
+ * The run that the run of `update` carried it into, when `err` says that run closed before
+ * answering and the run continued as new; else null.
+ */
+async function carriedInto(
+  run: AgentJobHandle,
+  update: WorkflowUpdateHandle<AgentJobResult>,
+  err: WorkflowUpdateFailedError,
+): Promise<string | null> {
+  const left = err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_LEFT_BY_ITS_RUN;
+  // The run that left the update behind is the one the update went to, not the latest.
+  if (!left || update.workflowRunId === undefined) return null;
+  return continuedAs(await run.client.getHandle(update.workflowId, update.workflowRunId).fetchHistory());
 }
 
 /** The run that a run with `history` continued as new into; null when it closed otherwise. */
