@@ -97,14 +97,23 @@ export class Messages {
     const queued = new Set(this.#queue.waiting.map((followUp) => followUp.updateId));
     const all = [...this.#unanswered.values()];
     return [...all.filter((f) => !queued.has(f.updateId)), ...all.filter((f) => queued.has(f.updateId))].map(
-      ({ updateId, prompt, key, turn, failed, error }) => ({
+      ({ updateId, prompt, key, turn, ended, failed, error }) => ({
         updateId,
         prompt,
         key,
         turn,
+        ended,
         failed: error === undefined ? failed : failureOf(error),
       }),
     );
+  }
+
+  /** The turn in progress ended with `record`: the follow-ups that started it keep it. */
+  turnEnded(record: AgentJobRecord): void {
+    const { ended } = this.ctx.turn.state;
+    for (const followUp of this.#unanswered.values()) {
+      if (followUp.turn !== null && followUp.turn <= ended) followUp.ended ??= record;
+    }
   }
 
   /** A message's time has come: the poll loop should not wait. */
@@ -144,11 +153,13 @@ export class Messages {
               prompt,
               key: updateMessageKey(this.ctx.turn.number),
               turn: null,
+              ended: null,
               failed: null,
             });
           const turn = await this.#started(followUp);
-          await condition(() => this.ctx.turn.state.ended >= turn);
-          return turnResult(this.ctx, progress.lastRecord as AgentJobRecord);
+          const ended = await this.#ended(followUp);
+          // Its own turn's, also for a caller that re-attaches after a later turn has started.
+          return { ...turnResult(this.ctx, ended), turns: turn };
         } finally {
           this.#unanswered.delete(updateId);
         }
@@ -220,6 +231,12 @@ export class Messages {
       });
     }
     return followUp.turn as number;
+  }
+
+  /** The record `followUp`'s turn ended with, once it has. */
+  async #ended(followUp: Unanswered): Promise<AgentJobRecord> {
+    await condition(() => followUp.ended !== null);
+    return followUp.ended as AgentJobRecord;
   }
 
   /**

@@ -2,7 +2,7 @@
  * The state of one workflow run, grouped by concern, and what it carries into the next run
  * through continue-as-new. Workflow code (it reads the workflow clock).
  */
-import type { AgentJobProgress, ResolvedInput } from '../../contract.js';
+import type { AgentJobProgress, AgentJobRecord, ResolvedInput } from '../../contract.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
 import { PollSchedule } from './poll-schedule.js';
 import { PollWait } from './poll-wait.js';
@@ -19,6 +19,8 @@ export interface CarriedFollowUp {
   key: string;
   /** The turn its message started; null while it waits to be sent. */
   turn: number | null;
+  /** The record its turn ended with; null until then. */
+  ended: AgentJobRecord | null;
   /**
    * Its message failed: the failure's type and message (continue-as-new input is data, so the
    * error itself cannot travel; the caller re-attaching gets an ApplicationFailure with both).

@@ -152,7 +152,9 @@ export async function agentJobWorkflow(
       });
       if (reading.giveUp) throw unknownStatus(record, reading.inARow);
     }
-    return reading.kind === 'ended' ? reading.status : null;
+    if (reading.kind !== 'ended') return null;
+    messages.turnEnded(record);
+    return reading.status;
   }
 
   async function continueAsNewNow(jobId: string): Promise<never> {
