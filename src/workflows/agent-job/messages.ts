@@ -167,10 +167,11 @@ export class Messages {
       {
         validator: (prompt) => {
           checkPrompt(prompt, 'followUp prompt');
+          // One this workflow already took (a caller re-attaching): answered whatever the phase.
+          if (this.#unanswered.has(updateIdNow())) return;
           if (!['queued', 'creating', 'polling', 'sending-message'].includes(progress.phase)) {
             throw new Error(`the workflow is ${progress.phase}; it takes no more follow-ups`);
           }
-          if (this.#unanswered.has(updateIdNow())) return;
           if (this.#queue.queued >= MAX_QUEUED_FOLLOW_UPS) {
             throw new Error(`${MAX_QUEUED_FOLLOW_UPS} follow-ups are already queued; wait for them`);
           }
