@@ -99,3 +99,36 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
     assert.ok(count <= EVENTS_PER_RUN, `run ${runId} holds ${count} events, at most ${EVENTS_PER_RUN}`);
   }
 });
+
+test('a caller back only after a later turn has started still gets its own turn, through every run since', async () => {
+  const projectId = suite.project({ durationMs: 3000 });
+  const { taskQueue } = suite.worker;
+  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  const watching = await startAgentJob(
+    env.client,
+    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 3 },
+    { taskQueue },
+  );
+  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const first = await sendFollowUp(
+    env.client,
+    { ...input, prompt: 'Add examples' },
+    { taskQueue, key: uniqueId('fu') },
+  );
+  const second = await sendFollowUp(env.client, { ...input, prompt: 'Fix the typos' }, { taskQueue });
+  // Nobody waits for the first one's answer until the second one's turn is under way.
+  await waitFor(() => requestsTo(sim, projectId, 'message') === 2, {
+    what: 'the second message',
+    timeoutMs: 15_000,
+  });
+  assert.equal((await watching.query(statusQuery)).turns, 3);
+
+  const a = await first.result();
+  assert.equal(a.turns, 2, 'its own turn, not the one in progress');
+  assert.equal(a.status, 'completed');
+  const b = await second.result();
+  assert.equal(b.turns, 3);
+  assert.notEqual(a.prLink, b.prLink);
+  assert.equal(requestsTo(sim, projectId, 'message'), 2, 'POSTs to message');
+  assert.ok((await runIds(watching)).length > 2, 'the first follow-up was carried through several runs');
+});
