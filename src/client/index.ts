@@ -13,7 +13,7 @@ import {
   type WorkflowHandle,
   type WorkflowUpdateHandle,
 } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import {
   DEFAULT_TASK_QUEUE,
   followUpUpdate,
@@ -287,9 +287,11 @@ export interface FollowUpHandle {
   /** The workflow, for its `status` query or its own result. */
   workflow: AgentJobHandle;
   /**
-   * The new turn's result once it ends. Fails with `WorkflowUpdateFailedError` (cause
-   * `AgentJobFailed`, or the API error that refused the message), or with the workflow's own
-   * `WorkflowFailedError` when it ends first (its deadline, a cancellation).
+   * The new turn's result once it ends, also when the workflow continued as new before (the
+   * follow-up is carried into the next run, and this attaches there under the same update ID).
+   * Fails with `WorkflowUpdateFailedError` (cause `AgentJobFailed`, or the API error that refused
+   * the message), or with the workflow's own `WorkflowFailedError` when it ends first (its
+   * deadline, a cancellation).
    */
   result(): Promise<AgentJobResult>;
 }
@@ -354,7 +356,7 @@ async function deliverFollowUp(
 ): Promise<FollowUpHandle> {
   const { workflowId, updateId, prompt } = target;
   if (target.keyed) {
-    const seen = await earlierFollowUp(client, workflowId, updateId);
+    const seen = await earlierFollowUp(client, target);
     if (seen.earlier !== null) return seen.earlier;
     if (seen.runningRunId !== null) {
       const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, seen.runningRunId);
@@ -363,7 +365,7 @@ async function deliverFollowUp(
         updateId,
         waitForStage: 'ACCEPTED',
       });
-      return followUpHandle(workflowId, updateId, workflow, update);
+      return followUpHandle(target, workflow, update);
     }
   }
   const start = operation();
@@ -373,31 +375,116 @@ async function deliverFollowUp(
     waitForStage: 'ACCEPTED',
     startWorkflowOperation: start,
   });
-  return followUpHandle(workflowId, updateId, await start.workflowHandle(), update);
+  return followUpHandle(target, await start.workflowHandle(), update);
 }
+
+/** The history of one run, as `fetchHistory` reads it. */
+type RunHistory = Awaited<ReturnType<AgentJobHandle['fetchHistory']>>;
+
+/** What names a follow-up: its workflow, its update ID and its prompt. */
+interface FollowUpTarget {
+  workflowId: string;
+  updateId: string;
+  prompt: string;
+}
+
+/**
+ * The server's failure type for an update accepted by a run that closed before the update
+ * completed: what a `followUp` left behind by continue-as-new (or by a run's end) answers.
+ */
+const UPDATE_LEFT_BY_ITS_RUN = 'AcceptedUpdateCompletedWorkflow';
 
 /** The handle of a follow-up whose update `update` runs (or ran) in `workflow`. */
 function followUpHandle(
-  workflowId: string,
-  updateId: string,
+  target: FollowUpTarget,
   workflow: AgentJobHandle,
   update: WorkflowUpdateHandle<AgentJobResult>,
 ): FollowUpHandle {
+  const { workflowId, updateId } = target;
   return {
     workflowId,
     updateId,
     workflow,
     result: async () => {
-      try {
-        return await update.result();
-      } catch (err) {
-        if (err instanceof WorkflowUpdateFailedError) throw err;
-        // The workflow ended without answering (deadline, cancellation): its outcome says why.
-        await workflow.result();
-        throw err;
+      let run = workflow;
+      let pending = update;
+      // One pass per run the follow-up was carried into by continue-as-new.
+      for (;;) {
+        try {
+          return await pending.result();
+        } catch (err) {
+          if (!(err instanceof WorkflowUpdateFailedError)) {
+            // The workflow ended without answering (deadline, cancellation): its outcome says why.
+            await run.result();
+            throw err;
+          }
+          const next = await carriedInto(run, pending, err);
+          // Failed in its run, or left behind by a run that ended otherwise (the server's answer).
+          if (next === null) throw err;
+          ({ run, update: pending } = await attach(target, run.client.getHandle(workflowId, next)));
+        }
       }
     },
   };
+}
+
+/**
+ * The run that the run of `update` carried it into, when `err` says that run closed before
+ * answering and the run continued as new; else null.
+ */
+async function carriedInto(
+  run: AgentJobHandle,
+  update: WorkflowUpdateHandle<AgentJobResult>,
+  err: WorkflowUpdateFailedError,
+): Promise<string | null> {
+  const left = err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_LEFT_BY_ITS_RUN;
+  // The run that left the update behind is the one the update went to, not the latest.
+  if (!left || update.workflowRunId === undefined) return null;
+  return continuedAs(await run.client.getHandle(update.workflowId, update.workflowRunId).fetchHistory());
+}
+
+/** The run that a run with `history` continued as new into; null when it closed otherwise. */
+function continuedAs(history: RunHistory): string | null {
+  const last = history.events?.at(-1);
+  return last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+}
+
+/** `history` holds the acceptance of update `updateId`. */
+function accepted(history: RunHistory, updateId: string): boolean {
+  return (history.events ?? []).some(
+    (event) =>
+      event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
+  );
+}
+
+/**
+ * Attaches to the follow-up in `run`, which a run before carried it into: the same update ID, to
+ * which that run's `followUp` answers with the carried follow-up (nothing is queued or sent
+ * again; the server answers an ID the run already took with that update). A run closed meanwhile
+ * answers from its history, or passes the follow-up on to the run it continued as new into.
+ */
+async function attach(
+  target: FollowUpTarget,
+  run: AgentJobHandle,
+): Promise<{ run: AgentJobHandle; update: WorkflowUpdateHandle<AgentJobResult> }> {
+  const { updateId, prompt } = target;
+  for (;;) {
+    try {
+      const update = await run.startUpdate(followUpUpdate, {
+        args: [prompt],
+        updateId,
+        waitForStage: 'ACCEPTED',
+      });
+      return { run, update };
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      const history = await run.fetchHistory();
+      if (accepted(history, updateId)) return { run, update: run.getUpdateHandle<AgentJobResult>(updateId) };
+      const next = continuedAs(history);
+      if (next === null) throw err;
+      run = run.client.getHandle(target.workflowId, next);
+    }
+  }
 }
 
 /**
@@ -409,9 +496,9 @@ function followUpHandle(
  */
 async function earlierFollowUp(
   client: Client,
-  workflowId: string,
-  updateId: string,
+  target: FollowUpTarget,
 ): Promise<{ earlier: FollowUpHandle | null; runningRunId: string | null }> {
+  const { workflowId, updateId } = target;
   let latest: Awaited<ReturnType<AgentJobHandle['describe']>>;
   try {
     latest = await client.workflow.getHandle(workflowId).describe();
@@ -428,18 +515,8 @@ async function earlierFollowUp(
   for (const runId of newestFirst) {
     if (runId === latest.runId && latest.status.name === 'RUNNING') continue;
     const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, runId);
-    const { events } = await workflow.fetchHistory();
-    const accepted = (events ?? []).some(
-      (event) =>
-        event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
-    );
-    if (!accepted) continue;
-    const earlier = followUpHandle(
-      workflowId,
-      updateId,
-      workflow,
-      workflow.getUpdateHandle<AgentJobResult>(updateId),
-    );
+    if (!accepted(await workflow.fetchHistory(), updateId)) continue;
+    const earlier = followUpHandle(target, workflow, workflow.getUpdateHandle<AgentJobResult>(updateId));
     return { earlier, runningRunId };
   }
   return { earlier: null, runningRunId };

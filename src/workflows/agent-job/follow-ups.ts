@@ -18,7 +18,6 @@ interface Queued<T> {
 export class FollowUpQueue<T> {
   #queue: Array<Queued<T>> = [];
   #sending = false;
-  #open = 0;
 
   /** A message is on its way to the API. */
   get sending(): boolean {
@@ -30,9 +29,9 @@ export class FollowUpQueue<T> {
     return this.#queue.length;
   }
 
-  /** Follow-ups not done: queued, on their way, or waiting for their own turn to end. */
-  get open(): number {
-    return this.#open;
+  /** The follow-ups waiting to be sent, in the order they will go. */
+  get waiting(): T[] {
+    return this.#queue.map((queued) => queued.item);
   }
 
   /** A `sendMessage` is already queued or on its way: the next one must wait for it. */
@@ -42,7 +41,6 @@ export class FollowUpQueue<T> {
 
   /** Queues `item`; one sent `now` goes ahead of those waiting for a turn to end. */
   add(item: T, when: SendWhen): void {
-    this.#open++;
     const entry = { item, when };
     if (when === 'now') this.#queue.unshift(entry);
     else this.#queue.push(entry);
@@ -52,6 +50,14 @@ export class FollowUpQueue<T> {
   ready(turnIdle: boolean): boolean {
     const head = this.#queue[0];
     return !this.#sending && head !== undefined && (head.when === 'now' || turnIdle);
+  }
+
+  /**
+   * The run cannot continue as new yet: a message is on its way (its answer must be seen here), a
+   * `sendMessage` waits, or a queued follow-up is one `carriable` says the next run cannot take.
+   */
+  holdsRun(carriable: (item: T) => boolean): boolean {
+    return this.#sending || this.#queue.some((queued) => queued.when === 'now' || !carriable(queued.item));
   }
 
   /** The follow-up whose time has come, taken off the queue and marked on its way; else null. */
@@ -65,10 +71,5 @@ export class FollowUpQueue<T> {
   /** The message on its way was answered, or failed. */
   sent(): void {
     this.#sending = false;
-  }
-
-  /** One follow-up is done: its turn ended, or it failed. */
-  close(): void {
-    this.#open = Math.max(0, this.#open - 1);
   }
 }

@@ -3,8 +3,8 @@
  * the next one whose time has come (./follow-ups.ts decides when). No handler starts a call itself:
  * see docs/decisions/0002.
  */
-import { condition, setHandler } from '@temporalio/workflow';
-import { HandlerUnfinishedPolicy } from '@temporalio/common';
+import { condition, currentUpdateInfo, setHandler } from '@temporalio/workflow';
+import { ApplicationFailure, HandlerUnfinishedPolicy } from '@temporalio/common';
 import {
   checkPrompt,
   followUpUpdate,
@@ -20,6 +20,7 @@ import { turnResult, type ResultContext } from './outcomes.js';
 import type { PollSchedule } from './poll-schedule.js';
 import type { PollWait } from './poll-wait.js';
 import { showRecord } from './progress.js';
+import type { CarriedFollowUp } from './run-state.js';
 import type { Turn } from './turn.js';
 
 /** Phases a workflow ends in: none of them goes back to polling. */
@@ -35,6 +36,8 @@ const ENDED_PHASES: ReadonlySet<AgentJobProgress['phase']> = new Set([
 interface FollowUp {
   prompt: string;
   key: string;
+  /** The `followUp` update's ID; null for a `sendMessage` and the prompt of `{ jobId, prompt }`. */
+  updateId: string | null;
   answered(sent: Sent): void;
   failed(err: unknown): void;
 }
@@ -43,6 +46,11 @@ interface FollowUp {
 interface Sent {
   record: AgentJobRecord;
   turn: number;
+}
+
+/** A `followUp` not answered yet, and in this run the error its message failed with. */
+interface Unanswered extends CarriedFollowUp {
+  error?: unknown;
 }
 
 /** What the messages share with the rest of the workflow. */
@@ -57,6 +65,11 @@ export interface MessagesContext extends ResultContext {
 /** The follow-up messages of one run. */
 export class Messages {
   readonly #queue = new FollowUpQueue<FollowUp>();
+  /**
+   * `followUp` updates whose caller has no answer yet, by update ID, in the order they were queued:
+   * what continue-as-new carries, and what a caller re-attaching in the next run attaches to.
+   */
+  readonly #unanswered = new Map<string, Unanswered>();
 
   constructor(private readonly ctx: MessagesContext) {}
 
@@ -70,9 +83,37 @@ export class Messages {
     return this.#queue.queued > 0 || this.#queue.sending;
   }
 
-  /** Follow-ups not done: the run cannot continue as new (an update cannot move to the next run). */
-  get open(): boolean {
-    return this.#queue.open > 0;
+  /**
+   * The run cannot continue as new yet: a message is on its way or a `sendMessage` (or the prompt
+   * of `{ jobId, prompt }`) waits. `followUp`s waiting to be sent, or for their turn to end, do
+   * not hold it: the next run takes them ({@link carried}) and their callers re-attach there.
+   */
+  get holdsRun(): boolean {
+    return this.#queue.holdsRun((followUp) => followUp.updateId !== null);
+  }
+
+  /** The follow-ups the next run takes: those sent first, then those queued, in their order. */
+  get carried(): CarriedFollowUp[] {
+    const queued = new Set(this.#queue.waiting.map((followUp) => followUp.updateId));
+    const all = [...this.#unanswered.values()];
+    return [...all.filter((f) => !queued.has(f.updateId)), ...all.filter((f) => queued.has(f.updateId))].map(
+      ({ updateId, prompt, key, turn, ended, failed, error }) => ({
+        updateId,
+        prompt,
+        key,
+        turn,
+        ended,
+        failed: error === undefined ? failed : failureOf(error),
+      }),
+    );
+  }
+
+  /** The turn in progress ended with `record`: the follow-ups that started it keep it. */
+  turnEnded(record: AgentJobRecord): void {
+    const { ended } = this.ctx.turn.state;
+    for (const followUp of this.#unanswered.values()) {
+      if (followUp.turn !== null && followUp.turn <= ended) followUp.ended ??= record;
+    }
   }
 
   /** A message's time has come: the poll loop should not wait. */
@@ -80,8 +121,12 @@ export class Messages {
     return this.#queue.ready(this.ctx.turn.idle);
   }
 
-  /** Registers the `sendMessage` and `followUp` updates. */
-  listen(): void {
+  /**
+   * Takes the follow-ups `carried` from the run before (queued ones first in the queue, in their
+   * order), then registers the `sendMessage` and `followUp` updates.
+   */
+  listen(carried: CarriedFollowUp[] = []): void {
+    for (const followUp of carried) this.#track({ ...followUp });
     const { progress } = this.ctx;
     setHandler(sendMessageUpdate, async (prompt) => (await this.#answer(prompt, 'now')).record, {
       validator: (prompt) => {
@@ -98,12 +143,32 @@ export class Messages {
     setHandler(
       followUpUpdate,
       async (prompt) => {
-        await this.#answer(prompt, 'after-turn', (sent) => this.ctx.turn.state.ended >= sent.turn);
-        return turnResult(this.ctx, progress.lastRecord as AgentJobRecord);
+        const updateId = updateIdNow();
+        try {
+          // A caller re-attaching after continue-as-new: its follow-up is already here, not queued again.
+          const followUp =
+            this.#unanswered.get(updateId) ??
+            this.#track({
+              updateId,
+              prompt,
+              key: updateMessageKey(this.ctx.turn.number),
+              turn: null,
+              ended: null,
+              failed: null,
+            });
+          const turn = await this.#started(followUp);
+          const ended = await this.#ended(followUp);
+          // Its own turn's, also for a caller that re-attaches after a later turn has started.
+          return { ...turnResult(this.ctx, ended), turns: turn };
+        } finally {
+          this.#unanswered.delete(updateId);
+        }
       },
       {
         validator: (prompt) => {
           checkPrompt(prompt, 'followUp prompt');
+          // One this workflow already took (a caller re-attaching): answered whatever the phase.
+          if (this.#unanswered.has(updateIdNow())) return;
           if (!['queued', 'creating', 'polling', 'sending-message'].includes(progress.phase)) {
             throw new Error(`the workflow is ${progress.phase}; it takes no more follow-ups`);
           }
@@ -112,7 +177,8 @@ export class Messages {
           }
         },
         // A workflow that ends at its deadline leaves waiting follow-ups behind: their callers read
-        // the workflow's own failure instead.
+        // the workflow's own failure instead. One that continues as new carries them: their
+        // callers re-attach to the next run with the same update ID.
         unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
         description:
           'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
@@ -120,31 +186,58 @@ export class Messages {
     );
   }
 
-  /**
-   * Queues `prompt` and resolves once it is sent (and, with `until`, once that holds); rejects with
-   * the message's failure. The follow-up stays open meanwhile.
-   */
-  async #answer(prompt: string, when: SendWhen, until?: (sent: Sent) => boolean): Promise<Sent> {
-    try {
-      const sent = await this.queue(prompt, when, updateMessageKey(this.ctx.turn.number));
-      if (until) await condition(() => until(sent));
-      return sent;
-    } finally {
-      this.#queue.close();
-    }
+  /** Queues `prompt`; resolves once it is sent, rejects with the message's failure. */
+  #answer(prompt: string, when: SendWhen): Promise<Sent> {
+    return this.queue(prompt, when, updateMessageKey(this.ctx.turn.number));
   }
 
   /** Queues a follow-up; resolves with its answer and the turn it started. */
   queue(prompt: string, when: SendWhen, key: string): Promise<Sent> {
     return new Promise<Sent>((resolve, reject) => {
-      this.#queue.add({ prompt, key, answered: resolve, failed: reject }, when);
-      if (this.ready) this.ctx.wait.request();
+      this.#add({ prompt, key, updateId: null, answered: resolve, failed: reject }, when);
     });
   }
 
   /** The prompt of `{ jobId, prompt }`: queued like a `followUp`; its failure fails the workflow. */
   queueAtStart(prompt: string, key: string): Promise<Sent> {
-    return this.queue(prompt, 'after-turn', key).finally(() => this.#queue.close());
+    return this.queue(prompt, 'after-turn', key);
+  }
+
+  #add(followUp: FollowUp, when: SendWhen): void {
+    this.#queue.add(followUp, when);
+    if (this.ready) this.ctx.wait.request();
+  }
+
+  /** Keeps `followUp` until its caller is answered, and queues it unless it was sent already. */
+  #track(followUp: Unanswered): Unanswered {
+    this.#unanswered.set(followUp.updateId, followUp);
+    if (followUp.turn !== null || followUp.failed !== null) return followUp;
+    const { updateId, prompt, key } = followUp;
+    const answered = (sent: Sent) => (followUp.turn = sent.turn);
+    const failed = (err: unknown) => (followUp.error = err);
+    this.#add({ prompt, key, updateId, answered, failed }, 'after-turn');
+    return followUp;
+  }
+
+  /** The turn `followUp`'s message started, once sent; throws what its message failed with. */
+  async #started(followUp: Unanswered): Promise<number> {
+    await condition(() => followUp.turn !== null || followUp.error !== undefined || followUp.failed !== null);
+    // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
+    if (followUp.error !== undefined) throw followUp.error as Error;
+    if (followUp.failed !== null) {
+      throw ApplicationFailure.create({
+        type: followUp.failed.type ?? undefined,
+        message: `${followUp.failed.message} (the message failed in an earlier run of this workflow)`,
+        nonRetryable: true,
+      });
+    }
+    return followUp.turn as number;
+  }
+
+  /** The record `followUp`'s turn ended with, once it has. */
+  async #ended(followUp: Unanswered): Promise<AgentJobRecord> {
+    await condition(() => followUp.ended !== null);
+    return followUp.ended as AgentJobRecord;
   }
 
   /**
@@ -181,4 +274,17 @@ export class Messages {
       }
     }
   }
+}
+
+/** The ID of the update being handled or validated. */
+function updateIdNow(): string {
+  const info = currentUpdateInfo();
+  if (info === undefined) throw new Error('not in an update handler');
+  return info.id;
+}
+
+/** What continue-as-new carries of a message's failure: its type and message. */
+function failureOf(err: unknown): CarriedFollowUp['failed'] {
+  if (err instanceof ApplicationFailure) return { type: err.type ?? null, message: err.message };
+  return { type: null, message: err instanceof Error ? err.message : 'the message failed' };
 }

@@ -2,11 +2,31 @@
  * The state of one workflow run, grouped by concern, and what it carries into the next run
  * through continue-as-new. Workflow code (it reads the workflow clock).
  */
-import type { AgentJobProgress, ResolvedInput } from '../../contract.js';
+import type { AgentJobProgress, AgentJobRecord, ResolvedInput } from '../../contract.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
 import { PollSchedule } from './poll-schedule.js';
 import { PollWait } from './poll-wait.js';
 import { Turn, type TurnState } from './turn.js';
+
+/**
+ * A `followUp` update whose caller has not had its answer, carried into the next run so that the
+ * caller, re-attaching there with the same update ID, gets it (and its message is sent once).
+ */
+export interface CarriedFollowUp {
+  updateId: string;
+  prompt: string;
+  /** The message's Idempotency-Key, unchanged across runs. */
+  key: string;
+  /** The turn its message started; null while it waits to be sent. */
+  turn: number | null;
+  /** The record its turn ended with; null until then. */
+  ended: AgentJobRecord | null;
+  /**
+   * Its message failed: the failure's type and message (continue-as-new input is data, so the
+   * error itself cannot travel; the caller re-attaching gets an ApplicationFailure with both).
+   */
+  failed: { type: string | null; message: string } | null;
+}
 
 /** What a run carries into the next through continue-as-new. Callers never set it. */
 export interface Continuation {
@@ -19,6 +39,8 @@ export interface Continuation {
   streak: FailureStreakState;
   pollRequested: boolean;
   quotaUses: number;
+  /** Follow-ups not answered yet, in the order they were queued; absent when there are none. */
+  followUps?: CarriedFollowUp[];
 }
 
 /** One run's state. */
@@ -61,8 +83,8 @@ export function startRun(resolved: ResolvedInput, carried: Continuation | undefi
   };
 }
 
-/** What `run`, driving `jobId`, carries into the next run. */
-export function carryOver(run: RunState, jobId: string): Continuation {
+/** What `run`, driving `jobId` with `followUps` not answered yet, carries into the next run. */
+export function carryOver(run: RunState, jobId: string, followUps: CarriedFollowUp[]): Continuation {
   const { progress } = run;
   return {
     jobId,
@@ -79,5 +101,7 @@ export function carryOver(run: RunState, jobId: string): Continuation {
     streak: run.streak.state,
     pollRequested: run.wait.requested,
     quotaUses: run.quotaUses,
+    // Left out when empty: a run without follow-ups carries what it always did.
+    ...(followUps.length > 0 ? { followUps } : {}),
   };
 }

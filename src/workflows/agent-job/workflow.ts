@@ -68,7 +68,7 @@ export async function agentJobWorkflow(
 
   setHandler(statusQuery, () => progress);
   setHandler(pollNowSignal, () => wait.request());
-  messages.listen();
+  messages.listen(carried?.followUps);
 
   function deadline(what: string) {
     progress.phase = 'timed-out';
@@ -139,7 +139,7 @@ export async function agentJobWorkflow(
         schedule.grow();
       }
       const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
-      if (runIsLong && !messages.open) return await continueAsNewNow(jobId);
+      if (runIsLong && !messages.holdsRun) return await continueAsNewNow(jobId);
     }
   }
 
@@ -153,15 +153,18 @@ export async function agentJobWorkflow(
       });
       if (reading.giveUp) throw unknownStatus(record, reading.inARow);
     }
-    return reading.kind === 'ended' ? reading.status : null;
+    if (reading.kind !== 'ended') return null;
+    messages.turnEnded(record);
+    return reading.status;
   }
 
   async function continueAsNewNow(jobId: string): Promise<never> {
-    await condition(allHandlersFinished);
+    // `followUp` handlers still waiting are left behind (ABANDON): the next run carries them.
+    await condition(() => allHandlersFinished() || !messages.holdsRun);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
     if (Date.now() >= run.deadlineMs) throw deadline('the agent job was still working');
     log.info('continuing as new to keep the history bounded', { polls: progress.polls });
-    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run, jobId));
+    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run, jobId, messages.carried));
   }
 
   /** Tells the per-project metrics how the job ended, counted from the first run's start. */

@@ -1,0 +1,134 @@
+/**
+ * Follow-ups queued behind a long turn do not hold the workflow's run: it continues as new with
+ * them, sends each once, and each caller of the library still gets its own turn's result.
+ */
+import assert from 'node:assert/strict';
+import { before, test } from 'node:test';
+import { sendFollowUp, startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
+import { statusQuery } from '../../src/contract.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import {
+  FAST_POLL,
+  startSimulatedSuite,
+  uniqueId,
+  waitFor,
+  type SimulatedSuite,
+  type TemporalTestEnv,
+} from '../harness.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
+
+/** Each turn stays `active` this long: long enough for several runs at 5 fast polls each. */
+const TURN_MS = 6000;
+/** Events one run may hold: 5 polls of about 6 events, two follow-ups' updates, start and end. */
+const EVENTS_PER_RUN = 80;
+
+let env: TemporalTestEnv;
+let sim: RunningSimulator;
+let suite: SimulatedSuite;
+
+before(async () => {
+  suite = await startSimulatedSuite('follow-up-can', TURN_MS);
+  ({ env, sim } = suite);
+});
+
+/** The runs of the workflow so far, from visibility. */
+async function runIds(handle: AgentJobHandle): Promise<string[]> {
+  const runs: string[] = [];
+  for await (const run of env.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) {
+    runs.push(run.runId);
+  }
+  return runs;
+}
+
+test('follow-ups queued behind a long turn continue as new with the run, each sent once and answered', async () => {
+  const projectId = suite.project();
+  const { taskQueue } = suite.worker;
+  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  const watching = await startAgentJob(
+    env.client,
+    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 5 },
+    { taskQueue },
+  );
+  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  // One with a key (given to the running run itself) and one without (update-with-start).
+  const firstKey = uniqueId('fu');
+  const first = await sendFollowUp(
+    env.client,
+    { ...input, prompt: 'Add examples' },
+    { taskQueue, key: firstKey },
+  );
+  const second = await sendFollowUp(env.client, { ...input, prompt: 'Fix the typos' }, { taskQueue });
+  assert.equal(first.workflowId, watching.workflowId);
+  assert.equal(second.workflowId, watching.workflowId);
+  const queuedIn = (await watching.describe()).runId;
+
+  const nextRun = await waitFor(
+    async () => {
+      const { runId } = await watching.describe();
+      return runId !== queuedIn ? runId : null;
+    },
+    { what: 'a continue-as-new while the follow-ups are queued', timeoutMs: TURN_MS - 1000 },
+  );
+  assert.equal(requestsTo(sim, projectId, 'message'), 0, 'both still queued when the run continued as new');
+  const carried = await env.client.workflow.getHandle(watching.workflowId, nextRun).query(statusQuery);
+  assert.equal(carried.turns, 1, 'turn one still in progress');
+
+  // The same key again, against the run the follow-up was carried into: no second message.
+  const again = await sendFollowUp(
+    env.client,
+    { ...input, prompt: 'Add examples' },
+    { taskQueue, key: firstKey },
+  );
+  assert.equal(requestsTo(sim, projectId, 'message'), 0, 'still queued');
+
+  const [a, b, a2] = await Promise.all([first.result(), second.result(), again.result()]);
+  assert.deepEqual(a2, a, 'the same follow-up, the same turn');
+  assert.equal(a.turns, 2, 'the first follow-up answered with its own turn');
+  assert.equal(b.turns, 3, 'the second follow-up answered with its own turn');
+  assert.match(a.prLink ?? '', /^https:\/\/github\.com\//);
+  assert.match(b.prLink ?? '', /^https:\/\/github\.com\//);
+  assert.notEqual(a.prLink, b.prLink);
+  assert.equal(requestsTo(sim, projectId, 'message'), 2, 'POSTs to message');
+  assert.equal(createdJobs(sim, projectId), 1);
+
+  const runs = await runIds(watching);
+  assert.ok(runs.length > 2, `the run continued as new during the turns (${runs.length} runs)`);
+  for (const runId of runs) {
+    const { events } = await env.client.workflow.getHandle(watching.workflowId, runId).fetchHistory();
+    const count = events?.length ?? 0;
+    assert.ok(count <= EVENTS_PER_RUN, `run ${runId} holds ${count} events, at most ${EVENTS_PER_RUN}`);
+  }
+});
+
+test('a caller back only after a later turn has started still gets its own turn, through every run since', async () => {
+  const projectId = suite.project({ durationMs: 3000 });
+  const { taskQueue } = suite.worker;
+  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  const watching = await startAgentJob(
+    env.client,
+    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 3 },
+    { taskQueue },
+  );
+  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const first = await sendFollowUp(
+    env.client,
+    { ...input, prompt: 'Add examples' },
+    { taskQueue, key: uniqueId('fu') },
+  );
+  const second = await sendFollowUp(env.client, { ...input, prompt: 'Fix the typos' }, { taskQueue });
+  // Nobody waits for the first one's answer until the second one's turn is under way.
+  await waitFor(() => requestsTo(sim, projectId, 'message') === 2, {
+    what: 'the second message',
+    timeoutMs: 15_000,
+  });
+  assert.equal((await watching.query(statusQuery)).turns, 3);
+
+  const a = await first.result();
+  assert.equal(a.turns, 2, 'its own turn, not the one in progress');
+  assert.equal(a.status, 'completed');
+  const b = await second.result();
+  assert.equal(b.turns, 3);
+  assert.notEqual(a.prLink, b.prLink);
+  assert.equal(requestsTo(sim, projectId, 'message'), 2, 'POSTs to message');
+  assert.ok((await runIds(watching)).length > 2, 'the first follow-up was carried through several runs');
+});
