@@ -546,7 +546,9 @@ export interface QuotaRequest {
  * What the enqueue activity answers: the request was signalled to the project's quota workflow
  * (a grant signal follows), or the asking worker has the quota off for this project.
  */
-export type QuotaTicket = { state: 'requested'; requestId: string } | { state: 'off' };
+export type QuotaTicket =
+  /** `leaseMs`: the worker's lease, which also paces the check that the quota workflow still runs. */
+  { state: 'requested'; requestId: string; leaseMs?: number } | { state: 'off' };
 
 /** A place in the queue, as the `status` query shows it. */
 export interface QueuePlace {

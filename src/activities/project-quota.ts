@@ -48,7 +48,7 @@ export function createProjectQuotaActivities(settings: ProjectQuotaSettings | nu
         staticSummary: `API budget of project ${input.projectId}: ${formatQuotaLimit(limit)}`,
         priority: taskPriority(input.projectId, QUOTA_PRIORITY_KEY),
       });
-      return { state: 'requested', requestId: input.requestId };
+      return { state: 'requested', requestId: input.requestId, leaseMs: settings.leaseMs };
     },
   };
 }

@@ -207,7 +207,11 @@ export class ProjectQuotaRequester {
     const requestId = `${workflowInfo().workflowId}/${use.name}`;
     const askedAt = Date.now();
     try {
-      if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') return { kind: 'off' };
+      const ticket = await this.#enqueue(use, deadlineMs, refused);
+      if (ticket.state === 'off') return { kind: 'off' };
+      // A quota workflow that was terminated is noticed within a lease (at most QUOTA_REASK_MS): by
+      // then a grant lost with it would have come back too.
+      const checkEveryMs = Math.min(QUOTA_REASK_MS, ticket.leaseMs ?? QUOTA_REASK_MS);
       // An ask after one that failed keeps what the job showed before it first queued.
       const before = this.#waiting;
       this.#waiting = {
@@ -219,7 +223,7 @@ export class ProjectQuotaRequester {
       const known = this.#places.get(use.name);
       if (known) this.#show(known, null);
       let reaskAt = Date.now() + QUOTA_REASK_MS;
-      let checkAt = reaskAt;
+      let checkAt = Date.now() + checkEveryMs;
       for (;;) {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
         const grantExpiresAt = this.#grants.get(use.name);
@@ -247,10 +251,10 @@ export class ProjectQuotaRequester {
             return { kind: 'off' };
           }
           reaskAt = Date.now() + QUOTA_REASK_MS;
-          checkAt = reaskAt;
+          checkAt = Date.now() + checkEveryMs;
           continue;
         }
-        // Woken at least every QUOTA_REASK_MS, to check that the quota workflow still runs.
+        // Woken at least every lease (checkEveryMs), to check that the quota workflow still runs.
         const wakeAt = Math.min(deadlineMs, reaskAt, checkAt);
         const woken = await condition(
           () => this.#grants.has(use.name) || this.#declines.has(use.name),
@@ -260,7 +264,7 @@ export class ProjectQuotaRequester {
         // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
         reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
         if (Date.now() < checkAt || Date.now() >= reaskAt) continue;
-        checkAt = Date.now() + QUOTA_REASK_MS;
+        checkAt = Date.now() + checkEveryMs;
         // A terminated quota workflow forgot the queue: ask again now, not at the estimated start.
         if (!(await this.#quotaRuns(requestId))) reaskAt = Date.now();
       }

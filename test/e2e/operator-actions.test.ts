@@ -190,31 +190,41 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.equal(createdJobs(sim, projectId), 1);
     });
 
-    test('terminated while its create is on the wire, started again under the same key: a second agent job', async () => {
-      // A create applied at once and answered 3 s later: the termination arrives in between, and no
-      // workflow code runs after it to record the job.
-      const projectId = project({
-        durationMs: 4_000,
-        faults: { rules: [{ endpoint: 'create', first: 1, kind: 'slow', ms: 3_000 }] },
-      });
-      const key = `key-${randomUUID()}`;
-      const first = await startAgentJob(env.client, input(projectId), { key, taskQueue: worker.taskQueue });
-      await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the create to reach the API' });
-      await first.terminate('an operator stops it mid-create');
-      const described = await first.describe();
-      assert.equal(described.status.name, 'TERMINATED');
-      assert.equal(
-        described.typedSearchAttributes.get(SearchAttributes.jobId),
-        undefined,
-        'no AgentJobId recorded',
-      );
+    for (const policy of ['retry', 'fail'] as const) {
+      test(`terminated while its create is on the wire, started again under the same key, AGENT_API_AMBIGUOUS_CREATE=${policy}: ${policy === 'retry' ? 'the create is sent again' : 'nothing sent, CreateOutcomeUnknown'}`, async () => {
+        // A create applied at once and answered 3 s later: the termination arrives in between, and
+        // no workflow code runs after it to record the job; the next run reads that from the history.
+        const projectId = project({
+          durationMs: 4_000,
+          faults: { rules: [{ endpoint: 'create', first: 1, kind: 'slow', ms: 3_000 }] },
+        });
+        const taskQueue = (policy === 'retry' ? worker : failWorker).taskQueue;
+        const key = `key-${randomUUID()}`;
+        const first = await startAgentJob(env.client, input(projectId), { key, taskQueue });
+        await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the create to reach the API' });
+        await first.terminate('an operator stops it mid-create');
+        const described = await first.describe();
+        assert.equal(described.status.name, 'TERMINATED');
+        assert.equal(
+          described.typedSearchAttributes.get(SearchAttributes.jobId),
+          undefined,
+          'no AgentJobId recorded',
+        );
 
-      const second = await startAgentJob(env.client, input(projectId), { key, taskQueue: worker.taskQueue });
-      const result = await second.result();
-      assert.equal(result.created, true, 'the second run created an agent job of its own');
-      assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
-      assert.equal(createdJobs(sim, projectId), 2);
-    });
+        const second = await startAgentJob(env.client, input(projectId), { key, taskQueue });
+        if (policy === 'retry') {
+          const result = await second.result();
+          assert.equal(result.created, true, 'the second run created an agent job of its own');
+          assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
+        } else {
+          const cause = await failureOf(second);
+          assert.ok(cause instanceof ApplicationFailure, String(cause));
+          assert.equal(cause.type, FailureType.CreateOutcomeUnknown, cause.message);
+          assert.match(cause.message, /the run before under this key/);
+          assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+        }
+      });
+    }
 
     for (const when of ['polling', 'its create is on the wire'] as const) {
       test(`cancelled while ${when}: ends cancelled with its agent job recorded; started again under the same key, no second create`, async () => {
@@ -277,25 +287,21 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.equal(createdJobs(sim, projectId), 1);
     });
 
-    test(
-      'reset to after its create: the status query counts no create sent again',
-      { todo: 'the reset run reports resent: 1 although its create was replayed from history and not sent' },
-      async () => {
-        const projectId = project({ durationMs: 4_000 });
-        const first = await start(projectId, worker.taskQueue);
-        await recordedJob(first);
-        const reran = await resetWithCli(first, 'LastWorkflowTask', 'an operator resets it to its last task');
-        await reran.result();
-        assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
-        assert.equal(
-          (await reran.query(statusQuery)).resent,
-          0,
-          'creates the status query counts as sent again',
-        );
-      },
-    );
+    test('reset to after its create: the status query counts no create sent again', async () => {
+      const projectId = project({ durationMs: 4_000 });
+      const first = await start(projectId, worker.taskQueue);
+      await recordedJob(first);
+      const reran = await resetWithCli(first, 'LastWorkflowTask', 'an operator resets it to its last task');
+      await reran.result();
+      assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+      assert.equal(
+        (await reran.query(statusQuery)).resent,
+        0,
+        'creates the status query counts as sent again',
+      );
+    });
 
-    test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=retry (the default): sent again, a second agent job, counted in resent', async () => {
+    test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=retry (the default): sent again, a second agent job', async () => {
       const projectId = project({ durationMs: 4_000 });
       const first = await start(projectId, worker.taskQueue);
       const jobId = await recordedJob(first);
@@ -305,11 +311,9 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.notEqual(result.job.id, jobId, 'the reset run went on with a job of its own');
       assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
       assert.equal(createdJobs(sim, projectId), 2);
-      assert.equal(
-        (await reran.query(statusQuery)).resent,
-        1,
-        'the status query counts the create sent again',
-      );
+      // The workflow cannot tell this create from one whose result the history holds (a reset to
+      // after it): the activity logs and counts it (agent_job_ambiguous_creates_total), not `resent`.
+      assert.equal((await reran.query(statusQuery)).resent, 0);
     });
 
     test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=fail: CreateOutcomeUnknown, one create; the run before the reset names the agent job to watch', async () => {
@@ -339,34 +343,24 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.equal(createdJobs(sim, projectId), 1);
     });
 
-    test(
-      'reset to before its create, AGENT_API_AMBIGUOUS_CREATE=fail, then started again under the same key: no second create',
-      {
-        todo: 'startAgentJob reads AgentJobId from the latest run only; the reset run never set it, so the new run creates a second agent job',
-      },
-      async () => {
-        const projectId = project({ durationMs: 4_000 });
-        const key = `key-${randomUUID()}`;
-        const first = await startAgentJob(env.client, input(projectId), {
-          key,
-          taskQueue: failWorker.taskQueue,
-        });
-        const jobId = await recordedJob(first);
-        const reran = await reset(
-          first,
-          await firstTaskCompleted(first),
-          'an operator resets it to its start',
-        );
-        await failureOf(reran);
-        const again = await startAgentJob(env.client, input(projectId), {
-          key,
-          taskQueue: failWorker.taskQueue,
-        });
-        const result = await again.result();
-        assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
-        assert.equal(result.job.id, jobId);
-      },
-    );
+    test('reset to before its create, AGENT_API_AMBIGUOUS_CREATE=fail, then started again under the same key: the run before the reset names the job, no second create', async () => {
+      const projectId = project({ durationMs: 4_000 });
+      const key = `key-${randomUUID()}`;
+      const first = await startAgentJob(env.client, input(projectId), {
+        key,
+        taskQueue: failWorker.taskQueue,
+      });
+      const jobId = await recordedJob(first);
+      const reran = await reset(first, await firstTaskCompleted(first), 'an operator resets it to its start');
+      await failureOf(reran);
+      const again = await startAgentJob(env.client, input(projectId), {
+        key,
+        taskQueue: failWorker.taskQueue,
+      });
+      const result = await again.result();
+      assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
+      assert.equal(result.job.id, jobId);
+    });
   });
 
   /** A simulator with the API's budget of `uses` per `windowMs`, and a worker whose quota is the same. */
@@ -425,40 +419,32 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.equal(createdJobs(world.quotaSim, projectId), 3);
     });
 
-    test(
-      'terminated while jobs are queued: every job still gets its use and completes, one create each',
-      {
-        skip:
-          'fails on main: a queued job asks again only after QUOTA_REASK_MS (2 min, whatever the lease), so the queued jobs ' +
-          'complete about 125 s after the terminate (each with one create), past the 45 s bound',
-      },
-      async () => {
-        const { quotaSim, taskQueue, projectId, quota, answeredCreates } = await quotaWorld(2, 4_000);
-        // From the first start to the last job's end: three windows for five jobs at two a window, and room.
-        const BOUND_MS = 45_000;
-        const startedAt = Date.now();
-        const handles: Handle[] = [];
-        for (let i = 0; i < 5; i++) handles.push(await start(projectId, taskQueue));
-        await waitFor(
-          async () => {
-            const status = await quota.query(quotaStatusQuery);
-            return status.totals.granted + status.queueLength >= 5 && status.queueLength > 0;
-          },
-          { what: 'every job to reach the quota, some of them queued' },
-        );
-        await quota.terminate('an operator stops the quota workflow');
+    test('terminated while jobs are queued: every job still gets its use and completes, one create each', async () => {
+      const { quotaSim, taskQueue, projectId, quota, answeredCreates } = await quotaWorld(2, 4_000);
+      // From the first start to the last job's end: three windows for five jobs at two a window, and room.
+      const BOUND_MS = 45_000;
+      const startedAt = Date.now();
+      const handles: Handle[] = [];
+      for (let i = 0; i < 5; i++) handles.push(await start(projectId, taskQueue));
+      await waitFor(
+        async () => {
+          const status = await quota.query(quotaStatusQuery);
+          return status.totals.granted + status.queueLength >= 5 && status.queueLength > 0;
+        },
+        { what: 'every job to reach the quota, some of them queued' },
+      );
+      await quota.terminate('an operator stops the quota workflow');
 
-        const results = await Promise.all(
-          handles.map((handle) => resultWithin(handle, BOUND_MS - (Date.now() - startedAt))),
-        );
-        assert.deepEqual(
-          results.map((result) => result.status),
-          handles.map(() => 'completed'),
-        );
-        assert.equal(new Set(results.map((result) => result.job.id)).size, 5, 'five distinct agent jobs');
-        assert.equal(answeredCreates(), 5, 'POSTs to create answered: one per job');
-        assert.equal(createdJobs(quotaSim, projectId), 5);
-      },
-    );
+      const results = await Promise.all(
+        handles.map((handle) => resultWithin(handle, BOUND_MS - (Date.now() - startedAt))),
+      );
+      assert.deepEqual(
+        results.map((result) => result.status),
+        handles.map(() => 'completed'),
+      );
+      assert.equal(new Set(results.map((result) => result.job.id)).size, 5, 'five distinct agent jobs');
+      assert.equal(answeredCreates(), 5, 'POSTs to create answered: one per job');
+      assert.equal(createdJobs(quotaSim, projectId), 5);
+    });
   });
 });
