@@ -207,7 +207,8 @@ async function endedRun(client: Client, workflowId: string): Promise<PreviousRun
   try {
     const run = await client.workflow.getHandle(workflowId).describe();
     if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
-    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId) ?? jobOfEarlierRun(client, workflowId);
+    const jobId =
+      run.typedSearchAttributes.get(SearchAttributes.jobId) ?? jobOfEarlierRun(client, workflowId);
     if (jobId !== null) return previousRun(await jobId, []);
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     return previousRun(null, events ?? []);

@@ -23,6 +23,19 @@ import { showRecord } from './progress.js';
 import type { CarriedFollowUp } from './run-state.js';
 import type { Turn } from './turn.js';
 
+/**
+ * Sent follow-ups whose caller has not come back for the result, carried into the next run: 20,
+ * each a record of at most 16 KiB (RECORD_BUDGET_BYTES) and an ID; queued ones are bounded by
+ * MAX_QUEUED_FOLLOW_UPS, and all of them together by MAX_CARRIED_BYTES.
+ */
+const MAX_CARRIED_SENT = 20;
+
+/**
+ * Largest carried follow-ups, in UTF-8 bytes at worst (3 per UTF-16 unit): 1 MiB, half of
+ * Temporal's 2 MB payload limit. Past it the run waits for them, as before carrying existed.
+ */
+const MAX_CARRIED_BYTES = 1024 * 1024;
+
 /** Phases a workflow ends in: none of them goes back to polling. */
 const ENDED_PHASES: ReadonlySet<AgentJobProgress['phase']> = new Set([
   'completed',
@@ -89,17 +102,24 @@ export class Messages {
    * not hold it: the next run takes them ({@link carried}) and their callers re-attach there.
    */
   get holdsRun(): boolean {
-    return this.#queue.holdsRun((followUp) => followUp.updateId !== null);
+    if (this.#queue.holdsRun((followUp) => followUp.updateId !== null)) return true;
+    // Prompts of up to 32,000 characters: a queue of long ones could pass the payload limit.
+    return this.#unanswered.size > 0 && JSON.stringify(this.carried).length * 3 > MAX_CARRIED_BYTES;
   }
 
-  /** The follow-ups the next run takes: those sent first, then those queued, in their order. */
+  /**
+   * The follow-ups the next run takes: those sent first (the newest {@link MAX_CARRIED_SENT}, their
+   * prompt left out: it went out already), then those queued, in their order. Bounded so that
+   * callers who never come back cannot grow the continue-as-new input without end.
+   */
   get carried(): CarriedFollowUp[] {
     const queued = new Set(this.#queue.waiting.map((followUp) => followUp.updateId));
     const all = [...this.#unanswered.values()];
-    return [...all.filter((f) => !queued.has(f.updateId)), ...all.filter((f) => queued.has(f.updateId))].map(
+    const sent = all.filter((f) => !queued.has(f.updateId)).slice(-MAX_CARRIED_SENT);
+    return [...sent, ...all.filter((f) => queued.has(f.updateId))].map(
       ({ updateId, prompt, key, turn, ended, failed, error }) => ({
         updateId,
-        prompt,
+        prompt: queued.has(updateId) ? prompt : '',
         key,
         turn,
         ended,

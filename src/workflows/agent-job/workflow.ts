@@ -82,11 +82,11 @@ export async function agentJobWorkflow(
     // had sent it, nor can a run started again after one ended with its create on the wire: the
     // ambiguous-call policy decides, as after a lost answer.
     const { runId, originalExecutionRunId } = workflowInfo();
-    const reset =
+    const uncertain =
       runId === originalExecutionRunId
         ? resolved.previousCreate
         : 'the run this one was reset from (it may have created the agent job before the reset point)';
-    const record = await calls.create(prompt, createKey(), reset);
+    const record = await calls.create(prompt, createKey(), uncertain);
     progress.jobId = record.id;
     showRecord(progress, record, false);
     return record.id;
