@@ -208,8 +208,8 @@ async function endedRun(client: Client, workflowId: string): Promise<PreviousRun
     const run = await client.workflow.getHandle(workflowId).describe();
     if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
     const jobId =
-      run.typedSearchAttributes.get(SearchAttributes.jobId) ?? jobOfEarlierRun(client, workflowId);
-    if (jobId !== null) return previousRun(await jobId, []);
+      run.typedSearchAttributes.get(SearchAttributes.jobId) ?? (await jobOfEarlierRun(client, workflowId));
+    if (jobId !== null) return previousRun(jobId, []);
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     return previousRun(null, events ?? []);
   } catch (err) {
