@@ -204,7 +204,10 @@ export function createActivities(deps: ActivityDeps) {
    * follow. Temporal itself retries these activities only after attempts that surely did not reach
    * the API; after any other, the workflow does, and it passes what it knows.
    */
-  function mayResend(operation: 'createJob' | 'sendMessage', input: { uncertain?: string | null }): void {
+  function mayResend(
+    operation: 'createJob' | 'sendMessage',
+    input: { projectId: string; uncertain?: string | null },
+  ): void {
     const why = input.uncertain ?? null;
     if (why === null) return;
     if (policy === 'fail') {
@@ -218,7 +221,7 @@ export function createActivities(deps: ActivityDeps) {
     countAmbiguous(operation);
     log.warn(
       `${operation === 'createJob' ? 'create' : 'follow-up message'} sent again after an attempt whose outcome is unknown; the API honours no Idempotency-Key, so a second ${operation === 'createJob' ? 'agent job' : 'turn'} may follow`,
-      { projectId: (input as { projectId?: string }).projectId, why },
+      { projectId: input.projectId, why },
     );
   }
 
@@ -367,6 +370,7 @@ function apiFailure(
   return failure;
 }
 
+/** The failure type of a create or message that may have been applied, under `fail`. */
 function outcomeUnknownType(operation: 'createJob' | 'sendMessage'): FailureType {
   return operation === 'createJob' ? FailureType.CreateOutcomeUnknown : FailureType.MessageOutcomeUnknown;
 }
