@@ -399,6 +399,10 @@ describe('operator actions', { concurrency: 2 }, () => {
         what: 'the first job to be granted its use',
       });
       const queued = await startAgentJob(env.client, input(projectId), { key, taskQueue });
+      // In this order at the quota: the terminated job first, so the next window's use is its.
+      await waitFor(async () => (await quota.query(quotaStatusQuery)).queueLength === 1, {
+        what: 'the job to be terminated to queue first',
+      });
       const next = await start(projectId, taskQueue);
       await waitFor(async () => (await quota.query(quotaStatusQuery)).queueLength === 2, {
         what: 'two jobs to queue',
