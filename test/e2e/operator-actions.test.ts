@@ -424,10 +424,12 @@ describe('operator actions', { concurrency: 2 }, () => {
       assert.equal(createdJobs(world.quotaSim, projectId), 3);
     });
 
-    test('terminated while jobs are queued: every job still gets its use and completes, one create each', async () => {
+    test('terminated while jobs are queued: every job still gets its use and completes, one create each', async (t) => {
       const { quotaSim, taskQueue, projectId, quota, answeredCreates } = await quotaWorld(2, 4_000);
-      // From the first start to the last job's end: three windows for five jobs at two a window, and room.
-      const BOUND_MS = 45_000;
+      // From the first start to the last job's end: a lease (10 s) until the queued jobs find the
+      // quota workflow gone, then three windows for five jobs at two a window. About 20 s on an idle
+      // machine; the bound leaves room for a full suite on two cores (one CI run took over 45 s).
+      const BOUND_MS = 90_000;
       const startedAt = Date.now();
       const handles: Handle[] = [];
       for (let i = 0; i < 5; i++) handles.push(await start(projectId, taskQueue));
@@ -447,6 +449,7 @@ describe('operator actions', { concurrency: 2 }, () => {
         results.map((result) => result.status),
         handles.map(() => 'completed'),
       );
+      t.diagnostic(`every job ended ${Date.now() - startedAt} ms after the first start`);
       assert.equal(new Set(results.map((result) => result.job.id)).size, 5, 'five distinct agent jobs');
       assert.equal(answeredCreates(), 5, 'POSTs to create answered: one per job');
       assert.equal(createdJobs(quotaSim, projectId), 5);
