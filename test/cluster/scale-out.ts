@@ -33,6 +33,12 @@ before(async () => {
   env = await temporalEnv({ address: cluster.address, namespace: cluster.namespace });
   sim = await startTestSimulator({
     apiKeys: [API_KEY],
+    // About failover, not the key: a create on the wire when a worker (or the server) dies is sent
+    // again by the workflow under AGENT_API_AMBIGUOUS_CREATE=retry, which the live API would make a
+    // second agent job (test/workflows/real-api-world.test.ts shows both policies against keys
+    // ignored). Here the key is honoured, so "one agent job per workflow" counts lost and doubled
+    // workflows, not that resend.
+    honourIdempotencyKey: true,
     createsPerProjectPerHour: 0,
     // Long enough that jobs are still running through both kills and the server's restart.
     defaultScenario: { durationMs: 20_000, outcome: 'pr' },

@@ -20,6 +20,12 @@ before(async () => {
   env = await temporalEnv();
   sim = await startTestSimulator({
     apiKeys: [API_KEY],
+    // About failover, not the key: a create on the wire when a worker (or the server) dies is sent
+    // again by the workflow under AGENT_API_AMBIGUOUS_CREATE=retry, which the live API would make a
+    // second agent job (test/workflows/real-api-world.test.ts shows both policies against keys
+    // ignored). Here the key is honoured, so "one agent job per workflow" counts lost and doubled
+    // workflows, not that resend.
+    honourIdempotencyKey: true,
     createsPerProjectPerHour: 0,
     defaultScenario: { durationMs: 6_000, outcome: 'pr' },
   });
