@@ -15,6 +15,7 @@ import {
   type SimulatedSuite,
   type TemporalTestEnv,
 } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 /** Each turn stays `active` this long: long enough for several runs at 5 fast polls each. */
@@ -97,7 +98,9 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
     const { events } = await env.client.workflow.getHandle(watching.workflowId, runId).fetchHistory();
     const count = events?.length ?? 0;
     assert.ok(count <= EVENTS_PER_RUN, `run ${runId} holds ${count} events, at most ${EVENTS_PER_RUN}`);
-  }
+  } // The run that continued as new with the follow-ups queued, and the one that took them.
+  await captureHistory(env, watching, 'follow-ups-carried-out', { runId: queuedIn });
+  await captureHistory(env, watching, 'follow-ups-carried-in', { runId: nextRun });
 });
 
 test('a caller back only after a later turn has started still gets its own turn, through every run since', async () => {

@@ -4,8 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -20,7 +18,6 @@ import {
   type AgentJobInput,
   type AgentJobResult,
 } from '../../src/contract.js';
-import { findTemporalCli } from '../../dev/temporal-cli.js';
 import { AgentApiClient } from '../../src/agent-api/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
@@ -35,6 +32,7 @@ import {
   type TemporalTestEnv,
   type TestWorker,
 } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 // A distinctive key, so that finding it in a history is meaningful.
@@ -85,33 +83,6 @@ async function jobIdOf(handle: WorkflowHandle): Promise<string> {
   return waitFor(async () => (await handle.query(statusQuery)).jobId, { what: 'the agent job ID' });
 }
 
-/**
- * Keeps the history of a run under test/histories for the replay test, when asked to. The
- * Temporal CLI writes it, in the same JSON form as `temporal workflow show` gives operators.
- */
-async function captureHistory(handle: WorkflowHandle, name: string, runId?: string): Promise<void> {
-  if (!process.env.CAPTURE_HISTORIES) return;
-  await handle.result().catch(() => undefined);
-  const cli = findTemporalCli();
-  assert.ok(cli, 'capturing histories needs the Temporal CLI');
-  const args = [
-    'workflow',
-    'show',
-    '--address',
-    env.address,
-    '--namespace',
-    env.namespace,
-    '--workflow-id',
-    handle.workflowId,
-    '--output',
-    'json',
-  ];
-  if (runId) args.push('--run-id', runId);
-  const shown = spawnSync(cli.path, args, { encoding: 'utf8' });
-  assert.equal(shown.status, 0, shown.stderr);
-  writeFileSync(new URL(`../histories/${name}.json`, import.meta.url), shown.stdout);
-}
-
 describe('agent-job workflow', { concurrency: 4 }, () => {
   after(async () => {
     // Secrets never enter workflow inputs, results or history: check every workflow this file ran.
@@ -136,7 +107,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.jobId), result.job.id);
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), 'completed');
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.projectId), projectId);
-    await captureHistory(handle, 'completed-with-pr');
+    await captureHistory(env, handle, 'completed-with-pr');
   });
 
   test('polls run as local activities by default, or as one regular activity each when asked', async () => {
@@ -171,7 +142,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       byLocal.events / byLocal.polls < byRegular.events / byRegular.polls - 3,
       JSON.stringify(shapes),
     );
-    await captureHistory(regular, 'regular-activity-polls');
+    await captureHistory(env, regular, 'regular-activity-polls');
   });
 
   test('a workflow ID with spaces and Unicode still gives a valid Idempotency-Key', async () => {
@@ -217,7 +188,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const record = failure.details?.[0] as { status: string; id: string };
     assert.equal(record.status, 'failed');
     assert.match(failure.message, new RegExp(record.id));
-    await captureHistory(handle, 'failed');
+    await captureHistory(env, handle, 'failed');
   });
 
   test('transient errors on create and get are retried and the job completes', async () => {
@@ -235,7 +206,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const handle = await start({ projectId, prompt: 'Survive', poll: FAST });
     const result = await handle.result();
     assert.equal(result.status, 'completed');
-    await captureHistory(handle, 'transient-errors');
+    await captureHistory(env, handle, 'transient-errors');
     // 503 surely did not create anything; the retried create made the one job.
     assert.equal(createdJobs(sim, projectId), 1);
     assert.ok(requestsTo(sim, projectId, 'create') >= 2);
@@ -295,7 +266,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(failure.type, FailureType.AgentJobTimedOut);
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
     assert.equal((await handle.query(statusQuery)).phase, 'timed-out');
-    await captureHistory(handle, 'timed-out');
+    await captureHistory(env, handle, 'timed-out');
   });
 
   test('continue-as-new keeps the history bounded and never creates a second job', async () => {
@@ -333,7 +304,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       'the first run continued as new',
     );
     assert.ok(events.length < 60, `the first run stayed small (${events.length} events)`);
-    await captureHistory(handle, 'continued-as-new', handle.firstExecutionRunId);
+    await captureHistory(env, handle, 'continued-as-new', { runId: handle.firstExecutionRunId });
   });
 
   test('jobId attaches to an existing agent job without creating one', async () => {
@@ -374,7 +345,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.notEqual(result.prLink, turnOne.prLink, 'the result is turn 2\u2019s, with its own pull request');
     assert.equal(requestsTo(sim, projectId, 'message'), 1, 'exactly one follow-up message');
     assert.equal(createdJobs(sim, projectId), 1, 'no agent job created');
-    await captureHistory(handle, 'follow-up-at-start');
+    await captureHistory(env, handle, 'follow-up-at-start');
   });
 
   test('pollNow polls at once instead of waiting for the timer', async () => {
@@ -393,7 +364,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     const result = await handle.result();
     assert.equal(result.status, 'completed');
     assert.equal(result.polls, 1);
-    await captureHistory(handle, 'poll-now');
+    await captureHistory(env, handle, 'poll-now');
   });
 
   test('after a pollNow, the next waits are timers again: every request polls once and waits anew', async () => {
@@ -416,7 +387,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.ok(Date.parse(status.nextPollAt!) - Date.now() > 30 * 60_000, 'the next poll is the hour away');
     assert.equal((await handle.describe()).status.name, 'RUNNING');
     await handle.cancel();
-    await captureHistory(handle, 'poll-now-repeated');
+    await captureHistory(env, handle, 'poll-now-repeated');
   });
 
   test('sendMessage after a turn ended: the previous turn\u2019s completed is not taken for the new turn\u2019s end', async () => {
@@ -449,7 +420,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       'the result is turn 2\u2019s, with its own pull request',
     );
     assert.ok(final.polls >= 3, 'the stale reads were polled through');
-    await captureHistory(handle, 'send-message-after-turn');
+    await captureHistory(env, handle, 'send-message-after-turn');
   });
 
   test('sendMessage during a turn resumes polling until the new turn ends', async () => {
@@ -469,7 +440,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     // The result is the new turn's: the simulator ended turn 2 after the message, not before it.
     const job = sim.stats().jobs.find((j) => j.id === record.id);
     assert.ok(job && job.terminalAt !== null);
-    await captureHistory(handle, 'send-message');
+    await captureHistory(env, handle, 'send-message');
   });
 
   test('sendMessage is rejected by its validator when it cannot apply, and nothing is sent', async () => {
@@ -503,7 +474,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal((await handle.describe()).status.name, 'CANCELLED');
     // The agent job is still findable by its search attribute.
     assert.equal((await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId), jobId);
-    await captureHistory(handle, 'cancelled');
+    await captureHistory(env, handle, 'cancelled');
   });
 
   const invalidInputs: Array<[string, Record<string, unknown>, string]> = [

@@ -34,6 +34,7 @@ import {
   type TemporalTestEnv,
   type TestWorker,
 } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `real-world-key-${randomUUID()}`;
@@ -117,6 +118,7 @@ describe('one agent job per workflow, whatever the answer to its create', { conc
     assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
     const progress = await handle.query(statusQuery);
     assert.equal(progress.resent, 1, 'the status query counts the create sent again');
+    await captureHistory(env, handle, 'create-resent-after-502');
   });
 
   test('a run terminated after its job was made, started again under the same key: no second create', async () => {
@@ -184,6 +186,7 @@ describe('blips do not fail a job the API has answered', { concurrency: 3 }, () 
       });
       const handles = await Promise.all(Array.from({ length: 10 }, () => start({ projectId })));
       const results = await Promise.all(handles.map((handle) => handle.result()));
+      await captureHistory(env, handles[0] as (typeof handles)[number], `blip-${fault.kind}`);
       assert.deepEqual(
         results.map((result) => result.status),
         Array(10).fill('completed'),
