@@ -42,16 +42,9 @@ import {
   type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
-import { DEFAULT_QUOTA_LEASE_MS } from '../quota/settings.js';
-import { RETRY_JITTER } from '../retries.js';
+import { AskSchedule, placeOf, useNameOf } from '../quota/waiting.js';
 
-/**
- * How long a requester waits without a word (no place, no grant) before it asks again under the
- * same request ID, and how long past its estimated start: the default lease, by which a grant lost
- * on its way would have come back to the budget. Asking again is idempotent. Also how often a
- * requester whose start is further off checks that the quota workflow still runs.
- */
-export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
+export { QUOTA_REASK_MS } from '../quota/waiting.js';
 
 /**
  * The longest one create or message attempt takes (its `startToCloseTimeout` in
@@ -209,9 +202,6 @@ export class ProjectQuotaRequester {
     try {
       const ticket = await this.#enqueue(use, deadlineMs, refused);
       if (ticket.state === 'off') return { kind: 'off' };
-      // A quota workflow that was terminated is noticed within a lease (at most QUOTA_REASK_MS): by
-      // then a grant lost with it would have come back too.
-      const checkEveryMs = Math.min(QUOTA_REASK_MS, ticket.leaseMs ?? QUOTA_REASK_MS);
       // An ask after one that failed keeps what the job showed before it first queued.
       const before = this.#waiting;
       this.#waiting = {
@@ -222,8 +212,7 @@ export class ProjectQuotaRequester {
       };
       const known = this.#places.get(use.name);
       if (known) this.#show(known, null);
-      let reaskAt = Date.now() + QUOTA_REASK_MS;
-      let checkAt = Date.now() + checkEveryMs;
+      const schedule = new AskSchedule(Date.now(), ticket.leaseMs);
       for (;;) {
         // What came with the ticket or during the wait: the signals may arrive before the activity's result.
         const grantExpiresAt = this.#grants.get(use.name);
@@ -243,30 +232,27 @@ export class ProjectQuotaRequester {
           this.#stopWaiting();
           return { kind: 'used-before' };
         }
-        if (declined) reaskAt = this.#waitForRoom(declined);
+        if (declined) this.#showWaitForRoom(declined, schedule.declined(declined, Date.now(), Math.random));
         if (Date.now() >= deadlineMs) throw this.#gaveUp(use, refused !== undefined);
-        if (Date.now() >= reaskAt) {
+        if (schedule.dueToAsk(Date.now())) {
           if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') {
             this.#stopWaiting();
             return { kind: 'off' };
           }
-          reaskAt = Date.now() + QUOTA_REASK_MS;
-          checkAt = Date.now() + checkEveryMs;
+          schedule.asked(Date.now());
           continue;
         }
-        // Woken at least every lease (checkEveryMs), to check that the quota workflow still runs.
-        const wakeAt = Math.min(deadlineMs, reaskAt, checkAt);
+        // Woken at least every lease, to check that the quota workflow still runs.
         const woken = await condition(
           () => this.#grants.has(use.name) || this.#declines.has(use.name),
-          Math.max(1, wakeAt - Date.now()),
+          schedule.wakeInMs(Date.now(), deadlineMs),
         );
         if (woken) continue;
         // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
-        reaskAt = Math.max(reaskAt, reaskAfter(this.#places.get(use.name)));
-        if (Date.now() < checkAt || Date.now() >= reaskAt) continue;
-        checkAt = Date.now() + checkEveryMs;
+        schedule.placeHeard(this.#places.get(use.name));
+        if (!schedule.dueToCheck(Date.now())) continue;
         // A terminated quota workflow forgot the queue: ask again now, not at the estimated start.
-        if (!(await this.#quotaRuns(requestId))) reaskAt = Date.now();
+        if (!(await this.#quotaRuns(requestId))) schedule.quotaGone(Date.now());
       }
     } catch (err) {
       // Leave the queue without an API call (the request may have reached it even when the enqueue
@@ -285,17 +271,13 @@ export class ProjectQuotaRequester {
     }
   }
 
-  /** A full queue: shows it, and returns when to ask again (jittered, so the turned-away do not return together). */
-  #waitForRoom(declined: QuotaDeclined): number {
-    const retryAt = Date.parse(declined.retryAt);
-    const waitMs = Math.max(1_000, (Number.isNaN(retryAt) ? 0 : retryAt) - Date.now());
-    const at = Date.now() + Math.round(waitMs * (1 + Math.random() * RETRY_JITTER));
+  /** A full queue: shows it, and when the request asks again. */
+  #showWaitForRoom(declined: QuotaDeclined, at: number): void {
     this.#show(
       null,
       `Waiting for room in project ${this.projectId}'s quota queue (${declined.queueLength} queued, ` +
         `the most it holds); asking again at ${new Date(at).toISOString()}`,
     );
-    return at;
   }
 
   /** Whether the project's quota workflow runs: a signal it ignores, which fails when none runs. */
@@ -396,28 +378,6 @@ export class ProjectQuotaRequester {
     this.#sending.add(sent);
     return sent;
   }
-}
-
-/** When a place says to ask again without a word: {@link QUOTA_REASK_MS} past when it was told or the start it estimated. */
-function reaskAfter(place: QueuePlace | undefined): number {
-  const told = Math.max(Date.parse(place?.asOf ?? ''), Date.parse(place?.earliestStartAt ?? ''));
-  return Number.isNaN(told) ? -Infinity : told + QUOTA_REASK_MS;
-}
-
-/** The use name of a signal's request ID: what follows the last `/` (`create-0-1`, `create-0-1.2`); null when malformed. */
-function useNameOf(signal: unknown): string | null {
-  const requestId = (signal as { requestId?: unknown } | null)?.requestId;
-  return typeof requestId === 'string' ? requestId.slice(requestId.lastIndexOf('/') + 1) : null;
-}
-
-/** The place in a place signal, or null when it is malformed. */
-function placeOf(signal: unknown): QueuePlace | null {
-  const { position, queueLength, earliestStartAt, asOf } = (signal ?? {}) as Partial<
-    Record<keyof QueuePlace, unknown>
-  >;
-  if (typeof position !== 'number' || typeof queueLength !== 'number') return null;
-  if (typeof earliestStartAt !== 'string' || typeof asOf !== 'string') return null;
-  return { position, queueLength, earliestStartAt, asOf };
 }
 
 /** The Retry-After (ms, or null without one) of a 429 answered by the API, or undefined for any other error. */
