@@ -181,7 +181,7 @@ export interface SimulatedSuite {
   /** A client of the simulator with the suite's key, to read what the workflows made. */
   api: AgentApiClient;
   /** A new project ID (`prefix-xxxxxxxx`) with its own scenario. */
-  project(scenario?: Parameters<RunningSimulator['setScenario']>[1], prefix?: string): string;
+  project: (scenario?: Parameters<RunningSimulator['setScenario']>[1], prefix?: string) => string;
   /** An agent job made outside any workflow, once its first turn has ended. */
   completedJob(projectId: string): Promise<AgentJobRecord>;
 }

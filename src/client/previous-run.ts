@@ -67,20 +67,14 @@ function outcomeOf(event: HistoryEvent): (PreviousRun & { scheduledEventId: stri
           scheduledEventId: String(failed.scheduledEventId),
         };
   }
-  const timedOut = event.activityTaskTimedOutEventAttributes;
-  if (timedOut)
-    return {
-      kind: 'uncertain',
-      why: 'a create that timed out',
-      scheduledEventId: String(timedOut.scheduledEventId),
-    };
-  const canceled = event.activityTaskCanceledEventAttributes;
-  if (canceled)
-    return {
-      kind: 'uncertain',
-      why: 'a create that was cancelled',
-      scheduledEventId: String(canceled.scheduledEventId),
-    };
+  // An attempt that ended without an answer may have reached the API.
+  const unanswered = event.activityTaskTimedOutEventAttributes ?? event.activityTaskCanceledEventAttributes;
+  if (unanswered) {
+    const why = event.activityTaskTimedOutEventAttributes
+      ? 'a create that timed out'
+      : 'a create that was cancelled';
+    return { kind: 'uncertain', why, scheduledEventId: String(unanswered.scheduledEventId) };
+  }
   return null;
 }
 

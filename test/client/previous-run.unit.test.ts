@@ -51,6 +51,10 @@ test('a create left on the wire, timed out or failed as maybe applied is uncerta
       .kind,
     'uncertain',
   );
+  assert.deepEqual(
+    previousRun(null, [scheduled(5), { activityTaskCanceledEventAttributes: { scheduledEventId: id(5) } }]),
+    { kind: 'uncertain', why: 'a create that was cancelled' },
+  );
   const maybe = { status: 502, retryAfterMs: null, attempt: 1, final: false, mayHaveBeenApplied: true };
   assert.deepEqual(previousRun(null, [scheduled(5), failed(5, 'ServiceUnavailable', maybe)]), {
     kind: 'uncertain',

@@ -29,11 +29,12 @@ import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows
 import {
   activitiesFor,
   FAST_POLL,
+  startSimulatedSuite,
   startTestSimulator,
   startTestWorker,
-  temporalEnv,
   uniqueId,
   waitFor,
+  type SimulatedSuite,
   type TemporalTestEnv,
   type TestWorker,
 } from '../harness.js';
@@ -47,23 +48,21 @@ type EventId = NonNullable<HistoryEvent['eventId']>;
 
 let env: TemporalTestEnv;
 let sim: RunningSimulator;
+/** A new project with its own scenario. */
+let project: SimulatedSuite['project'];
 /** Activities with the default ambiguous-call policy, `retry`. */
 let worker: TestWorker;
 /** Activities with `ambiguousCreatePolicy: 'fail'` (AGENT_API_AMBIGUOUS_CREATE=fail). */
 let failWorker: TestWorker;
 
 before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 500 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-  failWorker = await startTestWorker(env, activitiesFor(sim, API_KEY, { ambiguousCreatePolicy: 'fail' }));
+  const suite = await startSimulatedSuite('operator', 500);
+  ({ env, sim, worker, project } = suite);
+  failWorker = await startTestWorker(
+    env,
+    activitiesFor(sim, suite.apiKey, { ambiguousCreatePolicy: 'fail' }),
+  );
 });
-
-function project(scenario: Partial<Scenario> = {}): string {
-  const projectId = uniqueId('operator');
-  sim.setScenario(projectId, scenario);
-  return projectId;
-}
 
 function input(projectId: string): AgentJobInput {
   return { projectId, prompt: 'Document the API', poll: FAST_POLL };
