@@ -14,6 +14,13 @@ import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/i
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
+import {
+  afterRecord,
+  afterTransientError,
+  STILL_ACTIVE,
+  type ErrorVerdict,
+  type PollScheduleInput,
+} from './poll-by-retry.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import type { ProjectMetrics } from '../observability/project-metrics.js';
 import { createProjectQuotaActivities } from './project-quota.js';
@@ -57,6 +64,18 @@ export interface CreateAgentJobInput {
 export interface GetAgentJobInput {
   projectId: string;
   jobId: string;
+}
+
+/** Input of the poll activity: the job, and the schedule its attempts follow. */
+export interface PollAgentJobInput extends GetAgentJobInput {
+  schedule: PollScheduleInput;
+}
+
+/** What a poll activity returns: a record that is not `active` (or the deadline is near), and its attempts. */
+export interface PolledRecord {
+  record: AgentJobRecord;
+  /** Attempts this activity made: each one GET. */
+  polls: number;
 }
 
 /** Input of the follow-up message activity. */
@@ -245,7 +264,16 @@ export function createActivities(deps: ActivityDeps) {
       .add(1, { operation });
   }
 
-  function toFailure(err: AgentApiError, operation: ApiOperation, projectId: string): ApplicationFailure {
+  /**
+   * The activity's failure for an API error. `retry` decides the wait of a transient one (the poll
+   * schedule's, for the poll activity); by default the retry policy's backoff raised to `Retry-After`.
+   */
+  function toFailure(
+    err: AgentApiError,
+    operation: ApiOperation,
+    projectId: string,
+    retry?: (retryAfterMs: number | null) => ErrorVerdict,
+  ): ApplicationFailure {
     const info = activityInfo();
     if (err.type === ApiFailureType.RateLimited) deps.projectMetrics?.rateLimited(projectId, operation);
     metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
@@ -268,14 +296,18 @@ export function createActivities(deps: ActivityDeps) {
       });
     }
     const final = !err.retryable;
-    const delayMs = final
+    const verdict: ErrorVerdict | null = final
       ? null
-      : retryDelayMs({
-          backoff: backoffOf(info.retryPolicy),
-          failures: info.attempt,
-          retryAfterMs: err.retryAfterMs,
-          random: Math.random,
+      : (retry?.(err.retryAfterMs) ?? {
+          kind: 'retry',
+          delayMs: retryDelayMs({
+            backoff: backoffOf(info.retryPolicy),
+            failures: info.attempt,
+            retryAfterMs: err.retryAfterMs,
+            random: Math.random,
+          }),
         });
+    const delayMs = verdict?.kind === 'retry' ? verdict.delayMs : null;
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
     // when a create or message may have been applied (only the workflow may send it again, and it
     // tells the next attempt so), when the workflow counts answers of its type in a row, when the
@@ -316,6 +348,38 @@ export function createActivities(deps: ActivityDeps) {
         terminal: String(isTerminalStatus(record.status)),
       });
       return record;
+    },
+
+    /**
+     * Polls the agent job by server-side retry (./poll-by-retry.ts): one GET per attempt; while the
+     * job is `active` the attempt fails with a benign {@link STILL_ACTIVE} whose `nextRetryDelay`
+     * follows the schedule, so the server waits between polls and writes no history. Returns any
+     * other record, or the active one when the next poll would come after the deadline.
+     */
+    pollAgentJob: async (input: PollAgentJobInput): Promise<PolledRecord> => {
+      const info = activityInfo();
+      let record: AgentJobRecord;
+      try {
+        record = await deps.api.getJob(input.projectId, input.jobId, { signal: cancellationSignal() });
+      } catch (err) {
+        if (!(err instanceof AgentApiError)) throw err;
+        // A transient error the workflow need not see waits on the server at the schedule's pace.
+        throw toFailure(err, 'getJob', input.projectId, (retryAfterMs) =>
+          afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+        );
+      }
+      metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
+        terminal: String(isTerminalStatus(record.status)),
+      });
+      const verdict = afterRecord(record.status, input.schedule, info.attempt, remainingMs(info), Math.random);
+      if (verdict.kind === 'return') return { record, polls: info.attempt };
+      throw ApplicationFailure.create({
+        type: STILL_ACTIVE,
+        message: `agent job ${input.jobId} is ${record.status}; polling again in ${Math.round(verdict.delayMs / 1000)}s`,
+        nextRetryDelay: verdict.delayMs,
+        // Expected: the SDK logs it at DEBUG and does not count it as a failed activity.
+        category: ApplicationFailureCategory.BENIGN,
+      });
     },
 
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */

@@ -110,39 +110,26 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await captureHistory(env, handle, 'completed-with-pr');
   });
 
-  test('polls run as local activities by default, or as one regular activity each when asked', async () => {
-    // Long enough for several polls: the dev server fires timers on a 1 s tick.
-    const poll = { initialInterval: 200, backoffCoefficient: 1 };
-    const local = await start({ projectId: project({ durationMs: 5_000 }), prompt: 'Poll locally', poll });
-    const regular = await start({
-      projectId: project({ durationMs: 5_000 }),
-      prompt: 'Poll through the server',
-      poll: { ...poll, localActivity: false },
-    });
-    const shapes = [];
-    for (const handle of [local, regular]) {
-      const { polls } = await handle.result();
-      const events = (await handle.fetchHistory()).events ?? [];
-      const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes);
-      const markers = events.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
-      shapes.push({ polls, events: events.length, scheduled: scheduled.length, markers });
-      // Enough polls that the per-run part (upserts, the create) does not hide the per-poll difference.
-      assert.ok(polls >= 4, `${handle.workflowId} polled ${polls} times`);
-    }
-    const [byLocal, byRegular] = shapes as [(typeof shapes)[number], (typeof shapes)[number]];
-    // Local: one local-activity marker per poll and no patch marker (1.0 has none); only the
-    // quota's enqueue and the create are scheduled.
-    assert.equal(byLocal.scheduled, 2);
-    assert.deepEqual(byLocal.markers, Array<string>(byLocal.polls).fill('core_local_activity'));
-    // Regular: the enqueue, the create and one activity per poll; no marker.
-    assert.equal(byRegular.scheduled, 2 + byRegular.polls);
-    assert.deepEqual(byRegular.markers, []);
-    // Each poll as a local activity saves the activity's events and one workflow task.
-    assert.ok(
-      byLocal.events / byLocal.polls < byRegular.events / byRegular.polls - 3,
-      JSON.stringify(shapes),
+  test('a wait is one poll activity: the server retries it once per poll, and writes nothing per poll', async () => {
+    // Long enough for several polls: the dev server fires retry timers on a 1 s tick.
+    const projectId = project({ durationMs: 6_000 });
+    const handle = await start({ projectId, prompt: 'Poll by retry', poll: { initialInterval: 200, backoffCoefficient: 1 } });
+    const { polls } = await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
+    const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+    const gets = requestsTo(sim, projectId, 'get');
+    assert.ok(gets >= 4, `the server retried the poll activity ${gets} times`);
+    // Every GET was one attempt of the one poll activity, and the workflow counted them all.
+    assert.equal(polls, gets);
+    assert.deepEqual(scheduled, ['enqueueForProjectQuota', 'createAgentJob', 'pollAgentJob']);
+    const pollScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pollAgentJob');
+    const pollStarted = events.find(
+      (e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1) === Number(pollScheduled?.eventId),
     );
-    await captureHistory(env, regular, 'regular-activity-polls');
+    assert.equal(pollStarted?.activityTaskStartedEventAttributes?.attempt, gets, 'its one started event names the last attempt');
+    assert.equal(events.filter((e) => e.timerStartedEventAttributes).length, 1, 'one timer: the first wait');
+    assert.ok(events.length < 50, `${events.length} events for ${polls} polls`);
+    await captureHistory(env, handle, 'poll-by-retry');
   });
 
   test('a workflow ID with spaces and Unicode still gives a valid Idempotency-Key', async () => {
@@ -277,7 +264,8 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       poll: { initialInterval: 50, backoffCoefficient: 1 },
       continueAsNewAfterPolls: 2,
     });
-    // Let the workflow go through at least two continue-as-new before the job ends.
+    // A job that stays active adds nothing to the history while its poll activity waits on the
+    // server; each pollNow ends one poll activity, and every two the run continues as new.
     await waitFor(
       async () => {
         const executions = [];
@@ -286,9 +274,10 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
         })) {
           executions.push(execution);
         }
+        if (executions.length < 3) await handle.signal(pollNowSignal);
         return executions.length >= 3;
       },
-      { what: 'three runs of the workflow' },
+      { what: 'three runs of the workflow', intervalMs: 200 },
     );
     const jobId = await jobIdOf(handle);
     sim.archiveJob(projectId, jobId);
@@ -367,24 +356,35 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     await captureHistory(env, handle, 'poll-now');
   });
 
-  test('after a pollNow, the next waits are timers again: every request polls once and waits anew', async () => {
-    // A requested poll cancels the scope of the waits' timers; the wait after it needs a new one.
+  test('pollNow cancels the waiting poll activity and polls at once, every time', async () => {
     const projectId = project({ durationMs: 600_000 });
-    const handle = await start({ projectId, prompt: 'Twice', poll: { initialInterval: '1 hour' } });
+    const handle = await start({
+      projectId,
+      prompt: 'Thrice',
+      poll: { initialInterval: '30 minutes', maxInterval: '1 hour' },
+    });
     await jobIdOf(handle);
-    for (const polls of [1, 2, 3]) {
+    for (const gets of [1, 2, 3]) {
+      const signalledAt = Date.now();
       await handle.signal(pollNowSignal);
-      await waitFor(
-        async () => {
-          const status = await handle.query(statusQuery);
-          return status.polls === polls && status.nextPollAt !== null;
-        },
-        { what: `poll ${polls} and the wait after it` },
-      );
+      await waitFor(() => requestsTo(sim, projectId, 'get') === gets, { what: `GET ${gets}` });
+      // Far below the half hour the schedule waits: the request, not a retry, made the GET.
+      assert.ok(Date.now() - signalledAt < 10_000);
     }
+    // The poll activity the last pollNow started waits on the server for its next attempt.
+    await waitFor(
+      async () => {
+        const pending = (await handle.describe()).raw.pendingActivities ?? [];
+        return pending.some((a) => a.activityType?.name === 'pollAgentJob' && (a.attempt ?? 0) >= 2);
+      },
+      { what: 'the poll activity to wait for its second attempt' },
+    );
+    const pending = (await handle.describe()).raw.pendingActivities ?? [];
+    const next = Number(pending[0]?.nextAttemptScheduleTime?.seconds ?? 0) * 1000;
+    assert.ok(next - Date.now() > 20 * 60_000, 'the next poll is the schedule\u2019s, a half hour or more away');
+    assert.equal(requestsTo(sim, projectId, 'get'), 3, 'no poll besides the three asked for');
     const status = await handle.query(statusQuery);
     assert.equal(status.phase, 'polling');
-    assert.ok(Date.parse(status.nextPollAt!) - Date.now() > 30 * 60_000, 'the next poll is the hour away');
     assert.equal((await handle.describe()).status.name, 'RUNNING');
     await handle.cancel();
     await captureHistory(env, handle, 'poll-now-repeated');

@@ -61,6 +61,7 @@ export async function attempt<T>(
   doing: string,
   backoff: Backoff,
   invoke: (timeoutMs: number) => Promise<T>,
+  options: { afterUnseenAttempts?: boolean } = {},
 ): Promise<AttemptResult<T>> {
   try {
     const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
@@ -74,12 +75,14 @@ export async function attempt<T>(
     if (failure === null) throw err;
     ctx.reportError(failure.error, doing);
     if (failure.details?.final) throw finalFailure(failure, doing);
-    const verdict = ctx.streak.failed(
-      failure.error.type,
-      failure.details?.attempt ?? 1,
-      Date.now(),
-      ctx.blipToleranceMs,
-    );
+    let attemptNumber = failure.details?.attempt ?? 1;
+    if (options.afterUnseenAttempts && attemptNumber > 1) {
+      // A poll activity's earlier attempts read the job (or met errors the server retried): the
+      // API answered in between, so this failure starts a streak of its own.
+      ctx.streak.succeeded();
+      attemptNumber = 1;
+    }
+    const verdict = ctx.streak.failed(failure.error.type, attemptNumber, Date.now(), ctx.blipToleranceMs);
     if (verdict.boundReached !== null) {
       throw finalFailure(failure, doing, `gave up after ${verdict.boundReached}`);
     }

@@ -6,13 +6,16 @@
 import {
   ActivityCancellationType,
   proxyActivities,
-  proxyLocalActivities,
   type ActivityOptions,
   type ApplicationFailure,
-  type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { AgentJobActivities } from '../../activities/index.js';
-import { FailureType, type AgentJobRecord, type QuotaUseKind } from '../../contract.js';
+import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
+import {
+  FailureType,
+  type AgentJobRecord,
+  type QuotaUseKind,
+  type ResolvedPollSettings,
+} from '../../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
 import type { ProjectQuotaRequester } from '../quota-requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-calls.js';
@@ -36,13 +39,14 @@ const createOptions: ActivityOptions = {
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
-const getOptions: ActivityOptions = { startToCloseTimeout: '75s', retry: retryPolicyOf(GET_BACKOFF) };
-// A local poll retries in the worker for a few seconds only, then comes back to the poll loop, which
-// waits on its own timer: an outage of any length keeps each run's history bounded.
-const localGetOptions: LocalActivityOptions = {
-  startToCloseTimeout: getOptions.startToCloseTimeout,
-  retry: { ...retryPolicyOf(GET_BACKOFF), maximumAttempts: 3 },
-  localRetryThreshold: '10s',
+// One poll activity covers a wait: its attempts poll by server-side retry, each with its own
+// `nextRetryDelay` (src/activities/poll-by-retry.ts). The policy's own backoff only spaces attempts
+// that timed out. TRY_CANCEL: a requested poll cancels it at once, also while the server waits
+// between attempts, and the workflow goes on without waiting for the worker.
+const pollOptions: ActivityOptions = {
+  startToCloseTimeout: '75s',
+  retry: retryPolicyOf(GET_BACKOFF),
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
 const messageOptions: ActivityOptions = {
@@ -51,8 +55,7 @@ const messageOptions: ActivityOptions = {
 };
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
-const { getAgentJob } = proxyActivities<AgentJobActivities>(getOptions);
-const { getAgentJob: getAgentJobLocally } = proxyLocalActivities<AgentJobActivities>(localGetOptions);
+const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
 /** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
@@ -65,7 +68,7 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
 /** What the calls share with the workflow. */
 export interface CallsContext {
   projectId: string;
-  localPolls: boolean;
+  poll: ResolvedPollSettings;
   /** The input's `blipTolerance`, in ms. */
   blipToleranceMs: number;
   /** The run's deadline, progress (for the last error), failure streak and quota use count. */
@@ -104,18 +107,25 @@ export class AgentJobCalls {
     );
   }
 
-  /** Reads the agent job once: its record, or the wait before the next try. */
-  read(jobId: string, poll: number): Promise<AttemptResult<AgentJobRecord>> {
-    const get = this.ctx.localPolls ? getAgentJobLocally : getAgentJob;
+  /**
+   * Polls the agent job until its record is not `active` (or the deadline is near): one activity,
+   * the server retrying it at the schedule's pace from `intervalMs`. Its record and the polls it
+   * made, or the wait before the next try after an answer the workflow must see.
+   */
+  poll(jobId: string, intervalMs: number): Promise<AttemptResult<PolledRecord>> {
+    const { projectId, poll } = this.ctx;
+    const schedule = { intervalMs, maxIntervalMs: poll.maxIntervalMs, backoffCoefficient: poll.backoffCoefficient };
     return attempt(
       this.#context('the agent job could not be read'),
       `reading agent job ${jobId}`,
       GET_BACKOFF,
       (timeoutMs) =>
-        get.executeWithOptions(
-          { summary: `poll ${poll} of agent job ${jobId}`, scheduleToCloseTimeout: timeoutMs },
-          [{ projectId: this.ctx.projectId, jobId }],
+        pollAgentJob.executeWithOptions(
+          { summary: `poll agent job ${jobId}`, scheduleToCloseTimeout: timeoutMs },
+          [{ projectId, jobId, schedule }],
         ),
+      // Its attempts before the one that failed were answers (active records) the workflow never saw.
+      { afterUnseenAttempts: true },
     );
   }
 

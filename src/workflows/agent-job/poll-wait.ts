@@ -1,6 +1,7 @@
 /**
- * The wait before each poll: a durable timer that a requested poll (`pollNow`, a follow-up's turn)
- * ends early. Workflow code; the schedule that sets its length is ./poll-schedule.ts.
+ * The waits of the poll loop: a durable timer, or a poll activity polling by server-side retry,
+ * either of which a requested poll (`pollNow`, a follow-up's turn) ends at once. Workflow code; the
+ * schedule that sets their length is ./poll-schedule.ts.
  *
  * Why not `condition(() => requested, ms)`: that helper cancels its scope even after its timer
  * fired, and the failure it builds costs a source-mapped stack per poll (docs/decisions/0003).
@@ -26,52 +27,63 @@ export class PollWait {
     this.requested = true;
   }
 
-  /**
-   * Waits `ms` or until a poll is requested. Every wait starts one timer, also when a poll is
-   * already requested (then cancelled in the same activation, so no command reaches the server):
-   * a replay that sees a local activity's result one task earlier than the original numbers its
-   * timers alike (docs/decisions/0002). A cancellation of the workflow ends the wait with its failure.
-   */
+  /** Waits `ms` on a durable timer, or until a poll is requested (then no timer is started at all). */
   async for(ms: number, summary: string): Promise<void> {
+    if (!this.requested) await this.#untilRequested(() => sleep(ms, { summary }));
+    this.requested = false;
+  }
+
+  /**
+   * Runs a poll activity until it returns, or until a poll is requested: then the activity is
+   * cancelled (its cancellation type is TRY_CANCEL, so the server drops a retry it was waiting to
+   * make, and the workflow goes on in the same task) and the result is `null`.
+   */
+  async poll<T>(run: () => Promise<T>): Promise<{ value: T } | null> {
+    if (this.requested) return null;
+    return this.#untilRequested(run);
+  }
+
+  /**
+   * Runs `start` in the shared scope until it settles or a poll is requested (null). A cancellation
+   * of the workflow ends it with the cancellation's failure.
+   */
+  async #untilRequested<T>(start: () => Promise<T>): Promise<{ value: T } | null> {
     const scope = (this.#scope ??= new CancellationScope());
-    const fired = scope.run(() => sleep(ms, { summary }));
-    if (this.requested) {
-      this.#cancel();
-      // Its failure is the expected cancellation; the workflow's own surfaces at the next poll.
-      await fired.catch(() => undefined);
-      this.requested = false;
-      return;
-    }
+    const work = scope.run(start);
     try {
-      const requested = await Promise.race([fired.then(() => false), this.#requestDuringWait()]);
-      if (requested) this.#cancel();
+      const outcome = await Promise.race([work.then((value) => ({ value })), this.#requestDuringWait()]);
+      if (outcome !== null) return outcome;
+      this.#scope?.cancel();
+      this.#scope = null;
+      // Its failure is the expected cancellation; the workflow's own surfaces at the next wait.
+      await work.catch(() => undefined);
+      return null;
     } finally {
-      // Settles this wait's own promise when the timer came first, so nothing of it stays pending.
+      // Settles this wait's own promise when the work came first, so nothing of it stays pending.
       const wake = this.#wake;
       this.#wake = null;
       wake?.(false);
     }
-    this.requested = false;
   }
 
-  #cancel(): void {
-    this.#scope?.cancel();
-    this.#scope = null;
-  }
-
-  /** One condition serves every wait until a poll is requested; each wait has its own promise. */
-  #requestDuringWait(): Promise<boolean> {
+  /**
+   * One condition serves every wait until a poll is requested; each wait has its own promise,
+   * settled with null when a poll is requested and never otherwise (the work wins the race).
+   */
+  #requestDuringWait(): Promise<null> {
     this.pending ??= condition(() => this.requested)
       .then(() => {
         this.pending = null;
       })
       .then(
         () => this.#wake?.(true),
-        // Rejected only by a cancellation of the workflow, which ends the wait through its timer.
+        // Rejected only by a cancellation of the workflow, which ends the wait through its work.
         () => undefined,
       );
-    return new Promise<boolean>((resolve) => {
-      this.#wake = resolve;
+    return new Promise<null>((resolve) => {
+      this.#wake = (requested) => {
+        if (requested) resolve(null);
+      };
     });
   }
 }

@@ -31,6 +31,7 @@ import {
   type ResolvedInput,
 } from '../../contract.js';
 import { ProjectQuotaRequester } from '../quota-requester.js';
+import { intervalAfterAttempt, scheduleAfter } from '../../activities/poll-by-retry.js';
 import { AgentJobCalls } from './calls.js';
 import { createKey, startFollowUpKey } from './keys.js';
 import { Messages } from './messages.js';
@@ -58,7 +59,7 @@ export async function agentJobWorkflow(
   const quota = new ProjectQuotaRequester(projectId, progress);
   const calls = new AgentJobCalls({
     projectId,
-    localPolls: resolved.poll.localActivity,
+    poll: resolved.poll,
     blipToleranceMs: resolved.blipToleranceMs,
     run,
     quota,
@@ -99,10 +100,14 @@ export async function agentJobWorkflow(
     return jobId;
   }
 
-  /** Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN polls. */
+  /**
+   * Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN poll
+   * activities. Each pass waits (the schedule's timer, unless a poll is requested), then runs one
+   * poll activity, which polls by server-side retry until the job is no longer `active`.
+   */
   async function pollUntilDone(jobId: string): Promise<AgentJobResult> {
     const pollsPerRun = resolved.continueAsNewAfterPolls ?? POLLS_PER_RUN;
-    // Failed polls count too: that bounds a run's history however long the API stays down.
+    // Failed poll activities count too: that bounds a run's history however long the API stays down.
     let pollsThisRun = 0;
     let retryInMs: number | null = null;
     for (;;) {
@@ -113,30 +118,44 @@ export async function agentJobWorkflow(
       }
       if (messages.ready) wait.request();
       const waitMs = schedule.waitMs(Date.now(), run.deadlineMs, Math.random, retryInMs);
-      if (!wait.requested) showNextPoll(progress, waitMs);
-      await wait.for(waitMs, `wait ${Math.round(waitMs / 1000)}s before poll ${progress.polls + 1}`);
+      const timed = !wait.requested;
+      if (timed) showNextPoll(progress, waitMs);
+      await wait.for(waitMs, `wait ${Math.round(waitMs / 1000)}s before polling`);
+      // After a wait of the schedule, the poll activity's first wait is the schedule's next one.
+      if (timed && retryInMs === null) schedule.grow();
       progress.nextPollAt = null;
       retryInMs = null;
       // Messages start only here, after a wait: the same point whichever task brought them.
       if (messages.sendNext(jobId)) continue;
       const turnOfRead = turn.number;
-      const read = await calls.read(jobId, progress.polls + 1);
+      const startedAt = Date.now();
+      const intervalMs = schedule.intervalMs;
+      const read = await wait.poll(() => calls.poll(jobId, intervalMs));
       pollsThisRun++;
-      if (!read.ok) {
-        retryInMs = read.retryInMs;
-      } else if (turnOfRead !== turn.number) {
-        // A message was answered while this read was under way: it may show the turn before.
-        progress.polls++;
-        wait.request();
+      const pollSchedule = { ...resolved.poll, intervalMs };
+      if (read === null || !read.value.ok) {
+        // Cancelled for a requested poll, its attempts unseen: the schedule goes on from where
+        // they would have brought it (and a failure waits as the workflow decided).
+        const reached = scheduleAfter(pollSchedule, Date.now() - startedAt);
+        if (read === null) progress.polls += reached.polls;
+        else if (!read.value.ok) retryInMs = read.value.retryInMs;
+        // A message answered meanwhile restarted the schedule for its turn: that one stands.
+        if (turnOfRead === turn.number) schedule.intervalMs = reached.intervalMs;
       } else {
-        progress.polls++;
-        showRecord(progress, read.value, messages.sending);
-        const ended = endOf(read.value);
-        if (ended !== null && !messages.pending) {
-          await condition(allHandlersFinished);
-          return finish(ended, read.value);
+        const { record, polls } = read.value.value;
+        progress.polls += polls;
+        if (turnOfRead !== turn.number) {
+          // A message was answered while this poll was under way: it may show the turn before.
+          wait.request();
+        } else {
+          schedule.intervalMs = intervalAfterAttempt(pollSchedule, polls);
+          showRecord(progress, record, messages.sending);
+          const ended = endOf(record);
+          if (ended !== null && !messages.pending) {
+            await condition(allHandlersFinished);
+            return finish(ended, record);
+          }
         }
-        schedule.grow();
       }
       const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
       if (runIsLong && !messages.holdsRun) return await continueAsNewNow(jobId);

@@ -1,0 +1,106 @@
+/**
+ * Polling by server-side retry (Temporal's polling guide, "activity retries"): one poll activity
+ * covers a whole wait for the agent job. Each attempt makes one GET; while the job is `active` the
+ * attempt fails with a benign, retryable failure whose `nextRetryDelay` follows the poll schedule,
+ * so the Temporal server waits between polls and writes no history for them. What the workflow must
+ * see or decide returns to it: a record that is not `active`, and failures it counts or waits for on
+ * its own timers.
+ *
+ * Pure: the caller passes the attempt, the time left and the random source.
+ */
+import { pollJitterFactor, type ResolvedPollSettings } from '../contract.js';
+import { retryDelayMs, type Backoff } from '../retries.js';
+
+/** Failure type of an attempt that found the agent job still active: the server polls again. */
+export const STILL_ACTIVE = 'AgentJobStillActive';
+
+/** The schedule one poll activity follows, from its first attempt. */
+export interface PollScheduleInput {
+  /** The wait after the first attempt, before jitter. */
+  intervalMs: number;
+  maxIntervalMs: ResolvedPollSettings['maxIntervalMs'];
+  backoffCoefficient: ResolvedPollSettings['backoffCoefficient'];
+}
+
+/** The wait after attempt `attempt` (1-based), before jitter: the interval grown once per attempt before it. */
+export function intervalAfterAttempt(schedule: PollScheduleInput, attempt: number): number {
+  const grown = schedule.intervalMs * schedule.backoffCoefficient ** Math.max(0, attempt - 1);
+  return Math.min(Number.isFinite(grown) ? grown : schedule.maxIntervalMs, schedule.maxIntervalMs);
+}
+
+/** What one attempt that read a record does. */
+export type RecordVerdict =
+  /** Poll again after this many ms: the server retries. */
+  | { kind: 'poll-again'; delayMs: number }
+  /** Back to the workflow with the record (it ended, is in an odd status, or the deadline comes first). */
+  | { kind: 'return' };
+
+/**
+ * An attempt read a record: an `active` one is polled again after the schedule's jittered wait,
+ * unless that wait reaches the deadline (`remainingMs`), where the workflow takes over.
+ */
+export function afterRecord(
+  status: string,
+  schedule: PollScheduleInput,
+  attempt: number,
+  remainingMs: number,
+  random: () => number,
+): RecordVerdict {
+  if (status !== 'active') return { kind: 'return' };
+  const delayMs = Math.max(1, Math.round(intervalAfterAttempt(schedule, attempt) * pollJitterFactor(random)));
+  return delayMs >= remainingMs ? { kind: 'return' } : { kind: 'poll-again', delayMs };
+}
+
+/** What one attempt that met a transient API error does. */
+export type ErrorVerdict =
+  | { kind: 'retry'; delayMs: number }
+  /** Back to the workflow: the wait is one it should own. */
+  | { kind: 'hand-back' };
+
+/**
+ * An attempt met a transient API error: the server retries it at the poll schedule's pace, raised
+ * to the server's `Retry-After`, but a `Retry-After` longer than the longest wait between polls goes
+ * back to the workflow, which waits it on its own timer (where the status query shows it). The
+ * activities hand back by their common rules too: answers the workflow counts in a row (404, a body
+ * that is not a record) and waits that reach the deadline.
+ */
+export function afterTransientError(
+  retryAfterMs: number | null,
+  schedule: PollScheduleInput,
+  attempt: number,
+  random: () => number,
+): ErrorVerdict {
+  if (retryAfterMs !== null && retryAfterMs > schedule.maxIntervalMs) return { kind: 'hand-back' };
+  const backoff: Backoff = {
+    initialIntervalMs: schedule.intervalMs,
+    backoffCoefficient: schedule.backoffCoefficient,
+    maximumIntervalMs: schedule.maxIntervalMs,
+  };
+  return { kind: 'retry', delayMs: retryDelayMs({ backoff, failures: attempt, retryAfterMs, random }) };
+}
+
+/**
+ * Where a schedule that started at `intervalMs` stands after `elapsedMs` of polling (jitter left
+ * out): the polls made and the interval reached. The workflow uses it for a poll activity it
+ * cancelled (`pollNow`, a follow-up), whose attempts it never sees, so the next one goes on from
+ * there rather than from the start.
+ */
+export function scheduleAfter(
+  schedule: PollScheduleInput,
+  elapsedMs: number,
+): { polls: number; intervalMs: number } {
+  let polls = 0;
+  let at = 0;
+  // The first attempt runs at once; each later one after the interval the one before set.
+  while (at <= elapsedMs && polls < 100_000) {
+    polls++;
+    const interval = intervalAfterAttempt(schedule, polls);
+    if (interval >= schedule.maxIntervalMs) {
+      // The rest at the maximum: count them without a loop per poll.
+      polls += Math.floor(Math.max(0, elapsedMs - at) / schedule.maxIntervalMs);
+      return { polls, intervalMs: schedule.maxIntervalMs };
+    }
+    at += interval;
+  }
+  return { polls, intervalMs: intervalAfterAttempt(schedule, polls + 1) };
+}
