@@ -99,10 +99,9 @@ export interface PollSettings {
   /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
   backoffCoefficient?: number;
   /**
-   * Run each poll as a local activity, inside the workflow task the timer wakes (default true).
-   * `false` schedules a regular activity per poll: each poll then shows as its own activity in the
-   * UI, at the price of one more trip through the server and about 5 more history events per poll
-   * (docs/PERFORMANCE.md measures both).
+   * Ignored since 1.1, accepted so 1.0 callers' inputs stay valid: every wait is one poll activity
+   * that the server retries once per poll (docs/PERFORMANCE.md measures it against 1.0's timer and
+   * local activity per poll).
    */
   localActivity?: boolean;
 }
@@ -149,7 +148,6 @@ export interface ResolvedPollSettings {
   initialIntervalMs: number;
   maxIntervalMs: number;
   backoffCoefficient: number;
-  localActivity: boolean;
 }
 
 /**
@@ -277,7 +275,6 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
   initialIntervalMs: 5_000,
   maxIntervalMs: 60_000,
   backoffCoefficient: 1.5,
-  localActivity: true,
 };
 
 /**
@@ -448,11 +445,10 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
   if (backoffCoefficient < 1 || backoffCoefficient > 10) {
     throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
   }
-  const localActivity = raw.localActivity ?? DEFAULT_POLL.localActivity;
-  if (typeof localActivity !== 'boolean') {
+  if (raw.localActivity !== undefined && typeof raw.localActivity !== 'boolean') {
     throw new InvalidInputError('poll.localActivity', 'must be true or false');
   }
-  return { initialIntervalMs, maxIntervalMs, backoffCoefficient, localActivity };
+  return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
 }
 
 function toMs(value: unknown, field: string): number {

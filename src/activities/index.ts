@@ -371,7 +371,13 @@ export function createActivities(deps: ActivityDeps) {
       metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
         terminal: String(isTerminalStatus(record.status)),
       });
-      const verdict = afterRecord(record.status, input.schedule, info.attempt, remainingMs(info), Math.random);
+      const verdict = afterRecord(
+        record.status,
+        input.schedule,
+        info.attempt,
+        remainingMs(info),
+        Math.random,
+      );
       if (verdict.kind === 'return') return { record, polls: info.attempt };
       throw ApplicationFailure.create({
         type: STILL_ACTIVE,

@@ -113,7 +113,11 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
   test('a wait is one poll activity: the server retries it once per poll, and writes nothing per poll', async () => {
     // Long enough for several polls: the dev server fires retry timers on a 1 s tick.
     const projectId = project({ durationMs: 6_000 });
-    const handle = await start({ projectId, prompt: 'Poll by retry', poll: { initialInterval: 200, backoffCoefficient: 1 } });
+    const handle = await start({
+      projectId,
+      prompt: 'Poll by retry',
+      poll: { initialInterval: 200, backoffCoefficient: 1 },
+    });
     const { polls } = await handle.result();
     const events = (await handle.fetchHistory()).events ?? [];
     const scheduled = events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
@@ -122,11 +126,19 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     // Every GET was one attempt of the one poll activity, and the workflow counted them all.
     assert.equal(polls, gets);
     assert.deepEqual(scheduled, ['enqueueForProjectQuota', 'createAgentJob', 'pollAgentJob']);
-    const pollScheduled = events.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pollAgentJob');
-    const pollStarted = events.find(
-      (e) => Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1) === Number(pollScheduled?.eventId),
+    const pollScheduled = events.find(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'pollAgentJob',
     );
-    assert.equal(pollStarted?.activityTaskStartedEventAttributes?.attempt, gets, 'its one started event names the last attempt');
+    const pollStarted = events.find(
+      (e) =>
+        Number(e.activityTaskStartedEventAttributes?.scheduledEventId ?? -1) ===
+        Number(pollScheduled?.eventId),
+    );
+    assert.equal(
+      pollStarted?.activityTaskStartedEventAttributes?.attempt,
+      gets,
+      'its one started event names the last attempt',
+    );
     assert.equal(events.filter((e) => e.timerStartedEventAttributes).length, 1, 'one timer: the first wait');
     assert.ok(events.length < 50, `${events.length} events for ${polls} polls`);
     await captureHistory(env, handle, 'poll-by-retry');
@@ -381,7 +393,10 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     );
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
     const next = Number(pending[0]?.nextAttemptScheduleTime?.seconds ?? 0) * 1000;
-    assert.ok(next - Date.now() > 20 * 60_000, 'the next poll is the schedule\u2019s, a half hour or more away');
+    assert.ok(
+      next - Date.now() > 20 * 60_000,
+      'the next poll is the schedule\u2019s, a half hour or more away',
+    );
     assert.equal(requestsTo(sim, projectId, 'get'), 3, 'no poll besides the three asked for');
     const status = await handle.query(statusQuery);
     assert.equal(status.phase, 'polling');

@@ -112,11 +112,12 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
         faults: { rules: [{ endpoint: 'get', first: 4, kind: 'status', status: 429, retryAfter }] },
       });
       const since = Date.now();
-      const ended = await outcome(await start({ projectId }), since);
+      const poll = { initialInterval: '1s', maxInterval: '4s', backoffCoefficient: 2 };
+      const ended = await outcome(await start({ projectId, poll }), since);
       assert.equal(ended.result?.status, 'completed');
-      // 1 s, 2 s, then the workflow's own 4 s, then 1 s: at least 8 s for four refusals (main took
-      // milliseconds and thousands of requests).
-      assert.ok(ended.ms >= 6_000, `four refusals passed in ${ended.ms} ms`);
+      // The poll activity's retries keep the schedule's pace: a 1 s first wait, then 2 s, 4 s and
+      // 4 s after the refusals, at least 11 s for four (0.x took milliseconds and thousands of requests).
+      assert.ok(ended.ms >= 8_000, `four refusals passed in ${ended.ms} ms`);
       const gets = requestsTo(sim, projectId, 'get');
       assert.ok(gets <= 4 + 3, `${gets} GETs: the four refused and a few that found the job`);
     });
@@ -171,30 +172,48 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     );
   });
 
-  test('a long outage while polling: failed polls count towards continue-as-new, markers stay small', async () => {
-    // Retry-After 6 s is beyond what a local activity may wait in the worker: every failed poll
-    // comes back to the poll loop at once.
+  test('an outage while polling: the server retries the poll activity, and the history does not grow', async () => {
     const projectId = project({
       durationMs: 60_000,
-      faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 6 } }] },
+      faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 1 } }] },
     });
-    const handle = await start({ projectId, continueAsNewAfterPolls: 2 });
+    const handle = await start({ projectId, poll: { initialInterval: 1_000, maxInterval: 2_000 } });
+    await waitFor(() => requestsTo(sim, projectId, 'get') >= 2, { what: 'two failed polls' });
+    const before = (await handle.fetchHistory()).events?.length ?? 0;
+    await waitFor(() => requestsTo(sim, projectId, 'get') >= 5, { what: 'five failed polls' });
+    const after = (await handle.fetchHistory()).events?.length ?? 0;
+    assert.equal(after, before, 'no event per failed poll');
+    // Operators see the outage on the pending activity: its attempts and the last failure.
+    const pending = (await handle.describe()).raw.pendingActivities ?? [];
+    const poll = pending.find((a) => a.activityType?.name === 'pollAgentJob');
+    assert.ok((poll?.attempt ?? 0) >= 4, `attempt ${poll?.attempt}`);
+    assert.match(poll?.lastFailure?.message ?? '', /503/);
+    assert.equal(createdJobs(sim, projectId), 1);
+    await handle.cancel();
+  });
+
+  test('a Retry-After beyond the longest poll wait comes back to the workflow: such polls count towards continue-as-new', async () => {
+    const projectId = project({
+      durationMs: 60_000,
+      faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 3 } }] },
+    });
+    const handle = await start({
+      projectId,
+      poll: { initialInterval: 1_000, maxInterval: 2_000 },
+      continueAsNewAfterPolls: 2,
+    });
     const firstRunId = (await handle.describe()).runId;
     await waitFor(async () => (await handle.describe()).runId !== firstRunId, {
       what: 'continue-as-new during the outage',
       timeoutMs: 40_000,
     });
-    const firstRun = await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory();
-    const events = firstRun.events ?? [];
+    const events =
+      (await env.client.workflow.getHandle(handle.workflowId, firstRunId).fetchHistory()).events ?? [];
     assert.ok(events.some((event) => event.workflowExecutionContinuedAsNewEventAttributes));
-    const markers = events.filter(
-      (event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity',
-    );
-    assert.ok(markers.length >= 2, `${markers.length} poll markers`);
-    for (const marker of markers) {
-      const bytes = JSON.stringify(marker).length;
-      assert.ok(bytes < 2_500, `a failed poll's marker is ${bytes} bytes`);
-    }
+    const timers = events.filter((e) => e.timerStartedEventAttributes).length;
+    assert.ok(timers >= 2, `${timers} timers: the workflow waited the Retry-After itself`);
+    const status = await handle.query(statusQuery);
+    assert.equal(status.lastError?.status, 503, 'the status shows the outage');
     assert.equal(createdJobs(sim, projectId), 1);
     await handle.cancel();
   });

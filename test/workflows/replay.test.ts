@@ -1,29 +1,36 @@
 /**
- * Replays the histories captured from real runs of 1.0 through today's workflow code. A change
- * that would break running workflows fails here; the second test shows that it can.
- *
- * test/histories holds 1.0's shapes (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts
- * workflows`). From 1.0 on a change to workflow code ships as a new worker deployment version
- * (docs/decisions/0001): these histories must keep replaying, and a `patched()` change adds the
- * histories captured before it in a subfolder.
+ * Replays the histories captured from real runs. test/histories holds this version's shapes
+ * (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts workflows`) and replays them through
+ * today's workflow code: a change that would break running workflows fails here; the last test
+ * shows that it can. Each earlier release keeps its own in a subfolder (test/histories/1.0/), which
+ * replay on that release's own build, extracted from git: its runs are PINNED, so they finish on
+ * the workers of that build (docs/decisions/0001), never on this code.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { temporalEnv } from '../harness.js';
+import { releaseSource, RELEASES } from '../release-source.js';
 
 const dir = new URL('../histories/', import.meta.url);
-const files = readdirSync(dir, { recursive: true, encoding: 'utf8' })
-  .filter((name) => name.endsWith('.json'))
-  .sort();
 
-function histories() {
-  return files.map((name) => ({
+/** The JSON files of a folder of test/histories, sorted. */
+function filesIn(folder: string): string[] {
+  return readdirSync(new URL(folder, dir), { encoding: 'utf8' })
+    .filter((name) => name.endsWith('.json'))
+    .sort();
+}
+
+const files = filesIn('./');
+
+function histories(folder = './', names = files) {
+  return names.map((name) => ({
     workflowId: name,
-    history: historyFromJSON(JSON.parse(readFileSync(new URL(name, dir), 'utf8'))),
+    history: historyFromJSON(JSON.parse(readFileSync(new URL(folder + name, dir), 'utf8'))),
   }));
 }
 
@@ -32,6 +39,7 @@ test('every saved history replays through the current workflow code', async () =
   for (const name of [
     'poll-now.json',
     'poll-now-repeated.json',
+    'poll-by-retry.json',
     'follow-up-at-start.json',
     'quota-workflow.json',
   ]) {
@@ -57,4 +65,35 @@ test('a change that breaks running workflows fails the replay', async () => {
   }
   assert.equal(failures.length, files.length, failures.join('\n'));
   assert.match(failures[0] ?? '', /DeterminismViolationError/);
+});
+
+test('1.0 histories replay on the 1.0 build, where their PINNED runs finish, and not on this one', async () => {
+  const names = filesIn('./1.0/');
+  assert.ok(names.length >= 17, `1.0 histories: ${names.join(', ')}`);
+  const source = releaseSource('1.0');
+  const release = await bundleWorkflowCode({
+    workflowsPath: join(source, 'src/workflows/index.ts'),
+    logger: new DefaultLogger('ERROR'),
+  });
+  const replayed: string[] = [];
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle: release },
+    histories('./1.0/', names),
+  )) {
+    assert.equal(
+      result.error,
+      undefined,
+      `${result.workflowId} on ${RELEASES['1.0']}: ${String(result.error)}`,
+    );
+    replayed.push(result.workflowId);
+  }
+  assert.deepEqual(replayed, names);
+  // This build polls by retry where 1.0 ran a timer and a local activity per poll: a 1.0 run that
+  // reached it would fail its next workflow task, which is why 1.0 runs stay pinned.
+  const { workflowBundle } = await temporalEnv();
+  const failed: string[] = [];
+  for await (const result of Worker.runReplayHistories({ workflowBundle }, histories('./1.0/', names))) {
+    if (result.error) failed.push(result.workflowId);
+  }
+  assert.ok(failed.includes('completed-with-pr.json'), `failed on this build: ${failed.join(', ')}`);
 });

@@ -71,6 +71,14 @@ export async function attempt<T>(
     return { ok: true, value };
   } catch (err) {
     if (isCancellation(err)) throw err;
+    if (err instanceof ActivityFailure && isDeadline(err.cause)) {
+      // The call's schedule-to-close timeout is the deadline. The error named is the last attempt's
+      // API error (a poll activity's retries are the server's), not the timeout, nor a poll that
+      // found the job still active.
+      const last = apiFailureOf(err, doing);
+      if (last?.details !== undefined) ctx.reportError(last.error, doing);
+      throw ctx.timedOut();
+    }
     const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
     ctx.reportError(failure.error, doing);
@@ -154,6 +162,11 @@ export async function untilAnswered<T>(
     uncertain ??= result.uncertain;
     await sleep(result.retryInMs, { summary: `wait ${Math.ceil(result.retryInMs / 1000)}s before ${doing}` });
   }
+}
+
+/** A schedule-to-close timeout: every call's is the workflow's deadline. */
+function isDeadline(cause: unknown): boolean {
+  return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE;
 }
 
 /** An activity's failure as the workflow reads it. */

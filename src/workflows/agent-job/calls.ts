@@ -114,7 +114,11 @@ export class AgentJobCalls {
    */
   poll(jobId: string, intervalMs: number): Promise<AttemptResult<PolledRecord>> {
     const { projectId, poll } = this.ctx;
-    const schedule = { intervalMs, maxIntervalMs: poll.maxIntervalMs, backoffCoefficient: poll.backoffCoefficient };
+    const schedule = {
+      intervalMs,
+      maxIntervalMs: poll.maxIntervalMs,
+      backoffCoefficient: poll.backoffCoefficient,
+    };
     return attempt(
       this.#context('the agent job could not be read'),
       `reading agent job ${jobId}`,

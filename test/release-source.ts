@@ -1,0 +1,35 @@
+/**
+ * The sources of a released version, for what must run that version's own code: its captured
+ * histories replay on its own build (PINNED runs finish there), and the rollout from it runs its
+ * worker. Extracted from git at test time into a temporary directory that shares this checkout's
+ * node_modules (a release changes no dependency the tests load; the test that uses it says so if
+ * one did).
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { onCleanup, ROOT } from './harness.js';
+
+/** Releases whose runs may still be open somewhere: their commits. */
+export const RELEASES = {
+  /** 1.0.0: "Version 1.0.0" (docs/decisions/0001). */
+  '1.0': '37c6b5a',
+} as const;
+
+/** A directory holding the sources of `release` (removed when the test ends). */
+export function releaseSource(release: keyof typeof RELEASES): string {
+  const commit = RELEASES[release];
+  try {
+    execFileSync('git', ['cat-file', '-e', `${commit}^{commit}`], { cwd: ROOT, stdio: 'ignore' });
+  } catch {
+    throw new Error(
+      `release ${release} (commit ${commit}) is not in this clone's history: clone the repository with its history (not --depth 1) to run this test`,
+    );
+  }
+  const dir = mkdtempSync(join(tmpdir(), `agent-job-release-${release}-`));
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${dir}"`], { cwd: ROOT });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return dir;
+}
