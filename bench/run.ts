@@ -179,12 +179,6 @@ function designChoices(point: LoadPoint): DesignChoice[] {
         { variant: '10 workflow task slots', workerEnv: { WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: '10' } },
       ],
     },
-    {
-      name: 'local activities for polls',
-      why: 'a local activity runs the poll inside the workflow task the timer woke: no activity task through the server',
-      point,
-      sides: [defaults, { variant: 'polls as regular activities', localActivity: false }],
-    },
   ];
 }
 

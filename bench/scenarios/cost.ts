@@ -68,13 +68,6 @@ export interface CostVariant {
 /** This worker on its defaults, and both baselines. */
 export const COST_VARIANTS: CostVariant[] = [
   { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_SCHEDULE },
-  // The local-activity design choice: the same schedule with a regular activity per poll.
-  {
-    name: 'this worker, polls as regular activities',
-    impl: 'worker',
-    schedule: DEFAULT_SCHEDULE,
-    localActivity: false,
-  },
   { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_SCHEDULE },
   // A retry policy can express the same schedule (5 s ×1.5 up to 60 s), so this row differs from
   // ours only in the mechanism.
@@ -103,9 +96,6 @@ export function defaultScheduleVariant(impl: Implementation): string | undefined
     (v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE && v.localActivity === undefined,
   )?.name;
 }
-
-/** The variant that polls with regular activities instead of local ones (a design choice). */
-export const REGULAR_ACTIVITY_VARIANT = COST_VARIANTS.find((v) => v.localActivity === false)?.name;
 
 /** Costs of one variant at one job length, over its samples. */
 export interface CostRow {
@@ -375,7 +365,7 @@ function measuredRows(
   }
   return [...groups.values()].map((group) => {
     const first = group[0] as Cell;
-    const pollActivity = first.variant.impl === 'worker' ? 'getAgentJob' : 'awaitTerminalStatus';
+    const pollActivity = first.variant.impl === 'worker' ? 'pollAgentJob' : 'awaitTerminalStatus';
     const costs = group.flatMap((c) => {
       const s = samples.get(c);
       return s && 'actions' in s ? [s] : [];
