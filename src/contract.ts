@@ -614,7 +614,9 @@ export type QuotaTakeRefusal = 'queue-not-empty' | 'no-room' | 'paused' | 'after
  * What a take answers: `granted` (the use is counted in the window as spent: send now) or `queue`
  * (nothing changed: ask through the queue, {@link quotaRequestSignal}).
  */
-export type QuotaTakeAnswer = { outcome: 'granted' } | { outcome: 'queue'; reason: QuotaTakeRefusal };
+export type QuotaTakeAnswer =
+  /** `sendWithinMs`: the use counts from this long after the take; a call not sent by then queues. */
+  { outcome: 'granted'; sendWithinMs: number } | { outcome: 'queue'; reason: QuotaTakeRefusal };
 
 /**
  * Update (with start) to the quota workflow: take one use now, if the budget has room, nothing is

@@ -57,20 +57,25 @@ export async function takeProjectQuotaUse(
   const cancelled = cancellationSignal();
   const signal = AbortSignal.any([cancelled, AbortSignal.timeout(TAKE_TIMEOUT_MS)]);
   let reason: string;
+  const askedAt = Date.now();
   try {
     const answer = await client.connection.withAbortSignal(signal, () =>
       client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
         args: [{ requestId: input.requestId, kind: input.kind, limit }],
-        // A retried attempt's take is the same update: the server answers it again without a second action.
-        updateId: input.requestId,
+        // One update per attempt: a retried gRPC call is answered once; a retried attempt moves its use.
+        updateId: `${input.requestId}@${activityInfo().attempt}`,
         startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
           ...quotaWorkflowStart(input.projectId, limit),
           workflowIdConflictPolicy: 'USE_EXISTING',
         }),
       }),
     );
-    if (answer.outcome === 'granted') return 'granted';
-    reason = answer.reason;
+    // The use counts from `sendWithinMs` after the quota took it: a call sent later could reach the
+    // API after the window freed the use. It stays counted (one use wasted for a window) and the
+    // call queues, which is rare: the answer was that slow to come back.
+    if (answer.outcome === 'granted' && Date.now() - askedAt <= answer.sendWithinMs) return 'granted';
+    reason =
+      answer.outcome === 'granted' ? `the answer came after ${Date.now() - askedAt} ms` : answer.reason;
   } catch (err) {
     if (cancelled.aborted) throw cancelled.reason;
     reason =

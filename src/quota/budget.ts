@@ -180,6 +180,17 @@ export function edgeMarginMs(limit: QuotaLimit): number {
 }
 
 /**
+ * How far ahead of the take a taken use is counted, and so how long after the take its call may
+ * be sent: the API counts a use when the request arrives, a moment after the quota answered the
+ * take (the answer's trip back, the request's trip out), and the window must not free the use
+ * before the API does. A twentieth of the window, from 1 s to 10 s: at most 0.3 % of an hour's
+ * budget, and for a call that cannot go out that soon the activity queues instead.
+ */
+export function takeMarginMs(limit: QuotaLimit): number {
+  return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
+}
+
+/**
  * The budget of one project. Grants in order: requests asking again after a 429 first, then
  * follow-up messages, then creates, each first come first served; at most `uses` per rolling
  * window, fewer after 429s taught it that the API allows fewer.
@@ -290,15 +301,17 @@ export class ProjectBudget {
    * A take of one use now (the fast path of a create or message that nothing makes wait): granted
    * only when the budget has room, nothing is queued (a take never goes ahead of a queued request),
    * no 429 pause runs and no 429 since the last confirmed use asks for probing one use at a time
-   * (that is the queue's work). Granted, the use counts in the window from `now` as a granted and
-   * spent one: no lease, no confirmation to wait for. A repeat of a granted take (an activity
-   * attempt retried) is granted again without a second use, as a grant covers its call's retries;
-   * a repeat of an ID spent, released or refused is not. Not granted, nothing changes.
+   * (that is the queue's work). Granted, the use counts in the window as a granted and spent one
+   * from {@link takeMarginMs} after `now`, by when the call must be sent: no lease, no
+   * confirmation to wait for. A repeat of a granted take (an activity attempt retried after one
+   * that surely did not reach the API) is granted again without a second use, as a grant covers
+   * its call's retries, and its use moves to the repeat's time, as the API counts the attempt that
+   * reaches it; a repeat of an ID spent, released or refused is not. Not granted, nothing changes.
    */
   take(take: QuotaTake, now: number): QuotaTakeAnswer {
     const s = this.#s;
     const seen = this.#rememberedAt(take.requestId, now);
-    if (seen?.how === 'taken') return { outcome: 'granted' };
+    if (seen?.how === 'taken') return this.#retake(seen, take, now);
     if (seen !== null) return { outcome: 'queue', reason: 'used-before' };
     if (s.leases.some((l) => l.requestId === take.requestId) || this.#queued(take.requestId)) {
       return { outcome: 'queue', reason: 'queue-not-empty' };
@@ -315,12 +328,24 @@ export class ProjectBudget {
     if (inWindow + s.leases.length >= uses) return { outcome: 'queue', reason: 'no-room' };
     s.limit = limit;
     this.#prune(now);
-    this.#insertUse(now);
+    const margin = takeMarginMs(limit);
+    this.#insertUse(now + margin);
     s.totals.granted++;
     s.totals.spent++;
     s.totals.taken = (s.totals.taken ?? 0) + 1;
-    this.#remember(take.requestId, 'taken', now);
-    return { outcome: 'granted' };
+    this.#remember(take.requestId, 'taken', now + margin);
+    return { outcome: 'granted', sendWithinMs: margin };
+  }
+
+  /** A repeat of a granted take: its use moves to the repeat's time, or counts again once it left the window. */
+  #retake(seen: RememberedRequest, take: QuotaTake, now: number): QuotaTakeAnswer {
+    const margin = takeMarginMs(this.#s.limit);
+    const index = this.#s.window.lastIndexOf(seen.at);
+    if (index >= 0) this.#s.window.splice(index, 1);
+    else this.#s.totals.spent++;
+    this.#insertUse(now + margin);
+    this.#remember(take.requestId, 'taken', now + margin);
+    return { outcome: 'granted', sendWithinMs: margin };
   }
 
   /**

@@ -11,6 +11,7 @@ import {
   ProjectBudget,
   readQuotaRequest,
   readQuotaTake,
+  takeMarginMs,
   readRelease,
   readSpent,
   REMEMBER_MS,
@@ -680,12 +681,17 @@ describe('a take of one use now (the fast path)', () => {
   function take(budget: ProjectBudget, id: string, now = T0, kind: QuotaUseKind = 'create') {
     return budget.take({ requestId: `wf-${id}/${kind}`, kind, limit: budget.state.limit }, now);
   }
-  const granted = { outcome: 'granted' };
+  // The margin of a 60 s window: the use counts from 3 s after the take.
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const granted = { outcome: 'granted', sendWithinMs: M };
 
-  test('with room it is granted and counted as a granted and spent use from now: no lease, nothing owed', () => {
+  test('with room it is granted and counted as a granted and spent use from its margin: no lease, nothing owed', () => {
+    assert.equal(M, 3_000);
+    assert.equal(takeMarginMs({ uses: 1, windowMs: 3_600_000 }), 10_000, 'at most 10 s');
+    assert.equal(takeMarginMs({ uses: 1, windowMs: 5_000 }), 1_000, 'at least 1 s');
     const budget = budgetOf(2);
     assert.deepEqual(take(budget, 'a'), granted);
-    assert.deepEqual(budget.state.window, [T0]);
+    assert.deepEqual(budget.state.window, [T0 + M]);
     assert.deepEqual(budget.state.leases, []);
     const { totals, usesInWindow } = budget.snapshot(T0);
     assert.deepEqual([totals.granted, totals.spent, totals.taken, usesInWindow], [1, 1, 1, 1]);
@@ -738,10 +744,10 @@ describe('a take of one use now (the fast path)', () => {
   test('the window edge: a taken use frees the window plus its margin later, not a millisecond sooner', () => {
     const budget = budgetOf(1);
     assert.deepEqual(take(budget, 'a'), granted);
-    const edge = T0 + W + edgeMarginMs(budget.state.limit);
+    const edge = T0 + M + W + edgeMarginMs(budget.state.limit);
     assert.deepEqual(take(budget, 'b', edge - 1), { outcome: 'queue', reason: 'no-room' });
     assert.deepEqual(take(budget, 'b', edge), granted);
-    assert.deepEqual(budget.state.window, [edge], 'the slid-out use is pruned');
+    assert.deepEqual(budget.state.window, [edge + M], 'the slid-out use is pruned');
   });
 
   test('the learnt budget bounds takes as it bounds grants; the newest limit wins once granted', () => {
@@ -751,23 +757,31 @@ describe('a take of one use now (the fast path)', () => {
     assert.deepEqual(take(budget, 'b', T0 + 1), { outcome: 'queue', reason: 'no-room' });
     const wider = budget.take(
       { requestId: 'wf-c/create', kind: 'create', limit: { uses: 7, windowMs: W } },
-      T0 + W + edgeMarginMs(budget.state.limit),
+      T0 + M + W + edgeMarginMs(budget.state.limit),
     );
     assert.deepEqual(wider, granted);
     assert.equal(budget.state.limit.uses, 7);
   });
 
-  test('a repeat of a granted take (a retried attempt) is granted without a second use; a used ID is not', () => {
+  test('a repeat of a granted take (a retried attempt) is granted without a second use, its use moved to the repeat; a used ID is not', () => {
     const budget = budgetOf(1);
     assert.deepEqual(take(budget, 'a'), granted);
-    assert.deepEqual(take(budget, 'a', T0 + 10), granted);
-    assert.equal(budget.state.window.length, 1);
+    // An attempt that surely did not reach the API, retried 14 s later: the API counts the retry.
+    assert.deepEqual(take(budget, 'a', T0 + 14_000), granted);
+    assert.deepEqual(budget.state.window, [T0 + 14_000 + M]);
     assert.equal(budget.state.totals.taken, 1);
-    request(budget, 'b');
-    budget.grant(T0 + W + 5_000);
-    budget.spend('wf-b/create', T0 + W + 5_000, T0 + W + 5_000);
-    assert.deepEqual(take(budget, 'b', T0 + W + 6_000), { outcome: 'queue', reason: 'used-before' });
-    assert.equal(request(budget, 'a', 'create', T0 + 20), 'used-before', 'a taken ID is not queued again');
+    assert.equal(budget.state.totals.spent, 1);
+    const edge = T0 + 14_000 + M + W + edgeMarginMs(budget.state.limit);
+    assert.deepEqual(
+      take(budget, 'b', edge - 1),
+      { outcome: 'queue', reason: 'no-room' },
+      'the window runs from the retry',
+    );
+    request(budget, 'c', 'create', edge);
+    budget.grant(edge);
+    budget.spend('wf-c/create', edge, edge);
+    assert.deepEqual(take(budget, 'c', edge + 1), { outcome: 'queue', reason: 'used-before' });
+    assert.equal(request(budget, 'a', 'create', edge + 2), 'used-before', 'a taken ID is not queued again');
   });
 
   test('a 429 for a taken use: out of the window, the project pauses and learns, the use asks at the head', () => {
@@ -776,6 +790,7 @@ describe('a take of one use now (the fast path)', () => {
     budget.grant(T0);
     budget.spend('wf-q/create', T0, T0);
     assert.deepEqual(take(budget, 'a', T0 + 100), granted);
+    assert.deepEqual(budget.state.window, [T0, T0 + 100 + M]);
     assert.equal(
       askAgain(budget, 'wf-a/create.2', 'wf-a/create', T0 + 1_000),
       'requeued',
