@@ -605,6 +605,12 @@ export interface QuotaTake {
   kind: QuotaUseKind;
   /** The budget the asking worker is configured with; the newest one wins, as for a request. */
   limit: QuotaLimit;
+  /**
+   * The asking activity's attempt. Only a retried attempt (after one that surely did not reach the
+   * API) may take a granted ID again; a first attempt that finds its ID taken comes from the
+   * workflow's past (a reset) and queues under a new ID. Absent: 1.
+   */
+  attempt?: number;
 }
 
 /** Why a take was not granted: the caller queues (the quota's state did not change). */

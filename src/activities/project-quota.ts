@@ -61,7 +61,7 @@ export async function takeProjectQuotaUse(
   try {
     const answer = await client.connection.withAbortSignal(signal, () =>
       client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
-        args: [{ requestId: input.requestId, kind: input.kind, limit }],
+        args: [{ requestId: input.requestId, kind: input.kind, limit, attempt: activityInfo().attempt }],
         // One update per attempt: a retried gRPC call is answered once; a retried attempt moves its use.
         updateId: `${input.requestId}@${activityInfo().attempt}`,
         startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {

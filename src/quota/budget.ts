@@ -311,7 +311,8 @@ export class ProjectBudget {
   take(take: QuotaTake, now: number): QuotaTakeAnswer {
     const s = this.#s;
     const seen = this.#rememberedAt(take.requestId, now);
-    if (seen?.how === 'taken') return this.#retake(seen, take, now);
+    // Only a retried attempt holds its take; a first attempt with a taken ID is the workflow's past.
+    if (seen?.how === 'taken' && (take.attempt ?? 1) > 1) return this.#retake(seen, take, now);
     if (seen !== null) return { outcome: 'queue', reason: 'used-before' };
     if (s.leases.some((l) => l.requestId === take.requestId) || this.#queued(take.requestId)) {
       return { outcome: 'queue', reason: 'queue-not-empty' };
@@ -819,7 +820,15 @@ export function readQuotaTake(raw: unknown): Read<QuotaTake> {
   const uses = finite(limit.uses);
   const windowMs = finite(limit.windowMs);
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
-  return { value: { requestId, kind: raw.kind, limit: clampLimit({ uses, windowMs }) } };
+  const attempt = finite(raw.attempt);
+  return {
+    value: {
+      requestId,
+      kind: raw.kind,
+      limit: clampLimit({ uses, windowMs }),
+      ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
+    },
+  };
 }
 
 /** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */

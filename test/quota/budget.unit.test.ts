@@ -678,8 +678,8 @@ describe('the life of a budget', () => {
 });
 
 describe('a take of one use now (the fast path)', () => {
-  function take(budget: ProjectBudget, id: string, now = T0, kind: QuotaUseKind = 'create') {
-    return budget.take({ requestId: `wf-${id}/${kind}`, kind, limit: budget.state.limit }, now);
+  function take(budget: ProjectBudget, id: string, now = T0, kind: QuotaUseKind = 'create', attempt = 1) {
+    return budget.take({ requestId: `wf-${id}/${kind}`, kind, limit: budget.state.limit, attempt }, now);
   }
   // The margin of a 60 s window: the use counts from 3 s after the take.
   const M = takeMarginMs({ uses: 1, windowMs: W });
@@ -767,7 +767,7 @@ describe('a take of one use now (the fast path)', () => {
     const budget = budgetOf(1);
     assert.deepEqual(take(budget, 'a'), granted);
     // An attempt that surely did not reach the API, retried 14 s later: the API counts the retry.
-    assert.deepEqual(take(budget, 'a', T0 + 14_000), granted);
+    assert.deepEqual(take(budget, 'a', T0 + 14_000, 'create', 2), granted);
     assert.deepEqual(budget.state.window, [T0 + 14_000 + M]);
     assert.equal(budget.state.totals.taken, 1);
     assert.equal(budget.state.totals.spent, 1);
@@ -781,6 +781,12 @@ describe('a take of one use now (the fast path)', () => {
     budget.grant(edge);
     budget.spend('wf-c/create', edge, edge);
     assert.deepEqual(take(budget, 'c', edge + 1), { outcome: 'queue', reason: 'used-before' });
+    // A first attempt with a taken ID: the workflow was reset to before its create, which may have
+    // reached the API. It queues under a new ID: a second send is a second use.
+    const reset = budgetOf(2);
+    take(reset, 'a');
+    assert.deepEqual(take(reset, 'a', T0 + 5_000), { outcome: 'queue', reason: 'used-before' });
+    assert.deepEqual(reset.state.window, [T0 + M]);
     assert.equal(request(budget, 'a', 'create', edge + 2), 'used-before', 'a taken ID is not queued again');
   });
 
