@@ -62,8 +62,6 @@ export async function takeProjectQuotaUse(
     const answer = await client.connection.withAbortSignal(signal, () =>
       client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
         args: [{ requestId: input.requestId, kind: input.kind, limit, attempt: activityInfo().attempt }],
-        // One update per attempt: a retried gRPC call is answered once; a retried attempt moves its use.
-        updateId: `${input.requestId}@${activityInfo().attempt}`,
         startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
           ...quotaWorkflowStart(input.projectId, limit),
           workflowIdConflictPolicy: 'USE_EXISTING',

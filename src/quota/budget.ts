@@ -15,6 +15,7 @@ import type {
   QuotaRequest,
   QuotaTake,
   QuotaTakeAnswer,
+  QuotaTakeRefusal,
   QuotaUsage,
   QuotaUseKind,
 } from '../contract.js';
@@ -317,16 +318,10 @@ export class ProjectBudget {
     if (s.leases.some((l) => l.requestId === take.requestId) || this.#queued(take.requestId)) {
       return { outcome: 'queue', reason: 'queue-not-empty' };
     }
-    if (s.queue.length > 0) return { outcome: 'queue', reason: 'queue-not-empty' };
-    if (s.pausedUntil !== null && now < s.pausedUntil) return { outcome: 'queue', reason: 'paused' };
-    if (s.refusalsInARow > 0) return { outcome: 'queue', reason: 'after-429' };
+    const refusal = this.#refusal(take, now);
+    if (refusal !== null) return { outcome: 'queue', reason: refusal };
     // The configured budget may change with each asker, as it does with each request.
     const limit = clampLimit(take.limit);
-    const horizon = now - (limit.windowMs + edgeMarginMs(limit));
-    const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
-    const uses = Math.min(limit.uses, s.learntUses ?? limit.uses);
-    // Every lease counts, even one past its expiry the workflow has not dropped yet: never over.
-    if (inWindow + s.leases.length >= uses) return { outcome: 'queue', reason: 'no-room' };
     s.limit = limit;
     this.#prune(now);
     const margin = takeMarginMs(limit);
@@ -338,12 +333,21 @@ export class ProjectBudget {
     return { outcome: 'granted', sendWithinMs: margin };
   }
 
-  /** A repeat of a granted take: its use moves to the repeat's time, or counts again once it left the window. */
+  /**
+   * A repeat of a granted take: its use moves to the repeat's time. One whose use left the window
+   * meanwhile (retries further apart than a window) takes a use again, on the same terms as a new
+   * take: the budget may have given that room to another call since.
+   */
   #retake(seen: RememberedRequest, take: QuotaTake, now: number): QuotaTakeAnswer {
     const margin = takeMarginMs(this.#s.limit);
     const index = this.#s.window.lastIndexOf(seen.at);
-    if (index >= 0) this.#s.window.splice(index, 1);
-    else this.#s.totals.spent++;
+    if (index < 0) {
+      const refusal = this.#refusal(take, now);
+      if (refusal !== null) return { outcome: 'queue', reason: refusal };
+      this.#s.totals.spent++;
+    } else {
+      this.#s.window.splice(index, 1);
+    }
     this.#insertUse(now + margin);
     this.#remember(take.requestId, 'taken', now + margin);
     return { outcome: 'granted', sendWithinMs: margin };
@@ -716,6 +720,20 @@ export class ProjectBudget {
     this.#forget(now);
     const id = idHash(requestId);
     return this.#s.remembered.find((r) => r.id === id) ?? null;
+  }
+
+  /** Why a take may not have a use now, or null when it may. */
+  #refusal(take: QuotaTake, now: number): QuotaTakeRefusal | null {
+    const s = this.#s;
+    if (s.queue.length > 0) return 'queue-not-empty';
+    if (s.pausedUntil !== null && now < s.pausedUntil) return 'paused';
+    if (s.refusalsInARow > 0) return 'after-429';
+    const limit = clampLimit(take.limit);
+    const horizon = now - (limit.windowMs + edgeMarginMs(limit));
+    const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
+    const uses = Math.min(limit.uses, s.learntUses ?? limit.uses);
+    // Every lease counts, even one past its expiry the workflow has not dropped yet: never over.
+    return inWindow + s.leases.length >= uses ? 'no-room' : null;
   }
 
   /** Counts a use made at `when` in the window, which stays in ascending order. */

@@ -781,6 +781,12 @@ describe('a take of one use now (the fast path)', () => {
     budget.grant(edge);
     budget.spend('wf-c/create', edge, edge);
     assert.deepEqual(take(budget, 'c', edge + 1), { outcome: 'queue', reason: 'used-before' });
+    // Retries further apart than a window: the use left it, and another call has the room now.
+    const apart = budgetOf(1);
+    take(apart, 'a');
+    const slid = T0 + M + W + edgeMarginMs(apart.state.limit);
+    assert.deepEqual(take(apart, 'b', slid), granted);
+    assert.deepEqual(take(apart, 'a', slid + 1, 'create', 3), { outcome: 'queue', reason: 'no-room' });
     // A first attempt with a taken ID: the workflow was reset to before its create, which may have
     // reached the API. It queues under a new ID: a second send is a second use.
     const reset = budgetOf(2);
