@@ -79,6 +79,11 @@ export const FailureType = {
   AgentJobTimedOut: 'AgentJobTimedOut',
   /** The agent job stayed in a status the API does not document for too many polls. */
   UnknownStatus: 'UnknownStatus',
+  /**
+   * A create or message activity found its project's quota busy (requests queued, no room, a 429
+   * pause) and sent nothing: the workflow queues for a use and calls again. Never ends a workflow.
+   */
+  ProjectQuotaQueue: 'ProjectQuotaQueue',
 } as const;
 
 /** One of the {@link FailureType} names. */
@@ -168,6 +173,12 @@ export interface ApiErrorDetails {
    * no answer in time): the next attempt is ambiguous. Absent on reads.
    */
   mayHaveBeenApplied?: boolean;
+  /**
+   * Set on a 429 to a create or message whose use the activity took from the project quota at
+   * once ({@link quotaTakeUpdate}): the workflow asks the quota's queue again, as after a refused
+   * grant, so the quota pauses and learns. Absent otherwise.
+   */
+  quotaTaken?: boolean;
 }
 
 /** The last API error the workflow saw, as the `status` query and `AgentJobTimedOut` report it. */
@@ -579,6 +590,44 @@ export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRe
  */
 export const quotaWaitingSignal = defineSignal<[{ requestId: string }]>('quotaWaiting');
 
+/**
+ * A take of one use now, asked by a create or message activity just before it sends, with
+ * update-with-start ({@link quotaTakeUpdate}). Idempotent by request ID: a repeat of a granted take
+ * (a retried activity attempt) is granted again without counting a second use.
+ */
+export interface QuotaTake {
+  /** Built as {@link QuotaRequest.requestId}; the update ID too. */
+  requestId: string;
+  kind: QuotaUseKind;
+  /** The budget the asking worker is configured with; the newest one wins, as for a request. */
+  limit: QuotaLimit;
+  /**
+   * The asking activity's attempt. Only a retried attempt (after one that surely did not reach the
+   * API) may take a granted ID again; a first attempt that finds its ID taken comes from the
+   * workflow's past (a reset) and queues under a new ID. Absent: 1.
+   */
+  attempt?: number;
+}
+
+/** Why a take was not granted: the caller queues (the quota's state did not change). */
+export type QuotaTakeRefusal = 'queue-not-empty' | 'no-room' | 'paused' | 'after-429' | 'used-before';
+
+/**
+ * What a take answers: `granted` (the use is counted in the window as spent: send now) or `queue`
+ * (nothing changed: ask through the queue, {@link quotaRequestSignal}).
+ */
+export type QuotaTakeAnswer =
+  /** `sendWithinMs`: the use counts from this long after the take; a call not sent by then queues. */
+  { outcome: 'granted'; sendWithinMs: number } | { outcome: 'queue'; reason: QuotaTakeRefusal };
+
+/**
+ * Update (with start) to the quota workflow: take one use now, if the budget has room, nothing is
+ * queued ahead and no 429 pause runs. An update, not a signal, because the activity needs the
+ * answer before it sends; a busy quota (or one running code without this handler, or draining for
+ * continue-as-new) rejects it or answers `queue`, and the job queues as before.
+ */
+export const quotaTakeUpdate = defineUpdate<QuotaTakeAnswer, [QuotaTake]>('quotaTake');
+
 /** Signal from the quota workflow to a requesting workflow: its use is granted. */
 export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');
 
@@ -625,6 +674,8 @@ export interface ProjectQuotaStatus {
     expired: number;
     /** Requests not queued: the queue was full, or the request ID was used before. */
     declined: number;
+    /** Uses taken at once ({@link quotaTakeUpdate}), counted in `granted` and `spent` too. */
+    taken: number;
   };
 }
 

@@ -23,7 +23,7 @@ import {
 } from './poll-by-retry.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import type { ProjectMetrics } from '../observability/project-metrics.js';
-import { createProjectQuotaActivities } from './project-quota.js';
+import { createProjectQuotaActivities, takeProjectQuotaUse } from './project-quota.js';
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
@@ -58,6 +58,12 @@ export interface CreateAgentJobInput {
    * this attempt may send at all. Absent or null: no earlier attempt could have been applied.
    */
   uncertain?: string | null;
+  /**
+   * Set by the workflow when the call is to take its use of the project quota itself, just before
+   * it sends (the fast path): the request ID of that use. Absent or null: the workflow holds a
+   * grant from the quota's queue already, or runs code from before the take.
+   */
+  quotaRequestId?: string | null;
 }
 
 /** Input of the get activity. */
@@ -86,6 +92,8 @@ export interface SendAgentJobMessageInput {
   idempotencyKey: string;
   /** As {@link CreateAgentJobInput.uncertain}: an earlier attempt may have started a turn. */
   uncertain?: string | null;
+  /** As {@link CreateAgentJobInput.quotaRequestId}. */
+  quotaRequestId?: string | null;
 }
 
 /**
@@ -131,6 +139,25 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /**
+   * The fast path of the project quota: a create or message the workflow asked to take its own
+   * use takes it now. True when it did (a 429 then goes back to the workflow, which tells the
+   * quota); false when the quota is off or the workflow holds a grant already. A busy quota
+   * throws, with nothing sent (./project-quota.ts).
+   */
+  async function takeQuota(
+    kind: 'create' | 'message',
+    input: { projectId: string; quotaRequestId?: string | null },
+  ): Promise<boolean> {
+    if (!input.quotaRequestId) return false;
+    const taken = await takeProjectQuotaUse(deps.projectQuota, {
+      projectId: input.projectId,
+      requestId: input.quotaRequestId,
+      kind,
+    });
+    return taken === 'granted';
+  }
+
+  /**
    * A create is not aborted by a cancellation: a POST in flight may already have made the agent
    * job, and aborting it would lose the job's ID. The activity heartbeats so the cancellation
    * reaches it, lets the request finish (the HTTP timeouts bound it), and returns the record when
@@ -141,7 +168,10 @@ export function createActivities(deps: ActivityDeps) {
     const cancelled = cancellationSignal();
     heartbeat();
     const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
+    let quotaTaken = false;
     try {
+      // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
+      quotaTaken = await takeQuota('create', input);
       return await deps.api.createJob(input.projectId, input.prompt, {
         idempotencyKey: input.idempotencyKey,
       });
@@ -151,7 +181,7 @@ export function createActivities(deps: ActivityDeps) {
       if (created !== null) return created;
       if (cancelled.aborted) throw cancelled.reason;
       if (!(err instanceof AgentApiError)) throw err;
-      throw toFailure(err, 'createJob', input.projectId);
+      throw toFailure(err, 'createJob', input.projectId, { quotaTaken });
     } finally {
       clearInterval(beat);
     }
@@ -265,16 +295,22 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /**
-   * The activity's failure for an API error. `retry` decides the wait of a transient one (the poll
-   * schedule's, for the poll activity); by default the retry policy's backoff raised to `Retry-After`.
+   * The activity's failure for an API error. `quotaTaken`: the call took its use of the project
+   * quota itself, so a 429 goes back to the workflow. `retry` decides the wait of a transient one
+   * (the poll schedule's, for the poll activity); by default the retry policy's backoff raised to
+   * `Retry-After`.
    */
   function toFailure(
     err: AgentApiError,
     operation: ApiOperation,
     projectId: string,
-    retry?: (retryAfterMs: number | null) => ErrorVerdict,
+    {
+      quotaTaken = false,
+      retry,
+    }: { quotaTaken?: boolean; retry?: (retryAfterMs: number | null) => ErrorVerdict } = {},
   ): ApplicationFailure {
     const info = activityInfo();
+    const refusedTake = quotaTaken && err.type === ApiFailureType.RateLimited;
     if (err.type === ApiFailureType.RateLimited) deps.projectMetrics?.rateLimited(projectId, operation);
     metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
       type: err.type,
@@ -286,6 +322,7 @@ export function createActivities(deps: ActivityDeps) {
       attempt: info.attempt,
       final,
       ...(operation === 'getJob' ? {} : { mayHaveBeenApplied: err.requestMayHaveTakenEffect }),
+      ...(refusedTake && { quotaTaken: true }),
     });
     if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect && policy === 'fail') {
       return apiFailure(err, {
@@ -311,8 +348,10 @@ export function createActivities(deps: ActivityDeps) {
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
     // when a create or message may have been applied (only the workflow may send it again, and it
     // tells the next attempt so), when the workflow counts answers of its type in a row, when the
-    // wait would outlast the deadline, or when a local activity would otherwise sleep inside the SDK.
+    // wait would outlast the deadline, when a local activity would otherwise sleep inside the SDK, or
+    // when the API refused a use this call took from the project quota (the quota decides when).
     const handBack =
+      refusedTake ||
       delayMs === null ||
       (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
       CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
@@ -364,9 +403,10 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
         // A transient error the workflow need not see waits on the server at the schedule's pace.
-        throw toFailure(err, 'getJob', input.projectId, (retryAfterMs) =>
-          afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
-        );
+        throw toFailure(err, 'getJob', input.projectId, {
+          retry: (retryAfterMs) =>
+            afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+        });
       }
       metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
         terminal: String(isTerminalStatus(record.status)),
@@ -391,6 +431,7 @@ export function createActivities(deps: ActivityDeps) {
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
       mayResend('sendMessage', input);
+      const quotaTaken = await takeQuota('message', input);
       const cancelled = cancellationSignal();
       let record: AgentJobRecord;
       try {
@@ -401,7 +442,7 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
         if (err.type !== ApiFailureType.UnreadableAnswer)
-          throw toFailure(err, 'sendMessage', input.projectId);
+          throw toFailure(err, 'sendMessage', input.projectId, { quotaTaken });
         record = await readAfterAnswer(input, err, cancelled);
       }
       deps.projectMetrics?.used(input.projectId, 'message');

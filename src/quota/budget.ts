@@ -13,6 +13,9 @@ import type {
   QuotaDeclined,
   QuotaLimit,
   QuotaRequest,
+  QuotaTake,
+  QuotaTakeAnswer,
+  QuotaTakeRefusal,
   QuotaUsage,
   QuotaUseKind,
 } from '../contract.js';
@@ -98,11 +101,14 @@ export interface Lease extends QueueEntry {
   expiresAt: number;
 }
 
-/** A request ID that is done with, as its {@link idHash}. */
+/**
+ * A request ID that is done with, as its {@link idHash}. `taken`: a use taken at once
+ * ({@link ProjectBudget.take}) at `at`, counted in the window then; a 429 for it takes it out again.
+ */
 export interface RememberedRequest {
   id: string;
   at: number;
-  how: 'spent' | 'released' | 'refused';
+  how: 'spent' | 'released' | 'refused' | 'taken';
 }
 
 /** A request a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
@@ -149,7 +155,8 @@ export interface BudgetState {
    * as it frees and starve them. Absent in states carried from before it.
    */
   heldRooms?: HeldRoom[];
-  totals: ProjectQuotaStatus['totals'];
+  /** `taken` is absent in states carried from before the take: 0. */
+  totals: Omit<ProjectQuotaStatus['totals'], 'taken'> & { taken?: number };
 }
 
 /** A signal the workflow is to send, with its payload. */
@@ -171,6 +178,17 @@ export type Read<T> = { value: T } | { problem: string };
  */
 export function edgeMarginMs(limit: QuotaLimit): number {
   return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
+}
+
+/**
+ * How far ahead of the take a taken use is counted, and so how long after the take its call may
+ * be sent: the API counts a use when the request arrives, a moment after the quota answered the
+ * take (the answer's trip back, the request's trip out), and the window must not free the use
+ * before the API does. A twentieth of the window, from 1 s to 10 s: at most 0.3 % of an hour's
+ * budget, and for a call that cannot go out that soon the activity queues instead.
+ */
+export function takeMarginMs(limit: QuotaLimit): number {
+  return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
 }
 
 /**
@@ -206,7 +224,7 @@ export class ProjectBudget {
       remembered: [],
       declines: [],
       heldRooms: [],
-      totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0, declined: 0 },
+      totals: { granted: 0, spent: 0, refused: 0, released: 0, expired: 0, declined: 0, taken: 0 },
     };
   }
 
@@ -281,6 +299,61 @@ export class ProjectBudget {
   }
 
   /**
+   * A take of one use now (the fast path of a create or message that nothing makes wait): granted
+   * only when the budget has room, nothing is queued (a take never goes ahead of a queued request),
+   * no 429 pause runs and no 429 since the last confirmed use asks for probing one use at a time
+   * (that is the queue's work). Granted, the use counts in the window as a granted and spent one
+   * from {@link takeMarginMs} after `now`, by when the call must be sent: no lease, no
+   * confirmation to wait for. A repeat of a granted take (an activity attempt retried after one
+   * that surely did not reach the API) is granted again without a second use, as a grant covers
+   * its call's retries, and its use moves to the repeat's time, as the API counts the attempt that
+   * reaches it; a repeat of an ID spent, released or refused is not. Not granted, nothing changes.
+   */
+  take(take: QuotaTake, now: number): QuotaTakeAnswer {
+    const s = this.#s;
+    const seen = this.#rememberedAt(take.requestId, now);
+    // Only a retried attempt holds its take; a first attempt with a taken ID is the workflow's past.
+    if (seen?.how === 'taken' && (take.attempt ?? 1) > 1) return this.#retake(seen, take, now);
+    if (seen !== null) return { outcome: 'queue', reason: 'used-before' };
+    if (s.leases.some((l) => l.requestId === take.requestId) || this.#queued(take.requestId)) {
+      return { outcome: 'queue', reason: 'queue-not-empty' };
+    }
+    const refusal = this.#refusal(take, now);
+    if (refusal !== null) return { outcome: 'queue', reason: refusal };
+    // The configured budget may change with each asker, as it does with each request.
+    const limit = clampLimit(take.limit);
+    s.limit = limit;
+    this.#prune(now);
+    const margin = takeMarginMs(limit);
+    this.#insertUse(now + margin);
+    s.totals.granted++;
+    s.totals.spent++;
+    s.totals.taken = (s.totals.taken ?? 0) + 1;
+    this.#remember(take.requestId, 'taken', now + margin);
+    return { outcome: 'granted', sendWithinMs: margin };
+  }
+
+  /**
+   * A repeat of a granted take: its use moves to the repeat's time. One whose use left the window
+   * meanwhile (retries further apart than a window) takes a use again, on the same terms as a new
+   * take: the budget may have given that room to another call since.
+   */
+  #retake(seen: RememberedRequest, take: QuotaTake, now: number): QuotaTakeAnswer {
+    const margin = takeMarginMs(this.#s.limit);
+    const index = this.#s.window.lastIndexOf(seen.at);
+    if (index < 0) {
+      const refusal = this.#refusal(take, now);
+      if (refusal !== null) return { outcome: 'queue', reason: refusal };
+      this.#s.totals.spent++;
+    } else {
+      this.#s.window.splice(index, 1);
+    }
+    this.#insertUse(now + margin);
+    this.#remember(take.requestId, 'taken', now + margin);
+    return { outcome: 'granted', sendWithinMs: margin };
+  }
+
+  /**
    * A 429: `entry` asks again for the refused use, at the head of the queue; the refused grant is
    * dropped, the project pauses as every retry waits (src/retries.ts) and the budget learns, unless
    * the grant was gone already (its lease ran out during the call): then the 429 teaches nothing.
@@ -292,7 +365,8 @@ export class ProjectBudget {
     random: () => number,
   ): void {
     const s = this.#s;
-    const lease = this.#takeLease(refusal.requestId);
+    // A use taken at once is refused like a grant: out of the window again, and the budget learns.
+    const lease = this.#takeLease(refusal.requestId) ?? this.#untake(refusal.requestId, now);
     this.#queueBytes = null;
     s.queue.unshift({
       ...entry,
@@ -301,7 +375,8 @@ export class ProjectBudget {
       owed: true,
     });
     // A refusal already heard (a request renamed after `used-before` carries it again) counts once.
-    if (this.#remembered(refusal.requestId, now)) return;
+    const heard = this.#remembered(refusal.requestId, now);
+    if (heard !== null && heard !== 'taken') return;
     this.#remember(refusal.requestId, 'refused', now);
     s.totals.refused++;
     // Uses granted together before the first 429 of a pause are one discovery, not repeats.
@@ -392,10 +467,7 @@ export class ProjectBudget {
     const lease = this.#takeLease(requestId);
     // A request asked again after its lease expired is done with too.
     this.#dropQueued(requestId);
-    const when = Math.max(Math.min(at ?? now, now), lease?.grantedAt ?? -Infinity);
-    let i = s.window.length;
-    while (i > 0 && (s.window[i - 1] as number) > when) i--;
-    s.window.splice(i, 0, when);
+    this.#insertUse(Math.max(Math.min(at ?? now, now), lease?.grantedAt ?? -Infinity));
     s.totals.spent++;
     s.refusalsInARow = 0;
     this.#remember(requestId, 'spent', now);
@@ -455,7 +527,7 @@ export class ProjectBudget {
         enqueuedAt: iso(e.enqueuedAt),
       })),
       pausedUntil: s.pausedUntil === null || s.pausedUntil <= now ? null : iso(s.pausedUntil),
-      totals: { ...s.totals },
+      totals: { ...s.totals, taken: s.totals.taken ?? 0 },
     };
   }
 
@@ -641,9 +713,50 @@ export class ProjectBudget {
   }
 
   #remembered(requestId: string, now: number): RememberedRequest['how'] | null {
+    return this.#rememberedAt(requestId, now)?.how ?? null;
+  }
+
+  #rememberedAt(requestId: string, now: number): RememberedRequest | null {
     this.#forget(now);
     const id = idHash(requestId);
-    return this.#s.remembered.find((r) => r.id === id)?.how ?? null;
+    return this.#s.remembered.find((r) => r.id === id) ?? null;
+  }
+
+  /** Why a take may not have a use now, or null when it may. */
+  #refusal(take: QuotaTake, now: number): QuotaTakeRefusal | null {
+    const s = this.#s;
+    if (s.queue.length > 0) return 'queue-not-empty';
+    if (s.pausedUntil !== null && now < s.pausedUntil) return 'paused';
+    if (s.refusalsInARow > 0) return 'after-429';
+    const limit = clampLimit(take.limit);
+    const horizon = now - (limit.windowMs + edgeMarginMs(limit));
+    const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
+    const uses = Math.min(limit.uses, s.learntUses ?? limit.uses);
+    // Every lease counts, even one past its expiry the workflow has not dropped yet: never over.
+    return inWindow + s.leases.length >= uses ? 'no-room' : null;
+  }
+
+  /** Counts a use made at `when` in the window, which stays in ascending order. */
+  #insertUse(when: number): void {
+    const window = this.#s.window;
+    let i = window.length;
+    while (i > 0 && (window[i - 1] as number) > when) i--;
+    window.splice(i, 0, when);
+  }
+
+  /**
+   * A take the API refused (429): its use leaves the window (the API did not count it) and it
+   * reads as the grant it stood for, granted when it was taken. Null when the take is unknown or
+   * its use has left the window already; the 429 then teaches nothing, as for an expired lease.
+   */
+  #untake(requestId: string, now: number): Pick<Lease, 'grantedAt' | 'enqueuedAt'> | undefined {
+    const taken = this.#rememberedAt(requestId, now);
+    if (taken?.how !== 'taken') return undefined;
+    const index = this.#s.window.lastIndexOf(taken.at);
+    if (index < 0) return undefined;
+    this.#s.window.splice(index, 1);
+    this.#s.totals.spent--;
+    return { grantedAt: taken.at, enqueuedAt: taken.at };
   }
 
   #remember(requestId: string, how: RememberedRequest['how'], now: number): void {
@@ -705,6 +818,33 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
     value: {
       ...request,
       refused: { requestId: refusedId, retryAfterMs: readRetryAfter(refused.retryAfterMs) },
+    },
+  };
+}
+
+/**
+ * Reads a take's payload, as the quota workflow's update validator does: the same bounds as a
+ * request's (IDs in UTF-8 bytes, a known kind, a limit of numbers), so a malformed take is
+ * rejected before it is accepted and leaves no trace in the quota's history.
+ */
+export function readQuotaTake(raw: unknown): Read<QuotaTake> {
+  if (!isRecord(raw)) return { problem: 'not an object' };
+  const requestId = readId(raw.requestId, MAX_REQUEST_ID_BYTES);
+  if (requestId === null)
+    return { problem: `requestId must be a string of 1 to ${MAX_REQUEST_ID_BYTES} bytes` };
+  if (raw.kind !== 'create' && raw.kind !== 'message')
+    return { problem: 'kind must be "create" or "message"' };
+  const limit = isRecord(raw.limit) ? raw.limit : {};
+  const uses = finite(limit.uses);
+  const windowMs = finite(limit.windowMs);
+  if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
+  const attempt = finite(raw.attempt);
+  return {
+    value: {
+      requestId,
+      kind: raw.kind,
+      limit: clampLimit({ uses, windowMs }),
+      ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
     },
   };
 }

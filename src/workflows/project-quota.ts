@@ -7,6 +7,8 @@
  * Deterministic: time is the workflow clock, randomness its seeded `Math.random`, I/O only signals.
  */
 import {
+  allHandlersFinished,
+  ApplicationFailure,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
@@ -25,6 +27,7 @@ import {
   quotaRequestSignal,
   quotaSpentSignal,
   quotaStatusQuery,
+  quotaTakeUpdate,
   quotaWaitingSignal,
   type ProjectMetricsSinks,
   type QuotaLimit,
@@ -33,6 +36,7 @@ import {
   ProjectBudget,
   QUOTA_IDLE_MS,
   readQuotaRequest,
+  readQuotaTake,
   readRelease,
   readSpent,
   type BudgetState,
@@ -68,6 +72,8 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   let changed = false;
   /** Signals sent and not yet acknowledged: a run that closes before they are would lose them. */
   let sending = 0;
+  /** Set once this run has decided to continue as new: it takes no more uses at once. */
+  let draining = false;
 
   /** Every signal is read before the budget sees it: a malformed one is logged and dropped. */
   function on<A, T>(
@@ -94,6 +100,31 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   setHandler(quotaStatusQuery, () => budget.snapshot(Date.now()));
   // Only its delivery matters to the waiting workflow (this run is there): nothing changes, nothing wakes.
   setHandler(quotaWaitingSignal, () => undefined);
+  setHandler(
+    quotaTakeUpdate,
+    (raw) => {
+      const take = readQuotaTake(raw);
+      // Read again: the validator does not run on replay. Unreachable after it, but typed all the same.
+      if (!('value' in take)) throw ApplicationFailure.nonRetryable(`a malformed take: ${take.problem}`);
+      const answer = budget.take(take.value, Date.now());
+      // A granted use moves the next window edge: the loop recomputes its wake-up.
+      if (answer.outcome === 'granted') changed = true;
+      return answer;
+    },
+    {
+      // A rejected update leaves no event in this history. A draining run rejects every take rather
+      // than answer it: its events would lengthen a history that is due to end, and the caller queues
+      // through the signal path, which a draining run carries; the rare caller pays the queue's cost.
+      validator: (raw) => {
+        if (draining) {
+          throw ApplicationFailure.nonRetryable('the quota workflow is continuing as new; queue instead');
+        }
+        const take = readQuotaTake(raw);
+        if (!('value' in take)) throw ApplicationFailure.nonRetryable(`a malformed take: ${take.problem}`);
+      },
+      description: 'Take one API use now, if the budget has room and nothing is queued',
+    },
+  );
 
   /** Sends one notice; a grant whose workflow is gone gives its use back at once. */
   function send({ signal, workflowId, body }: QuotaNotice): void {
@@ -119,7 +150,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
 
   for (;;) {
     // Nothing new goes out once the run is long: what is owed is carried, and sent by the next run.
-    const draining = runIsLong();
+    draining = runIsLong();
     if (!draining) {
       const { notices, expired } = budget.grant(Date.now());
       if (expired.length > 0) log.warn('grants expired unconfirmed; their uses are back', { expired });
@@ -128,8 +159,9 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     setCurrentDetails(budget.summary(Date.now()));
     reportState();
     if (draining) {
-      // The server drops the signals a closed run sent and it had not delivered yet.
-      await condition(() => sending === 0);
+      // The server drops the signals a closed run sent and it had not delivered yet; an update
+      // accepted and not answered would fail its caller.
+      await condition(() => sending === 0 && allHandlersFinished());
       return await continueAsNew<typeof projectQuotaWorkflow>({ ...input, state: budget.state });
     }
     const idle = budget.idle && sending === 0;

@@ -130,12 +130,19 @@ export class ProjectQuotaRequester {
   /**
    * Runs `call` within the project's budget. `call(true)` must not retry a 429 itself (the quota
    * decides when: the use goes back to the head of the queue); `call(false)` runs when the worker
-   * has the quota off for this project.
+   * has the quota off for this project. `refused`: the API refused (429) the use `use.name` took
+   * at once (the fast path, ./agent-job/calls.ts), so this asks again at the head of the queue,
+   * under the next name, as after a refused grant.
    */
-  async run<T>(use: QuotaUse, call: (managed: boolean) => Promise<T>, deadlineMs: number): Promise<T> {
-    let name = use.name;
-    let asks = 1;
-    let refused: QuotaRequest['refused'];
+  async run<T>(
+    use: QuotaUse,
+    call: (managed: boolean) => Promise<T>,
+    deadlineMs: number,
+    refusedTake?: QuotaRequest['refused'],
+  ): Promise<T> {
+    let asks = refusedTake ? 2 : 1;
+    let name = refusedTake ? `${use.name}.${asks}` : use.name;
+    let refused: QuotaRequest['refused'] = refusedTake;
     for (;;) {
       const answer = await this.#ask({ ...use, name }, deadlineMs, refused);
       if (answer.kind === 'off') return call(false);

@@ -10,6 +10,8 @@ import {
   MAX_USES,
   ProjectBudget,
   readQuotaRequest,
+  readQuotaTake,
+  takeMarginMs,
   readRelease,
   readSpent,
   REMEMBER_MS,
@@ -430,6 +432,7 @@ describe('repeats', () => {
       released: 1,
       expired: 0,
       declined: 2,
+      taken: 0,
     });
   });
 
@@ -671,5 +674,173 @@ describe('the life of a budget', () => {
     assert.deepEqual(grants(carried.grant(T0 + 1 + W + edgeMarginMs(carried.state.limit)).notices), [
       'wf-b/create',
     ]);
+  });
+});
+
+describe('a take of one use now (the fast path)', () => {
+  function take(budget: ProjectBudget, id: string, now = T0, kind: QuotaUseKind = 'create', attempt = 1) {
+    return budget.take({ requestId: `wf-${id}/${kind}`, kind, limit: budget.state.limit, attempt }, now);
+  }
+  // The margin of a 60 s window: the use counts from 3 s after the take.
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const granted = { outcome: 'granted', sendWithinMs: M };
+
+  test('with room it is granted and counted as a granted and spent use from its margin: no lease, nothing owed', () => {
+    assert.equal(M, 3_000);
+    assert.equal(takeMarginMs({ uses: 1, windowMs: 3_600_000 }), 10_000, 'at most 10 s');
+    assert.equal(takeMarginMs({ uses: 1, windowMs: 5_000 }), 1_000, 'at least 1 s');
+    const budget = budgetOf(2);
+    assert.deepEqual(take(budget, 'a'), granted);
+    assert.deepEqual(budget.state.window, [T0 + M]);
+    assert.deepEqual(budget.state.leases, []);
+    const { totals, usesInWindow } = budget.snapshot(T0);
+    assert.deepEqual([totals.granted, totals.spent, totals.taken, usesInWindow], [1, 1, 1, 1]);
+    assert.deepEqual(budget.grant(T0).notices, [], 'no grant signal owed');
+    assert.deepEqual(take(budget, 'b', T0 + 1), granted);
+    assert.deepEqual(take(budget, 'c', T0 + 2), { outcome: 'queue', reason: 'no-room' });
+    assert.equal(budget.state.window.length, 2);
+  });
+
+  test('takes and grants share one budget: a lease counts against a take, a take against a grant', () => {
+    const budget = budgetOf(2);
+    request(budget, 'q');
+    budget.grant(T0);
+    assert.deepEqual(take(budget, 'a', T0 + 1), granted);
+    assert.deepEqual(take(budget, 'b', T0 + 2), { outcome: 'queue', reason: 'no-room' });
+    request(budget, 'r', 'create', T0 + 3);
+    budget.spend('wf-q/create', T0 + 4, T0 + 4);
+    assert.deepEqual(grants(budget.grant(T0 + 5).notices), [], 'the window holds the grant and the take');
+  });
+
+  test('never ahead of a queued request, even with room: the take is told to queue and nothing changes', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    budget.grant(T0);
+    request(budget, 'b', 'create', T0 + 1);
+    budget.spend('wf-a/create', T0 + 2, T0 + 2);
+    const before = JSON.stringify(budget.state);
+    assert.deepEqual(take(budget, 'c', T0 + W + 5_000), { outcome: 'queue', reason: 'queue-not-empty' });
+    assert.equal(JSON.stringify(budget.state), before, 'no state change');
+  });
+
+  test('not while a 429 pause runs, nor after it until a use is confirmed (the queue probes one at a time)', () => {
+    const budget = budgetOf(3);
+    request(budget, 'a');
+    budget.grant(T0);
+    askAgain(budget, 'wf-a/create.2', 'wf-a/create', T0 + 1_000);
+    const pausedUntil = budget.state.pausedUntil as number;
+    // The requeued request is at the head: the queue answers first.
+    assert.deepEqual(take(budget, 'b', T0 + 1_001), { outcome: 'queue', reason: 'queue-not-empty' });
+    assert.deepEqual(grants(budget.grant(pausedUntil).notices), ['wf-a/create.2']);
+    const empty = budgetOf(3);
+    empty.state.pausedUntil = T0 + 5_000;
+    empty.state.refusalsInARow = 1;
+    assert.deepEqual(take(empty, 'c', T0 + 4_999), { outcome: 'queue', reason: 'paused' });
+    assert.deepEqual(take(empty, 'c', T0 + 5_000), { outcome: 'queue', reason: 'after-429' });
+    budget.spend('wf-a/create.2', pausedUntil, pausedUntil);
+    assert.deepEqual(take(budget, 'b', pausedUntil + 1), granted, 'a confirmed use ends the probing');
+  });
+
+  test('the window edge: a taken use frees the window plus its margin later, not a millisecond sooner', () => {
+    const budget = budgetOf(1);
+    assert.deepEqual(take(budget, 'a'), granted);
+    const edge = T0 + M + W + edgeMarginMs(budget.state.limit);
+    assert.deepEqual(take(budget, 'b', edge - 1), { outcome: 'queue', reason: 'no-room' });
+    assert.deepEqual(take(budget, 'b', edge), granted);
+    assert.deepEqual(budget.state.window, [edge + M], 'the slid-out use is pruned');
+  });
+
+  test('the learnt budget bounds takes as it bounds grants; the newest limit wins once granted', () => {
+    const budget = budgetOf(5);
+    budget.state.learntUses = 1;
+    assert.deepEqual(take(budget, 'a'), granted);
+    assert.deepEqual(take(budget, 'b', T0 + 1), { outcome: 'queue', reason: 'no-room' });
+    const wider = budget.take(
+      { requestId: 'wf-c/create', kind: 'create', limit: { uses: 7, windowMs: W } },
+      T0 + M + W + edgeMarginMs(budget.state.limit),
+    );
+    assert.deepEqual(wider, granted);
+    assert.equal(budget.state.limit.uses, 7);
+  });
+
+  test('a repeat of a granted take (a retried attempt) is granted without a second use, its use moved to the repeat; a used ID is not', () => {
+    const budget = budgetOf(1);
+    assert.deepEqual(take(budget, 'a'), granted);
+    // An attempt that surely did not reach the API, retried 14 s later: the API counts the retry.
+    assert.deepEqual(take(budget, 'a', T0 + 14_000, 'create', 2), granted);
+    assert.deepEqual(budget.state.window, [T0 + 14_000 + M]);
+    assert.equal(budget.state.totals.taken, 1);
+    assert.equal(budget.state.totals.spent, 1);
+    const edge = T0 + 14_000 + M + W + edgeMarginMs(budget.state.limit);
+    assert.deepEqual(
+      take(budget, 'b', edge - 1),
+      { outcome: 'queue', reason: 'no-room' },
+      'the window runs from the retry',
+    );
+    request(budget, 'c', 'create', edge);
+    budget.grant(edge);
+    budget.spend('wf-c/create', edge, edge);
+    assert.deepEqual(take(budget, 'c', edge + 1), { outcome: 'queue', reason: 'used-before' });
+    // Retries further apart than a window: the use left it, and another call has the room now.
+    const apart = budgetOf(1);
+    take(apart, 'a');
+    const slid = T0 + M + W + edgeMarginMs(apart.state.limit);
+    assert.deepEqual(take(apart, 'b', slid), granted);
+    assert.deepEqual(take(apart, 'a', slid + 1, 'create', 3), { outcome: 'queue', reason: 'no-room' });
+    // A first attempt with a taken ID: the workflow was reset to before its create, which may have
+    // reached the API. It queues under a new ID: a second send is a second use.
+    const reset = budgetOf(2);
+    take(reset, 'a');
+    assert.deepEqual(take(reset, 'a', T0 + 5_000), { outcome: 'queue', reason: 'used-before' });
+    assert.deepEqual(reset.state.window, [T0 + M]);
+    assert.equal(request(budget, 'a', 'create', edge + 2), 'used-before', 'a taken ID is not queued again');
+  });
+
+  test('a 429 for a taken use: out of the window, the project pauses and learns, the use asks at the head', () => {
+    const budget = budgetOf(4);
+    request(budget, 'q');
+    budget.grant(T0);
+    budget.spend('wf-q/create', T0, T0);
+    assert.deepEqual(take(budget, 'a', T0 + 100), granted);
+    assert.deepEqual(budget.state.window, [T0, T0 + 100 + M]);
+    assert.equal(
+      askAgain(budget, 'wf-a/create.2', 'wf-a/create', T0 + 1_000),
+      'requeued',
+      'the job asks through the queue, naming the refused take',
+    );
+    assert.deepEqual(budget.state.window, [T0], 'the refused use left the window');
+    assert.equal(budget.state.pausedUntil, T0 + 1_000 + CREATE_BACKOFF.initialIntervalMs);
+    assert.equal(budget.effectiveUses, 1, 'learnt: the API had taken one use of ours');
+    assert.deepEqual(
+      budget.state.queue.map((e) => e.requestId),
+      ['wf-a/create.2'],
+    );
+    const { totals } = budget.snapshot(T0 + 1_000);
+    assert.deepEqual([totals.granted, totals.spent, totals.refused, totals.taken], [2, 1, 1, 1]);
+    // Heard again (a renamed request carries it): it counts once.
+    askAgain(budget, 'wf-a/create.3', 'wf-a/create', T0 + 1_001);
+    assert.equal(budget.snapshot(T0 + 1_001).totals.refused, 1);
+  });
+
+  test('the validator reads takes as the signal readers read requests', () => {
+    const limit = { uses: 3, windowMs: W };
+    assert.deepEqual(readQuotaTake({ requestId: 'wf/create-0-1', kind: 'create', limit }), {
+      value: { requestId: 'wf/create-0-1', kind: 'create', limit },
+    });
+    const longest = 'é'.repeat(MAX_REQUEST_ID_BYTES / 2);
+    assert.ok('value' in readQuotaTake({ requestId: longest, kind: 'message', limit }));
+    for (const bad of [
+      null,
+      'wf/create',
+      { kind: 'create', limit },
+      { requestId: '', kind: 'create', limit },
+      { requestId: `${longest}x`, kind: 'create', limit },
+      { requestId: 'wf/x', kind: 'get', limit },
+      { requestId: 'wf/x', kind: 'create', limit: { uses: '3', windowMs: W } },
+    ]) {
+      assert.ok('problem' in readQuotaTake(bad), JSON.stringify(bad));
+    }
+    const clamped = readQuotaTake({ requestId: 'wf/x', kind: 'create', limit: { uses: 1e9, windowMs: 1 } });
+    assert.deepEqual('value' in clamped && clamped.value.limit, { uses: MAX_USES, windowMs: 1_000 });
   });
 });

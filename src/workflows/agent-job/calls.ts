@@ -1,18 +1,23 @@
 /**
  * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
  * timeouts and retry policy, bounded by the deadline (./api-calls.ts), and the create and the
- * follow-up message within the project's quota (../quota-requester.ts).
+ * follow-up message within the project's quota: taken at once by the call itself when the quota
+ * has room, else through the queue (../quota-requester.ts).
  */
 import {
   ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
   proxyActivities,
+  workflowInfo,
   type ActivityOptions,
-  type ApplicationFailure,
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
 import {
   FailureType,
   type AgentJobRecord,
+  type ApiErrorDetails,
+  type QuotaRequest,
   type QuotaUseKind,
   type ResolvedPollSettings,
 } from '../../contract.js';
@@ -58,6 +63,14 @@ const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
+/** How a create or message meets the quota: `takeAs` a request ID (the fast path), or `managed` by the queue. */
+interface CallQuota {
+  /** A grant from the queue covers the call: a 429 goes back to the queue, not to a retry. */
+  managed: boolean;
+  /** The call takes its use itself, under this request ID; null when the queue granted it or the quota is off. */
+  takeAs: string | null;
+}
+
 /** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
 function quotaManaged(options: ActivityOptions, managed: boolean): Partial<ActivityOptions> {
   if (!managed) return {};
@@ -93,14 +106,22 @@ export class AgentJobCalls {
       'creating the agent job',
       CREATE_BACKOFF,
       (_timeoutMs, uncertain) =>
-        this.#withinQuota('create', (managed) =>
+        this.#withinQuota('create', ({ managed, takeAs }) =>
           createAgentJob.executeWithOptions(
             {
               summary: `create agent job in project ${projectId}`,
               scheduleToCloseTimeout: this.#timeLeftMs('the agent job could not be created'),
               ...quotaManaged(createOptions, managed),
             },
-            [{ projectId, prompt, idempotencyKey, uncertain }],
+            [
+              {
+                projectId,
+                prompt,
+                idempotencyKey,
+                uncertain,
+                ...(takeAs !== null && { quotaRequestId: takeAs }),
+              },
+            ],
           ),
         ),
       uncertain,
@@ -141,14 +162,23 @@ export class AgentJobCalls {
       'sending the follow-up message',
       MESSAGE_BACKOFF,
       (_timeoutMs, uncertain) =>
-        this.#withinQuota('message', (managed) =>
+        this.#withinQuota('message', ({ managed, takeAs }) =>
           sendAgentJobMessage.executeWithOptions(
             {
               summary: `send follow-up message (turn ${turn})`,
               scheduleToCloseTimeout: this.#timeLeftMs('the follow-up message could not be sent'),
               ...quotaManaged(messageOptions, managed),
             },
-            [{ projectId, jobId, prompt, idempotencyKey, uncertain }],
+            [
+              {
+                projectId,
+                jobId,
+                prompt,
+                idempotencyKey,
+                uncertain,
+                ...(takeAs !== null && { quotaRequestId: takeAs }),
+              },
+            ],
           ),
         ),
     );
@@ -165,11 +195,25 @@ export class AgentJobCalls {
     return Math.max(1_000, leftMs);
   }
 
-  /** Each call is its own quota request, so a retry after another error asks again. */
-  #withinQuota<T>(kind: QuotaUseKind, call: (managed: boolean) => Promise<T>): Promise<T> {
-    const { run } = this.ctx;
-    const name = `${kind}-${run.progress.turns}-${++run.quotaUses}`;
-    return this.ctx.quota.run({ kind, name }, call, run.deadlineMs);
+  /**
+   * Each call is its own quota use, so a retry after another error asks again. The call first
+   * takes its use itself (one update from its activity, nothing in this history); only when the
+   * quota tells it to queue, or the API refused the use it took, does it go through the queue:
+   * then the call that follows the grant takes nothing.
+   */
+  async #withinQuota<T>(kind: QuotaUseKind, call: (quota: CallQuota) => Promise<T>): Promise<T> {
+    const { run, quota } = this.ctx;
+    const use = { kind, name: `${kind}-${run.progress.turns}-${++run.quotaUses}` };
+    const queued = (refused?: QuotaRequest['refused']) =>
+      quota.run(use, (managed) => call({ managed, takeAs: null }), run.deadlineMs, refused);
+    const requestId = `${workflowInfo().workflowId}/${use.name}`;
+    try {
+      return await call({ managed: false, takeAs: requestId });
+    } catch (err) {
+      const fallback = quotaFallbackOf(err);
+      if (fallback === null) throw err;
+      return queued(fallback === 'queue' ? undefined : { requestId, retryAfterMs: fallback.retryAfterMs });
+    }
   }
 
   #context(whatTimedOut: string): ApiCallContext {
@@ -190,4 +234,18 @@ export class AgentJobCalls {
       },
     };
   }
+}
+
+/**
+ * What a create or message that took its own use asks of the queue: `queue` (the quota was busy
+ * and nothing was sent), the 429 that refused the use it took (the quota must hear it), or null
+ * for any other outcome, which the call's own handling reads (./api-calls.ts).
+ */
+function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null } | null {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
+  if (err.cause.type === FailureType.ProjectQuotaQueue) return 'queue';
+  if (err.cause.type !== FailureType.RateLimited) return null;
+  const details = err.cause.details?.[0] as Partial<ApiErrorDetails> | undefined;
+  if (details?.quotaTaken !== true) return null;
+  return { retryAfterMs: typeof details.retryAfterMs === 'number' ? details.retryAfterMs : null };
 }
