@@ -5,10 +5,11 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { sendFollowUp, startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { statusQuery } from '../../src/contract.js';
+import { pollNowSignal, statusQuery } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
   FAST_POLL,
+  onCleanup,
   startSimulatedSuite,
   uniqueId,
   waitFor,
@@ -31,6 +32,22 @@ before(async () => {
   suite = await startSimulatedSuite('follow-up-can', TURN_MS);
   ({ env, sim } = suite);
 });
+
+/**
+ * Signals pollNow every 200 ms until stopped. A turn in progress adds nothing to the history while
+ * its poll activity waits on the server; each pollNow ends one poll activity, so runs fill up and
+ * continue as new during the turn, which is what these tests need to see.
+ */
+function keepPolling(handle: AgentJobHandle): () => void {
+  let stopped = false;
+  void (async () => {
+    while (!stopped) {
+      await handle.signal(pollNowSignal).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  return () => (stopped = true);
+}
 
 /** The runs of the workflow so far, from visibility. */
 async function runIds(handle: AgentJobHandle): Promise<string[]> {
@@ -62,6 +79,8 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
   assert.equal(first.workflowId, watching.workflowId);
   assert.equal(second.workflowId, watching.workflowId);
   const queuedIn = (await watching.describe()).runId;
+  const stopPolling = keepPolling(watching);
+  onCleanup(stopPolling);
 
   const nextRun = await waitFor(
     async () => {
@@ -83,6 +102,7 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
   assert.equal(requestsTo(sim, projectId, 'message'), 0, 'still queued');
 
   const [a, b, a2] = await Promise.all([first.result(), second.result(), again.result()]);
+  stopPolling();
   assert.deepEqual(a2, a, 'the same follow-up, the same turn');
   assert.equal(a.turns, 2, 'the first follow-up answered with its own turn');
   assert.equal(b.turns, 3, 'the second follow-up answered with its own turn');
@@ -119,6 +139,8 @@ test('a caller back only after a later turn has started still gets its own turn,
     { taskQueue, key: uniqueId('fu') },
   );
   const second = await sendFollowUp(env.client, { ...input, prompt: 'Fix the typos' }, { taskQueue });
+  const stopPolling = keepPolling(watching);
+  onCleanup(stopPolling);
   // Nobody waits for the first one's answer until the second one's turn is under way.
   await waitFor(() => requestsTo(sim, projectId, 'message') === 2, {
     what: 'the second message',
@@ -130,6 +152,7 @@ test('a caller back only after a later turn has started still gets its own turn,
   assert.equal(a.turns, 2, 'its own turn, not the one in progress');
   assert.equal(a.status, 'completed');
   const b = await second.result();
+  stopPolling();
   assert.equal(b.turns, 3);
   assert.notEqual(a.prLink, b.prLink);
   assert.equal(requestsTo(sim, projectId, 'message'), 2, 'POSTs to message');
