@@ -86,18 +86,19 @@ class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJo
  * `sendFollowUp`: synchronous. It returns once the job's workflow has accepted the follow-up,
  * not when the new turn ends: a Nexus request must be answered within the server's request
  * timeout (10 s by default), and a turn takes minutes. Acceptance takes the library's look-ups
- * (describe, the closed runs' histories) and one update to its ACCEPTED stage, well under a
- * second on a healthy server; a request that runs out of time is retried by the caller's Nexus
- * machinery with the same request ID, which is the default key, so nothing is sent twice.
+ * (describe, the closed runs' histories) and one update to its ACCEPTED stage. A request that
+ * runs out of time is retried by the caller's Nexus machinery with the same request ID, which is
+ * the default key, so nothing is sent twice.
  */
 async function sendFollowUpOperation(
   ctx: StartOperationContext,
   input: SendFollowUpInput,
 ): Promise<FollowUpAccepted> {
-  const { key, ...followUp } = input;
+  const { key, priority, ...followUp } = input;
   try {
     const handle = await sendFollowUp(getClient(), followUp, {
       key: nexusKey(key, ctx.requestId),
+      priority,
       taskQueue: operationInfo().taskQueue,
     });
     return { workflowId: handle.workflowId, updateId: handle.updateId };

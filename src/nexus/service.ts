@@ -48,6 +48,8 @@ export interface SendFollowUpInput {
   poll?: PollSettings;
   /** Deadline of a workflow the follow-up starts for the job (default 6h). */
   timeout?: DurationInput;
+  /** The priority of a workflow the follow-up starts, as for `runAgentJob`. */
+  priority?: StartPriority;
 }
 
 /**
