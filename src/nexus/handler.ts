@@ -42,7 +42,7 @@ async function startJobWorkflow(
   ctx: StartOperationContext,
   input: RunAgentJobInput,
 ): Promise<WorkflowHandle<AgentJobResult>> {
-  const { key, priority, ...job } = input;
+  const { key, priority, ...job } = oneObject(input);
   const start = await agentJobStartOptions(getClient(), job, {
     key: nexusKey(key, ctx.requestId),
     priority,
@@ -94,8 +94,8 @@ async function sendFollowUpOperation(
   ctx: StartOperationContext,
   input: SendFollowUpInput,
 ): Promise<FollowUpAccepted> {
-  const { key, priority, ...followUp } = input;
   try {
+    const { key, priority, ...followUp } = oneObject(input);
     const handle = await sendFollowUp(getClient(), followUp, {
       key: nexusKey(key, ctx.requestId),
       priority,
@@ -105,6 +105,18 @@ async function sendFollowUpOperation(
   } catch (err) {
     throw nexusError(err);
   }
+}
+
+/**
+ * The input as the object its type says, checked before it is taken apart: a caller in another
+ * SDK can send any JSON, and a null taken apart would be a TypeError, which the SDK reports as a
+ * retryable internal error (retried until the operation times out) instead of a bad request.
+ */
+function oneObject<T extends object>(input: T): T {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidInputError('input', 'must be one JSON object');
+  }
+  return input;
 }
 
 /**
