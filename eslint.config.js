@@ -52,7 +52,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/workflows/**/*.ts', 'src/contract.ts'],
+    files: ['src/workflows/**/*.ts', 'src/contract.ts', 'src/nexus/service.ts', 'examples/**/workflows.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -60,7 +60,7 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({
             name,
             message:
-              'Workflow code must be deterministic: no Node built-in modules in src/workflows/ or the contract.',
+              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract or the Nexus service definition.',
           })),
           patterns: [
             {

@@ -19,6 +19,7 @@ import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from '
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { startHealthServer } from './observability/health.js';
 import { applyWorkflowHeap } from './worker-memory.js';
+import { agentJobsServiceHandler } from './nexus/handler.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { createJsonLogger, formatLogLine } from './observability/logger.js';
 import { installTracing } from './observability/tracing.js';
@@ -134,6 +135,10 @@ async function run(config: WorkerConfig): Promise<void> {
         projectQuota: config.projectQuota,
         projectMetrics,
       }),
+      // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that
+      // targets this task queue. Always on: without an endpoint no Nexus task reaches the queue,
+      // and its poller costs nothing beside the workflow and activity pollers.
+      nexusServices: [agentJobsServiceHandler],
     }).catch(async (err: unknown) => {
       await health.close();
       throw err;

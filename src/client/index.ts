@@ -11,6 +11,7 @@ import {
   WorkflowUpdateFailedError,
   type Client,
   type WorkflowHandle,
+  type WorkflowStartOptions,
   type WorkflowUpdateHandle,
 } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
@@ -158,6 +159,34 @@ export async function startAgentJob(
   input: AgentJobInput,
   options: StartAgentJobOptions = {},
 ): Promise<AgentJobHandle> {
+  const start = await agentJobStartOptions(client, input, options);
+  try {
+    return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, start);
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return client.workflow.getHandle(start.workflowId);
+    throw err;
+  }
+}
+
+/** The start options of an agent-job workflow, as {@link agentJobStartOptions} plans them. */
+export type AgentJobStartOptions = WorkflowStartOptions<typeof agentJobWorkflow>;
+
+/**
+ * What {@link startAgentJob} starts, without starting it: the input checked, the workflow ID from
+ * the key, the policies, and the input of a run that starts again after one that ended (see
+ * {@link startAgentJob}). The Nexus service starts the same options through its own start, which
+ * attaches the caller's completion callback; a start refused because the run under the ID has
+ * completed (WorkflowExecutionAlreadyStartedError) is the caller's to answer with that run.
+ *
+ * Throws `InvalidInputError` before anything is read when the input, the key or the priority is
+ * invalid.
+ */
+export async function agentJobStartOptions(
+  client: Client,
+  input: AgentJobInput,
+  options: StartAgentJobOptions = {},
+): Promise<AgentJobStartOptions> {
   const resolved = resolveInput(input);
   const key = checkedKey(options.key);
   const priority = priorityOf(resolved.projectId, options.priority);
@@ -177,21 +206,16 @@ export async function startAgentJob(
       ? await endedRun(client, workflowId)
       : ({ kind: 'nothing' } as const);
   const args: [AgentJobInput] = [restartInput(input, previous)];
-  try {
-    return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-      workflowId,
-      taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
-      args,
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-      staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
-      typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
-      priority,
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(workflowId);
-    throw err;
-  }
+  return {
+    workflowId,
+    taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+    args,
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
+    typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+    priority,
+  };
 }
 
 /** Closed statuses after which a new run may start under the same key (the reuse policy's). */

@@ -1,0 +1,151 @@
+/**
+ * The `agent-jobs` Nexus service's handler, registered on the worker (`nexusServices`): the
+ * operations of ./service.ts, run with the client library on the worker's own connection
+ * (`getClient()`), in the worker's namespace and on its task queue (the endpoint's target).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowExecutionAlreadyStartedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  getClient,
+  operationInfo,
+  startWorkflow,
+  WorkflowRunOperationHandler,
+  type WorkflowHandle,
+} from '@temporalio/nexus';
+import {
+  HandlerError,
+  HandlerStartOperationResult,
+  OperationError,
+  serviceHandler,
+  type CancelOperationContext,
+  type OperationHandler,
+  type StartOperationContext,
+} from 'nexus-rpc';
+import { agentJobStartOptions, sendFollowUp } from '../client/index.js';
+import { FailureType, InvalidInputError, WORKFLOW_TYPE, type AgentJobResult } from '../contract.js';
+import type { agentJobWorkflow } from '../workflows/index.js';
+import { nexusKey } from './keys.js';
+import {
+  agentJobsService,
+  type FollowUpAccepted,
+  type RunAgentJobInput,
+  type SendFollowUpInput,
+} from './service.js';
+
+/**
+ * Starts the agent-job workflow for `runAgentJob` as `startAgentJob` would (the same ID for the
+ * same project and key, the same policies, a restart that goes on with the job of a run that
+ * ended), through the Nexus start, which attaches the caller's completion callback, also to a
+ * workflow already running under the ID (USE_EXISTING).
+ */
+async function startJobWorkflow(
+  ctx: StartOperationContext,
+  input: RunAgentJobInput,
+): Promise<WorkflowHandle<AgentJobResult>> {
+  const { key, priority, ...job } = oneObject(input);
+  const start = await agentJobStartOptions(getClient(), job, {
+    key: nexusKey(key, ctx.requestId),
+    priority,
+    taskQueue: operationInfo().taskQueue,
+  });
+  return startWorkflow<typeof agentJobWorkflow>(ctx, WORKFLOW_TYPE, start);
+}
+
+/**
+ * `runAgentJob`: workflow-backed. The caller's operation completes with the workflow's result
+ * (or its failure), and cancelling the operation cancels the workflow (the SDK's
+ * WorkflowRunOperationHandler). A start that the reuse policy refuses because the run under the
+ * ID has completed answers at once with that run's result, as `startAgentJob` returns its handle.
+ */
+class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJobResult> {
+  private readonly workflowRun = new WorkflowRunOperationHandler<RunAgentJobInput, AgentJobResult>(
+    startJobWorkflow,
+  );
+
+  async start(
+    ctx: StartOperationContext,
+    input: RunAgentJobInput,
+  ): Promise<HandlerStartOperationResult<AgentJobResult>> {
+    try {
+      return await this.workflowRun.start(ctx, input);
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) {
+        const completed = getClient().workflow.getHandle<typeof agentJobWorkflow>(err.workflowId);
+        return HandlerStartOperationResult.sync(await completed.result());
+      }
+      throw nexusError(err);
+    }
+  }
+
+  cancel(ctx: CancelOperationContext, token: string): Promise<void> {
+    return this.workflowRun.cancel(ctx, token);
+  }
+}
+
+/**
+ * `sendFollowUp`: synchronous. It returns once the job's workflow has accepted the follow-up,
+ * not when the new turn ends: a Nexus request must be answered within the server's request
+ * timeout (10 s by default), and a turn takes minutes. Acceptance takes the library's look-ups
+ * (describe, the closed runs' histories) and one update to its ACCEPTED stage. A request that
+ * runs out of time is retried by the caller's Nexus machinery with the same request ID, which is
+ * the default key, so nothing is sent twice.
+ */
+async function sendFollowUpOperation(
+  ctx: StartOperationContext,
+  input: SendFollowUpInput,
+): Promise<FollowUpAccepted> {
+  try {
+    const { key, priority, ...followUp } = oneObject(input);
+    const handle = await sendFollowUp(getClient(), followUp, {
+      key: nexusKey(key, ctx.requestId),
+      priority,
+      taskQueue: operationInfo().taskQueue,
+    });
+    return { workflowId: handle.workflowId, updateId: handle.updateId };
+  } catch (err) {
+    throw nexusError(err);
+  }
+}
+
+/**
+ * The input as the object its type says, checked before it is taken apart: a caller in another
+ * SDK can send any JSON, and a null taken apart would be a TypeError, which the SDK reports as a
+ * retryable internal error (retried until the operation times out) instead of a bad request.
+ */
+function oneObject<T extends object>(input: T): T {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidInputError('input', 'must be one JSON object');
+  }
+  return input;
+}
+
+/**
+ * What a caller can act on. Invalid input is a BAD_REQUEST (not retried) whose cause is the
+ * workflow's own `InvalidInput` failure, naming the field; a follow-up the job's workflow refused
+ * fails the operation with the workflow's reason. Anything else goes to the SDK, which maps a
+ * Temporal service error to its Nexus kind (retryable or not).
+ */
+function nexusError(err: unknown): unknown {
+  if (err instanceof InvalidInputError) {
+    return new HandlerError('BAD_REQUEST', err.message, {
+      cause: ApplicationFailure.create({
+        type: FailureType.InvalidInput,
+        message: err.message,
+        nonRetryable: true,
+        details: [{ field: err.field }],
+      }),
+    });
+  }
+  if (err instanceof WorkflowUpdateFailedError) {
+    return new OperationError('failed', err.message, {
+      cause: err.cause instanceof Error ? err.cause : err,
+    });
+  }
+  return err;
+}
+
+/** The handler to register on a worker: `Worker.create({ nexusServices: [agentJobsServiceHandler] })`. */
+export const agentJobsServiceHandler = serviceHandler(agentJobsService, {
+  runAgentJob: new RunAgentJobOperation(),
+  sendFollowUp: sendFollowUpOperation,
+});

@@ -1,0 +1,75 @@
+/**
+ * The `agent-jobs` Nexus service: the contract another team's workflow calls through a Nexus
+ * endpoint, from its own namespace, without sharing a task queue with this worker. Import it in
+ * the caller's workflow code (`agent-job-orchestrator/nexus`) and pass it to
+ * `createNexusServiceClient`; docs/starting-jobs.md shows the caller and the endpoint.
+ *
+ * Types only besides the definition: no Node modules, so it bundles into workflow code.
+ */
+import * as nexus from 'nexus-rpc';
+import type {
+  AgentJobInput,
+  AgentJobResult,
+  DurationInput,
+  PollSettings,
+  StartPriority,
+} from '../contract.js';
+
+export type { AgentJobResult } from '../contract.js';
+
+/** The service's name, as the endpoint routes it. */
+export const AGENT_JOBS_SERVICE = 'agent-jobs';
+
+/** Input of `runAgentJob`: the workflow's input, and the caller's idempotency key. */
+export type RunAgentJobInput = Omit<AgentJobInput, 'previousCreate'> & {
+  /**
+   * The caller's idempotency key: the same project and key never make a second agent job, through
+   * Nexus or the client library (`agent-job/<project>/<key>`). Without one, the operation's own
+   * request ID is the key, so a retried start attaches to the job the first one made.
+   */
+  key?: string;
+  /** `interactive` (default) or `batch`, as for `startAgentJob`. */
+  priority?: StartPriority;
+};
+
+/** Input of `sendFollowUp`: a follow-up turn of an agent job, as for the library's `sendFollowUp`. */
+export interface SendFollowUpInput {
+  projectId: string;
+  /** The agent job to continue (`job.id` of a `runAgentJob` result). */
+  jobId: string;
+  /** The follow-up message, at most 32,000 characters. */
+  prompt: string;
+  /**
+   * Idempotency key of the follow-up: the same key never sends a second message to the job.
+   * Without one, the operation's request ID is the key, so a retried request sends nothing new.
+   */
+  key?: string;
+  /** Poll schedule of a workflow the follow-up starts for the job. */
+  poll?: PollSettings;
+  /** Deadline of a workflow the follow-up starts for the job (default 6h). */
+  timeout?: DurationInput;
+  /** The priority of a workflow the follow-up starts, as for `runAgentJob`. */
+  priority?: StartPriority;
+}
+
+/**
+ * What `sendFollowUp` answers once the job's workflow has accepted the follow-up. The new turn's
+ * result is that workflow's: run `runAgentJob` with `{ projectId, jobId }` (no prompt) to wait
+ * for it.
+ */
+export interface FollowUpAccepted {
+  /** The workflow that drives the agent job: `agent-job/<project>/job/<jobId>`. */
+  workflowId: string;
+  /** The follow-up's update ID (its key). */
+  updateId: string;
+}
+
+/**
+ * The service definition. `runAgentJob` starts the agent-job workflow (or attaches to the one
+ * under the same key) and completes with its result, `prLink` included; cancelling it cancels the
+ * workflow. `sendFollowUp` is synchronous: it answers once the follow-up is queued.
+ */
+export const agentJobsService = nexus.service(AGENT_JOBS_SERVICE, {
+  runAgentJob: nexus.operation<RunAgentJobInput, AgentJobResult>(),
+  sendFollowUp: nexus.operation<SendFollowUpInput, FollowUpAccepted>(),
+});
