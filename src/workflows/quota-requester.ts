@@ -34,7 +34,6 @@ import {
   quotaSpentSignal,
   quotaWaitingSignal,
   SearchAttributes,
-  type AgentJobProgress,
   type ProjectMetricsSinks,
   type QueuePlace,
   type QuotaDeclined,
@@ -43,6 +42,7 @@ import {
   type QuotaUseKind,
 } from '../contract.js';
 import { AskSchedule, placeOf, useNameOf } from '../quota/waiting.js';
+import type { RunProgress } from './agent-job/progress.js';
 
 export { QUOTA_REASK_MS } from '../quota/waiting.js';
 
@@ -98,14 +98,13 @@ export class ProjectQuotaRequester {
   /** The use being waited for, and what to restore once it is granted. */
   #waiting: {
     use: QuotaUse;
-    phase: AgentJobProgress['phase'];
     status: string | null;
     shown: boolean;
   } | null = null;
 
   constructor(
     private readonly projectId: string,
-    private readonly progress: AgentJobProgress,
+    private readonly progress: Pick<RunProgress, 'queue' | 'queued' | 'lastRecord'>,
   ) {
     setHandler(quotaGrantSignal, (grant) => {
       const name = useNameOf(grant);
@@ -213,7 +212,6 @@ export class ProjectQuotaRequester {
       const before = this.#waiting;
       this.#waiting = {
         use,
-        phase: before?.phase ?? this.progress.phase,
         status: before ? before.status : (this.progress.lastRecord?.status ?? null),
         shown: before?.shown ?? false,
       };
@@ -271,7 +269,7 @@ export class ProjectQuotaRequester {
       const waited = this.#waiting;
       this.#waiting = null;
       if (waited?.shown) {
-        this.progress.phase = waited.phase;
+        this.progress.queued = false;
         this.progress.queue = null;
       }
       throw err;
@@ -341,7 +339,7 @@ export class ProjectQuotaRequester {
   #show(place: QueuePlace | null, details: string | null): void {
     const waiting = this.#waiting;
     if (!waiting) return;
-    this.progress.phase = 'queued';
+    this.progress.queued = true;
     this.progress.queue = place;
     if (!waiting.shown) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
     waiting.shown = true;
@@ -357,7 +355,7 @@ export class ProjectQuotaRequester {
     const waited = this.#waiting;
     this.#waiting = null;
     if (!waited?.shown) return;
-    this.progress.phase = waited.phase;
+    this.progress.queued = false;
     this.progress.queue = null;
     if (waited.status !== null)
       upsertSearchAttributes([{ key: SearchAttributes.status, value: waited.status }]);

@@ -19,7 +19,7 @@ import { updateMessageKey } from './keys.js';
 import { turnResult, type ResultContext } from './outcomes.js';
 import type { PollSchedule } from './poll-schedule.js';
 import type { PollWait } from './poll-wait.js';
-import { showRecord } from './progress.js';
+import { phaseOf, showRecord, type RunProgress } from './progress.js';
 import type { CarriedFollowUp } from './run-state.js';
 import type { Turn } from './turn.js';
 
@@ -35,15 +35,6 @@ const MAX_CARRIED_SENT = 20;
  * Temporal's 2 MB payload limit. Past it the run waits for them, as before carrying existed.
  */
 const MAX_CARRIED_BYTES = 1024 * 1024;
-
-/** Phases a workflow ends in: none of them goes back to polling. */
-const ENDED_PHASES: ReadonlySet<AgentJobProgress['phase']> = new Set([
-  'completed',
-  'archived',
-  'failed',
-  'timed-out',
-  'cancelled',
-]);
 
 /** A queued follow-up: its prompt and key, and how to tell its sender what became of it. */
 interface FollowUp {
@@ -68,7 +59,7 @@ interface Unanswered extends CarriedFollowUp {
 
 /** What the messages share with the rest of the workflow. */
 export interface MessagesContext extends ResultContext {
-  progress: AgentJobProgress;
+  progress: RunProgress;
   turn: Turn;
   schedule: PollSchedule;
   wait: PollWait;
@@ -154,8 +145,9 @@ export class Messages {
         if (progress.jobId === null)
           throw new Error('the agent job is not created yet; try again in a moment');
         if (this.#queue.busy) throw new Error('a follow-up message is already being sent; wait for it');
-        if (!['polling', 'creating'].includes(progress.phase)) {
-          throw new Error(`the workflow is ${progress.phase}; it takes no more messages`);
+        const phase = phaseOf(progress, this.sending);
+        if (!['polling', 'creating'].includes(phase)) {
+          throw new Error(`the workflow is ${phase}; it takes no more messages`);
         }
       },
       description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
@@ -189,8 +181,8 @@ export class Messages {
           checkPrompt(prompt, 'followUp prompt');
           // One this workflow already took (a caller re-attaching): answered whatever the phase.
           if (this.#unanswered.has(updateIdNow())) return;
-          if (!['queued', 'creating', 'polling', 'sending-message'].includes(progress.phase)) {
-            throw new Error(`the workflow is ${progress.phase}; it takes no more follow-ups`);
+          if (progress.end !== null) {
+            throw new Error(`the workflow is ${progress.end}; it takes no more follow-ups`);
           }
           if (this.#queue.queued >= MAX_QUEUED_FOLLOW_UPS) {
             throw new Error(`${MAX_QUEUED_FOLLOW_UPS} follow-ups are already queued; wait for them`);
@@ -273,13 +265,11 @@ export class Messages {
 
   async #send(followUp: FollowUp, jobId: string): Promise<void> {
     const { progress, turn, calls, schedule, wait } = this.ctx;
-    const before = progress.phase;
-    progress.phase = 'sending-message';
     try {
       const record = await calls.sendMessage(jobId, followUp.prompt, followUp.key, turn.number + 1);
       turn.messageAnswered(record, progress.lastRecord);
       progress.turns = turn.number;
-      showRecord(progress, record, true);
+      showRecord(progress, record);
       schedule.restart();
       // Look again soon rather than at the end of the wait that ran before the message.
       wait.request();
@@ -288,10 +278,6 @@ export class Messages {
       followUp.failed(err);
     } finally {
       this.#queue.sent();
-      // An end met meanwhile (the deadline, a final failure) stays shown.
-      if (!ENDED_PHASES.has(progress.phase)) {
-        progress.phase = before === 'sending-message' ? 'polling' : before;
-      }
     }
   }
 }

@@ -14,7 +14,7 @@ import {
 /** What a result says besides the record. */
 export interface ResultContext {
   projectId: string;
-  progress: AgentJobProgress;
+  progress: Pick<AgentJobProgress, 'polls' | 'turns'>;
   /** This workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
 }
@@ -66,7 +66,10 @@ export function unknownStatus(record: AgentJobRecord, reads: number): Applicatio
  * `AgentJobTimedOut`. Details: the last record, then `{ lastError }` (type, HTTP status, message)
  * so a caller can tell a slow agent job from an API that never answered.
  */
-export function timedOut(progress: AgentJobProgress, what: string): ApplicationFailure {
+export function timedOut(
+  progress: Pick<AgentJobProgress, 'lastRecord' | 'lastError' | 'jobId' | 'polls'>,
+  what: string,
+): ApplicationFailure {
   const { lastRecord: record, lastError } = progress;
   const errorText = lastError
     ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`} while ${lastError.during}`

@@ -5,6 +5,34 @@
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { SearchAttributes, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
 
+/** How a workflow ended, as its phase shows it. */
+export type EndPhase = 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
+
+/**
+ * What a run knows of its job: the `status` query's fields, and the facts its phase follows from
+ * (see {@link phaseOf}) instead of a phase that every step would have to keep right.
+ */
+export interface RunProgress extends Omit<AgentJobProgress, 'phase'> {
+  /** How the workflow ended; null while it runs. */
+  end: EndPhase | null;
+  /** A create or message waits in the project quota's queue. */
+  queued: boolean;
+}
+
+/** The phase, from the facts: an end, a wait in the quota's queue, no job yet, a message on its way. */
+export function phaseOf(progress: RunProgress, sendingMessage: boolean): AgentJobProgress['phase'] {
+  if (progress.end !== null) return progress.end;
+  if (progress.queued) return 'queued';
+  if (progress.jobId === null) return 'creating';
+  return sendingMessage ? 'sending-message' : 'polling';
+}
+
+/** What the `status` query answers. */
+export function statusOf(progress: RunProgress, sendingMessage: boolean): AgentJobProgress {
+  const { end: _end, queued: _queued, ...fields } = progress;
+  return { ...fields, phase: phaseOf(progress, sendingMessage) };
+}
+
 /** Tags the workflow with its project, once (a continued run has it already). */
 export function showProject(projectId: string): void {
   if (workflowInfo().typedSearchAttributes.get(SearchAttributes.projectId)) return;
@@ -18,16 +46,11 @@ export function showAttached(jobId: string): void {
 
 /**
  * Records a record the API answered: the progress, and the search attributes when the job is
- * first seen or its status changed. A follow-up waiting for the project quota stays `queued`.
+ * first seen or its status changed.
  */
-export function showRecord(
-  progress: AgentJobProgress,
-  record: AgentJobRecord,
-  sendingMessage: boolean,
-): void {
+export function showRecord(progress: RunProgress, record: AgentJobRecord): void {
   const previousStatus = progress.lastRecord?.status;
   progress.lastRecord = record;
-  if (progress.phase !== 'queued') progress.phase = sendingMessage ? 'sending-message' : 'polling';
   if (previousStatus === undefined) {
     upsertSearchAttributes([
       { key: SearchAttributes.jobId, value: record.id },
@@ -39,7 +62,7 @@ export function showRecord(
 }
 
 /** Shows when the next poll comes. */
-export function showNextPoll(progress: AgentJobProgress, waitMs: number): void {
+export function showNextPoll(progress: RunProgress, waitMs: number): void {
   progress.nextPollAt = new Date(Date.now() + waitMs).toISOString();
   const status = progress.lastRecord?.status ?? 'unknown';
   const resent =
@@ -52,11 +75,8 @@ export function showNextPoll(progress: AgentJobProgress, waitMs: number): void {
 }
 
 /** Shows how the workflow ended. */
-export function showEnd(
-  progress: AgentJobProgress,
-  phase: 'completed' | 'archived' | 'failed' | 'cancelled',
-): void {
-  progress.phase = phase;
+export function showEnd(progress: RunProgress, phase: 'completed' | 'archived' | 'failed' | 'cancelled'): void {
+  progress.end = phase;
   progress.nextPollAt = null;
   const record = progress.lastRecord;
   if (phase === 'cancelled') {

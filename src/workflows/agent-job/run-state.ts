@@ -3,6 +3,7 @@
  * through continue-as-new. Workflow code (it reads the workflow clock).
  */
 import type { AgentJobProgress, AgentJobRecord, ResolvedInput } from '../../contract.js';
+import type { RunProgress } from './progress.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
 import { PollSchedule } from './poll-schedule.js';
 import { PollWait } from './poll-wait.js';
@@ -45,8 +46,8 @@ export interface Continuation {
 
 /** One run's state. */
 export interface RunState {
-  /** What the `status` query answers. */
-  progress: AgentJobProgress;
+  /** What the `status` query answers, and the facts its phase follows from. */
+  progress: RunProgress;
   /** Absolute deadline, epoch ms, fixed by the first run. */
   deadlineMs: number;
   /** This workflow created the agent job (false when it attached through `jobId`). */
@@ -63,7 +64,8 @@ export interface RunState {
 export function startRun(resolved: ResolvedInput, carried: Continuation | undefined): RunState {
   return {
     progress: {
-      phase: carried || resolved.jobId ? 'polling' : 'creating',
+      end: null,
+      queued: false,
       jobId: carried?.jobId ?? resolved.jobId ?? null,
       lastRecord: carried?.progress.lastRecord ?? null,
       polls: carried?.progress.polls ?? 0,

@@ -36,7 +36,7 @@ import { AgentJobCalls } from './calls.js';
 import { createKey, startFollowUpKey } from './keys.js';
 import { Messages } from './messages.js';
 import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
-import { showAttached, showEnd, showNextPoll, showProject, showRecord } from './progress.js';
+import { showAttached, showEnd, showNextPoll, showProject, showRecord, statusOf } from './progress.js';
 import { carryOver, startRun, type Continuation } from './run-state.js';
 import type { EndStatus } from './turn.js';
 
@@ -67,12 +67,12 @@ export async function agentJobWorkflow(
   });
   const messages = new Messages({ projectId, progress, created: run.created, turn, schedule, wait, calls });
 
-  setHandler(statusQuery, () => progress);
+  setHandler(statusQuery, () => statusOf(progress, messages.sending));
   setHandler(pollNowSignal, () => wait.request());
   messages.listen(carried?.followUps);
 
   function deadline(what: string) {
-    progress.phase = 'timed-out';
+    progress.end = 'timed-out';
     progress.nextPollAt = null;
     return timedOut(progress, what);
   }
@@ -89,7 +89,7 @@ export async function agentJobWorkflow(
         : 'the run this one was reset from (it may have created the agent job before the reset point)';
     const record = await calls.create(prompt, createKey(), uncertain);
     progress.jobId = record.id;
-    showRecord(progress, record, false);
+    showRecord(progress, record);
     return record.id;
   }
 
@@ -149,7 +149,7 @@ export async function agentJobWorkflow(
           wait.request();
         } else {
           schedule.intervalMs = intervalAfterAttempt(pollSchedule, polls);
-          showRecord(progress, record, messages.sending);
+          showRecord(progress, record);
           const ended = endOf(record);
           if (ended !== null && !messages.pending) {
             await condition(allHandlersFinished);
@@ -220,7 +220,7 @@ export async function agentJobWorkflow(
     if (isCancellation(err)) showEnd(progress, 'cancelled');
     // The quota's deadline and final API errors end the workflow too: the phase says so.
     else if (err instanceof ApplicationFailure) {
-      progress.phase = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
+      progress.end = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
       progress.nextPollAt = null;
     }
     throw err;
