@@ -1,10 +1,10 @@
 /**
  * The workflow's poll schedule, replayed without a server: how many polls a job of a given length
  * takes, so that costs measured on time-scaled runs can be checked against real time. The
- * schedule is the workflow's own (src/workflows/agent-job/poll-schedule.ts).
+ * schedule is the workflow's own (src/poll-schedule.ts).
  */
 import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
-import { PollSchedule } from '../src/workflows/agent-job/poll-schedule.js';
+import { PollSchedule } from '../src/poll-schedule.js';
 import { spread, type Spread } from './stats.js';
 
 /** A poll schedule in milliseconds. */

@@ -8,9 +8,10 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { createActivities, type GetAgentJobInput } from '../../src/activities/index.js';
 import type { AgentApiClient } from '../../src/agent-api/index.js';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
+import { STILL_ACTIVE } from '../../src/poll-schedule.js';
 
-/** Failure type of an attempt that found the agent job still active; the retry policy retries it. */
-export const STILL_ACTIVE = 'AgentJobStillActive';
+// The same failure type as the worker's poll activity, which polls the same way.
+export { STILL_ACTIVE };
 
 /** Input of the poll-by-retry activity. */
 export interface AwaitTerminalInput {

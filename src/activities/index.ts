@@ -20,7 +20,7 @@ import {
   STILL_ACTIVE,
   type ErrorVerdict,
   type PollScheduleInput,
-} from './poll-by-retry.js';
+} from '../poll-schedule.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import type { ProjectMetrics } from '../observability/project-metrics.js';
 import { createProjectQuotaActivities, takeProjectQuotaUse } from './project-quota.js';
@@ -390,7 +390,7 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Polls the agent job by server-side retry (./poll-by-retry.ts): one GET per attempt; while the
+     * Polls the agent job by server-side retry (../poll-schedule.ts): one GET per attempt; while the
      * job is `active` the attempt fails with a benign {@link STILL_ACTIVE} whose `nextRetryDelay`
      * follows the schedule, so the server waits between polls and writes no history. Returns any
      * other record, or the active one when the next poll would come after the deadline.

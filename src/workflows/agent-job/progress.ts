@@ -29,8 +29,11 @@ export function phaseOf(progress: RunProgress, sendingMessage: boolean): AgentJo
 
 /** What the `status` query answers. */
 export function statusOf(progress: RunProgress, sendingMessage: boolean): AgentJobProgress {
-  const { end: _end, queued: _queued, ...fields } = progress;
-  return { ...fields, phase: phaseOf(progress, sendingMessage) };
+  const { jobId, lastRecord, polls, turns, nextPollAt, lastError, resent, queue } = progress;
+  return {
+    phase: phaseOf(progress, sendingMessage),
+    ...{ jobId, lastRecord, polls, turns, nextPollAt, lastError, resent, queue },
+  };
 }
 
 /** Tags the workflow with its project, once (a continued run has it already). */
@@ -75,7 +78,10 @@ export function showNextPoll(progress: RunProgress, waitMs: number): void {
 }
 
 /** Shows how the workflow ended. */
-export function showEnd(progress: RunProgress, phase: 'completed' | 'archived' | 'failed' | 'cancelled'): void {
+export function showEnd(
+  progress: RunProgress,
+  phase: 'completed' | 'archived' | 'failed' | 'cancelled',
+): void {
   progress.end = phase;
   progress.nextPollAt = null;
   const record = progress.lastRecord;

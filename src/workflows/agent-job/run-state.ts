@@ -5,7 +5,7 @@
 import type { AgentJobProgress, AgentJobRecord, ResolvedInput } from '../../contract.js';
 import type { RunProgress } from './progress.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
-import { PollSchedule } from './poll-schedule.js';
+import { PollSchedule } from '../../poll-schedule.js';
 import { PollWait } from './poll-wait.js';
 import { Turn, type TurnState } from './turn.js';
 

@@ -1,9 +1,11 @@
 /**
- * The agent-job workflow: create the agent job (or attach to one), poll it on durable timers until
- * its turn ends, send follow-up messages in order, and return the final record with its prLink.
+ * The agent-job workflow: create the agent job (or attach to one), poll it until its turn ends (one
+ * poll activity per wait, retried by the server once per poll), send follow-up messages in order,
+ * and return the final record with its prLink.
  *
- * Decisions live in pure modules (./turn.ts, ./poll-schedule.ts, ./follow-ups.ts,
- * ./failure-streak.ts); this file wires them to timers, activities and messages.
+ * The flow comes first; the steps it takes follow. Decisions live in pure modules (./turn.ts,
+ * ../../poll-schedule.ts, ./follow-up-queue.ts, ./failure-streak.ts); this file wires them to
+ * timers, activities and messages.
  */
 import {
   allHandlersFinished,
@@ -31,10 +33,10 @@ import {
   type ResolvedInput,
 } from '../../contract.js';
 import { ProjectQuotaRequester } from '../quota-requester.js';
-import { intervalAfterAttempt, scheduleAfter } from '../../activities/poll-by-retry.js';
-import { AgentJobCalls } from './calls.js';
-import { createKey, startFollowUpKey } from './keys.js';
-import { Messages } from './messages.js';
+import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
+import { AgentJobApi } from './api.js';
+import { createKey, startFollowUpKey } from './api.js';
+import { FollowUps } from './follow-ups.js';
 import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { showAttached, showEnd, showNextPoll, showProject, showRecord, statusOf } from './progress.js';
 import { carryOver, startRun, type Continuation } from './run-state.js';
@@ -42,7 +44,12 @@ import type { EndStatus } from './turn.js';
 
 export type { Continuation } from './run-state.js';
 
-/** Polls per run before continue-as-new: about 6 history events each (11 as regular activities). */
+/**
+ * Poll activities per run before continue-as-new: each ends with about 6 history events (its own
+ * three and a workflow task), however many polls its attempts made. A job that stays `active` adds
+ * none while its poll activity waits on the server: what fills a run is pollNow, follow-ups, the
+ * failures the workflow handles and reads that are not `active`.
+ */
 export const POLLS_PER_RUN = 150;
 
 /** Drives one agent job to its end. `carried` is set only by continue-as-new. */
@@ -57,7 +64,7 @@ export async function agentJobWorkflow(
   const { progress, turn, schedule, wait } = run;
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
   const quota = new ProjectQuotaRequester(projectId, progress);
-  const calls = new AgentJobCalls({
+  const calls = new AgentJobApi({
     projectId,
     poll: resolved.poll,
     blipToleranceMs: resolved.blipToleranceMs,
@@ -65,11 +72,37 @@ export async function agentJobWorkflow(
     quota,
     timedOut: deadline,
   });
-  const messages = new Messages({ projectId, progress, created: run.created, turn, schedule, wait, calls });
+  const messages = new FollowUps({ projectId, progress, created: run.created, turn, schedule, wait, calls });
 
   setHandler(statusQuery, () => statusOf(progress, messages.sending));
   setHandler(pollNowSignal, () => wait.request());
   messages.listen(carried?.followUps);
+
+  // Create or attach, then poll until done with the follow-ups on the way.
+  try {
+    showProject(projectId);
+    const jobId =
+      carried?.jobId ??
+      (resolved.jobId === undefined ? await create(resolved.prompt) : attach(resolved.jobId));
+    const polled = pollUntilDone(jobId);
+    if (carried || !resolved.jobId || resolved.prompt === undefined) return await polled;
+    // `{ jobId, prompt }`: the prompt is a follow-up; a failed send fails the workflow.
+    const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
+    return await Promise.race([polled, sent.then(() => polled)]);
+  } catch (err) {
+    const outcome = outcomeOf(err);
+    if (outcome !== null) reportEnd(outcome, false);
+    if (isCancellation(err)) showEnd(progress, 'cancelled');
+    // The quota's deadline and final API errors end the workflow too: the phase says so.
+    else if (err instanceof ApplicationFailure) {
+      progress.end = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
+      progress.nextPollAt = null;
+    }
+    throw err;
+  } finally {
+    // The quota's spent and release signals must leave before the run closes, or the server drops them.
+    await quota.settle();
+  }
 
   function deadline(what: string) {
     progress.end = 'timed-out';
@@ -201,32 +234,6 @@ export async function agentJobWorkflow(
     const result = turnResult({ projectId, progress, created: run.created }, record);
     reportEnd(status, result.prLink !== null);
     return result;
-  }
-
-  // Create or attach, then poll until done with the follow-ups on the way.
-  try {
-    showProject(projectId);
-    const jobId =
-      carried?.jobId ??
-      (resolved.jobId === undefined ? await create(resolved.prompt) : attach(resolved.jobId));
-    const polled = pollUntilDone(jobId);
-    if (carried || !resolved.jobId || resolved.prompt === undefined) return await polled;
-    // `{ jobId, prompt }`: the prompt is a follow-up; a failed send fails the workflow.
-    const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
-    return await Promise.race([polled, sent.then(() => polled)]);
-  } catch (err) {
-    const outcome = outcomeOf(err);
-    if (outcome !== null) reportEnd(outcome, false);
-    if (isCancellation(err)) showEnd(progress, 'cancelled');
-    // The quota's deadline and final API errors end the workflow too: the phase says so.
-    else if (err instanceof ApplicationFailure) {
-      progress.end = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
-      progress.nextPollAt = null;
-    }
-    throw err;
-  } finally {
-    // The quota's spent and release signals must leave before the run closes, or the server drops them.
-    await quota.settle();
   }
 }
 

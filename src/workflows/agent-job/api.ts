@@ -1,10 +1,11 @@
 /**
  * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
- * timeouts and retry policy, bounded by the deadline (./api-calls.ts), and the create and the
+ * timeouts and retry policy, bounded by the deadline (./api-failures.ts), and the create and the
  * follow-up message within the project's quota: taken at once by the call itself when the quota
  * has room, else through the queue (../quota-requester.ts).
  */
 import {
+  currentUpdateInfo,
   ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
@@ -23,17 +24,17 @@ import {
 } from '../../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
 import type { ProjectQuotaRequester } from '../quota-requester.js';
-import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-calls.js';
+import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-failures.js';
 import type { RunState } from './run-state.js';
 
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
-// whatever must be counted or waited for longer comes back to the workflow (./api-calls.ts).
+// whatever must be counted or waited for longer comes back to the workflow (./api-failures.ts).
 //
 // Creates and messages are retried by Temporal only after an attempt that surely did not reach the
 // API (a refused connection, a 503): the API honours no idempotency key. A timeout (the worker may
 // have died mid-request) is not retried by the server (the `TemporalTimeout:` types below), and an
 // ambiguous answer is handed back by the activity: the workflow retries those itself, telling the
-// next attempt that the one before may have been applied (./api-calls.ts).
+// next attempt that the one before may have been applied (./api-failures.ts).
 const RETRY_NO_TIMEOUTS = ['TemporalTimeout:StartToClose', 'TemporalTimeout:Heartbeat'];
 const createOptions: ActivityOptions = {
   // The HTTP client gives up well before this (the whole request within 60s).
@@ -45,7 +46,7 @@ const createOptions: ActivityOptions = {
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
 // One poll activity covers a wait: its attempts poll by server-side retry, each with its own
-// `nextRetryDelay` (src/activities/poll-by-retry.ts). The policy's own backoff only spaces attempts
+// `nextRetryDelay` (src/poll-schedule.ts). The policy's own backoff only spaces attempts
 // that timed out. TRY_CANCEL: a requested poll cancels it at once, also while the server waits
 // between attempts, and the workflow goes on without waiting for the worker.
 const pollOptions: ActivityOptions = {
@@ -79,7 +80,7 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
 }
 
 /** What the calls share with the workflow. */
-export interface CallsContext {
+export interface ApiContext {
   projectId: string;
   poll: ResolvedPollSettings;
   /** The input's `blipTolerance`, in ms. */
@@ -92,8 +93,8 @@ export interface CallsContext {
 }
 
 /** The Agent Job API as the workflow calls it. */
-export class AgentJobCalls {
-  constructor(private readonly ctx: CallsContext) {}
+export class AgentJobApi {
+  constructor(private readonly ctx: ApiContext) {}
 
   /**
    * Creates the agent job, waiting out transient failures until the deadline. `uncertain`: why a
@@ -239,7 +240,7 @@ export class AgentJobCalls {
 /**
  * What a create or message that took its own use asks of the queue: `queue` (the quota was busy
  * and nothing was sent), the 429 that refused the use it took (the quota must hear it), or null
- * for any other outcome, which the call's own handling reads (./api-calls.ts).
+ * for any other outcome, which the call's own handling reads (./api-failures.ts).
  */
 function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null } | null {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
@@ -248,4 +249,37 @@ function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null 
   const details = err.cause.details?.[0] as Partial<ApiErrorDetails> | undefined;
   if (details?.quotaTaken !== true) return null;
   return { retryAfterMs: typeof details.retryAfterMs === 'number' ? details.retryAfterMs : null };
+}
+
+// The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
+// restarts and continue-as-new, so a server that honours it sees one intent as one. The live API
+// honours none: what keeps a create or message to one call is that the workflow sends it again only
+// under `AGENT_API_AMBIGUOUS_CREATE=retry` (./api-failures.ts, src/activities/index.ts).
+
+/** The create's key: the workflow ID, so one workflow never creates two agent jobs. */
+export function createKey(): string {
+  return headerValue(workflowInfo().workflowId);
+}
+
+/**
+ * The key of the prompt of `{ jobId, prompt }`: the workflow ID and its first run, so a later
+ * workflow with this ID is a new follow-up and gets a new key.
+ */
+export function startFollowUpKey(): string {
+  const { workflowId, firstExecutionRunId } = workflowInfo();
+  return headerValue(`${workflowId}/${firstExecutionRunId}/follow-up`);
+}
+
+/**
+ * The key of an update's message: one per update ID, so a client retrying the update (also after
+ * continue-as-new) sends the same key, and a new message never reuses a failed one's.
+ */
+export function updateMessageKey(turn: number): string {
+  const updateId = currentUpdateInfo()?.id ?? `turn-${turn + 1}`;
+  return headerValue(`${workflowInfo().workflowId}/message/${updateId}`);
+}
+
+/** Header values must be visible ASCII; an ID with spaces or any Unicode is percent-encoded. */
+function headerValue(id: string): string {
+  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(id);
 }

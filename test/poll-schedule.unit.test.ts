@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { POLL_JITTER } from '../../../src/contract.js';
-import { PollSchedule } from '../../../src/workflows/agent-job/poll-schedule.js';
+import { POLL_JITTER } from '../src/contract.js';
+import { PollSchedule } from '../src/poll-schedule.js';
 
 const settings = { initialIntervalMs: 5_000, maxIntervalMs: 60_000, backoffCoefficient: 1.5 };
 const now = Date.parse('2026-11-24T00:00:00Z');

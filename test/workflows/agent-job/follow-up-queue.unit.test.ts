@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FollowUpQueue } from '../../../src/workflows/agent-job/follow-ups.js';
+import { FollowUpQueue } from '../../../src/workflows/agent-job/follow-up-queue.js';
 
 test('follow-ups wait for the turn to end and go one at a time, in order', () => {
   const queue = new FollowUpQueue<string>();

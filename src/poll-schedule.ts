@@ -1,15 +1,56 @@
 /**
- * Polling by server-side retry (Temporal's polling guide, "activity retries"): one poll activity
- * covers a whole wait for the agent job. Each attempt makes one GET; while the job is `active` the
- * attempt fails with a benign, retryable failure whose `nextRetryDelay` follows the poll schedule,
- * so the Temporal server waits between polls and writes no history for them. What the workflow must
- * see or decide returns to it: a record that is not `active`, and failures it counts or waits for on
- * its own timers.
+ * When to poll the agent job, in one place for both sides of a poll:
  *
- * Pure: the caller passes the attempt, the time left and the random source.
+ * - the workflow's schedule ({@link PollSchedule}): the interval grows by the coefficient after each
+ *   read up to the maximum, restarts after a follow-up message, is jittered, never runs past the
+ *   deadline; the workflow waits it on a timer only where it decides the wait itself (the first
+ *   wait, a failure it handles);
+ * - polling by server-side retry (Temporal's polling guide, "activity retries"): one poll activity
+ *   covers a whole wait. Each attempt makes one GET; while the job is `active` the attempt fails
+ *   with a benign, retryable failure whose `nextRetryDelay` follows the same schedule, so the
+ *   Temporal server waits between polls and writes no history for them. What the workflow must see
+ *   or decide returns to it: a record that is not `active`, and failures it counts or waits for on
+ *   its own timers.
+ *
+ * Pure: callers pass the time, the attempt and the random source (the workflow's seeded
+ * `Math.random`, or the activity's).
  */
-import { pollJitterFactor, type ResolvedPollSettings } from '../contract.js';
-import { retryDelayMs, type Backoff } from '../retries.js';
+import { pollJitterFactor, type ResolvedPollSettings } from './contract.js';
+import { retryDelayMs, type Backoff } from './retries.js';
+
+/** The schedule of one workflow; `intervalMs` is carried across continue-as-new. */
+export class PollSchedule {
+  constructor(
+    private readonly settings: Pick<
+      ResolvedPollSettings,
+      'initialIntervalMs' | 'maxIntervalMs' | 'backoffCoefficient'
+    >,
+    /** The wait before the next poll, before jitter. */
+    public intervalMs: number = settings.initialIntervalMs,
+  ) {}
+
+  /**
+   * The wait before the next poll in whole milliseconds: `retryInMs` after a failed read, else the
+   * interval jittered; at least 1 ms and never past `deadlineMs`.
+   */
+  waitMs(now: number, deadlineMs: number, random: () => number, retryInMs: number | null = null): number {
+    const wanted = retryInMs ?? this.intervalMs * pollJitterFactor(random);
+    return Math.max(1, Math.min(Math.round(wanted), deadlineMs - now));
+  }
+
+  /** After a read of the job: the next wait is longer, up to the maximum. */
+  grow(): void {
+    this.intervalMs = Math.min(
+      this.intervalMs * this.settings.backoffCoefficient,
+      this.settings.maxIntervalMs,
+    );
+  }
+
+  /** After a follow-up message: a new turn is watched as closely as a new job. */
+  restart(): void {
+    this.intervalMs = this.settings.initialIntervalMs;
+  }
+}
 
 /** Failure type of an attempt that found the agent job still active: the server polls again. */
 export const STILL_ACTIVE = 'AgentJobStillActive';

@@ -5,7 +5,7 @@ import {
   afterTransientError,
   intervalAfterAttempt,
   scheduleAfter,
-} from '../../src/activities/poll-by-retry.js';
+} from '../src/poll-schedule.js';
 
 const DEFAULT = { intervalMs: 5_000, maxIntervalMs: 60_000, backoffCoefficient: 1.5 };
 const MIDDLE = () => 0.5; // no jitter: pollJitterFactor(0.5) is 1
