@@ -785,28 +785,19 @@ export class ProjectBudget {
  */
 export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
   if (!isRecord(raw)) return { problem: 'not an object' };
-  const requestId = readId(raw.requestId, MAX_REQUEST_ID_BYTES);
+  const use = readUse(raw);
+  if ('problem' in use) return use;
   const workflowId = readId(raw.workflowId, MAX_WORKFLOW_ID_BYTES);
-  if (requestId === null)
-    return { problem: `requestId must be a string of 1 to ${MAX_REQUEST_ID_BYTES} bytes` };
   if (workflowId === null)
     return { problem: `workflowId must be a string of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes` };
-  if (raw.kind !== 'create' && raw.kind !== 'message')
-    return { problem: 'kind must be "create" or "message"' };
-  const limit = isRecord(raw.limit) ? raw.limit : {};
-  const uses = finite(limit.uses);
-  const windowMs = finite(limit.windowMs);
-  if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
   const leaseMs = finite(raw.leaseMs);
   if (leaseMs === null) return { problem: 'leaseMs must be a number' };
   const holdUntil = finite(raw.holdUntil);
   if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
     return { problem: 'holdUntil must be a time in ms' };
   const request: QuotaRequest = {
-    requestId,
+    ...use.value,
     workflowId,
-    kind: raw.kind,
-    limit: clampLimit({ uses, windowMs }),
     leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
     ...(holdUntil !== null && { holdUntil }),
   };
@@ -829,6 +820,21 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
  */
 export function readQuotaTake(raw: unknown): Read<QuotaTake> {
   if (!isRecord(raw)) return { problem: 'not an object' };
+  const use = readUse(raw);
+  if ('problem' in use) return use;
+  const attempt = finite(raw.attempt);
+  return {
+    value: {
+      ...use.value,
+      ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
+    },
+  };
+}
+
+/** What a request and a take both name: the request ID (bounded in UTF-8 bytes), the kind, the limit. */
+function readUse(
+  raw: Record<string, unknown>,
+): Read<{ requestId: string; kind: QuotaUseKind; limit: QuotaLimit }> {
   const requestId = readId(raw.requestId, MAX_REQUEST_ID_BYTES);
   if (requestId === null)
     return { problem: `requestId must be a string of 1 to ${MAX_REQUEST_ID_BYTES} bytes` };
@@ -838,15 +844,7 @@ export function readQuotaTake(raw: unknown): Read<QuotaTake> {
   const uses = finite(limit.uses);
   const windowMs = finite(limit.windowMs);
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
-  const attempt = finite(raw.attempt);
-  return {
-    value: {
-      requestId,
-      kind: raw.kind,
-      limit: clampLimit({ uses, windowMs }),
-      ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
-    },
-  };
+  return { value: { requestId, kind: raw.kind, limit: clampLimit({ uses, windowMs }) } };
 }
 
 /** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */
