@@ -4,8 +4,9 @@
  * above the jobs so that none waits), each side in a project of its own.
  *
  * Counted per job: events and billable actions of the job's own history, and with the quota on the
- * quota workflow's events and actions shared out over the jobs; the latency from the workflow's
- * start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
+ * quota workflow's events and actions shared out over the jobs, its accepted updates apart (each a
+ * take of a use at once: the fast path's one action per create or message); the latency from the
+ * workflow's start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
  * wakes once more per use as the use leaves the window, then ends after an idle minute. Its window
  * is a short one (`QUOTA_WINDOW`) so that the end comes within the benchmark; the wakes, one per use
  * unless uses fall together, are what an hour's window costs too, an hour later.
@@ -43,8 +44,12 @@ export interface QuotaCostSide {
   /** Events and actions of each job's own history. */
   jobEvents: Spread | null;
   jobActions: Spread | null;
-  /** The quota workflow's whole chain, over the jobs (null with the quota off). */
-  quotaWorkflow: { runs: number; events: number; actions: number } | null;
+  /**
+   * The quota workflow's whole chain, over the jobs (null with the quota off). `updates`: the
+   * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
+   * window, a take moving the next one); both absent in results from before the fast path.
+   */
+  quotaWorkflow: { runs: number; events: number; actions: number; updates?: number; timers?: number } | null;
   /** Per job, all told: the job's medians plus the quota workflow's share. */
   eventsPerJob: number | null;
   actionsPerJob: number | null;
@@ -68,7 +73,13 @@ export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParam
     const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
     const quota = await waitForCost(env.client, quotaId, firstRun, deadline);
     return [
-      summarize(on, { runs: quota.runs, events: quota.events, actions: quota.actions.total }),
+      summarize(on, {
+        runs: quota.runs,
+        events: quota.events,
+        actions: quota.actions.total,
+        updates: quota.actions.updates,
+        timers: quota.actions.timersStarted,
+      }),
       summarize(off, null),
     ];
   } finally {

@@ -6,13 +6,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { CancelledFailure } from '@temporalio/common';
+import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure, defaultPayloadConverter } from '@temporalio/common';
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaRequestSignal,
   quotaStatusQuery,
+  quotaTakeUpdate,
   SearchAttributes,
   sendMessageUpdate,
   statusQuery,
@@ -23,9 +24,11 @@ import {
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
 import {
+  activitiesFor,
   QUOTA_TEST_POLL,
   quotaWorkflow,
   spawnTs,
+  startTestWorker,
   startQuotaJob,
   startQuotaSetup,
   waitFor,
@@ -102,11 +105,109 @@ function request(
   );
 }
 
+type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+
+/**
+ * Everything in a job's history that the quota queue path writes: the enqueue activity, the
+ * quota's signals either way, a timer without a summary (the requester's wait; every timer of the
+ * job's own carries one) and the `queued` status. The fast path writes none of these.
+ */
+function quotaTraces(history: History): string[] {
+  const traces: string[] = [];
+  for (const event of history.events ?? []) {
+    const activity = event.activityTaskScheduledEventAttributes?.activityType?.name;
+    if (activity === 'enqueueForProjectQuota') traces.push(`activity ${activity}`);
+    const received = event.workflowExecutionSignaledEventAttributes?.signalName;
+    if (received?.startsWith('quota')) traces.push(`signal ${received}`);
+    const sent = event.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName;
+    if (sent?.startsWith('quota')) traces.push(`sent ${sent}`);
+    if (event.timerStartedEventAttributes && !event.userMetadata?.summary) {
+      traces.push(`timer ${String(event.eventId)} without a summary`);
+    }
+    const status =
+      event.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[
+        SearchAttributes.status.name
+      ];
+    if (status && defaultPayloadConverter.fromPayload(status) === 'queued') traces.push('status queued');
+  }
+  return traces;
+}
+
+/** The request IDs of the takes the quota workflow accepted, in order, from its history. */
+async function acceptedTakes(setup: Setup): Promise<string[]> {
+  const history = await quotaWorkflow(setup).fetchHistory();
+  return (history.events ?? [])
+    .map((event) => event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input)
+    .filter((input) => input?.name === quotaTakeUpdate.name)
+    .map((input) => {
+      const payload = input?.args?.payloads?.[0];
+      return payload ? defaultPayloadConverter.fromPayload<{ requestId: string }>(payload).requestId : '';
+    });
+}
+
 function refused(sim: RunningSimulator): number {
   return sim.stats().requestsPerStatus['429'] ?? 0;
 }
 
 describe('project quota', { concurrency: 2 }, () => {
+  test('a job with room takes its uses at once: nothing of the quota in its history, each use counted in the window as one accepted update', async () => {
+    const setup = await setUp({ uses: 10, windowSeconds: 60 }, { uses: 5, windowMs: 60_000 });
+    // A turn long enough for a follow-up message to reach it while it runs.
+    setup.sim.setScenario(setup.projectId, { durationMs: 2_000 });
+    const job = await startQuotaJob(setup, 'Never waits');
+    await waitFor(async () => (await job.query(statusQuery)).jobId, { what: 'the job to be created' });
+    const record = await job.executeUpdate(sendMessageUpdate, { args: ['One more thing'] });
+    assert.equal(record.status, 'active');
+    const result = await job.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 1);
+    assert.equal(requestsTo(setup.sim, setup.projectId, 'message'), 1);
+
+    // The job's history: the create and the message, and nothing of the quota.
+    assert.deepEqual(quotaTraces(await job.fetchHistory()), []);
+    // The quota counted both, taken at once: in the window, nothing queued, no lease to confirm.
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
+    assert.deepEqual(
+      { ...status.totals, usesInWindow: status.usesInWindow, queueLength: status.queueLength },
+      {
+        granted: 2,
+        spent: 2,
+        refused: 0,
+        released: 0,
+        expired: 0,
+        declined: 0,
+        taken: 2,
+        usesInWindow: 2,
+        queueLength: 0,
+      },
+    );
+    assert.deepEqual(status.leases, []);
+    // Each use is one accepted update in the quota workflow's history (one action), and no signal.
+    const takes = await acceptedTakes(setup);
+    assert.equal(takes.length, 2, JSON.stringify(takes));
+    assert.ok(takes[0]?.startsWith(`${job.workflowId}/create-`), takes[0]);
+    assert.ok(takes[1]?.startsWith(`${job.workflowId}/message-`), takes[1]);
+    const quotaEvents = (await quotaWorkflow(setup).fetchHistory()).events ?? [];
+    assert.deepEqual(
+      quotaEvents.filter((e) => e.workflowExecutionSignaledEventAttributes),
+      [],
+      'no request or spent signal reached the quota workflow',
+    );
+    await quotaWorkflow(setup).terminate('test over');
+  });
+
+  test('quota off on the worker: the job sends at once, and no quota workflow is started for its project', async () => {
+    const setup = await setUp({ uses: 10, windowSeconds: 60 }, { uses: 5, windowMs: 60_000 });
+    const off = await startTestWorker(setup.env, activitiesFor(setup.sim, API_KEY));
+    const job = await startQuotaJob({ ...setup, taskQueue: off.taskQueue }, 'No quota here');
+    const result = await job.result();
+    assert.equal(result.status, 'completed');
+    assert.equal(createdJobs(setup.sim, setup.projectId), 1);
+    assert.deepEqual(quotaTraces(await job.fetchHistory()), []);
+    // No take and no request reached a quota workflow: none was ever started for the project.
+    await assert.rejects(quotaWorkflow(setup).describe(), WorkflowNotFoundError);
+  });
+
   test('N jobs against a budget of K per W seconds without Retry-After: N creates, no 429, first come first served, on time', async () => {
     // A window of 15 s: each window loses the time from a grant to the API call and from the
     // answer back to the quota (up to a second on a busy machine), which 10 % of 4 s cannot hold.
@@ -151,6 +252,20 @@ describe('project quota', { concurrency: 2 }, () => {
       await grantOrder(setup),
       handles.slice(K).map((h) => h.workflowId),
     );
+    // Each job's own history says the same: a taker's has nothing of the quota, a queued job's its
+    // one request and its grant. No job started while others waited took a use ahead of them.
+    for (const [i, handle] of handles.entries()) {
+      const traces = quotaTraces(await handle.fetchHistory());
+      if (i < K) assert.deepEqual(traces, [], `job ${i} took its use at once`);
+      else {
+        assert.equal(
+          traces.filter((t) => t === 'activity enqueueForProjectQuota').length,
+          1,
+          `job ${i}: ${traces.join()}`,
+        );
+        assert.ok(traces.includes('signal quotaGrant'), `job ${i}: ${traces.join()}`);
+      }
+    }
     const createdAt = new Map(setup.sim.stats().jobs.map((job) => [job.id, job.createdAt]));
     const times = results.map((r) => createdAt.get(r.job.id) as number);
     for (let i = 0; i < N; i++) {
@@ -212,6 +327,53 @@ describe('project quota', { concurrency: 2 }, () => {
         break;
       }
     }
+  });
+
+  test('a 429 for a use taken at once pauses the budget, the create queues at the head, and a job started meanwhile queues behind it', async () => {
+    const setup = await setUp({ uses: 10, windowSeconds: 60 }, { uses: 5, windowMs: 60_000 });
+    // The API refuses the first create, with a Retry-After: the budget has room, the API does not.
+    setup.sim.setScenario(setup.projectId, {
+      durationMs: JOB_MS,
+      faults: {
+        rules: [{ endpoint: 'create', kind: 'status', status: 429, first: 1, retryAfter: { seconds: 3 } }],
+      },
+    });
+    const refusedJob = await startQuotaJob(setup, 'Refused once');
+    const paused = await waitFor(
+      async () => (await quotaWorkflow(setup).query(quotaStatusQuery)).pausedUntil,
+      { what: 'the quota to pause after the 429', intervalMs: 20 },
+    );
+    // While it pauses the budget has room, but the refused create waits in the queue: a new job
+    // must not take a use ahead of it.
+    const later = await startQuotaJob(setup, 'Started during the pause');
+    const [a, b] = await Promise.all([refusedJob.result(), later.result()]);
+    assert.equal(a.status, 'completed');
+    assert.equal(b.status, 'completed');
+    assert.equal(
+      requestsTo(setup.sim, setup.projectId, 'create'),
+      3,
+      'the refused create, its resend, the later job',
+    );
+    assert.equal(createdJobs(setup.sim, setup.projectId), 2, 'one agent job per workflow');
+    assert.equal(refused(setup.sim), 1, 'only the injected 429');
+
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
+    assert.equal(status.totals.taken, 1, 'only the first create took its use at once');
+    assert.equal(status.totals.refused, 1);
+    // The queue path took over: the refused job asked once, after the 429, and was granted; so
+    // was the job started meanwhile, after it, and both only once the pause was over.
+    const traces = quotaTraces(await refusedJob.fetchHistory());
+    assert.equal(traces.filter((t) => t === 'activity enqueueForProjectQuota').length, 1, traces.join());
+    assert.ok(traces.includes('signal quotaGrant'), traces.join());
+    assert.ok(quotaTraces(await later.fetchHistory()).includes('activity enqueueForProjectQuota'));
+    assert.deepEqual(await grantOrder(setup), [refusedJob.workflowId, later.workflowId]);
+    const created = new Map(setup.sim.stats().jobs.map((job) => [job.id, job.createdAt]));
+    const pausedUntilMs = Date.parse(paused);
+    for (const { job } of [a, b]) {
+      const at = created.get(job.id) as number;
+      assert.ok(at >= pausedUntilMs, `created at ${at}, the pause ran to ${pausedUntilMs}`);
+    }
+    await quotaWorkflow(setup).terminate('test over');
   });
 
   test("a 429 that answers after the grant's lease ran out still sends the job back to the queue", async () => {
