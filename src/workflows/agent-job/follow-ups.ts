@@ -62,7 +62,7 @@ export interface FollowUpsContext extends ResultContext {
   turn: Turn;
   schedule: PollSchedule;
   wait: PollWait;
-  calls: AgentJobApi;
+  api: AgentJobApi;
 }
 
 /** The follow-up messages of one run. */
@@ -263,9 +263,9 @@ export class FollowUps {
   }
 
   async #send(followUp: FollowUp, jobId: string): Promise<void> {
-    const { progress, turn, calls, schedule, wait } = this.ctx;
+    const { progress, turn, api, schedule, wait } = this.ctx;
     try {
-      const record = await calls.sendMessage(jobId, followUp.prompt, followUp.key, turn.number + 1);
+      const record = await api.sendMessage(jobId, followUp.prompt, followUp.key, turn.number + 1);
       turn.messageAnswered(record, progress.lastRecord);
       progress.turns = turn.number;
       showRecord(progress, record);

@@ -5,7 +5,7 @@
  *
  * The flow comes first; the steps it takes follow. Decisions live in pure modules (./turn.ts,
  * ../../poll-schedule.ts, ./follow-up-queue.ts, ./failure-streak.ts); this file wires them to
- * timers, activities and messages.
+ * timers, activities and followUps.
  */
 import {
   allHandlersFinished,
@@ -34,8 +34,7 @@ import {
 } from '../../contract.js';
 import { ProjectQuotaRequester } from '../quota-requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
-import { AgentJobApi } from './api.js';
-import { createKey, startFollowUpKey } from './api.js';
+import { AgentJobApi, createKey, startFollowUpKey } from './api.js';
 import { FollowUps } from './follow-ups.js';
 import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { showAttached, showEnd, showNextPoll, showProject, showRecord, statusOf } from './progress.js';
@@ -64,7 +63,7 @@ export async function agentJobWorkflow(
   const { progress, turn, schedule, wait } = run;
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
   const quota = new ProjectQuotaRequester(projectId, progress);
-  const calls = new AgentJobApi({
+  const api = new AgentJobApi({
     projectId,
     poll: resolved.poll,
     blipToleranceMs: resolved.blipToleranceMs,
@@ -72,11 +71,11 @@ export async function agentJobWorkflow(
     quota,
     timedOut: deadline,
   });
-  const messages = new FollowUps({ projectId, progress, created: run.created, turn, schedule, wait, calls });
+  const followUps = new FollowUps({ projectId, progress, created: run.created, turn, schedule, wait, api });
 
-  setHandler(statusQuery, () => statusOf(progress, messages.sending));
+  setHandler(statusQuery, () => statusOf(progress, followUps.sending));
   setHandler(pollNowSignal, () => wait.request());
-  messages.listen(carried?.followUps);
+  followUps.listen(carried?.followUps);
 
   // Create or attach, then poll until done with the follow-ups on the way.
   try {
@@ -87,7 +86,7 @@ export async function agentJobWorkflow(
     const polled = pollUntilDone(jobId);
     if (carried || !resolved.jobId || resolved.prompt === undefined) return await polled;
     // `{ jobId, prompt }`: the prompt is a follow-up; a failed send fails the workflow.
-    const sent = messages.queueAtStart(resolved.prompt, startFollowUpKey());
+    const sent = followUps.queueAtStart(resolved.prompt, startFollowUpKey());
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
     const outcome = outcomeOf(err);
@@ -120,7 +119,7 @@ export async function agentJobWorkflow(
       runId === originalExecutionRunId
         ? resolved.previousCreate
         : 'the run this one was reset from (it may have created the agent job before the reset point)';
-    const record = await calls.create(prompt, createKey(), uncertain);
+    const record = await api.create(prompt, createKey(), uncertain);
     progress.jobId = record.id;
     showRecord(progress, record);
     return record.id;
@@ -146,10 +145,10 @@ export async function agentJobWorkflow(
     for (;;) {
       if ((progress.polls > 0 || pollsThisRun > 0) && Date.now() >= run.deadlineMs) {
         // A message on its way ends at the same deadline: let its error be the one named.
-        await condition(() => !messages.sending);
+        await condition(() => !followUps.sending);
         throw deadline('the agent job was still working');
       }
-      if (messages.ready) wait.request();
+      if (followUps.ready) wait.request();
       const waitMs = schedule.waitMs(Date.now(), run.deadlineMs, Math.random, retryInMs);
       const timed = !wait.requested;
       if (timed) showNextPoll(progress, waitMs);
@@ -159,11 +158,11 @@ export async function agentJobWorkflow(
       progress.nextPollAt = null;
       retryInMs = null;
       // Messages start only here, after a wait: the same point whichever task brought them.
-      if (messages.sendNext(jobId)) continue;
+      if (followUps.sendNext(jobId)) continue;
       const turnOfRead = turn.number;
       const startedAt = Date.now();
       const intervalMs = schedule.intervalMs;
-      const read = await wait.poll(() => calls.poll(jobId, intervalMs));
+      const read = await wait.poll(() => api.poll(jobId, intervalMs));
       pollsThisRun++;
       const pollSchedule = { ...resolved.poll, intervalMs };
       if (read === null || !read.value.ok) {
@@ -184,20 +183,20 @@ export async function agentJobWorkflow(
           schedule.intervalMs = intervalAfterAttempt(pollSchedule, polls);
           showRecord(progress, record);
           const ended = endOf(record);
-          if (ended !== null && !messages.pending) {
+          if (ended !== null && !followUps.pending) {
             await condition(allHandlersFinished);
             return finish(ended, record);
           }
         }
       }
       const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
-      if (runIsLong && !messages.holdsRun) return await continueAsNewNow(jobId);
+      if (runIsLong && !followUps.holdsRun) return await continueAsNewNow(jobId);
     }
   }
 
   /** The status that ends the turn, or null to poll on. */
   function endOf(record: AgentJobRecord): EndStatus | null {
-    const reading = turn.read(record, messages.sending, Date.now());
+    const reading = turn.read(record, followUps.sending, Date.now());
     if (reading.kind === 'unknown-status') {
       log.warn('agent job in an undocumented status; polling on', {
         status: record.status,
@@ -206,17 +205,17 @@ export async function agentJobWorkflow(
       if (reading.giveUp) throw unknownStatus(record, reading.inARow);
     }
     if (reading.kind !== 'ended') return null;
-    messages.turnEnded(record);
+    followUps.turnEnded(record);
     return reading.status;
   }
 
   async function continueAsNewNow(jobId: string): Promise<never> {
     // `followUp` handlers still waiting are left behind (ABANDON): the next run carries them.
-    await condition(() => allHandlersFinished() || !messages.holdsRun);
+    await condition(() => allHandlersFinished() || !followUps.holdsRun);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
     if (Date.now() >= run.deadlineMs) throw deadline('the agent job was still working');
     log.info('continuing as new to keep the history bounded', { polls: progress.polls });
-    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run, jobId, messages.carried));
+    return continueAsNew<typeof agentJobWorkflow>(input, carryOver(run, jobId, followUps.carried));
   }
 
   /** Tells the per-project metrics how the job ended, counted from the first run's start. */
