@@ -371,18 +371,30 @@ function costAim(result: BenchResult): AimResult {
   if (!row || !row.actions || row.maxRunEvents === null) {
     return { aim, status: 'not measured', landed: 'no 1-hour cost run', limits: '' };
   }
-  const met = row.actions.max <= 70 && (row.events?.max ?? Infinity) <= 30;
+  // The cost table runs with the quota off; the quota scenario measures what it adds per job (its
+  // updates and its workflow's share, none of it in the job's history), so the aim adds the two.
+  const [on, off] = [0, 1].map((i) => result.quota?.[i]);
+  const quotaActions =
+    on?.actionsPerJob != null && off?.actionsPerJob != null ? on.actionsPerJob - off.actionsPerJob : null;
+  const quotaEvents = on?.jobEvents && off?.jobEvents ? on.jobEvents.median - off.jobEvents.median : null;
+  const actions = row.actions.median + (quotaActions ?? 0);
+  const events = (row.events?.median ?? Infinity) + (quotaEvents ?? 0);
+  const met = quotaActions !== null && actions <= 70 && events <= 30;
   const b = hourRow(result.cost, defaultScheduleVariant('poll-by-retry'));
   return {
     aim,
-    status: met ? 'met' : 'MISSED',
+    status: quotaActions === null ? 'not measured' : met ? 'met' : 'MISSED',
     landed:
-      `${fmt0(row.actions.median)} actions, ${fmt0(row.events?.median)} events in ${fmt0(row.runs?.median)} run(s), ` +
-      `the longest ${row.maxRunEvents} events (${fmt0(row.polls?.median)} polls)` +
-      (row.measured ? '' : '; extrapolated from the shorter jobs, not run in this mode'),
+      `${fmt1(actions)} actions and ${fmt0(events)} events with the quota on: ${fmt0(row.actions.median)} actions ` +
+      `and ${fmt0(row.events?.median)} events in ${fmt0(row.runs?.median)} run(s) with it off ` +
+      `(${fmt0(row.polls?.median)} polls), plus the quota's ${quotaActions === null ? '?' : fmt1(quotaActions)} ` +
+      `actions and ${quotaEvents === null ? '?' : fmt1(quotaEvents)} events in the job's history per job` +
+      (row.measured ? '' : '; the 1-hour job extrapolated from the shorter ones, not run in this mode'),
     limits:
       `Polls: each is one attempt of the poll activity (1 action, no event), and the default schedule ` +
-      `(5 s ×1.5 up to 60 s) polls ${row.realTimePolls.median} times in an hour.` +
+      `(5 s ×1.5 up to 60 s) polls ${row.realTimePolls.median} times in an hour; besides them a job costs ` +
+      `its start, its create, the first wait's timer and two search-attribute upserts (the job's ID when it ` +
+      `is created, which operators and the library find it by, and its end).` +
       (b?.actions
         ? ` Poll by retry on the same schedule: ${fmt0(b.actions.median)} actions, ${fmt0(b.events?.median)} events.`
         : ''),
