@@ -131,7 +131,10 @@ export interface AgentJobInput {
    * at most {@link MAX_TIMEOUT_MS} (7 days).
    */
   timeout?: DurationInput;
-  /** Polls per workflow run before continue-as-new, which keeps each run's history bounded. Default 150. */
+  /**
+   * Poll activities per workflow run before continue-as-new, which keeps each run's history bounded.
+   * Default 150. A job that stays `active` adds nothing to the history while its poll activity waits.
+   */
   continueAsNewAfterPolls?: number;
   /**
    * How long the API may answer 404, or something that is not a record (maintenance pages), for an
@@ -223,7 +226,10 @@ export interface AgentJobProgress {
   lastRecord: AgentJobRecord | null;
   polls: number;
   turns: number;
-  /** ISO time of the next poll, null when none is scheduled. */
+  /**
+   * ISO time of the next poll while the workflow waits on its own timer; null otherwise, and while a
+   * poll activity polls (the server schedules its attempts: the Temporal UI shows the next one).
+   */
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
