@@ -90,6 +90,10 @@ export interface RolloutFigures {
   agentJobsCreated: number;
   /** 429 answers of the API: the quota should leave none. */
   refused429: number;
+  /** Creates that waited 5 s or more after their workflow's start, and the longest wait. */
+  quotaWaits: { over5s: number; longestSeconds: number };
+  /** From B current until only 1.0's quota workflows ran on A, still draining. */
+  heldSeconds: number;
   rampedOn: { a: number; b: number };
   /** A's agent jobs still running when B became current. */
   activeOnAAtSwitch: number;
@@ -252,7 +256,13 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await temporal('worker', 'deployment', 'set-current-version', ...version(a.buildId), '--yes');
 
   const projects = Array.from({ length: options.projects }, (_, i) => uniqueId(`docs-rollout-${i}`));
-  const started: { phase: Phase; handle: AgentJobHandle }[] = [];
+  const started: {
+    phase: Phase;
+    handle: AgentJobHandle;
+    startedAt: number;
+    result: Promise<Awaited<ReturnType<AgentJobHandle['result']>>>;
+    done: boolean;
+  }[] = [];
   /** Starts one agent job in the next project, as a caller of the library would. */
   const startOne = async (phase: Phase) => {
     const n = started.length;
@@ -265,7 +275,13 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
       },
       { taskQueue, key: `job-${n}` },
     );
-    started.push({ phase, handle });
+    const entry = { phase, handle, startedAt: Date.now(), result: handle.result(), done: false };
+    // Read at the end; noted here so the rollout can wait for a phase's runs to close.
+    entry.result.then(
+      () => (entry.done = true),
+      () => (entry.done = true),
+    );
+    started.push(entry);
   };
   /**
    * Steady traffic: one start every `intervalMs` until `done` says so, or fails past `timeoutMs`.
@@ -313,16 +329,34 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   );
   await traffic('ramped', () => countOf('ramped') >= options.startsRamped, 'the ramped starts', 60_000);
   await temporal('worker', 'deployment', 'set-current-version', ...version(b.buildId), '--yes');
+  const switchedAt = Date.now();
   const activeOnAAtSwitch = projects.reduce((sum, project) => sum + activeJobs(sim, project), 0);
 
-  // The 1.0 step (docs/versioning.md): 1.0 pinned its quota workflows; this moves them to the
-  // current version at their next workflow task, where B's code replays their history.
-  const onA = `TemporalWorkerDeploymentVersion='${deploymentName}:${a.buildId}'`;
-  const quotaOnA = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND ${onA}`;
-  const quotaWorkflowsOnA = Number(
-    (await temporal('workflow', 'count', '--query', quotaOnA)).match(/\d+/)?.[0] ?? 0,
+  // Without the 1.0 step, A cannot drain: once every agent job started before the switch has
+  // closed and the server's grace (10 s) and refresh (5 s) have passed, what still runs on A is
+  // 1.0's quota workflows, pinned, kept open by the traffic.
+  const count = async (query: string) =>
+    Number((await temporal('workflow', 'count', '--query', query)).match(/\d+/)?.[0] ?? NaN);
+  const onA = `ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${a.buildId}'`;
+  const quotaOnA = `WorkflowType='projectQuotaWorkflow' AND ${onA}`;
+  const beforeSwitch = started.filter((s) => s.phase === 'a' || s.phase === 'ramped');
+  await traffic(
+    'b',
+    () => beforeSwitch.every((s) => s.done) && Date.now() - switchedAt >= 20_000,
+    'the agent jobs started before the switch to close',
+    DRAIN_BOUND_S * 1000,
   );
+  const quotaWorkflowsOnA = await count(quotaOnA);
   assert.ok(quotaWorkflowsOnA > 0, `1.0 started quota workflows, pinned to A (${quotaOnA})`);
+  assert.equal(await count(onA), quotaWorkflowsOnA, "only 1.0's quota workflows still run on A");
+  assert.equal(
+    (await describe(a.buildId)).drainageInfo?.drainageStatus,
+    'draining',
+    "1.0's pinned quota workflows keep A draining under traffic",
+  );
+
+  // The 1.0 step (docs/versioning.md): moves them to the current version at their next workflow
+  // task, where B's code replays their history.
   await temporal(
     'workflow',
     'update-options',
@@ -335,6 +369,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     '--yes',
   );
   const freedA = Date.now();
+  const heldSeconds = (freedA - switchedAt) / 1000;
   const drainA = watchDrainage(a.buildId);
   onCleanup(drainA.stop);
   await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
@@ -361,7 +396,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     assert.equal(info?.deploymentVersion?.buildId, c.buildId, `${project}'s quota workflow runs on C`);
   }
 
-  const results = await Promise.all(started.map(({ handle }) => handle.result()));
+  const results = await Promise.all(started.map((s) => s.result));
   const seconds = (Date.now() - startedAt) / 1000;
   for (const result of results) {
     assert.equal(result.status, 'completed');
@@ -375,6 +410,16 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     'no two workflows share an agent job',
   );
   const refused429 = sim.stats().requestsPerStatus['429'] ?? 0;
+  // The quota mattered: traffic above the budget made creates wait for a use.
+  const createdAt = new Map(sim.stats().jobs.map((job) => [job.id, job.createdAt]));
+  const waits = started.map(
+    (s, i) => ((createdAt.get(results[i]?.job.id ?? '') ?? s.startedAt) - s.startedAt) / 1000,
+  );
+  const quotaWaits = { over5s: waits.filter((w) => w >= 5).length, longestSeconds: Math.max(...waits) };
+  assert.ok(
+    quotaWaits.over5s > 0,
+    `some creates waited for the quota (longest ${quotaWaits.longestSeconds}s)`,
+  );
   assert.equal(refused429, 0, 'the API refused no use: the quota held back what its budget would not take');
 
   // Where each run ran, from the server's own record: pinned, and every workflow task of the run
@@ -434,6 +479,8 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     completed: results.length,
     agentJobsCreated,
     refused429,
+    quotaWaits,
+    heldSeconds,
     rampedOn,
     activeOnAAtSwitch,
     quotaWorkflowsOnA,

@@ -102,19 +102,21 @@ test('a versioned rollout with the project quota on: 1.0 to this checkout to the
     env,
     cli: cli.path,
     projects: 3,
-    intervalMs: 1_000,
+    intervalMs: 900,
     startsOnA: 9,
     startsRamped: 6,
   });
   summary(
     `versioned rollout, quota on (${f.quota} per project, the API's budget too), traffic ${f.projects} projects, ` +
-      `one start every ${f.intervalMs / 1000}s through every switch: ${f.completed} workflows completed in ` +
-      `${f.seconds.toFixed(1)}s, agent jobs created ${f.agentJobsCreated} (== workflows), 429s ${f.refused429}`,
+      `one start every ${f.intervalMs / 1000}s round them through every switch: ${f.completed} workflows completed in ` +
+      `${f.seconds.toFixed(1)}s, agent jobs created ${f.agentJobsCreated} (== workflows), 429s ${f.refused429}, ` +
+      `${f.quotaWaits.over5s} creates waited 5 s or more for the quota (longest ${f.quotaWaits.longestSeconds.toFixed(1)}s)`,
   );
   summary(
     `A ${f.builds.a} (the 1.0 release) current: ${f.started.a} started; B ${f.builds.b} (this checkout) ramped 50%: ` +
       `${f.started.ramped} started (on A/B ${f.rampedOn.a}/${f.rampedOn.b}); B current with ${f.activeOnAAtSwitch} agent jobs ` +
-      `of A running, ${f.quotaWorkflowsOnA} quota workflows pinned to A moved by update-options; ${f.started.b} started; ` +
+      `of A running; ${f.heldSeconds.toFixed(0)}s later only its ${f.quotaWorkflowsOnA} quota workflows ran on A, still draining; ` +
+      `moved by update-options; ${f.started.b} started in all; ` +
       `A reported drained ${f.drainSeconds.a.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s)`,
   );
   summary(
