@@ -5,13 +5,6 @@
  * as new with the budget's state, and ends once the budget is idle (a new request starts it again).
  *
  * Deterministic: time is the workflow clock, randomness its seeded `Math.random`, I/O only signals.
- *
- * AUTO_UPGRADE, where agent-job workflows are PINNED: a quota workflow stays open as long as its
- * project has uses in the window, so pinned it would keep its version draining for as long as the
- * project has steady traffic (docs/versioning.md). Auto-upgraded, its next workflow task after a new
- * version becomes current runs on that version's workers, which replay its history with their code:
- * every change to this workflow must replay the histories of the versions before it
- * (test/histories/quota-workflow.json, test/workflows/replay.test.ts).
  */
 import {
   condition,
@@ -21,7 +14,6 @@ import {
   proxySinks,
   setCurrentDetails,
   setHandler,
-  setWorkflowOptions,
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
@@ -152,6 +144,3 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     if (!woken && idle && !changed) return;
   }
 }
-
-// Why AUTO_UPGRADE: the module's comment. The worker's default for every other type stays PINNED.
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, projectQuotaWorkflow);

@@ -9,10 +9,12 @@
  * - Build C is a copy of this checkout with one more exported workflow type (never started): the
  *   next release after this one, a bundle whose workflow code differs trivially.
  *
- * A is current, then B ramps at 50%, then B is made current, and the 1.0 step of the rollout moves
- * A's quota workflows (1.0 pinned them) with `temporal workflow update-options`; A must be reported
- * drained while traffic goes on. Then C is made current with no step of its own: B's quota
- * workflows follow it (AUTO_UPGRADE), and B must be reported drained while traffic goes on. Every
+ * A is current, then B ramps at 50%, then B is made current. As a control, A is still draining
+ * once only its (pinned) quota workflows run there; step 3b of the rollout moves them with
+ * `temporal workflow update-options --versioning-override-behavior auto_upgrade`, and A must be
+ * reported drained while traffic goes on. Then C is made current and the same step moves the
+ * quota workflow born on B (a fourth project joins once B is current); B must be reported drained
+ * while traffic goes on. Every
  * agent job is created exactly once at the API (the simulator ignores Idempotency-Key, as the live
  * API does), every workflow finishes on the build that started it, and the API refuses nothing with
  * a 429: its budget is the quota's own. Each worker derives its build ID from its own bundle.
@@ -255,7 +257,11 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   }
   await temporal('worker', 'deployment', 'set-current-version', ...version(a.buildId), '--yes');
 
-  const projects = Array.from({ length: options.projects }, (_, i) => uniqueId(`docs-rollout-${i}`));
+  // One more project joins once B is current: its quota workflow starts on B, where the others'
+  // started on 1.0 and follow by the 1.0 step, so the move from B to C is B's own code at work.
+  const projects = Array.from({ length: options.projects + 1 }, (_, i) => uniqueId(`docs-rollout-${i}`));
+  const projectsOf = (phase: Phase) =>
+    phase === 'a' || phase === 'ramped' ? projects.slice(0, -1) : projects;
   const started: {
     phase: Phase;
     handle: AgentJobHandle;
@@ -269,7 +275,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     const handle = await startAgentJob(
       env.client,
       {
-        projectId: projects[n % projects.length] ?? '',
+        projectId: projectsOf(phase)[n % projectsOf(phase).length] ?? '',
         prompt: `Rollout job ${phase}-${n}`,
         poll: { initialInterval: '2s', backoffCoefficient: 1 },
       },
@@ -339,6 +345,20 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     Number((await temporal('workflow', 'count', '--query', query)).match(/\d+/)?.[0] ?? NaN);
   const onA = `ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${a.buildId}'`;
   const quotaOnA = `WorkflowType='projectQuotaWorkflow' AND ${onA}`;
+  /** Step 3b of docs/versioning.md: the old version's quota workflows follow the current one. */
+  const moveQuotaWorkflows = async (query: string) => {
+    await temporal(
+      'workflow',
+      'update-options',
+      '--query',
+      query,
+      '--versioning-override-behavior',
+      'auto_upgrade',
+      '--reason',
+      'rollout: quota workflows follow the current version',
+      '--yes',
+    );
+  };
   const beforeSwitch = started.filter((s) => s.phase === 'a' || s.phase === 'ramped');
   await traffic(
     'b',
@@ -357,17 +377,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
 
   // The 1.0 step (docs/versioning.md): moves them to the current version at their next workflow
   // task, where B's code replays their history.
-  await temporal(
-    'workflow',
-    'update-options',
-    '--query',
-    quotaOnA,
-    '--versioning-override-behavior',
-    'auto_upgrade',
-    '--reason',
-    'rollout: quota workflows follow the current version',
-    '--yes',
-  );
+  await moveQuotaWorkflows(quotaOnA);
   const freedA = Date.now();
   const heldSeconds = (freedA - switchedAt) / 1000;
   const drainA = watchDrainage(a.buildId);
@@ -375,24 +385,23 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
   const drainSecondsA = (Date.now() - freedA) / 1000;
 
-  // The next release: no step of its own. B's quota workflows are AUTO_UPGRADE and follow C.
+  // The next release, with the same step for the quota workflows born on B (the fourth project's).
   await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
+  const quotaOnB = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
+  const quotaWorkflowsOnB = await count(quotaOnB);
+  assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow is pinned to B (${quotaOnB})`);
+  await moveQuotaWorkflows(quotaOnB);
   const freedB = Date.now();
   const drainB = watchDrainage(b.buildId);
   onCleanup(drainB.stop);
   await traffic('c', drainB.drained, `version B ${b.buildId} reported drained`, DRAIN_BOUND_S * 1000);
   const drainSecondsB = (Date.now() - freedB) / 1000;
 
-  // Where the quota lives now: every project's quota workflow still open runs on C, auto-upgrading.
+  // Where the quota lives now: every project's quota workflow still open runs on C.
   for (const project of projects) {
     const { raw, status } = await env.client.workflow.getHandle(projectQuotaWorkflowId(project)).describe();
     if (status.name !== 'RUNNING') continue;
     const info = raw.workflowExecutionInfo?.versioningInfo;
-    assert.equal(
-      decodeVersioningBehavior(info?.behavior),
-      'AUTO_UPGRADE',
-      `${project}'s quota auto-upgrades`,
-    );
     assert.equal(info?.deploymentVersion?.buildId, c.buildId, `${project}'s quota workflow runs on C`);
   }
 

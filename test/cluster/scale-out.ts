@@ -102,12 +102,12 @@ test('a versioned rollout with the project quota on: 1.0 to this checkout to the
     env,
     cli: cli.path,
     projects: 3,
-    intervalMs: 900,
+    intervalMs: 700,
     startsOnA: 9,
     startsRamped: 6,
   });
   summary(
-    `versioned rollout, quota on (${f.quota} per project, the API's budget too), traffic ${f.projects} projects, ` +
+    `versioned rollout, quota on (${f.quota} per project, the API's budget too), traffic ${f.projects} projects (a fourth from B on), ` +
       `one start every ${f.intervalMs / 1000}s round them through every switch: ${f.completed} workflows completed in ` +
       `${f.seconds.toFixed(1)}s, agent jobs created ${f.agentJobsCreated} (== workflows), 429s ${f.refused429}, ` +
       `${f.quotaWaits.over5s} creates waited 5 s or more for the quota (longest ${f.quotaWaits.longestSeconds.toFixed(1)}s)`,
@@ -120,7 +120,7 @@ test('a versioned rollout with the project quota on: 1.0 to this checkout to the
       `A reported drained ${f.drainSeconds.a.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s)`,
   );
   summary(
-    `C ${f.builds.c} (the next build) current, no step of its own: ${f.started.c} started; B reported drained ` +
+    `C ${f.builds.c} (the next build) current, B's quota workflow moved by the same step: ${f.started.c} started; B reported drained ` +
       `${f.drainSeconds.b.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s); every agent-job workflow pinned, each of its ` +
       `workflow tasks completed by its build; creates by worker A/B/C ${f.createdBy.a}/${f.createdBy.b}/${f.createdBy.c}; workers exit 0`,
   );
