@@ -14,9 +14,9 @@ import { accessSync, constants, mkdirSync, mkdtempSync, renameSync, rmSync } fro
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { goBuildEnv, TEMPORAL_CLI_VERSION } from './temporal-versions.js';
 
-/** The CLI release built from the Go module proxy. v1.5.1 embeds Temporal Server 1.29.1 and the UI. */
-export const TEMPORAL_CLI_VERSION = '1.5.1';
+export { TEMPORAL_CLI_VERSION };
 const CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal';
 
 /** Where the CLI came from, as printed in logs. */
@@ -104,7 +104,7 @@ export async function buildTemporalCli(
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       const child = spawn(go, ['install', `${CLI_MODULE}@v${TEMPORAL_CLI_VERSION}`], {
-        env: { ...env, GOBIN: scratch, GOFLAGS: `${env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
+        env: goBuildEnv(env, scratch),
         stdio: ['ignore', 'inherit', 'inherit'],
       });
       child.on('error', reject);
@@ -167,7 +167,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     .catch((err: unknown) => {
       process.stderr.write(`[temporal-cli] ${err instanceof Error ? err.message : String(err)}\n`);
       process.stderr.write(
-        '[temporal-cli] install the Temporal CLI (https://docs.temporal.io/cli) or Go 1.24+, or set TEMPORAL_CLI_PATH\n',
+        '[temporal-cli] install the Temporal CLI (https://docs.temporal.io/cli) or Go 1.21+ (which fetches the Go release it needs from the module proxy), or set TEMPORAL_CLI_PATH\n',
       );
       process.exit(1);
     });

@@ -36,9 +36,9 @@ import { Connection } from '@temporalio/client';
 import { parse } from 'yaml';
 import { freePorts } from './dev-server.js';
 import { resolveTemporalCli } from './temporal-cli.js';
+import { GO_TOOLCHAIN, goBuildEnv, TEMPORAL_SERVER_VERSION } from './temporal-versions.js';
 
-/** The Temporal Server release built from the Go module proxy: the tag of the compose images. */
-export const TEMPORAL_SERVER_VERSION = '1.30.1';
+export { TEMPORAL_SERVER_VERSION };
 const SERVER_MODULE = 'go.temporal.io/server';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -113,13 +113,15 @@ export async function resolveTemporalServer(
   const go = findOnPath('go', env);
   if (!go) {
     throw new ClusterUnavailableError(
-      `no Go toolchain on PATH to build Temporal Server v${TEMPORAL_SERVER_VERSION}: install Go 1.24+`,
+      `no Go toolchain on PATH to build Temporal Server v${TEMPORAL_SERVER_VERSION}: install Go 1.21+ (the build runs ${GO_TOOLCHAIN}, which the go command fetches from the module proxy)`,
     );
   }
   const parent = join(target, '..');
   mkdirSync(parent, { recursive: true });
   const scratch = mkdtempSync(join(parent, '.build-server-'));
-  log(`building Temporal Server v${TEMPORAL_SERVER_VERSION} and its SQL tool with ${go} (first time only)`);
+  log(
+    `building Temporal Server v${TEMPORAL_SERVER_VERSION} and its SQL tool with ${go} and ${GO_TOOLCHAIN} (first time only)`,
+  );
   const started = Date.now();
   const ticker = setInterval(
     () => log(`still building Temporal Server (${Math.round((Date.now() - started) / 1000)}s)`),
@@ -133,7 +135,7 @@ export async function resolveTemporalServer(
         go,
         ['install', `${SERVER_MODULE}/cmd/server${version}`, `${SERVER_MODULE}/cmd/tools/sql${version}`],
         {
-          env: { ...env, GOBIN: bin, GOFLAGS: `${env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
+          env: goBuildEnv(env, bin),
           stdio: ['ignore', 'inherit', 'inherit'],
         },
       ),
@@ -145,7 +147,10 @@ export async function resolveTemporalServer(
     renameSync(join(bin, 'server'), built.server);
     renameSync(join(bin, 'sql'), built.sqlTool);
     // The module cache holds the release's schema files: the ones the admin-tools image ships.
-    const modCache = spawnSync(go, ['env', 'GOMODCACHE'], { encoding: 'utf8', env }).stdout.trim();
+    const modCache = spawnSync(go, ['env', 'GOMODCACHE'], {
+      encoding: 'utf8',
+      env: goBuildEnv(env, bin),
+    }).stdout.trim();
     const schemaSource = join(
       modCache,
       `${SERVER_MODULE}@v${TEMPORAL_SERVER_VERSION}`,

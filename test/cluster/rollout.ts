@@ -1,29 +1,44 @@
 /**
- * The rollout of docs/versioning.md, for real: two builds of the worker as two Worker Deployment
- * Versions on one task queue, moved with the Temporal CLI commands the document gives. Agent jobs
- * started while build A is current run to their end on A while B is ramped and then made current;
- * B takes every new start; A drains, the server reports it drained, and it is shut down. Nothing
- * fails and no agent job is created twice. Run by test/cluster/scale-out.ts on Temporal Server with
- * PostgreSQL.
+ * The rollout of docs/versioning.md, for real, with the project quota on and steady traffic through
+ * every switch: three builds of the worker as Worker Deployment Versions on one task queue, moved
+ * with the Temporal CLI commands the document gives.
  *
- * Build A is this checkout's worker, started from its sources. Build B is a copy of the sources
- * with one more workflow type exported (never started): a second bundle whose workflow code differs
- * trivially. Each worker derives its build ID from its own bundle at start, as a deployed image does.
+ * - Build A is the **1.0 release** (commit {@link RELEASE_1_0}), taken with `git archive` into a
+ *   temporary directory with this checkout's node_modules (1.0 has the same dependencies).
+ * - Build B is this checkout.
+ * - Build C is a copy of this checkout with one more exported workflow type (never started): the
+ *   next release after this one, a bundle whose workflow code differs trivially.
+ *
+ * A is current, then B ramps at 50%, then B is made current. As a control, A is still draining
+ * once only its (pinned) quota workflows run there; step 3b of the rollout moves them with
+ * `temporal workflow update-options --versioning-override-behavior auto_upgrade`, and A must be
+ * reported drained while traffic goes on. Then C is made current and the same step moves the
+ * quota workflow born on B (a fourth project joins once B is current); B must be reported drained
+ * while traffic goes on. Every
+ * agent job is created exactly once at the API (the simulator ignores Idempotency-Key, as the live
+ * API does), every workflow finishes on the build that started it, and the API refuses nothing with
+ * a 429: its budget is the quota's own. Each worker derives its build ID from its own bundle.
+ *
+ * The assertions read what an operator and a user see (versions, drainage, results, the API's
+ * counts), not how the workflows are written today, so they hold for whatever this checkout's
+ * workflow code becomes.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { appendFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { decodeVersioningBehavior } from '@temporalio/common';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
+import { projectQuotaWorkflowId } from '../../src/contract.js';
 import { buildIdOf } from '../../src/worker-version.js';
 import {
   onCleanup,
   ROOT,
   spawnTs,
+  startTestSimulator,
   uniqueId,
   waitFor,
   workerProcessEnv,
@@ -35,36 +50,61 @@ import { createdJobs } from '../simulator-stats.js';
 
 const execFileAsync = promisify(execFile);
 
+/** The 1.0.0 release: the commit "Version 1.0.0". */
+export const RELEASE_1_0 = '37c6b5a';
+
+/** The project quota of every worker, and the simulator's own budget: small, so it matters. */
+const QUOTA = { uses: 3, windowSeconds: 10 };
+
+/**
+ * How long an old version may take to be reported drained once the rollout step that frees it has
+ * run, with traffic going on: its agent jobs' own time (6 s of work, 2 s polls, a quota wait of up
+ * to about one window), the compose dynamic config's 10 s grace and 5 s refresh, and room for a
+ * busy machine.
+ */
+export const DRAIN_BOUND_S = 90;
+
 /** What {@link runRollout} needs. */
 export interface RolloutOptions {
   env: TemporalTestEnv;
-  sim: RunningSimulator;
-  /** A key the simulator accepts. */
-  apiKey: string;
   /** The Temporal CLI binary. */
   cli: string;
-  /** Jobs started while A is current. */
-  jobsOnA: number;
-  /** Jobs started while B ramps at 50%. */
-  jobsRamped: number;
-  /** Jobs started once B is current. */
-  jobsOnB: number;
+  /** Projects the traffic goes round. */
+  projects: number;
+  /** One start every this many ms, round the projects, from the first switch to the last drain. */
+  intervalMs: number;
+  /** Starts while A is current, then while B ramps. */
+  startsOnA: number;
+  startsRamped: number;
 }
+
+type Phase = 'a' | 'ramped' | 'b' | 'c';
 
 /** The figures a run reports, for the summary. */
 export interface RolloutFigures {
-  buildA: string;
-  buildB: string;
+  builds: { a: string; b: string; c: string };
+  quota: string;
+  projects: number;
+  intervalMs: number;
+  /** Workflows started in each phase. */
+  started: Record<Phase, number>;
   completed: number;
   agentJobsCreated: number;
-  /** Ramped jobs pinned to each build. */
+  /** 429 answers of the API: the quota should leave none. */
+  refused429: number;
+  /** Creates that waited 5 s or more after their workflow's start, and the longest wait. */
+  quotaWaits: { over5s: number; longestSeconds: number };
+  /** From B current until only 1.0's quota workflows ran on A, still draining. */
+  heldSeconds: number;
   rampedOn: { a: number; b: number };
-  /** A's jobs still running when B became current. */
+  /** A's agent jobs still running when B became current. */
   activeOnAAtSwitch: number;
+  /** Quota workflows the 1.0 step moved. */
+  quotaWorkflowsOnA: number;
   /** Agent jobs each worker created (its own counter). */
-  createdBy: { a: number; b: number };
-  /** From B current to A reported drained. */
-  drainSeconds: number;
+  createdBy: { a: number; b: number; c: number };
+  /** From the step that frees a version to the server reporting it drained. */
+  drainSeconds: { a: number; b: number };
   seconds: number;
 }
 
@@ -74,21 +114,47 @@ interface VersionWorker {
   buildId: string;
 }
 
-/** A copy of the sources with one more exported workflow: build B. Returns its worker entry. */
-function makeBuildB(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'agent-job-build-b-'));
+/** A scratch directory with this checkout's node_modules, removed after its worker is gone. */
+function scratchBuild(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
   // Registered before the worker's own cleanup, so it runs after the process is gone.
   onCleanup(() => rmSync(dir, { recursive: true, force: true }));
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  return dir;
+}
+
+/** The 1.0 release's sources (`git archive`): build A. Returns its worker entry. */
+function makeRelease10(): string {
+  try {
+    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${RELEASE_1_0}^{commit}`], { stdio: 'ignore' });
+  } catch (err) {
+    throw new Error(
+      `build A of the rollout is the 1.0 release, commit ${RELEASE_1_0} ("Version 1.0.0"), which this ` +
+        'clone does not have: run it from a clone with full history (git fetch --unshallow)',
+      { cause: err },
+    );
+  }
+  const dir = scratchBuild('agent-job-release-1.0-');
+  const archive = join(dir, 'release.tar');
+  execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', '-o', archive, RELEASE_1_0]);
+  mkdirSync(join(dir, 'tree'));
+  execFileSync('tar', ['-xf', archive, '-C', join(dir, 'tree')]);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'tree', 'node_modules'), 'dir');
+  return join(dir, 'tree', 'src/worker.ts');
+}
+
+/** A copy of this checkout with one more exported workflow: build C. Returns its worker entry. */
+function makeNextBuild(): string {
+  const dir = scratchBuild('agent-job-build-c-');
   cpSync(join(ROOT, 'src'), join(dir, 'src'), { recursive: true });
   for (const file of ['package.json', 'tsconfig.json']) cpSync(join(ROOT, file), join(dir, file));
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
   appendFileSync(
     join(dir, 'src/workflows/index.ts'),
     [
       '',
-      '/** Only in build B of test/cluster/rollout.ts: one more workflow type, never started. */',
-      'export async function rolloutBuildB(): Promise<string> {',
-      "  return 'B';",
+      '/** Only in build C of test/cluster/rollout.ts: one more workflow type, never started. */',
+      'export async function rolloutBuildC(): Promise<string> {',
+      "  return 'C';",
       '}',
       '',
     ].join('\n'),
@@ -96,25 +162,23 @@ function makeBuildB(): string {
   return join(dir, 'src/worker.ts');
 }
 
-/** Starts `script` as a versioned worker and reads the build ID from its start line. */
+/** Starts `script` as a versioned worker with the quota on, and reads the build ID from its start line. */
 async function startVersionWorker(
-  options: RolloutOptions,
+  env: TemporalTestEnv,
+  api: { url: string; apiKey: string },
   script: string,
   versioning: { taskQueue: string; deploymentName: string },
 ): Promise<VersionWorker> {
-  const { vars, healthPort, metricsPort } = await workerProcessEnv(
-    options.env,
-    { url: options.sim.url, apiKey: options.apiKey },
-    {
-      TEMPORAL_TASK_QUEUE: versioning.taskQueue,
-      TEMPORAL_WORKER_VERSIONING: 'on',
-      TEMPORAL_DEPLOYMENT_NAME: versioning.deploymentName,
-    },
-  );
+  const { vars, healthPort, metricsPort } = await workerProcessEnv(env, api, {
+    TEMPORAL_TASK_QUEUE: versioning.taskQueue,
+    TEMPORAL_WORKER_VERSIONING: 'on',
+    TEMPORAL_DEPLOYMENT_NAME: versioning.deploymentName,
+    AGENT_API_PROJECT_QUOTA: `${QUOTA.uses}/${QUOTA.windowSeconds}s`,
+  });
   const worker = spawnTs(script, [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: `the worker ${script} to be ready`,
-    timeoutMs: 120_000,
+    timeoutMs: 180_000,
     intervalMs: 200,
   });
   const running = worker
@@ -143,37 +207,44 @@ interface VersionDescription {
 }
 
 export async function runRollout(options: RolloutOptions): Promise<RolloutFigures> {
-  const { env, sim } = options;
+  const { env } = options;
   const startedAt = Date.now();
   const taskQueue = uniqueId('tq-rollout');
   const deploymentName = uniqueId('agent-job-rollout');
+  const apiKey = uniqueId('rollout-key');
+  // Its own simulator: keys ignored (every create is a new agent job), and the quota's budget, so a
+  // use the quota should have held back is a 429 here.
+  const sim = await startTestSimulator({
+    apiKeys: [apiKey],
+    budget: QUOTA,
+    defaultScenario: { durationMs: 6_000, outcome: 'pr' },
+  });
+  const api = { url: sim.url, apiKey };
 
-  /** `temporal worker deployment <args>` against the suite's server, as docs/versioning.md runs it. */
-  const deployment = async (...args: string[]): Promise<string> => {
-    const { stdout } = await execFileAsync(
-      options.cli,
-      ['worker', 'deployment', ...args, '--address', env.address, '--namespace', env.namespace],
-      { timeout: 30_000 },
-    );
+  const cliArgs = ['--address', env.address, '--namespace', env.namespace];
+  /** `temporal <args>` against the suite's server, as docs/versioning.md runs it. */
+  const temporal = async (...args: string[]): Promise<string> => {
+    const { stdout } = await execFileAsync(options.cli, [...args, ...cliArgs], { timeout: 60_000 });
     return stdout;
   };
   const version = (buildId: string) => ['--deployment-name', deploymentName, '--build-id', buildId];
   const describe = async (buildId: string): Promise<VersionDescription> =>
     JSON.parse(
-      await deployment('describe-version', ...version(buildId), '--output', 'json'),
+      await temporal('worker', 'deployment', 'describe-version', ...version(buildId), '--output', 'json'),
     ) as VersionDescription;
 
-  const [a, b] = await Promise.all([
-    startVersionWorker(options, 'src/worker.ts', { taskQueue, deploymentName }),
-    startVersionWorker(options, makeBuildB(), { taskQueue, deploymentName }),
+  const [a, b, c] = await Promise.all([
+    startVersionWorker(env, api, makeRelease10(), { taskQueue, deploymentName }),
+    startVersionWorker(env, api, 'src/worker.ts', { taskQueue, deploymentName }),
+    startVersionWorker(env, api, makeNextBuild(), { taskQueue, deploymentName }),
   ]);
-  // A runs this checkout's sources: its ID is the one `npm run build` gives the same bundle.
-  assert.equal(a.buildId, buildIdOf(env.workflowBundle.code), 'build A derives its ID from its bundle');
-  assert.notEqual(a.buildId, b.buildId, 'a change to workflow code is a new build ID');
+  // B runs this checkout's sources: its ID is the one `npm run build` gives the same bundle.
+  assert.equal(b.buildId, buildIdOf(env.workflowBundle.code), 'build B derives its ID from its bundle');
+  assert.equal(new Set([a.buildId, b.buildId, c.buildId]).size, 3, 'each workflow change is a new build ID');
 
   // A version exists once its workers polled; set-current-version refuses one that does not poll
   // every task queue type of the deployment yet.
-  for (const worker of [a, b]) {
+  for (const worker of [a, b, c]) {
     await waitFor(
       async () => {
         const types = (await describe(worker.buildId)).taskQueuesInfos ?? [];
@@ -184,65 +255,181 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
       { what: `version ${worker.buildId} to register ${taskQueue}`, timeoutMs: 60_000, intervalMs: 500 },
     );
   }
-  await deployment('set-current-version', ...version(a.buildId), '--yes');
+  await temporal('worker', 'deployment', 'set-current-version', ...version(a.buildId), '--yes');
 
-  const handles: Record<'a' | 'ramped' | 'b', AgentJobHandle[]> = { a: [], ramped: [], b: [] };
-  const projects = { a: uniqueId('docs-on-a'), ramped: uniqueId('docs-ramped'), b: uniqueId('docs-on-b') };
-  const startJobs = async (phase: 'a' | 'ramped' | 'b', count: number) => {
-    for (let i = 0; i < count; i++) {
-      handles[phase].push(
-        await startAgentJob(
-          env.client,
-          {
-            projectId: projects[phase],
-            prompt: `Rollout job ${phase}-${i}`,
-            poll: { initialInterval: '2s', backoffCoefficient: 1 },
-          },
-          { taskQueue, key: `job-${i}` },
-        ),
-      );
-    }
-    await waitFor(() => createdJobs(sim, projects[phase]) === count, {
-      what: `the ${phase} agent jobs to be created`,
-      timeoutMs: 60_000,
-    });
+  // One more project joins once B is current: its quota workflow starts on B, where the others'
+  // started on 1.0 and follow by the 1.0 step, so the move from B to C is B's own code at work.
+  const projects = Array.from({ length: options.projects + 1 }, (_, i) => uniqueId(`docs-rollout-${i}`));
+  const projectsOf = (phase: Phase) =>
+    phase === 'a' || phase === 'ramped' ? projects.slice(0, -1) : projects;
+  const started: {
+    phase: Phase;
+    handle: AgentJobHandle;
+    startedAt: number;
+    result: Promise<Awaited<ReturnType<AgentJobHandle['result']>>>;
+    done: boolean;
+  }[] = [];
+  /** Starts one agent job in the next project, as a caller of the library would. */
+  const startOne = async (phase: Phase) => {
+    const n = started.length;
+    const handle = await startAgentJob(
+      env.client,
+      {
+        projectId: projectsOf(phase)[n % projectsOf(phase).length] ?? '',
+        prompt: `Rollout job ${phase}-${n}`,
+        poll: { initialInterval: '2s', backoffCoefficient: 1 },
+      },
+      { taskQueue, key: `job-${n}` },
+    );
+    const entry = { phase, handle, startedAt: Date.now(), result: handle.result(), done: false };
+    // Read at the end; noted here so the rollout can wait for a phase's runs to close.
+    entry.result.then(
+      () => (entry.done = true),
+      () => (entry.done = true),
+    );
+    started.push(entry);
   };
+  /**
+   * Steady traffic: one start every `intervalMs` until `done` says so, or fails past `timeoutMs`.
+   * The pace is the load, not a wait for something: each start is awaited before the next is timed.
+   */
+  const traffic = async (phase: Phase, done: () => boolean, what: string, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs / 1000}s of steady traffic`);
+      const next = Date.now() + options.intervalMs;
+      await startOne(phase);
+      await sleep(Math.max(0, next - Date.now()));
+    }
+  };
+  /** Watches a version's drainage in the background; `drained()` reads the last answer. */
+  const watchDrainage = (buildId: string) => {
+    let status = '';
+    let stopped = false;
+    const loop = (async () => {
+      while (!stopped && status !== 'drained') {
+        status = (await describe(buildId)).drainageInfo?.drainageStatus ?? '';
+        if (status !== 'drained') await sleep(1_000);
+      }
+    })();
+    return {
+      status: () => status,
+      drained: () => status === 'drained',
+      stop: async () => {
+        stopped = true;
+        await loop;
+      },
+    };
+  };
+  const countOf = (phase: Phase) => started.filter((s) => s.phase === phase).length;
 
-  await startJobs('a', options.jobsOnA);
-  await deployment('set-ramping-version', ...version(b.buildId), '--percentage', '50', '--yes');
-  await startJobs('ramped', options.jobsRamped);
-  await deployment('set-current-version', ...version(b.buildId), '--yes');
+  await traffic('a', () => countOf('a') >= options.startsOnA, 'the starts on A', 60_000);
+  await temporal(
+    'worker',
+    'deployment',
+    'set-ramping-version',
+    ...version(b.buildId),
+    '--percentage',
+    '50',
+    '--yes',
+  );
+  await traffic('ramped', () => countOf('ramped') >= options.startsRamped, 'the ramped starts', 60_000);
+  await temporal('worker', 'deployment', 'set-current-version', ...version(b.buildId), '--yes');
   const switchedAt = Date.now();
-  const activeOnAAtSwitch = activeJobs(sim, projects.a);
-  // The proof needs A's runs to outlive the switch: they must finish on A with B current.
-  assert.ok(activeOnAAtSwitch > 0, 'agent jobs of build A were still running when B became current');
-  await waitFor(async () => (await describe(a.buildId)).drainageInfo?.drainageStatus === 'draining', {
-    what: `version ${a.buildId} to be draining`,
-    timeoutMs: 30_000,
-    intervalMs: 500,
-  });
-  assert.ok(activeJobs(sim, projects.a) > 0, 'A was draining while its pinned runs were still open');
-  await startJobs('b', options.jobsOnB);
+  const activeOnAAtSwitch = projects.reduce((sum, project) => sum + activeJobs(sim, project), 0);
 
-  const all = [...handles.a, ...handles.ramped, ...handles.b];
-  const results = await Promise.all(all.map((handle) => handle.result()));
+  // Without the 1.0 step, A cannot drain: once every agent job started before the switch has
+  // closed and the server's grace (10 s) and refresh (5 s) have passed, what still runs on A is
+  // 1.0's quota workflows, pinned, kept open by the traffic.
+  const count = async (query: string) =>
+    Number((await temporal('workflow', 'count', '--query', query)).match(/\d+/)?.[0] ?? NaN);
+  const onA = `ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${a.buildId}'`;
+  const quotaOnA = `WorkflowType='projectQuotaWorkflow' AND ${onA}`;
+  /** Step 3b of docs/versioning.md: the old version's quota workflows follow the current one. */
+  const moveQuotaWorkflows = async (query: string) => {
+    await temporal(
+      'workflow',
+      'update-options',
+      '--query',
+      query,
+      '--versioning-override-behavior',
+      'auto_upgrade',
+      '--reason',
+      'rollout: quota workflows follow the current version',
+      '--yes',
+    );
+  };
+  const beforeSwitch = started.filter((s) => s.phase === 'a' || s.phase === 'ramped');
+  await traffic(
+    'b',
+    () => beforeSwitch.every((s) => s.done) && Date.now() - switchedAt >= 20_000,
+    'the agent jobs started before the switch to close',
+    DRAIN_BOUND_S * 1000,
+  );
+  const quotaWorkflowsOnA = await count(quotaOnA);
+  assert.ok(quotaWorkflowsOnA > 0, `1.0 started quota workflows, pinned to A (${quotaOnA})`);
+  assert.equal(await count(onA), quotaWorkflowsOnA, "only 1.0's quota workflows still run on A");
+  assert.equal(
+    (await describe(a.buildId)).drainageInfo?.drainageStatus,
+    'draining',
+    "1.0's pinned quota workflows keep A draining under traffic",
+  );
+
+  // The 1.0 step (docs/versioning.md): moves them to the current version at their next workflow
+  // task, where B's code replays their history.
+  await moveQuotaWorkflows(quotaOnA);
+  const freedA = Date.now();
+  const heldSeconds = (freedA - switchedAt) / 1000;
+  const drainA = watchDrainage(a.buildId);
+  onCleanup(drainA.stop);
+  await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
+  const drainSecondsA = (Date.now() - freedA) / 1000;
+
+  // The next release, with the same step for the quota workflows born on B (the fourth project's).
+  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
+  const quotaOnB = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
+  const quotaWorkflowsOnB = await count(quotaOnB);
+  assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow is pinned to B (${quotaOnB})`);
+  await moveQuotaWorkflows(quotaOnB);
+  const freedB = Date.now();
+  const drainB = watchDrainage(b.buildId);
+  onCleanup(drainB.stop);
+  await traffic('c', drainB.drained, `version B ${b.buildId} reported drained`, DRAIN_BOUND_S * 1000);
+  const drainSecondsB = (Date.now() - freedB) / 1000;
+
+  // Where the quota lives now: every project's quota workflow still open runs on C.
+  for (const project of projects) {
+    const { raw, status } = await env.client.workflow.getHandle(projectQuotaWorkflowId(project)).describe();
+    if (status.name !== 'RUNNING') continue;
+    const info = raw.workflowExecutionInfo?.versioningInfo;
+    assert.equal(info?.deploymentVersion?.buildId, c.buildId, `${project}'s quota workflow runs on C`);
+  }
+
+  const results = await Promise.all(started.map((s) => s.result));
   const seconds = (Date.now() - startedAt) / 1000;
   for (const result of results) {
     assert.equal(result.status, 'completed');
     assert.match(result.prLink ?? '', /^https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+$/);
   }
-  for (const phase of ['a', 'ramped', 'b'] as const) {
-    assert.equal(
-      createdJobs(sim, projects[phase]),
-      handles[phase].length,
-      'exactly one agent job per workflow',
-    );
-  }
+  const agentJobsCreated = projects.reduce((sum, project) => sum + createdJobs(sim, project), 0);
+  assert.equal(agentJobsCreated, started.length, 'exactly one agent job created per workflow');
   assert.equal(
-    new Set(results.map((result) => result.job.id)).size,
-    all.length,
+    new Set(results.map((r) => r.job.id)).size,
+    started.length,
     'no two workflows share an agent job',
   );
+  const refused429 = sim.stats().requestsPerStatus['429'] ?? 0;
+  // The quota mattered: traffic above the budget made creates wait for a use.
+  const createdAt = new Map(sim.stats().jobs.map((job) => [job.id, job.createdAt]));
+  const waits = started.map(
+    (s, i) => ((createdAt.get(results[i]?.job.id ?? '') ?? s.startedAt) - s.startedAt) / 1000,
+  );
+  const quotaWaits = { over5s: waits.filter((w) => w >= 5).length, longestSeconds: Math.max(...waits) };
+  assert.ok(
+    quotaWaits.over5s > 0,
+    `some creates waited for the quota (longest ${quotaWaits.longestSeconds}s)`,
+  );
+  assert.equal(refused429, 0, 'the API refused no use: the quota held back what its budget would not take');
 
   // Where each run ran, from the server's own record: pinned, and every workflow task of the run
   // completed by the build it is pinned to.
@@ -264,56 +451,50 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     }
     return pinned?.buildId ?? '';
   };
-  const builds = { a: [] as string[], ramped: [] as string[], b: [] as string[] };
-  for (const phase of ['a', 'ramped', 'b'] as const) {
-    for (const handle of handles[phase]) builds[phase].push(await pinnedTo(handle));
+  const ranOn: { phase: Phase; buildId: string }[] = [];
+  for (const { phase, handle } of started) ranOn.push({ phase, buildId: await pinnedTo(handle) });
+  const expected: Record<Exclude<Phase, 'ramped'>, string> = { a: a.buildId, b: b.buildId, c: c.buildId };
+  for (const phase of ['a', 'b', 'c'] as const) {
+    assert.ok(
+      ranOn.filter((r) => r.phase === phase).every((r) => r.buildId === expected[phase]),
+      `jobs started while ${phase.toUpperCase()} was current finished on ${phase.toUpperCase()}`,
+    );
   }
-  assert.ok(
-    builds.a.every((id) => id === a.buildId),
-    'jobs started while A was current finished on A',
-  );
-  assert.ok(
-    builds.b.every((id) => id === b.buildId),
-    'jobs started once B was current ran on B',
-  );
+  const ramped = ranOn.filter((r) => r.phase === 'ramped');
   const rampedOn = {
-    a: builds.ramped.filter((id) => id === a.buildId).length,
-    b: builds.ramped.filter((id) => id === b.buildId).length,
+    a: ramped.filter((r) => r.buildId === a.buildId).length,
+    b: ramped.filter((r) => r.buildId === b.buildId).length,
   };
-  assert.equal(rampedOn.a + rampedOn.b, options.jobsRamped, 'a ramped job runs on A or on B');
-  // 50% by workflow ID: with 20 jobs, all on one side has a chance of 2 in a million.
-  assert.ok(
-    rampedOn.a > 0 && rampedOn.b > 0,
-    `the ramp sent jobs to both builds (${JSON.stringify(rampedOn)})`,
-  );
-  const created = { a: await createdBy(a), b: await createdBy(b) };
+  assert.equal(rampedOn.a + rampedOn.b, ramped.length, 'a ramped job runs on A or on B');
+  const created = { a: await createdBy(a), b: await createdBy(b), c: await createdBy(c) };
   // Activities of a pinned run go to its build's workers too: each worker created its own runs' jobs.
   assert.deepEqual(created, {
-    a: options.jobsOnA + rampedOn.a,
-    b: options.jobsOnB + rampedOn.b,
+    a: ranOn.filter((r) => r.buildId === a.buildId).length,
+    b: ranOn.filter((r) => r.buildId === b.buildId).length,
+    c: ranOn.filter((r) => r.buildId === c.buildId).length,
   });
 
-  // Drained: the server counted no open run pinned to A. Then A's workers can go.
-  await waitFor(async () => (await describe(a.buildId)).drainageInfo?.drainageStatus === 'drained', {
-    what: `version ${a.buildId} to be drained`,
-    timeoutMs: 120_000,
-    intervalMs: 1_000,
-  });
-  const drainSeconds = (Date.now() - switchedAt) / 1000;
-  a.process.child.kill('SIGTERM');
-  assert.equal(await a.process.exited, 0);
-  b.process.child.kill('SIGTERM');
-  assert.equal(await b.process.exited, 0);
+  for (const worker of [a, b, c]) {
+    worker.process.child.kill('SIGTERM');
+    assert.equal(await worker.process.exited, 0);
+  }
 
   return {
-    buildA: a.buildId,
-    buildB: b.buildId,
+    builds: { a: a.buildId, b: b.buildId, c: c.buildId },
+    quota: `${QUOTA.uses}/${QUOTA.windowSeconds}s`,
+    projects: projects.length,
+    intervalMs: options.intervalMs,
+    started: { a: countOf('a'), ramped: countOf('ramped'), b: countOf('b'), c: countOf('c') },
     completed: results.length,
-    agentJobsCreated: Object.values(projects).reduce((sum, project) => sum + createdJobs(sim, project), 0),
+    agentJobsCreated,
+    refused429,
+    quotaWaits,
+    heldSeconds,
     rampedOn,
     activeOnAAtSwitch,
+    quotaWorkflowsOnA,
     createdBy: created,
-    drainSeconds,
+    drainSeconds: { a: drainSecondsA, b: drainSecondsB },
     seconds,
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The scale-out proof of test/scale-out.ts on the production topology: Temporal Server v1.30.1
+ * The scale-out proof of test/scale-out.ts on the production topology: Temporal Server (dev/temporal-versions.ts)
  * on PostgreSQL, prepared by the compose files themselves (dev/temporal-cluster.ts). Besides the
  * SIGKILLed worker, the Temporal Server process is SIGKILLed while agent jobs are in flight and
  * started again on the same database. Then, on the same cluster, the versioned rollout of
@@ -15,7 +15,7 @@ import { startCluster, TEMPORAL_SERVER_VERSION, type TemporalCluster } from '../
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { onCleanup, startTestSimulator, temporalEnv, type TemporalTestEnv } from '../harness.js';
 import { activeJobs, runScaleOut } from '../scale-out.js';
-import { runRollout } from './rollout.js';
+import { DRAIN_BOUND_S, runRollout } from './rollout.js';
 
 const JOBS = 300;
 const LATE_JOBS = 30;
@@ -95,26 +95,33 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker and a SIGKILLed Temporal Ser
   summary(`API requests ${JSON.stringify(figures.requestsPerEndpoint)}`);
 });
 
-test('a versioned rollout: workflows started on build A finish on A while B takes new starts, then A drains', async () => {
+test('a versioned rollout with the project quota on: 1.0 to this checkout to the next build, under steady traffic', async () => {
   const cli = await resolveTemporalCli();
   assert.ok(cli.path, 'the rollout runs the Temporal CLI');
-  const figures = await runRollout({
+  const f = await runRollout({
     env,
-    sim,
-    apiKey: API_KEY,
     cli: cli.path,
-    jobsOnA: 40,
-    jobsRamped: 20,
-    jobsOnB: 20,
+    projects: 3,
+    intervalMs: 700,
+    startsOnA: 9,
+    startsRamped: 6,
   });
   summary(
-    `versioned rollout: ${figures.completed} workflows completed in ${figures.seconds.toFixed(1)}s, agent jobs created ` +
-      `${figures.agentJobsCreated} (exactly one per workflow); build A ${figures.buildA} current, then B ${figures.buildB} ` +
-      `ramped 50% (ramped jobs on A/B: ${figures.rampedOn.a}/${figures.rampedOn.b}) and made current with ` +
-      `${figures.activeOnAAtSwitch} agent jobs of A running`,
+    `versioned rollout, quota on (${f.quota} per project, the API's budget too), traffic ${f.projects} projects (a fourth from B on), ` +
+      `one start every ${f.intervalMs / 1000}s round them through every switch: ${f.completed} workflows completed in ` +
+      `${f.seconds.toFixed(1)}s, agent jobs created ${f.agentJobsCreated} (== workflows), 429s ${f.refused429}, ` +
+      `${f.quotaWaits.over5s} creates waited 5 s or more for the quota (longest ${f.quotaWaits.longestSeconds.toFixed(1)}s)`,
   );
   summary(
-    `every workflow pinned, each of its workflow tasks completed by its build; creates by worker A/B ${figures.createdBy.a}/${figures.createdBy.b}; ` +
-      `A reported drained ${figures.drainSeconds.toFixed(1)}s after B became current, then stopped (exit 0)`,
+    `A ${f.builds.a} (the 1.0 release) current: ${f.started.a} started; B ${f.builds.b} (this checkout) ramped 50%: ` +
+      `${f.started.ramped} started (on A/B ${f.rampedOn.a}/${f.rampedOn.b}); B current with ${f.activeOnAAtSwitch} agent jobs ` +
+      `of A running; ${f.heldSeconds.toFixed(0)}s later only its ${f.quotaWorkflowsOnA} quota workflows ran on A, still draining; ` +
+      `moved by update-options; ${f.started.b} started in all; ` +
+      `A reported drained ${f.drainSeconds.a.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s)`,
+  );
+  summary(
+    `C ${f.builds.c} (the next build) current, B's quota workflow moved by the same step: ${f.started.c} started; B reported drained ` +
+      `${f.drainSeconds.b.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s); every agent-job workflow pinned, each of its ` +
+      `workflow tasks completed by its build; creates by worker A/B/C ${f.createdBy.a}/${f.createdBy.b}/${f.createdBy.c}; workers exit 0`,
   );
 });
