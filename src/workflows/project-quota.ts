@@ -10,7 +10,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
-  makeContinueAsNewFunc,
+  continueAsNew,
   getExternalWorkflowHandle,
   log,
   proxySinks,
@@ -67,17 +67,8 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   const state = input.state ?? ProjectBudget.initial(input.projectId, input.limit, Date.now());
   const budget = new ProjectBudget(state, { maxQueue: input.maxQueue });
   const eventsPerRun = Math.max(20, input.eventsPerRun ?? QUOTA_EVENTS_PER_RUN);
-  /**
-   * Upgrade-on-Continue-as-New: a rollout made another Worker Deployment Version current. This
-   * workflow is pinned like every other (it must not run two builds' code in one run), but it lives
-   * as long as its project has traffic, so it continues as new onto the current version instead of
-   * holding the old one open. Always false on a worker without versioning.
-   */
-  const newVersionIsCurrent = () => workflowInfo().targetWorkerDeploymentVersionChanged === true;
   const runIsLong = () =>
-    workflowInfo().historyLength >= eventsPerRun ||
-    workflowInfo().continueAsNewSuggested ||
-    newVersionIsCurrent();
+    workflowInfo().historyLength >= eventsPerRun || workflowInfo().continueAsNewSuggested;
   let changed = false;
   /** Signals sent and not yet acknowledged: a run that closes before they are would lose them. */
   let sending = 0;
@@ -171,11 +162,7 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       // The server drops the signals a closed run sent and it had not delivered yet; an update
       // accepted and not answered would fail its caller.
       await condition(() => sending === 0 && allHandlersFinished());
-      // Onto the current version when a rollout asked for it; its first task there replays nothing.
-      const next = makeContinueAsNewFunc<typeof projectQuotaWorkflow>(
-        newVersionIsCurrent() ? { initialVersioningBehavior: 'AUTO_UPGRADE' } : {},
-      );
-      return await next({ ...input, state: budget.state });
+      return await continueAsNew<typeof projectQuotaWorkflow>({ ...input, state: budget.state });
     }
     const idle = budget.idle && sending === 0;
     const wakeAt = idle ? Date.now() + QUOTA_IDLE_MS : budget.nextChangeAt();

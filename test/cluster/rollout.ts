@@ -385,13 +385,12 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
   const drainSecondsA = (Date.now() - freedA) / 1000;
 
-  // The next release needs no step: the quota workflows born on B (the fourth project's) continue
-  // as new onto C by themselves (Upgrade-on-Continue-as-New), and 1.0's, moved by step 3b, follow
-  // the current version anyway.
+  // The next release, with the same step for the quota workflows born on B (the fourth project's).
+  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
   const quotaOnB = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
   const quotaWorkflowsOnB = await count(quotaOnB);
   assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow is pinned to B (${quotaOnB})`);
-  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
+  await moveQuotaWorkflows(quotaOnB);
   const freedB = Date.now();
   const drainB = watchDrainage(b.buildId);
   onCleanup(drainB.stop);
