@@ -172,6 +172,17 @@ export type RequestOutcome = 'queued' | 'repeat' | 'requeued' | 'queue-full' | '
 export type Read<T> = { value: T } | { problem: string };
 
 /**
+ * The timer the quota loop starts for a wake-up due at `dueAt` while one set for `armedAt` runs:
+ * none while the armed one rings no later (woken early, the loop asks {@link ProjectBudget.wake}
+ * again and arms for what is left), else `dueAt`, in place of the armed one. So a loop whose
+ * wake-up only moves later (each take pushes its idle end on) starts no timer per take.
+ */
+export function timerToStart(armedAt: number | null, dueAt: number | null): number | null {
+  if (dueAt === null) return null;
+  return armedAt !== null && armedAt <= dueAt ? null : dueAt;
+}
+
+/**
  * Added to every window edge, for the skew between the Temporal server's clock and the API's: a use
  * is counted from the requester's clock after the API answered, which is late enough already.
  * 1 ms per second of window, at most 1 s (3.6 s would be too much for an hour).
@@ -201,6 +212,8 @@ export class ProjectBudget {
   readonly #maxQueue: number;
   /** The queue's {@link MAX_QUEUE_BYTES} measure; null when it is to be counted again. */
   #queueBytes: number | null = null;
+  /** When the loop may end if nothing more arrives, as {@link wake} last named it; null while it may not. */
+  #endAt: number | null = null;
 
   /** `maxQueue` lowers {@link MAX_QUEUE} (tests); it is never raised above it. */
   constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
@@ -494,6 +507,56 @@ export class ProjectBudget {
     if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
     if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
     return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  /**
+   * When the quota loop must wake on its own, and whether it ends now (the one-timer loop of
+   * src/workflows/project-quota.ts). It wakes to act only when something it acts on changes with
+   * time: a lease expires, a pause ends, the learnt budget grows back, or, with requests queued, a
+   * use leaves the window. A window edge with nothing queued changes nothing the loop does (a take
+   * reads the window itself), so it wakes no one. With nothing to act on, it wakes once, to end:
+   * {@link QUOTA_IDLE_MS} after the budget is quiet (its last use out of the window, its held rooms
+   * lapsed). A later use pushes that end on without a new wake-up: the loop, woken early, asks
+   * again. `busy`: signals of the loop are unacknowledged, so it cannot end yet (their
+   * acknowledgement wakes it). Call once per pass, after {@link grant}: it keeps the end it named.
+   */
+  wake(now: number, busy: boolean): { at: number | null; end: boolean } {
+    const quiet = this.#quietAt(now);
+    if (quiet === null) this.#endAt = null;
+    // Once quiet, the end stays where it was: pruned, the window no longer says when its last use left.
+    else if (quiet > now || this.#endAt === null)
+      this.#endAt = Math.max(this.#endAt ?? -Infinity, quiet + QUOTA_IDLE_MS);
+    const endAt = this.#endAt;
+    if (endAt !== null && quiet === now && !busy && now >= endAt) return { at: null, end: true };
+    const act = this.#actAt();
+    const ending = endAt === null || (busy && endAt <= now) ? null : endAt;
+    const at = act === null ? ending : ending === null ? act : Math.min(act, ending);
+    return { at, end: false };
+  }
+
+  /** The earliest time something the loop acts on changes with time; null when nothing does. */
+  #actAt(): number | null {
+    const s = this.#s;
+    const candidates: number[] = [];
+    if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + this.#spanMs);
+    for (const lease of s.leases) candidates.push(lease.expiresAt);
+    if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
+    if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
+    return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  /**
+   * When the budget is idle on its own if nothing more arrives (now, when it is): its last use out
+   * of the window and its held rooms lapsed. Null while anything is queued, granted or owed.
+   */
+  #quietAt(now: number): number | null {
+    const s = this.#s;
+    if (s.queue.length > 0 || s.leases.length > 0 || s.declines.length > 0) return null;
+    let at = now;
+    const last = s.window[s.window.length - 1];
+    if (last !== undefined) at = Math.max(at, last + this.#spanMs);
+    for (const room of s.heldRooms ?? []) at = Math.max(at, room.until);
+    return at;
   }
 
   /** The place of a queued request and the earliest start the budget allows it; null when not queued. */

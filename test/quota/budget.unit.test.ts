@@ -9,9 +9,11 @@ import {
   MAX_REQUEST_ID_BYTES,
   MAX_USES,
   ProjectBudget,
+  QUOTA_IDLE_MS,
   readQuotaRequest,
   readQuotaTake,
   takeMarginMs,
+  timerToStart,
   readRelease,
   readSpent,
   REMEMBER_MS,
@@ -842,5 +844,123 @@ describe('a take of one use now (the fast path)', () => {
     }
     const clamped = readQuotaTake({ requestId: 'wf/x', kind: 'create', limit: { uses: 1e9, windowMs: 1 } });
     assert.deepEqual('value' in clamped && clamped.value.limit, { uses: MAX_USES, windowMs: 1_000 });
+  });
+});
+
+describe("the quota loop's wake-ups (one timer armed)", () => {
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const span = W + edgeMarginMs({ uses: 1, windowMs: W });
+
+  /**
+   * Runs the loop of src/workflows/project-quota.ts on a fake clock: a pass after each of `events`
+   * (at its time) and after each timer that rings, one timer armed at a time. Returns the timers it
+   * started and when it ended.
+   */
+  function runLoop(budget: ProjectBudget, events: Array<{ at: number; apply: (now: number) => void }>) {
+    let now = T0;
+    let armedAt: number | null = null;
+    const timers: number[] = [];
+    const queue = [...events];
+    for (let passes = 0; passes < 1_000; passes++) {
+      budget.grant(now);
+      const { at, end } = budget.wake(now, false);
+      if (end) return { timers, endedAt: now };
+      const next = timerToStart(armedAt, at);
+      if (next !== null) {
+        armedAt = next;
+        timers.push(next);
+      }
+      const event = queue[0];
+      if (event && (armedAt === null || event.at < armedAt)) {
+        queue.shift();
+        now = event.at;
+        event.apply(now);
+        continue;
+      }
+      assert.ok(armedAt !== null, `at ${now - T0} ms the loop waits with no timer and nothing to come`);
+      now = armedAt;
+      armedAt = null;
+    }
+    throw new Error('the loop never ended');
+  }
+
+  test('takes that never wait start no timer each: one for the idle end, one more when a take pushed it on', () => {
+    const budget = budgetOf(100);
+    const takes = Array.from({ length: 30 }, (_, i) => ({
+      at: T0 + i * 2_000,
+      apply: (now: number) => {
+        budget.take({ requestId: `wf-${i}/create`, kind: 'create', limit: budget.state.limit }, now);
+      },
+    }));
+    const { timers, endedAt } = runLoop(budget, takes);
+    const lastUse = T0 + 29 * 2_000 + M;
+    assert.equal(endedAt, lastUse + span + QUOTA_IDLE_MS, 'ends an idle minute after the last use left');
+    // The first pass (nothing yet) arms the idle end; it rings early and arms the rest.
+    assert.deepEqual(timers, [T0 + QUOTA_IDLE_MS, lastUse + span + QUOTA_IDLE_MS]);
+  });
+
+  test('uses leaving the window wake no one while nothing is queued; with a request queued, the edge does', () => {
+    const budget = budgetOf(1);
+    budget.take({ requestId: 'wf-a/create', kind: 'create', limit: budget.state.limit }, T0);
+    budget.grant(T0);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + M + span + QUOTA_IDLE_MS, end: false });
+    request(budget, 'b', 'create', T0 + 1);
+    budget.grant(T0 + 1);
+    assert.deepEqual(
+      budget.wake(T0 + 1, false),
+      { at: T0 + M + span, end: false },
+      'the edge frees room for b',
+    );
+  });
+
+  test('a lease wakes the loop at its expiry, a pause at its end, a learnt budget when it grows back', () => {
+    const budget = budgetOf(2);
+    request(budget, 'a');
+    budget.grant(T0);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + LEASE, end: false });
+    budget.spend('wf-a/create', T0 + 1, T0 + 1);
+    request(budget, 'b', 'create', T0 + 2);
+    budget.grant(T0 + 2);
+    askAgain(budget, 'wf-b/create.2', 'wf-b/create', T0 + 3, 5_000);
+    budget.grant(T0 + 3);
+    const { at } = budget.wake(T0 + 3, false);
+    assert.equal(at, budget.state.pausedUntil, 'the pause ends first');
+    assert.ok(budget.state.learntUses !== null);
+  });
+
+  test('an idle budget ends an idle minute on, not before its unacknowledged signals are', () => {
+    const budget = budgetOf(1);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + QUOTA_IDLE_MS, end: false });
+    assert.deepEqual(
+      budget.wake(T0 + 10, false),
+      { at: T0 + QUOTA_IDLE_MS, end: false },
+      'a pass keeps the end',
+    );
+    assert.deepEqual(
+      budget.wake(T0 + QUOTA_IDLE_MS, true),
+      { at: null, end: false },
+      'waits for the acknowledgement',
+    );
+    assert.deepEqual(budget.wake(T0 + QUOTA_IDLE_MS + 5, false), { at: null, end: true });
+  });
+
+  test('a request while idle puts the end off until its use has left the window', () => {
+    const budget = budgetOf(1);
+    budget.wake(T0, false);
+    request(budget, 'a', 'create', T0 + 5);
+    budget.grant(T0 + 5);
+    assert.deepEqual(budget.wake(T0 + 5, false), { at: T0 + 5 + LEASE, end: false });
+    budget.spend('wf-a/create', T0 + 6, T0 + 6);
+    budget.grant(T0 + 6);
+    assert.deepEqual(budget.wake(T0 + 6, false), { at: T0 + 6 + span + QUOTA_IDLE_MS, end: false });
+  });
+
+  test('a timer is started only when the wake-up moves earlier than the armed one', () => {
+    assert.equal(timerToStart(null, null), null);
+    assert.equal(timerToStart(null, 10), 10);
+    assert.equal(timerToStart(10, 20), null, 'the armed one rings first; the loop arms again then');
+    assert.equal(timerToStart(10, 10), null);
+    assert.equal(timerToStart(20, 10), 10);
+    assert.equal(timerToStart(20, null), null, 'nothing due: the armed one may ring, harmlessly');
   });
 });
