@@ -109,6 +109,8 @@ export interface RememberedRequest {
   id: string;
   at: number;
   how: 'spent' | 'released' | 'refused' | 'taken';
+  /** Of a take: the {@link idHash} of the run that took it ({@link QuotaTake.runId}); absent without one. */
+  run?: string;
 }
 
 /** A request a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
@@ -276,7 +278,8 @@ export class ProjectBudget {
       known.owed = true;
       return 'repeat';
     }
-    if (this.#remembered(request.requestId, now)) {
+    const seen = this.#rememberedAt(request.requestId, now);
+    if (seen !== null && !this.#takenUnseen(seen, request)) {
       this.#decline(request, 'used-before', now);
       return 'used-before';
     }
@@ -294,6 +297,11 @@ export class ProjectBudget {
       return 'requeued';
     }
     const bytes = queuedBytes(entry);
+    if (seen !== null && s.queue.length < this.#maxQueue && this.#queuedBytes() + bytes <= MAX_QUEUE_BYTES) {
+      this.#queueBytes = this.#queuedBytes() + bytes;
+      this.#turnTakeIntoRequest(seen, entry);
+      return 'queued';
+    }
     // A request declined before takes the room held for it; a new one only the room not held.
     const held = this.#takeHeldRoom(request.requestId, now);
     const places = this.#maxQueue - (held ? 0 : (s.heldRooms ?? []).length);
@@ -342,7 +350,7 @@ export class ProjectBudget {
     s.totals.granted++;
     s.totals.spent++;
     s.totals.taken = (s.totals.taken ?? 0) + 1;
-    this.#remember(take.requestId, 'taken', now + margin);
+    this.#remember(take.requestId, 'taken', now + margin, runHash(take));
     return { outcome: 'granted', sendWithinMs: margin };
   }
 
@@ -362,8 +370,36 @@ export class ProjectBudget {
       this.#s.window.splice(index, 1);
     }
     this.#insertUse(now + margin);
-    this.#remember(take.requestId, 'taken', now + margin);
+    this.#remember(take.requestId, 'taken', now + margin, runHash(take) ?? seen.run);
     return { outcome: 'granted', sendWithinMs: margin };
+  }
+
+  /**
+   * Whether a request finds its own take, made by the same run, whose answer its call never saw (the
+   * answer was lost, or came after its `sendWithinMs`): that call queued without sending, so the
+   * taken use was never made. A take of another run (the past of a reset workflow, whose call may
+   * have been sent) or without a run is not.
+   */
+  #takenUnseen(seen: RememberedRequest, request: QuotaRequest): boolean {
+    return seen.how === 'taken' && seen.run !== undefined && seen.run === runHash(request);
+  }
+
+  /**
+   * A take whose answer its call never saw becomes the request that call makes instead: its use
+   * leaves the window and its counts are undone, and the request goes to the head of the queue, as
+   * the take was granted before anything queued now, so the next grant is its. One use, counted
+   * once: as a grant, and as spent when it is.
+   */
+  #turnTakeIntoRequest(seen: RememberedRequest, entry: QueueEntry): void {
+    const s = this.#s;
+    const index = s.window.lastIndexOf(seen.at);
+    if (index >= 0) s.window.splice(index, 1);
+    s.totals.granted--;
+    s.totals.spent--;
+    s.totals.taken = Math.max(0, (s.totals.taken ?? 0) - 1);
+    // Forgotten, so that its release or spend is heard as for any request.
+    s.remembered.splice(s.remembered.indexOf(seen), 1);
+    s.queue.unshift({ ...entry, enqueuedAt: Math.min(entry.enqueuedAt, seen.at) });
   }
 
   /**
@@ -822,12 +858,12 @@ export class ProjectBudget {
     return { grantedAt: taken.at, enqueuedAt: taken.at };
   }
 
-  #remember(requestId: string, how: RememberedRequest['how'], now: number): void {
+  #remember(requestId: string, how: RememberedRequest['how'], now: number, run?: string): void {
     const id = idHash(requestId);
     const list = this.#s.remembered;
     const index = list.findIndex((r) => r.id === id);
     if (index >= 0) list.splice(index, 1);
-    list.push({ id, at: now, how });
+    list.push({ id, at: now, how, ...(run !== undefined && { run }) });
     this.#forget(now);
   }
 
@@ -858,11 +894,13 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
   const holdUntil = finite(raw.holdUntil);
   if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
     return { problem: 'holdUntil must be a time in ms' };
+  const runId = readRunId(raw.runId);
   const request: QuotaRequest = {
     ...use.value,
     workflowId,
     leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
     ...(holdUntil !== null && { holdUntil }),
+    ...(runId !== null && { runId }),
   };
   if (raw.refused === undefined || raw.refused === null) return { value: request };
   const refused = isRecord(raw.refused) ? raw.refused : {};
@@ -886,10 +924,12 @@ export function readQuotaTake(raw: unknown): Read<QuotaTake> {
   const use = readUse(raw);
   if ('problem' in use) return use;
   const attempt = finite(raw.attempt);
+  const runId = readRunId(raw.runId);
   return {
     value: {
       ...use.value,
       ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
+      ...(runId !== null && { runId }),
     },
   };
 }
@@ -908,6 +948,19 @@ function readUse(
   const windowMs = finite(limit.windowMs);
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
   return { value: { requestId, kind: raw.kind, limit: clampLimit({ uses, windowMs }) } };
+}
+
+/** The {@link RememberedRequest.run} of a take or request's run; undefined without one. */
+function runHash({ runId }: { runId?: string }): string | undefined {
+  return runId === undefined ? undefined : idHash(runId);
+}
+
+/**
+ * A run ID (a UUID, as Temporal makes them; at most {@link MAX_WORKFLOW_ID_BYTES} bytes taken), or
+ * null when absent or odd: then the request or take is read without one, as from an older worker.
+ */
+function readRunId(value: unknown): string | null {
+  return readId(value, MAX_WORKFLOW_ID_BYTES);
 }
 
 /** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */

@@ -847,6 +847,62 @@ describe('a take of one use now (the fast path)', () => {
   });
 });
 
+describe("a take whose answer its call never saw (lost, or too late), then the queue's request", () => {
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const limit = { uses: 2, windowMs: W };
+  const takeIn = (budget: ProjectBudget, runId?: string) =>
+    budget.take({ requestId: 'wf-a/create-0-1', kind: 'create', limit, ...(runId && { runId }) }, T0);
+  const requestIn = (budget: ProjectBudget, runId?: string, now = T0 + 15_000) =>
+    budget.request({ ...ask(budget, 'wf-a/create-0-1'), ...(runId && { runId }) }, now, noJitter);
+
+  test('from the same run: the take becomes the request, and its one use is counted once', () => {
+    const budget = budgetOf(2);
+    assert.equal(takeIn(budget, 'run-1').outcome, 'granted');
+    // Another job takes meanwhile, so the request waits for nothing but its own grant.
+    budget.take({ requestId: 'wf-b/create-0-1', kind: 'create', limit }, T0 + 1);
+    assert.equal(requestIn(budget, 'run-1'), 'queued', 'not "used-before", which would ask for a second use');
+    assert.deepEqual(budget.state.window, [T0 + 1 + M], "the take's use left the window");
+    assert.deepEqual(grants(budget.grant(T0 + 15_000).notices), ['wf-a/create-0-1'], 'granted at once');
+    assert.equal(budget.spend('wf-a/create-0-1', T0 + 15_100, T0 + 15_100), true);
+    const { totals, usesInWindow } = budget.snapshot(T0 + 15_100);
+    assert.deepEqual(
+      {
+        granted: totals.granted,
+        spent: totals.spent,
+        taken: totals.taken,
+        declined: totals.declined,
+        usesInWindow,
+      },
+      { granted: 2, spent: 2, taken: 1, declined: 0, usesInWindow: 2 },
+    );
+    assert.equal(requestIn(budget, 'run-1', T0 + 16_000), 'used-before', 'spent: a repeat is declined again');
+  });
+
+  test('from another run (a reset workflow, whose past may have sent the call) or without a run: used before', () => {
+    for (const [took, asks] of [
+      ['run-1', 'run-2'],
+      ['run-1', undefined],
+      [undefined, 'run-1'],
+    ] as const) {
+      const budget = budgetOf(2);
+      takeIn(budget, took);
+      assert.equal(requestIn(budget, asks), 'used-before', `taken in ${took}, asked in ${asks}`);
+      assert.equal(budget.state.window.length, 1, 'the taken use stays counted');
+    }
+  });
+
+  test('a retried take keeps its run; the run is read from the payloads, and an odd one is dropped', () => {
+    const budget = budgetOf(2);
+    takeIn(budget, 'run-1');
+    budget.take({ requestId: 'wf-a/create-0-1', kind: 'create', limit, attempt: 2 }, T0 + 1_000);
+    assert.equal(requestIn(budget, 'run-1'), 'queued');
+    const read = readQuotaTake({ requestId: 'wf-a/x', kind: 'create', limit, runId: 'r' });
+    assert.ok('value' in read && read.value.runId === 'r');
+    const odd = readQuotaRequest({ ...ask(budget, 'wf-a/x'), runId: 42 });
+    assert.ok('value' in odd && odd.value.runId === undefined);
+  });
+});
+
 describe("the quota loop's wake-ups (one timer armed)", () => {
   const M = takeMarginMs({ uses: 1, windowMs: W });
   const span = W + edgeMarginMs({ uses: 1, windowMs: W });

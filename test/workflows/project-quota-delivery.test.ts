@@ -94,6 +94,37 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     await quota.terminate('test over');
   });
 
+  test("a take whose answer was lost, then the same run's request for it: one use, counted once", async () => {
+    const setup = await setUp({ uses: 2, windowMs: 60_000 });
+    const quota = await startQuota(setup, {});
+    // What a create activity does when the take's answer never reaches it (its 15 s ran out, or
+    // the answer came after its margin): the quota took the use, the activity sent nothing, and the
+    // workflow queues under the same request ID. The test is that activity, and drops the answer.
+    const take = { requestId: 'lost/create-0-1', kind: 'create', limit: setup.limit, runId: 'run-of-lost' };
+    const answer = await quota.executeUpdate('quotaTake', { args: [take] });
+    assert.equal(answer.outcome, 'granted');
+    // Its grant goes to a workflow that is not running, so the grant gives its use back at once.
+    await quota.signal('quotaRequest', {
+      ...take,
+      workflowId: `gone-${randomUUID()}`,
+      leaseMs: 60_000,
+    });
+    const status = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.totals.released + s.totals.declined > 0 ? s : null;
+      },
+      { what: 'the request to be granted or declined', timeoutMs: 10_000 },
+    );
+    // Before the fix: declined "used-before" (the workflow then asks under a new ID for a second
+    // use) with the taken use still in the window.
+    assert.deepEqual(
+      { ...status.totals, usesInWindow: status.usesInWindow },
+      { granted: 1, spent: 0, taken: 0, refused: 0, released: 1, expired: 0, declined: 0, usesInWindow: 0 },
+    );
+    await quota.terminate('test over');
+  });
+
   test('a job that reaches its deadline while queued leaves the queue', async () => {
     const setup = await setUp({ uses: 1, windowMs: 60_000 });
     const holder = await holdTheBudget(setup);
