@@ -14,6 +14,7 @@ import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaStatusQuery,
+  quotaTakeUpdate,
   statusQuery,
   type QuotaLimit,
 } from '../../src/contract.js';
@@ -100,8 +101,13 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     // What a create activity does when the take's answer never reaches it (its 15 s ran out, or
     // the answer came after its margin): the quota took the use, the activity sent nothing, and the
     // workflow queues under the same request ID. The test is that activity, and drops the answer.
-    const take = { requestId: 'lost/create-0-1', kind: 'create', limit: setup.limit, runId: 'run-of-lost' };
-    const answer = await quota.executeUpdate('quotaTake', { args: [take] });
+    const take = {
+      requestId: 'lost/create-0-1',
+      kind: 'create' as const,
+      limit: setup.limit,
+      runId: 'run-of-lost',
+    };
+    const answer = await quota.executeUpdate(quotaTakeUpdate, { args: [take] });
     assert.equal(answer.outcome, 'granted');
     // Its grant goes to a workflow that is not running, so the grant gives its use back at once.
     await quota.signal('quotaRequest', {
