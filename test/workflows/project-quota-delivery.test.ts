@@ -74,9 +74,11 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
   test('a busy project whose quota workflow continues as new while granting: every job is created', async () => {
     const N = 20;
     // A budget above the jobs: each request is granted as it arrives, so the pass that continues
-    // as new (every 40 events, a handful of requests) is one that grants too.
+    // as new (every 20 events, the fewest a run takes: a handful of takes or requests) is one that
+    // grants too. Not 40: with one timer armed a take adds no timer events, and 20 jobs then fill
+    // 40-event runs only twice.
     const setup = await setUp({ uses: 100, windowMs: 60_000 });
-    const quota = await startQuota(setup, { eventsPerRun: 40 });
+    const quota = await startQuota(setup, { eventsPerRun: 20 });
     const handles = [];
     for (let i = 0; i < N; i++) {
       handles.push(await startQuotaJob(setup, `Busy job ${i}`, { timeout: '60s' }));
