@@ -245,7 +245,7 @@ export interface AimResult {
 
 /** Evaluates the issue's three aims against this run. */
 export function evaluateAims(result: BenchResult, loads: LoadSummary[]): AimResult[] {
-  return [inFlightAim(result, loads), costAim(result), startupAim(result)];
+  return [inFlightAim(result, loads), costAim(result), quotaAim(result), startupAim(result)];
 }
 
 /** Jobs of the in-flight aim; full mode's ladder always climbs at least this far. */
@@ -398,6 +398,37 @@ function costAim(result: BenchResult): AimResult {
       (b?.actions
         ? ` Poll by retry on the same schedule: ${fmt0(b.actions.median)} actions, ${fmt0(b.events?.median)} events.`
         : ''),
+  };
+}
+
+/**
+ * Issue 29's aim for the quota: what it costs per job when it never waits, all told (the takes, the
+ * rest of the quota workflow's chain shared over the jobs, and what it adds to the job's history).
+ */
+function quotaAim(result: BenchResult): AimResult {
+  const aim =
+    "the quota's own cost per job when it never waits: at most 1 action, 0 events in the job's history (issue 29)";
+  const on = result.quota?.find((s) => s.quota !== 'off');
+  const off = result.quota?.find((s) => s.quota === 'off');
+  const chain = on?.quotaWorkflow;
+  if (!on || !off || !chain || chain.updates === undefined || on.jobs === 0) {
+    return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
+  }
+  const added = (a: Spread | null, b: Spread | null) => (a && b ? a.median - b.median : Number.NaN);
+  const events = added(on.jobEvents, off.jobEvents);
+  const actions = chain.actions / on.jobs + added(on.jobActions, off.jobActions);
+  const fixed = chain.actions - chain.updates;
+  return {
+    aim,
+    status: actions <= 1 && events <= 0 ? 'met' : 'MISSED',
+    landed:
+      `${actions.toFixed(2)} actions and ${fmt0(events)} events per job over ${on.jobs} jobs: ` +
+      `${(chain.updates / on.jobs).toFixed(2)} takes, ${(fixed / on.jobs).toFixed(2)} the chain's share ` +
+      `(${fixed} actions, ${chain.timers ?? 0} of them timers)`,
+    limits:
+      `Each take is an accepted update, 1 action. The chain's other actions (its start, its patch ` +
+      `marker, a timer to end an idle minute after the last use, one more when takes push that end on) ` +
+      `do not grow with the jobs: a project's chain shares them over all its jobs, ${on.jobs} here.`,
   };
 }
 

@@ -553,6 +553,12 @@ export interface QuotaRequest {
    * workflow that ended in between is started again.
    */
   refused?: { requestId: string; retryAfterMs: number | null };
+  /**
+   * The run of the asking workflow, as {@link QuotaTake.runId}: a request under the ID of a take
+   * that the same run made comes from a call that queued without sending (the take's answer was
+   * lost or came too late), so the take's use becomes this request's and is not counted twice.
+   */
+  runId?: string;
 }
 
 /**
@@ -613,6 +619,12 @@ export interface QuotaTake {
    * workflow's past (a reset) and queues under a new ID. Absent: 1.
    */
   attempt?: number;
+  /**
+   * The run of the asking workflow. A reset run reuses its request IDs under a new run ID, so the
+   * budget tells a take of this run's past (its call may have been sent) from one whose answer
+   * this run never saw ({@link QuotaRequest.runId}). Absent: none is told apart.
+   */
+  runId?: string;
 }
 
 /** Why a take was not granted: the caller queues (the quota's state did not change). */

@@ -61,7 +61,17 @@ export async function takeProjectQuotaUse(
   try {
     const answer = await client.connection.withAbortSignal(signal, () =>
       client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
-        args: [{ requestId: input.requestId, kind: input.kind, limit, attempt: activityInfo().attempt }],
+        args: [
+          {
+            requestId: input.requestId,
+            kind: input.kind,
+            limit,
+            attempt: activityInfo().attempt,
+            // A request under this ID from this run later tells the quota that this take's answer
+            // never reached the call (it queued, nothing sent): the use is then counted once.
+            ...runOf(),
+          },
+        ],
         startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
           ...quotaWorkflowStart(input.projectId, limit),
           workflowIdConflictPolicy: 'USE_EXISTING',
@@ -133,9 +143,15 @@ export function createProjectQuotaActivities(settings: ProjectQuotaSettings | nu
       await getClient().workflow.signalWithStart(PROJECT_QUOTA_WORKFLOW_TYPE, {
         ...quotaWorkflowStart(input.projectId, limit),
         signal: quotaRequestSignal,
-        signalArgs: [{ ...input, limit, leaseMs: settings.leaseMs }],
+        signalArgs: [{ ...input, limit, leaseMs: settings.leaseMs, ...runOf() }],
       });
       return { state: 'requested', requestId: input.requestId, leaseMs: settings.leaseMs };
     },
   };
+}
+
+/** The asking workflow's run, which a take and a request name: QuotaTake.runId in src/contract.ts. */
+function runOf(): { runId?: string } {
+  const runId = activityInfo().workflowExecution?.runId;
+  return runId ? { runId } : {};
 }

@@ -109,6 +109,8 @@ export interface RememberedRequest {
   id: string;
   at: number;
   how: 'spent' | 'released' | 'refused' | 'taken';
+  /** Of a take: the {@link idHash} of the run that took it ({@link QuotaTake.runId}); absent without one. */
+  run?: string;
 }
 
 /** A request a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
@@ -172,6 +174,17 @@ export type RequestOutcome = 'queued' | 'repeat' | 'requeued' | 'queue-full' | '
 export type Read<T> = { value: T } | { problem: string };
 
 /**
+ * The timer the quota loop starts for a wake-up due at `dueAt` while one set for `armedAt` runs:
+ * none while the armed one rings no later (woken early, the loop asks {@link ProjectBudget.wake}
+ * again and arms for what is left), else `dueAt`, in place of the armed one. So a loop whose
+ * wake-up only moves later (each take pushes its idle end on) starts no timer per take.
+ */
+export function timerToStart(armedAt: number | null, dueAt: number | null): number | null {
+  if (dueAt === null) return null;
+  return armedAt !== null && armedAt <= dueAt ? null : dueAt;
+}
+
+/**
  * Added to every window edge, for the skew between the Temporal server's clock and the API's: a use
  * is counted from the requester's clock after the API answered, which is late enough already.
  * 1 ms per second of window, at most 1 s (3.6 s would be too much for an hour).
@@ -201,6 +214,8 @@ export class ProjectBudget {
   readonly #maxQueue: number;
   /** The queue's {@link MAX_QUEUE_BYTES} measure; null when it is to be counted again. */
   #queueBytes: number | null = null;
+  /** When the loop may end if nothing more arrives, as {@link wake} last named it; null while it may not. */
+  #endAt: number | null = null;
 
   /** `maxQueue` lowers {@link MAX_QUEUE} (tests); it is never raised above it. */
   constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
@@ -263,7 +278,8 @@ export class ProjectBudget {
       known.owed = true;
       return 'repeat';
     }
-    if (this.#remembered(request.requestId, now)) {
+    const seen = this.#rememberedAt(request.requestId, now);
+    if (seen !== null && !this.#takenUnseen(seen, request)) {
       this.#decline(request, 'used-before', now);
       return 'used-before';
     }
@@ -281,6 +297,11 @@ export class ProjectBudget {
       return 'requeued';
     }
     const bytes = queuedBytes(entry);
+    if (seen !== null && s.queue.length < this.#maxQueue && this.#queuedBytes() + bytes <= MAX_QUEUE_BYTES) {
+      this.#queueBytes = this.#queuedBytes() + bytes;
+      this.#turnTakeIntoRequest(seen, entry);
+      return 'queued';
+    }
     // A request declined before takes the room held for it; a new one only the room not held.
     const held = this.#takeHeldRoom(request.requestId, now);
     const places = this.#maxQueue - (held ? 0 : (s.heldRooms ?? []).length);
@@ -329,7 +350,7 @@ export class ProjectBudget {
     s.totals.granted++;
     s.totals.spent++;
     s.totals.taken = (s.totals.taken ?? 0) + 1;
-    this.#remember(take.requestId, 'taken', now + margin);
+    this.#remember(take.requestId, 'taken', now + margin, runHash(take));
     return { outcome: 'granted', sendWithinMs: margin };
   }
 
@@ -349,8 +370,36 @@ export class ProjectBudget {
       this.#s.window.splice(index, 1);
     }
     this.#insertUse(now + margin);
-    this.#remember(take.requestId, 'taken', now + margin);
+    this.#remember(take.requestId, 'taken', now + margin, runHash(take) ?? seen.run);
     return { outcome: 'granted', sendWithinMs: margin };
+  }
+
+  /**
+   * Whether a request finds its own take, made by the same run, whose answer its call never saw (the
+   * answer was lost, or came after its `sendWithinMs`): that call queued without sending, so the
+   * taken use was never made. A take of another run (the past of a reset workflow, whose call may
+   * have been sent) or without a run is not.
+   */
+  #takenUnseen(seen: RememberedRequest, request: QuotaRequest): boolean {
+    return seen.how === 'taken' && seen.run !== undefined && seen.run === runHash(request);
+  }
+
+  /**
+   * A take whose answer its call never saw becomes the request that call makes instead: its use
+   * leaves the window and its counts are undone, and the request goes to the head of the queue, as
+   * the take was granted before anything queued now, so the next grant is its. One use, counted
+   * once: as a grant, and as spent when it is.
+   */
+  #turnTakeIntoRequest(seen: RememberedRequest, entry: QueueEntry): void {
+    const s = this.#s;
+    const index = s.window.lastIndexOf(seen.at);
+    if (index >= 0) s.window.splice(index, 1);
+    s.totals.granted--;
+    s.totals.spent--;
+    s.totals.taken = Math.max(0, (s.totals.taken ?? 0) - 1);
+    // Forgotten, so that its release or spend is heard as for any request.
+    s.remembered.splice(s.remembered.indexOf(seen), 1);
+    s.queue.unshift({ ...entry, enqueuedAt: Math.min(entry.enqueuedAt, seen.at) });
   }
 
   /**
@@ -494,6 +543,56 @@ export class ProjectBudget {
     if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
     if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
     return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  /**
+   * When the quota loop must wake on its own, and whether it ends now (the one-timer loop of
+   * src/workflows/project-quota.ts). It wakes to act only when something it acts on changes with
+   * time: a lease expires, a pause ends, the learnt budget grows back, or, with requests queued, a
+   * use leaves the window. A window edge with nothing queued changes nothing the loop does (a take
+   * reads the window itself), so it wakes no one. With nothing to act on, it wakes once, to end:
+   * {@link QUOTA_IDLE_MS} after the budget is quiet (its last use out of the window, its held rooms
+   * lapsed). A later use pushes that end on without a new wake-up: the loop, woken early, asks
+   * again. `busy`: signals of the loop are unacknowledged, so it cannot end yet (their
+   * acknowledgement wakes it). Call once per pass, after {@link grant}: it keeps the end it named.
+   */
+  wake(now: number, busy: boolean): { at: number | null; end: boolean } {
+    const quiet = this.#quietAt(now);
+    if (quiet === null) this.#endAt = null;
+    // Once quiet, the end stays where it was: pruned, the window no longer says when its last use left.
+    else if (quiet > now || this.#endAt === null)
+      this.#endAt = Math.max(this.#endAt ?? -Infinity, quiet + QUOTA_IDLE_MS);
+    const endAt = this.#endAt;
+    if (endAt !== null && quiet === now && !busy && now >= endAt) return { at: null, end: true };
+    const act = this.#actAt();
+    const ending = endAt === null || (busy && endAt <= now) ? null : endAt;
+    const at = act === null ? ending : ending === null ? act : Math.min(act, ending);
+    return { at, end: false };
+  }
+
+  /** The earliest time something the loop acts on changes with time; null when nothing does. */
+  #actAt(): number | null {
+    const s = this.#s;
+    const candidates: number[] = [];
+    if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + this.#spanMs);
+    for (const lease of s.leases) candidates.push(lease.expiresAt);
+    if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
+    if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
+    return candidates.length === 0 ? null : Math.min(...candidates);
+  }
+
+  /**
+   * When the budget is idle on its own if nothing more arrives (now, when it is): its last use out
+   * of the window and its held rooms lapsed. Null while anything is queued, granted or owed.
+   */
+  #quietAt(now: number): number | null {
+    const s = this.#s;
+    if (s.queue.length > 0 || s.leases.length > 0 || s.declines.length > 0) return null;
+    let at = now;
+    const last = s.window[s.window.length - 1];
+    if (last !== undefined) at = Math.max(at, last + this.#spanMs);
+    for (const room of s.heldRooms ?? []) at = Math.max(at, room.until);
+    return at;
   }
 
   /** The place of a queued request and the earliest start the budget allows it; null when not queued. */
@@ -759,12 +858,12 @@ export class ProjectBudget {
     return { grantedAt: taken.at, enqueuedAt: taken.at };
   }
 
-  #remember(requestId: string, how: RememberedRequest['how'], now: number): void {
+  #remember(requestId: string, how: RememberedRequest['how'], now: number, run?: string): void {
     const id = idHash(requestId);
     const list = this.#s.remembered;
     const index = list.findIndex((r) => r.id === id);
     if (index >= 0) list.splice(index, 1);
-    list.push({ id, at: now, how });
+    list.push({ id, at: now, how, ...(run !== undefined && { run }) });
     this.#forget(now);
   }
 
@@ -795,11 +894,13 @@ export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
   const holdUntil = finite(raw.holdUntil);
   if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
     return { problem: 'holdUntil must be a time in ms' };
+  const runId = readRunId(raw.runId);
   const request: QuotaRequest = {
     ...use.value,
     workflowId,
     leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
     ...(holdUntil !== null && { holdUntil }),
+    ...(runId !== null && { runId }),
   };
   if (raw.refused === undefined || raw.refused === null) return { value: request };
   const refused = isRecord(raw.refused) ? raw.refused : {};
@@ -823,10 +924,12 @@ export function readQuotaTake(raw: unknown): Read<QuotaTake> {
   const use = readUse(raw);
   if ('problem' in use) return use;
   const attempt = finite(raw.attempt);
+  const runId = readRunId(raw.runId);
   return {
     value: {
       ...use.value,
       ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
+      ...(runId !== null && { runId }),
     },
   };
 }
@@ -845,6 +948,19 @@ function readUse(
   const windowMs = finite(limit.windowMs);
   if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
   return { value: { requestId, kind: raw.kind, limit: clampLimit({ uses, windowMs }) } };
+}
+
+/** The {@link RememberedRequest.run} of a take or request's run; undefined without one. */
+function runHash({ runId }: { runId?: string }): string | undefined {
+  return runId === undefined ? undefined : idHash(runId);
+}
+
+/**
+ * A run ID (a UUID, as Temporal makes them; at most {@link MAX_WORKFLOW_ID_BYTES} bytes taken), or
+ * null when absent or odd: then the request or take is read without one, as from an older worker.
+ */
+function readRunId(value: unknown): string | null {
+  return readId(value, MAX_WORKFLOW_ID_BYTES);
 }
 
 /** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */

@@ -9,13 +9,17 @@
 import {
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  isCancellation,
   log,
+  patched,
   proxySinks,
   setCurrentDetails,
   setHandler,
+  sleep,
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
@@ -39,6 +43,7 @@ import {
   readQuotaTake,
   readRelease,
   readSpent,
+  timerToStart,
   type BudgetState,
   type QuotaNotice,
   type Read,
@@ -62,8 +67,18 @@ export interface ProjectQuotaInput {
   maxQueue?: number;
 }
 
+/**
+ * The patch of the loop that keeps one timer armed (see {@link oneTimerLoop}). Runs that began
+ * before it, 1.1's first builds and 1.0's quota runs moved onto this build at a rollout, replay
+ * their own loop, {@link timerPerPassLoop}, until they continue as new.
+ */
+export const QUOTA_ONE_TIMER_PATCH = 'quota-one-timer';
+
 /** The budget of one project, kept by signals; see {@link ProjectBudget} for the rules. */
 export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<void> {
+  // Asked first, before any command: a history from before the patch has no marker, and replays
+  // the loop that made it.
+  const oneTimer = patched(QUOTA_ONE_TIMER_PATCH);
   const state = input.state ?? ProjectBudget.initial(input.projectId, input.limit, Date.now());
   const budget = new ProjectBudget(state, { maxQueue: input.maxQueue });
   const eventsPerRun = Math.max(20, input.eventsPerRun ?? QUOTA_EVENTS_PER_RUN);
@@ -138,8 +153,12 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
         budget.release(body.requestId, Date.now());
         changed = true;
       })
-      // Not a change of the budget: an acknowledgement wakes the loop only while it drains.
-      .finally(() => sending--);
+      // Not a change of the budget: an acknowledgement wakes the per-pass loop only while it drains;
+      // the one-timer loop waits for it to end (a wake costs it no timer).
+      .finally(() => {
+        sending--;
+        if (oneTimer && sending === 0) changed = true;
+      });
   }
 
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
@@ -148,7 +167,11 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     projectMetrics.quotaState(input.projectId, budget.usage(Date.now()));
   }
 
-  for (;;) {
+  /**
+   * One pass of either loop: grants what the budget allows and sends what is owed, or, once the
+   * run is long, waits for every signal and update to finish. True: the run is to continue as new.
+   */
+  async function pass(): Promise<boolean> {
     // Nothing new goes out once the run is long: what is owed is carried, and sent by the next run.
     draining = runIsLong();
     if (!draining) {
@@ -158,21 +181,78 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
     }
     setCurrentDetails(budget.summary(Date.now()));
     reportState();
-    if (draining) {
-      // The server drops the signals a closed run sent and it had not delivered yet; an update
-      // accepted and not answered would fail its caller.
-      await condition(() => sending === 0 && allHandlersFinished());
-      return await continueAsNew<typeof projectQuotaWorkflow>({ ...input, state: budget.state });
-    }
-    const idle = budget.idle && sending === 0;
-    const wakeAt = idle ? Date.now() + QUOTA_IDLE_MS : budget.nextChangeAt();
-    changed = false;
-    // Acknowledgements of our own signals grow the history too: a long history wakes the loop as well.
-    const woken = await condition(
-      () => changed || runIsLong(),
-      wakeAt === null ? undefined : Math.max(1, wakeAt - Date.now()),
-    );
-    // A request that arrived in this last task keeps it alive.
-    if (!woken && idle && !changed) return;
+    if (!draining) return false;
+    // The server drops the signals a closed run sent and it had not delivered yet; an update
+    // accepted and not answered would fail its caller.
+    await condition(() => sending === 0 && allHandlersFinished());
+    return true;
   }
+
+  /**
+   * The loop of runs from before {@link QUOTA_ONE_TIMER_PATCH}, kept as it was so that they replay:
+   * each pass starts a timer for the budget's next change, so each take (it wakes the loop) and
+   * each use leaving the window costs a timer.
+   */
+  async function timerPerPassLoop(): Promise<boolean> {
+    for (;;) {
+      if (await pass()) return true;
+      const idle = budget.idle && sending === 0;
+      const wakeAt = idle ? Date.now() + QUOTA_IDLE_MS : budget.nextChangeAt();
+      changed = false;
+      // Acknowledgements of our own signals grow the history too: a long history wakes the loop as well.
+      const woken = await condition(
+        () => changed || runIsLong(),
+        wakeAt === null ? undefined : Math.max(1, wakeAt - Date.now()),
+      );
+      // A request that arrived in this last task keeps it alive.
+      if (!woken && idle && !changed) return false;
+    }
+  }
+
+  /**
+   * The loop with one timer armed for the earliest time it must wake ({@link ProjectBudget.wake}),
+   * a new one started only when that time moves earlier ({@link timerToStart}): a take or a use
+   * leaving the window with nothing queued starts none. The wait is a `condition()` without a
+   * timeout, which the pass's own wake resolves, so none stays pending across passes.
+   */
+  async function oneTimerLoop(): Promise<boolean> {
+    /** The scope of the armed timer; cancelled (and replaced) only when an earlier one is needed. */
+    let scope: CancellationScope | null = null;
+    let armedAt: number | null = null;
+    let rang = false;
+    function arm(at: number): void {
+      scope?.cancel();
+      const own = (scope = new CancellationScope());
+      armedAt = at;
+      own
+        .run(() => sleep(Math.max(1, at - Date.now())))
+        .then(
+          () => {
+            if (scope !== own) return;
+            scope = null;
+            armedAt = null;
+            rang = true;
+          },
+          (err: unknown) => {
+            // Cancelled for an earlier timer, or with the workflow, which the loop's wait ends.
+            if (!isCancellation(err)) throw err;
+          },
+        );
+    }
+    for (;;) {
+      if (await pass()) return true;
+      const { at, end } = budget.wake(Date.now(), sending > 0);
+      if (end) return false;
+      const next = timerToStart(armedAt, at);
+      if (next !== null) arm(next);
+      changed = false;
+      rang = false;
+      // Acknowledgements of our own signals grow the history too: a long history wakes the loop as well.
+      await condition(() => changed || rang || runIsLong());
+    }
+  }
+
+  /** Whether the run continues as new; otherwise the budget is idle and the run ends. */
+  const continues = await (oneTimer ? oneTimerLoop() : timerPerPassLoop());
+  if (continues) return await continueAsNew<typeof projectQuotaWorkflow>({ ...input, state: budget.state });
 }

@@ -9,9 +9,11 @@ import {
   MAX_REQUEST_ID_BYTES,
   MAX_USES,
   ProjectBudget,
+  QUOTA_IDLE_MS,
   readQuotaRequest,
   readQuotaTake,
   takeMarginMs,
+  timerToStart,
   readRelease,
   readSpent,
   REMEMBER_MS,
@@ -842,5 +844,179 @@ describe('a take of one use now (the fast path)', () => {
     }
     const clamped = readQuotaTake({ requestId: 'wf/x', kind: 'create', limit: { uses: 1e9, windowMs: 1 } });
     assert.deepEqual('value' in clamped && clamped.value.limit, { uses: MAX_USES, windowMs: 1_000 });
+  });
+});
+
+describe("a take whose answer its call never saw (lost, or too late), then the queue's request", () => {
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const limit = { uses: 2, windowMs: W };
+  const takeIn = (budget: ProjectBudget, runId?: string) =>
+    budget.take({ requestId: 'wf-a/create-0-1', kind: 'create', limit, ...(runId && { runId }) }, T0);
+  const requestIn = (budget: ProjectBudget, runId?: string, now = T0 + 15_000) =>
+    budget.request({ ...ask(budget, 'wf-a/create-0-1'), ...(runId && { runId }) }, now, noJitter);
+
+  test('from the same run: the take becomes the request, and its one use is counted once', () => {
+    const budget = budgetOf(2);
+    assert.equal(takeIn(budget, 'run-1').outcome, 'granted');
+    // Another job takes meanwhile, so the request waits for nothing but its own grant.
+    budget.take({ requestId: 'wf-b/create-0-1', kind: 'create', limit }, T0 + 1);
+    assert.equal(requestIn(budget, 'run-1'), 'queued', 'not "used-before", which would ask for a second use');
+    assert.deepEqual(budget.state.window, [T0 + 1 + M], "the take's use left the window");
+    assert.deepEqual(grants(budget.grant(T0 + 15_000).notices), ['wf-a/create-0-1'], 'granted at once');
+    assert.equal(budget.spend('wf-a/create-0-1', T0 + 15_100, T0 + 15_100), true);
+    const { totals, usesInWindow } = budget.snapshot(T0 + 15_100);
+    assert.deepEqual(
+      {
+        granted: totals.granted,
+        spent: totals.spent,
+        taken: totals.taken,
+        declined: totals.declined,
+        usesInWindow,
+      },
+      { granted: 2, spent: 2, taken: 1, declined: 0, usesInWindow: 2 },
+    );
+    assert.equal(requestIn(budget, 'run-1', T0 + 16_000), 'used-before', 'spent: a repeat is declined again');
+  });
+
+  test('from another run (a reset workflow, whose past may have sent the call) or without a run: used before', () => {
+    for (const [took, asks] of [
+      ['run-1', 'run-2'],
+      ['run-1', undefined],
+      [undefined, 'run-1'],
+    ] as const) {
+      const budget = budgetOf(2);
+      takeIn(budget, took);
+      assert.equal(requestIn(budget, asks), 'used-before', `taken in ${took}, asked in ${asks}`);
+      assert.equal(budget.state.window.length, 1, 'the taken use stays counted');
+    }
+  });
+
+  test('a retried take keeps its run; the run is read from the payloads, and an odd one is dropped', () => {
+    const budget = budgetOf(2);
+    takeIn(budget, 'run-1');
+    budget.take({ requestId: 'wf-a/create-0-1', kind: 'create', limit, attempt: 2 }, T0 + 1_000);
+    assert.equal(requestIn(budget, 'run-1'), 'queued');
+    const read = readQuotaTake({ requestId: 'wf-a/x', kind: 'create', limit, runId: 'r' });
+    assert.ok('value' in read && read.value.runId === 'r');
+    const odd = readQuotaRequest({ ...ask(budget, 'wf-a/x'), runId: 42 });
+    assert.ok('value' in odd && odd.value.runId === undefined);
+  });
+});
+
+describe("the quota loop's wake-ups (one timer armed)", () => {
+  const M = takeMarginMs({ uses: 1, windowMs: W });
+  const span = W + edgeMarginMs({ uses: 1, windowMs: W });
+
+  /**
+   * Runs the loop of src/workflows/project-quota.ts on a fake clock: a pass after each of `events`
+   * (at its time) and after each timer that rings, one timer armed at a time. Returns the timers it
+   * started and when it ended.
+   */
+  function runLoop(budget: ProjectBudget, events: Array<{ at: number; apply: (now: number) => void }>) {
+    let now = T0;
+    let armedAt: number | null = null;
+    const timers: number[] = [];
+    const queue = [...events];
+    for (let passes = 0; passes < 1_000; passes++) {
+      budget.grant(now);
+      const { at, end } = budget.wake(now, false);
+      if (end) return { timers, endedAt: now };
+      const next = timerToStart(armedAt, at);
+      if (next !== null) {
+        armedAt = next;
+        timers.push(next);
+      }
+      const event = queue[0];
+      if (event && (armedAt === null || event.at < armedAt)) {
+        queue.shift();
+        now = event.at;
+        event.apply(now);
+        continue;
+      }
+      assert.ok(armedAt !== null, `at ${now - T0} ms the loop waits with no timer and nothing to come`);
+      now = armedAt;
+      armedAt = null;
+    }
+    throw new Error('the loop never ended');
+  }
+
+  test('takes that never wait start no timer each: one for the idle end, one more when a take pushed it on', () => {
+    const budget = budgetOf(100);
+    const takes = Array.from({ length: 30 }, (_, i) => ({
+      at: T0 + i * 2_000,
+      apply: (now: number) => {
+        budget.take({ requestId: `wf-${i}/create`, kind: 'create', limit: budget.state.limit }, now);
+      },
+    }));
+    const { timers, endedAt } = runLoop(budget, takes);
+    const lastUse = T0 + 29 * 2_000 + M;
+    assert.equal(endedAt, lastUse + span + QUOTA_IDLE_MS, 'ends an idle minute after the last use left');
+    // The first pass (nothing yet) arms the idle end; it rings early and arms the rest.
+    assert.deepEqual(timers, [T0 + QUOTA_IDLE_MS, lastUse + span + QUOTA_IDLE_MS]);
+  });
+
+  test('uses leaving the window wake no one while nothing is queued; with a request queued, the edge does', () => {
+    const budget = budgetOf(1);
+    budget.take({ requestId: 'wf-a/create', kind: 'create', limit: budget.state.limit }, T0);
+    budget.grant(T0);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + M + span + QUOTA_IDLE_MS, end: false });
+    request(budget, 'b', 'create', T0 + 1);
+    budget.grant(T0 + 1);
+    assert.deepEqual(
+      budget.wake(T0 + 1, false),
+      { at: T0 + M + span, end: false },
+      'the edge frees room for b',
+    );
+  });
+
+  test('a lease wakes the loop at its expiry, a pause at its end, a learnt budget when it grows back', () => {
+    const budget = budgetOf(2);
+    request(budget, 'a');
+    budget.grant(T0);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + LEASE, end: false });
+    budget.spend('wf-a/create', T0 + 1, T0 + 1);
+    request(budget, 'b', 'create', T0 + 2);
+    budget.grant(T0 + 2);
+    askAgain(budget, 'wf-b/create.2', 'wf-b/create', T0 + 3, 5_000);
+    budget.grant(T0 + 3);
+    const { at } = budget.wake(T0 + 3, false);
+    assert.equal(at, budget.state.pausedUntil, 'the pause ends first');
+    assert.ok(budget.state.learntUses !== null);
+  });
+
+  test('an idle budget ends an idle minute on, not before its unacknowledged signals are', () => {
+    const budget = budgetOf(1);
+    assert.deepEqual(budget.wake(T0, false), { at: T0 + QUOTA_IDLE_MS, end: false });
+    assert.deepEqual(
+      budget.wake(T0 + 10, false),
+      { at: T0 + QUOTA_IDLE_MS, end: false },
+      'a pass keeps the end',
+    );
+    assert.deepEqual(
+      budget.wake(T0 + QUOTA_IDLE_MS, true),
+      { at: null, end: false },
+      'waits for the acknowledgement',
+    );
+    assert.deepEqual(budget.wake(T0 + QUOTA_IDLE_MS + 5, false), { at: null, end: true });
+  });
+
+  test('a request while idle puts the end off until its use has left the window', () => {
+    const budget = budgetOf(1);
+    budget.wake(T0, false);
+    request(budget, 'a', 'create', T0 + 5);
+    budget.grant(T0 + 5);
+    assert.deepEqual(budget.wake(T0 + 5, false), { at: T0 + 5 + LEASE, end: false });
+    budget.spend('wf-a/create', T0 + 6, T0 + 6);
+    budget.grant(T0 + 6);
+    assert.deepEqual(budget.wake(T0 + 6, false), { at: T0 + 6 + span + QUOTA_IDLE_MS, end: false });
+  });
+
+  test('a timer is started only when the wake-up moves earlier than the armed one', () => {
+    assert.equal(timerToStart(null, null), null);
+    assert.equal(timerToStart(null, 10), 10);
+    assert.equal(timerToStart(10, 20), null, 'the armed one rings first; the loop arms again then');
+    assert.equal(timerToStart(10, 10), null);
+    assert.equal(timerToStart(20, 10), 10);
+    assert.equal(timerToStart(20, null), null, 'nothing due: the armed one may ring, harmlessly');
   });
 });

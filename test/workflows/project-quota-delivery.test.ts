@@ -14,6 +14,7 @@ import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaStatusQuery,
+  quotaTakeUpdate,
   statusQuery,
   type QuotaLimit,
 } from '../../src/contract.js';
@@ -73,9 +74,11 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
   test('a busy project whose quota workflow continues as new while granting: every job is created', async () => {
     const N = 20;
     // A budget above the jobs: each request is granted as it arrives, so the pass that continues
-    // as new (every 40 events, a handful of requests) is one that grants too.
+    // as new (every 20 events, the fewest a run takes: a handful of takes or requests) is one that
+    // grants too. Not 40: with one timer armed a take adds no timer events, and 20 jobs then fill
+    // 40-event runs only twice.
     const setup = await setUp({ uses: 100, windowMs: 60_000 });
-    const quota = await startQuota(setup, { eventsPerRun: 40 });
+    const quota = await startQuota(setup, { eventsPerRun: 20 });
     const handles = [];
     for (let i = 0; i < N; i++) {
       handles.push(await startQuotaJob(setup, `Busy job ${i}`, { timeout: '60s' }));
@@ -91,6 +94,42 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     );
     assert.ok(runs >= 3, `the quota workflow ran ${runs} runs`);
     assert.equal(status.totals.granted, N);
+    await quota.terminate('test over');
+  });
+
+  test("a take whose answer was lost, then the same run's request for it: one use, counted once", async () => {
+    const setup = await setUp({ uses: 2, windowMs: 60_000 });
+    const quota = await startQuota(setup, {});
+    // What a create activity does when the take's answer never reaches it (its 15 s ran out, or
+    // the answer came after its margin): the quota took the use, the activity sent nothing, and the
+    // workflow queues under the same request ID. The test is that activity, and drops the answer.
+    const take = {
+      requestId: 'lost/create-0-1',
+      kind: 'create' as const,
+      limit: setup.limit,
+      runId: 'run-of-lost',
+    };
+    const answer = await quota.executeUpdate(quotaTakeUpdate, { args: [take] });
+    assert.equal(answer.outcome, 'granted');
+    // Its grant goes to a workflow that is not running, so the grant gives its use back at once.
+    await quota.signal('quotaRequest', {
+      ...take,
+      workflowId: `gone-${randomUUID()}`,
+      leaseMs: 60_000,
+    });
+    const status = await waitFor(
+      async () => {
+        const s = await quota.query(quotaStatusQuery);
+        return s.totals.released + s.totals.declined > 0 ? s : null;
+      },
+      { what: 'the request to be granted or declined', timeoutMs: 10_000 },
+    );
+    // Before the fix: declined "used-before" (the workflow then asks under a new ID for a second
+    // use) with the taken use still in the window.
+    assert.deepEqual(
+      { ...status.totals, usesInWindow: status.usesInWindow },
+      { granted: 1, spent: 0, taken: 0, refused: 0, released: 1, expired: 0, declined: 0, usesInWindow: 0 },
+    );
     await quota.terminate('test over');
   });
 

@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { QUOTA_ONE_TIMER_PATCH } from '../../src/workflows/project-quota.js';
 import { temporalEnv } from '../harness.js';
 import { releaseSource, RELEASES } from '../release-source.js';
 
@@ -42,6 +43,7 @@ test('every saved history replays through the current workflow code', async () =
     'poll-by-retry.json',
     'follow-up-at-start.json',
     'quota-workflow.json',
+    'quota-workflow-one-timer.json',
   ]) {
     assert.ok(files.includes(name), `${name} is among the saved histories`);
   }
@@ -52,6 +54,48 @@ test('every saved history replays through the current workflow code', async () =
     replayed.push(result.workflowId);
   }
   assert.deepEqual(replayed, files);
+});
+
+/** The IDs of the patches a saved history's markers record (the SDK core's `core_patch` markers). */
+function patchesOf(folder: string, name: string): string[] {
+  const { events } = JSON.parse(readFileSync(new URL(folder + name, dir), 'utf8')) as {
+    events: Array<{ markerRecordedEventAttributes?: PatchMarker }>;
+  };
+  return events.flatMap(({ markerRecordedEventAttributes: marker }) => {
+    const data =
+      marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
+    return data === undefined
+      ? []
+      : [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id];
+  });
+}
+
+interface PatchMarker {
+  markerName?: string;
+  details?: Record<string, { payloads?: Array<{ data?: string }> }>;
+}
+
+test("quota workflow histories from before the one-timer loop replay on this build, 1.0's too", async () => {
+  // The quota workflow is not pinned: a rollout moves 1.0's and 1.1's first quota runs onto this
+  // build mid-run, where they go on with the loop that made them (the patch is absent) until they
+  // continue as new. The new loop's own history carries the patch's marker.
+  const patchIn = (folder: string, name: string) => patchesOf(folder, name).includes(QUOTA_ONE_TIMER_PATCH);
+  const before: Array<[string, string]> = [
+    ['./', 'quota-workflow.json'],
+    ['./1.0/', 'quota-workflow.json'],
+  ];
+  for (const [folder, name] of before) assert.equal(patchIn(folder, name), false, `${folder}${name}`);
+  assert.equal(patchIn('./', 'quota-workflow-one-timer.json'), true, 'the new loop records its patch');
+  const { workflowBundle } = await temporalEnv();
+  const replayed: string[] = [];
+  const all: Array<[string, string]> = [...before, ['./', 'quota-workflow-one-timer.json']];
+  for (const [folder, name] of all) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle }, histories(folder, [name]))) {
+      assert.equal(result.error, undefined, `${folder}${name}: ${String(result.error)}`);
+      replayed.push(`${folder}${result.workflowId}`);
+    }
+  }
+  assert.equal(replayed.length, 3, replayed.join(', '));
 });
 
 test('a change that breaks running workflows fails the replay', async () => {
