@@ -44,7 +44,7 @@ export interface ActivityDeps {
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
   projectQuota?: ProjectQuotaSettings | null;
   /** Per-project metrics (uses accepted, 429s); absent: not counted. */
-  projectMetrics?: Pick<ProjectMetrics, 'used' | 'rateLimited'>;
+  projectMetrics?: Pick<ProjectMetrics, 'used' | 'rateLimited' | 'quotaWaited'>;
 }
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -154,6 +154,9 @@ export function createActivities(deps: ActivityDeps) {
       requestId: input.quotaRequestId,
       kind,
     });
+    // A use taken at once waited 0 s for the quota: the wait histogram covers every use, not
+    // only the ones that queued.
+    if (taken === 'granted') deps.projectMetrics?.quotaWaited(input.projectId, 0);
     return taken === 'granted';
   }
 

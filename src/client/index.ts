@@ -362,6 +362,12 @@ export async function sendFollowUp(
         });
       });
     } catch (err) {
+      // A run that is continuing as new takes no update for a moment: the next attempt finds the
+      // run it continued into.
+      if (runIsClosing(err) && attempt < CLOSING_TRIES) {
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        continue;
+      }
       if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
     }
   }
@@ -482,6 +488,17 @@ function accepted(history: RunHistory, updateId: string): boolean {
   );
 }
 
+/** Tries of an update on a run that is closing (about 5 s in all), before its error is the caller's. */
+const CLOSING_TRIES = 12;
+
+/** The server refused an update because the run is closing (continue-as-new under way). */
+function runIsClosing(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: number; details?: string; message?: string } } | null)?.cause;
+  const text = `${cause?.details ?? ''} ${cause?.message ?? ''}`;
+  // gRPC status 8, RESOURCE_EXHAUSTED, is what the server answers for a closing workflow.
+  return cause?.code === 8 && text.includes('workflow is closing');
+}
+
 /**
  * Attaches to the follow-up in `run`, which a run before carried it into: the same update ID, to
  * which that run's `followUp` answers with the carried follow-up (nothing is queued or sent
@@ -493,7 +510,7 @@ async function attach(
   run: AgentJobHandle,
 ): Promise<{ run: AgentJobHandle; update: WorkflowUpdateHandle<AgentJobResult> }> {
   const { updateId, prompt } = target;
-  for (;;) {
+  for (let tries = 1; ; tries++) {
     try {
       const update = await run.startUpdate(followUpUpdate, {
         args: [prompt],
@@ -502,6 +519,12 @@ async function attach(
       });
       return { run, update };
     } catch (err) {
+      if (runIsClosing(err) && tries < CLOSING_TRIES) {
+        // The run is continuing as new: it takes no update now, and is closed a moment later,
+        // when the branch below follows the follow-up into the next run.
+        await new Promise((resolve) => setTimeout(resolve, 50 * tries));
+        continue;
+      }
       if (!(err instanceof WorkflowNotFoundError)) throw err;
       const history = await run.fetchHistory();
       if (accepted(history, updateId)) return { run, update: run.getUpdateHandle<AgentJobResult>(updateId) };

@@ -113,7 +113,7 @@ export class ProjectMetrics {
       m.quotaWaitSeconds,
       'float',
       's',
-      'Wait in the quota queue for a grant',
+      'Wait for a use of the quota: 0 when taken at once, else the time in the queue until a grant',
     );
   }
 
@@ -131,6 +131,11 @@ export class ProjectMetrics {
     this.#rateLimited.add(1, this.#tags(projectId, { operation }));
   }
 
+  /** A create or message that waited `seconds` for its use of the quota (0: taken at once). */
+  quotaWaited(projectId: string, seconds: number): void {
+    this.#quotaWait.record(seconds, this.#tags(projectId));
+  }
+
   /** The sink the workflows report through; register it on every worker that runs them. */
   sinks(): InjectedSinks<ProjectMetricsSinks> {
     return {
@@ -144,7 +149,7 @@ export class ProjectMetrics {
           },
         },
         quotaWaited: {
-          fn: (_info, projectId, seconds) => this.#quotaWait.record(seconds, this.#tags(projectId)),
+          fn: (_info, projectId, seconds) => this.quotaWaited(projectId, seconds),
         },
         quotaState: {
           fn: (_info, projectId, usage) => {

@@ -147,14 +147,22 @@ describe('worker process', { concurrency: 3 }, () => {
     const worker = spawnTs('src/worker.ts', [], vars);
     await worker.waitForOutput(/"worker running"/, 'the worker to run');
     const projectId = uniqueId('docs');
+    // A Retry-After past the longest poll wait comes back to the workflow, which waits it on its own
+    // timer and logs the outage (shorter ones the server retries: the UI shows the pending attempts).
     sim.setScenario(projectId, {
-      faults: { rules: [{ endpoint: 'get', first: 4, kind: 'status', status: 503 }] },
+      faults: {
+        rules: [{ endpoint: 'get', first: 4, kind: 'status', status: 503, retryAfter: { seconds: 2 } }],
+      },
     });
     const done = await env.client.workflow.execute<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
       taskQueue,
       workflowId: uniqueId('agent-job-test'),
       args: [
-        { projectId, prompt: 'Through an outage', poll: { initialInterval: 50 } } satisfies AgentJobInput,
+        {
+          projectId,
+          prompt: 'Through an outage',
+          poll: { initialInterval: 50, maxInterval: 1_000 },
+        } satisfies AgentJobInput,
       ],
     });
     assert.equal(done.status, 'completed');

@@ -96,7 +96,7 @@ test('one trace runs from the caller through the workflow and its activities to 
     new RegExp(`^${workflowPath} > RunActivity:createAgentJob > POST /v2/agent/\\{projectId\\}/job$`),
   );
   for (const read of reads) {
-    assert.match(pathOf(read, byId), new RegExp(`^${workflowPath} > RunActivity:getAgentJob > GET `));
+    assert.match(pathOf(read, byId), new RegExp(`^${workflowPath} > RunActivity:pollAgentJob > GET `));
     assert.equal(read.attributes['http.response.status_code'], 200);
     assert.equal(read.attributes['agent_job.project_id'], projectId);
     assert.equal(read.attributes['agent_job.id'], result.job.id);
