@@ -71,8 +71,8 @@ export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'):
 }
 
 /** The parts of a report; a run made with `--only` has some of them. */
-type Section = 'load' | 'cost' | 'quota' | 'startup' | 'choices';
-const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'startup', 'choices'];
+type Section = 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
+const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'wake', 'startup', 'choices'];
 
 function has(result: BenchResult, section: Section): boolean {
   switch (section) {
@@ -84,6 +84,8 @@ function has(result: BenchResult, section: Section): boolean {
       return result.cost.length > 0;
     case 'quota':
       return (result.quota?.length ?? 0) > 0;
+    case 'wake':
+      return (result.wake?.length ?? 0) > 0;
     case 'startup':
       return result.startup.length > 0;
     case 'choices':
@@ -151,6 +153,7 @@ function renderNewest(runs: BenchResult[]): string | null {
     cost: pick('cost')?.cost ?? [],
     startup: pick('startup')?.startup ?? [],
     quota: pick('quota')?.quota ?? [],
+    wake: pick('wake')?.wake ?? [],
   };
   const out = [
     '### Aims, judged on the runs below\n',
@@ -208,6 +211,10 @@ export function render(
   if (sections.has('quota') && has(result, 'quota')) {
     out.push(h('What the project quota adds per job'));
     out.push(quotaTable(result, format));
+  }
+  if (sections.has('wake') && has(result, 'wake')) {
+    out.push(h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'));
+    out.push(wakeTable(result, format));
   }
   if (sections.has('startup') && has(result, 'startup')) {
     out.push(h('Start-up'));
@@ -412,6 +419,67 @@ function quotaTable(result: BenchResult, format: Format): string {
       format,
     ) + added
   );
+}
+
+function wakeTable(result: BenchResult, format: Format): string {
+  const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  for (const w of result.wake ?? []) {
+    const point = `N=${w.jobs} at ${w.cadenceMs / 1000} s`;
+    if (w.broke !== null) {
+      rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
+      continue;
+    }
+    const got = (d: typeof w.pollNow) => `${d.sent - d.missing} of ${d.sent}`;
+    rows.push([
+      point,
+      'pollNow signal → its GET',
+      ms(w.pollNow.p50),
+      ms(w.pollNow.p99),
+      ms(w.pollNow.max),
+      got(w.pollNow),
+    ]);
+    rows.push([
+      point,
+      'sendMessage update → its POST',
+      ms(w.followUp.p50),
+      ms(w.followUp.p99),
+      ms(w.followUp.max),
+      got(w.followUp),
+    ]);
+    if (w.restart) {
+      const r = w.restart;
+      rows.push([
+        point,
+        "worker SIGKILLed → each job's next GET",
+        ms(r.resumed.p50),
+        ms(r.resumed.p99),
+        ms(r.resumed.max),
+        `${got(r.resumed)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+          `${r.late} of them more than a cadence after it`,
+      ]);
+      notes.push(
+        `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. A poll attempt running on ` +
+          `the killed worker is retried by the server only after its start-to-close timeout ` +
+          `(${r.startToCloseMs / 1000} s); an attempt waiting for its retry goes to the new worker when its wait ends.`,
+      );
+    }
+    if (w.pollCounts) {
+      const c = w.pollCounts;
+      notes.push(
+        `${point}: ${c.sampled} jobs woken by pollNow, run to their end: the simulator received ${c.simulatorGets} GETs, ` +
+          `their histories show ${c.historyAttempts} poll attempts. A poll activity cancelled while it waits between ` +
+          `attempts leaves no ActivityTaskStarted event, so the attempts it made (each a GET and a billable action) ` +
+          `appear in no history: polls are counted at the simulator.`,
+      );
+    }
+  }
+  notes.push(
+    '1.0 (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure for it ' +
+      'exists in bench/results/ or in earlier versions of this page.',
+  );
+  return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
 }
 
 function startupTable(result: BenchResult, format: Format): string {
@@ -780,7 +848,9 @@ every run, on its own task queue and simulator project.
 - **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
   workflow started (by the client or by continue-as-new), timer started, activity started or
   retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
-  activity leaves one started event), local activities (one per workflow task that records any
+  activity leaves one started event; a poll activity cancelled while it waits between attempts, as
+  pollNow and a follow-up cancel it, leaves no started event at all, so polls are counted as the
+  GETs the simulator received, and the attempts a history misses are added to its actions), local activities (one per workflow task that records any
   local-activity marker), search-attribute upsert (one per command; those set at start are free),
   signal, accepted update, child workflow (two). Other markers are not on the list; they would count
   one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
