@@ -426,28 +426,17 @@ function wakeTable(result: BenchResult, format: Format): string {
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const w of result.wake ?? []) {
-    const point = `N=${w.jobs} at ${w.cadenceMs / 1000} s`;
+    const point = `${label(w.impl ?? 'worker')}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
     if (w.broke !== null) {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
     }
-    const got = (d: typeof w.pollNow) => `${d.sent - d.missing} of ${d.sent}`;
-    rows.push([
-      point,
-      'pollNow signal → its GET',
-      ms(w.pollNow.p50),
-      ms(w.pollNow.p99),
-      ms(w.pollNow.max),
-      got(w.pollNow),
-    ]);
-    rows.push([
-      point,
-      'sendMessage update → its POST',
-      ms(w.followUp.p50),
-      ms(w.followUp.p99),
-      ms(w.followUp.max),
-      got(w.followUp),
-    ]);
+    const got = (d: NonNullable<typeof w.pollNow>) => `${d.sent - d.missing} of ${d.sent}`;
+    const wakeRow = (what: string, d: typeof w.pollNow) => {
+      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got(d)]);
+    };
+    wakeRow('pollNow signal → its GET', w.pollNow);
+    wakeRow('sendMessage update → its POST', w.followUp);
     if (w.restart) {
       const r = w.restart;
       rows.push([
@@ -460,9 +449,17 @@ function wakeTable(result: BenchResult, format: Format): string {
           `${r.late} of them more than a cadence after it`,
       ]);
       notes.push(
-        `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. A poll attempt running on ` +
-          `the killed worker is retried by the server only after its start-to-close timeout ` +
-          `(${r.startToCloseMs / 1000} s); an attempt waiting for its retry goes to the new worker when its wait ends.`,
+        `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
+          (w.impl === 'floor'
+            ? `Each poll is a local activity inside a workflow task: a task the killed worker held is retried ` +
+              `after the workflow task timeout, and tasks for its sticky queue after the sticky schedule-to-start timeout.`
+            : `A poll attempt running on the killed worker is retried by the server only after its start-to-close ` +
+              `timeout (${r.startToCloseMs / 1000} s) and then the retry policy's backoff for its attempt number ` +
+              `(1 s doubling up to 60 s: with each poll an attempt, soon 60 s); an attempt waiting for its retry ` +
+              `goes to the new worker when its wait ends. ` +
+              (r.pastTimeoutMs.length > 0
+                ? `Jobs resumed past the timeout: ${r.pastTimeoutMs.length}, after ${r.pastTimeoutMs.map((v) => `${(v / 1000).toFixed(0)} s`).join(', ')}.`
+                : 'No job waited past the timeout.')),
       );
     }
     if (w.pollCounts) {
@@ -476,8 +473,9 @@ function wakeTable(result: BenchResult, format: Format): string {
     }
   }
   notes.push(
-    '1.0 (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure for it ' +
-      'exists in bench/results/ or in earlier versions of this page.',
+    `1.0 itself (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure ` +
+      `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
+      `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
   );
   return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
 }

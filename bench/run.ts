@@ -22,7 +22,7 @@ import {
 } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
-import { runWake } from './scenarios/wake.js';
+import { runWake, type WakeRun } from './scenarios/wake.js';
 import {
   AIM_JOBS,
   type BenchResult,
@@ -360,6 +360,41 @@ async function runCostScenario(env: BenchEnvironment, p: Plan): Promise<CostRow[
   return rows;
 }
 
+/**
+ * This worker's wake-ups and restart, then, in full mode, the restart of (c) (1.0's shape: a timer
+ * and a local activity per poll) and of (b), beside it.
+ */
+async function runWakeScenario(env: BenchEnvironment, p: Plan): Promise<WakeRun[]> {
+  const impls = p.mode === 'full' ? (['worker', 'floor', 'poll-by-retry'] as const) : (['worker'] as const);
+  const runs: WakeRun[] = [];
+  for (const impl of impls) {
+    say(`wake-ups and a worker SIGKILLed: ${impl} N=${p.wakeJobs} at 10 s`);
+    const started = Date.now();
+    const run = await runWake(env, {
+      impl,
+      jobs: p.wakeJobs,
+      cadenceMs: 10_000,
+      pollNowSamples: Math.min(200, Math.floor(p.wakeJobs / 3)),
+      followUpSamples: Math.min(100, Math.floor(p.wakeJobs / 6)),
+      spreadMs: p.mode === 'quick' ? 15_000 : 30_000,
+      // Quick mode does not wait out the 75 s timeout of an attempt lost with the killed worker:
+      // jobs not polled within the window are reported as such.
+      restartWaitMs: p.mode === 'quick' ? 20_000 : null,
+      phaseTimeoutMs: phaseTimeoutMs({ jobs: p.wakeJobs, cadenceMs: 10_000 }),
+      log: say,
+    });
+    runs.push(run);
+    const ms = (v: number | null | undefined) =>
+      v === null || v === undefined ? '?' : `${Math.round(v)} ms`;
+    say(
+      `  ${Math.round((Date.now() - started) / 1000)} s: pollNow p99 ${ms(run.pollNow?.p99)}, ` +
+        `follow-up p99 ${ms(run.followUp?.p99)}, restart p50 ${ms(run.restart?.resumed.p50)} ` +
+        `p99 ${ms(run.restart?.resumed.p99)}${run.broke ? `, broke: ${run.broke}` : ''}`,
+    );
+  }
+  return runs;
+}
+
 async function main(): Promise<number> {
   let p: Plan | 'report-only' | null;
   try {
@@ -430,32 +465,7 @@ async function main(): Promise<number> {
         say('project quota on and off');
         result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
       }
-      if (p.only.has('wake')) {
-        say(`wake-ups and a worker restart, N=${p.wakeJobs} at 10 s`);
-        const started = Date.now();
-        result.wake = [
-          await runWake(env, {
-            jobs: p.wakeJobs,
-            cadenceMs: 10_000,
-            pollNowSamples: Math.min(200, Math.floor(p.wakeJobs / 3)),
-            followUpSamples: Math.min(100, Math.floor(p.wakeJobs / 6)),
-            spreadMs: p.mode === 'quick' ? 15_000 : 30_000,
-            // Quick mode does not wait out the 75 s timeout of an attempt lost with the killed
-            // worker: the jobs it holds are reported as not resumed within the window.
-            restartWaitMs: p.mode === 'quick' ? 20_000 : null,
-            phaseTimeoutMs: phaseTimeoutMs({ jobs: p.wakeJobs, cadenceMs: 10_000 }),
-            log: say,
-          }),
-        ];
-        const [wake] = result.wake;
-        const ms = (v: number | null | undefined) =>
-          v === null || v === undefined ? '?' : `${Math.round(v)} ms`;
-        say(
-          `  ${Math.round((Date.now() - started) / 1000)} s: pollNow p99 ${ms(wake?.pollNow.p99)}, ` +
-            `follow-up p99 ${ms(wake?.followUp.p99)}, restart p50 ${ms(wake?.restart?.resumed.p50)} ` +
-            `p99 ${ms(wake?.restart?.resumed.p99)}${wake?.broke ? `, broke: ${wake.broke}` : ''}`,
-        );
-      }
+      if (p.only.has('wake')) result.wake = await runWakeScenario(env, p);
       if (p.only.has('load')) await runLoads(env, p, result);
       if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
     } catch (err) {

@@ -28,12 +28,18 @@ import type { JobStats } from '../../src/simulator/index.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';
 import type { MeasuredProcess } from '../processes.js';
+import { GET_BACKOFF } from '../../src/retries.js';
 import { percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import { BenchmarkBroken, startLoadJob, terminateLeftovers } from './load.js';
+import { BenchmarkBroken, startLoadJob, terminateLeftovers, type Implementation } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
+  /**
+   * This worker, or a baseline for the restart alone: the baselines have no pollNow or follow-ups,
+   * and (c) polls as 1.0 did, on a timer and a local activity.
+   */
+  impl: Exclude<Implementation, 'plain-loop'>;
   jobs: number;
   /** The fixed poll interval of every job (initial = max, coefficient 1). */
   cadenceMs: number;
@@ -69,14 +75,16 @@ export interface Delays {
 
 /** What the wake scenario measured. Times in ms unless named otherwise. */
 export interface WakeRun {
+  /** Absent in runs from before baselines were measured: this worker. */
+  impl?: Exclude<Implementation, 'plain-loop'>;
   jobs: number;
   cadenceMs: number;
   /** Seconds from the first start until every agent job existed. */
   rampSeconds: number;
-  /** The signal sent → that job's next GET at the simulator. */
-  pollNow: Delays;
-  /** The sendMessage update sent → its POST at the simulator. */
-  followUp: Delays;
+  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
+  pollNow: Delays | null;
+  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
+  followUp: Delays | null;
   restart: {
     /** From the SIGKILL to the new worker's "worker running" line. */
     newWorkerRunningMs: number;
@@ -86,7 +94,9 @@ export interface WakeRun {
     late: number;
     /** How long after the new worker ran the scenario waited for the jobs' first GETs. */
     waitedMs: number;
-    /** start-to-close timeout of the poll activity, as the workflow sets it. */
+    /** From the kill to the first GET of the jobs later than the start-to-close timeout, ascending (at most 50). */
+    pastTimeoutMs: number[];
+    /** start-to-close timeout of the poll activity (of this worker and both baselines). */
     startToCloseMs: number;
   } | null;
   /**
@@ -98,7 +108,7 @@ export interface WakeRun {
   broke: string | null;
 }
 
-/** The poll activity's start-to-close timeout (src/workflows/agent-job/calls.ts). */
+/** The poll activity's start-to-close timeout (src/workflows/agent-job/calls.ts, and the baselines'). */
 const POLL_START_TO_CLOSE_MS = 75_000;
 const START_CONCURRENCY = 64;
 /** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
@@ -109,11 +119,11 @@ const FOLLOW_UP_PROMPT = 'Benchmark follow-up: add a sentence.';
 
 /** Runs the wake scenario on a worker of this project. */
 export async function runWake(env: BenchEnvironment, params: WakeParams): Promise<WakeRun> {
-  const project = `wake-${params.jobs}-${randomUUID().slice(0, 8)}`;
+  const project = `wake-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
   env.simulator.setScenario(project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
   const workers: MeasuredProcess[] = [];
   const spawn = async () => {
-    const worker = await spawnWorker(env, 'worker', project);
+    const worker = await spawnWorker(env, params.impl === 'worker' ? 'worker' : 'baselines', project);
     workers.push(worker);
     return worker;
   };
@@ -136,7 +146,7 @@ async function drive(
 ): Promise<WakeRun> {
   const t0 = Date.now();
   const started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-    startLoadJob(env.client, { impl: 'worker', cadenceMs: params.cadenceMs }, project, i),
+    startLoadJob(env.client, { impl: params.impl, cadenceMs: params.cadenceMs }, project, i),
   );
   const jobsOf = () => env.simulator.stats().jobs.filter((j) => j.projectId === project);
   const ramped = await waitUntil<string | null>({
@@ -147,11 +157,12 @@ async function drive(
   });
   const rampSeconds = (Date.now() - t0) / 1000;
   const empty: WakeRun = {
+    impl: params.impl,
     jobs: params.jobs,
     cadenceMs: params.cadenceMs,
     rampSeconds,
-    pollNow: noDelays(0),
-    followUp: noDelays(0),
+    pollNow: null,
+    followUp: null,
     restart: null,
     pollCounts: null,
     broke: ramped,
@@ -160,6 +171,9 @@ async function drive(
   // A cadence and a half: every job has had its first wait on a timer and now waits in its poll
   // activity, between attempts on the server.
   await sleep(params.cadenceMs * 1.5);
+  if (params.impl !== 'worker') {
+    return { ...empty, restart: await killAndRestart(env, params, project, first, spawn, jobsOf) };
+  }
 
   // Distinct jobs for each probe, picked at random, their agent job IDs from visibility.
   const picked = shuffle(started).slice(0, params.pollNowSamples + params.followUpSamples);
@@ -292,8 +306,13 @@ async function killAndRestart(
       }
       return resumedAt.size >= jobIds.length ? null : undefined;
     },
-    // Past the timeout of an attempt lost with the worker, its retry and a cadence more.
-    deadline: running.at + (params.restartWaitMs ?? POLL_START_TO_CLOSE_MS + 2 * params.cadenceMs + 30_000),
+    // An attempt lost with the worker times out, then waits the retry policy's backoff for its
+    // attempt number before the server retries it; with polls as attempts that is soon the
+    // policy's longest interval.
+    deadline:
+      running.at +
+      (params.restartWaitMs ??
+        POLL_START_TO_CLOSE_MS + GET_BACKOFF.maximumIntervalMs + 2 * params.cadenceMs + 30_000),
     everyMs: 500,
     late: () => null,
   });
@@ -303,6 +322,10 @@ async function killAndRestart(
     resumed: delays(jobIds.length, waits),
     late: [...resumedAt.values()].filter((at) => at > running.at + params.cadenceMs).length,
     waitedMs: Date.now() - running.at,
+    pastTimeoutMs: waits
+      .filter((ms) => ms > POLL_START_TO_CLOSE_MS)
+      .sort((a, b) => a - b)
+      .slice(0, 50),
     startToCloseMs: POLL_START_TO_CLOSE_MS,
   };
 }
@@ -360,10 +383,6 @@ function delays(sent: number, values: number[]): Delays {
     p99: known(99),
     max: values.length === sent && sent > 0 ? Math.max(...values) : null,
   };
-}
-
-function noDelays(sent: number): Delays {
-  return { sent, missing: sent, p50: null, p99: null, max: null };
 }
 
 function shuffle<T>(items: readonly T[]): T[] {
