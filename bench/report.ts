@@ -852,6 +852,16 @@ every run, on its own task queue and simulator project.
   local-activity marker), search-attribute upsert (one per command; those set at start are free),
   signal, accepted update, child workflow (two). Other markers are not on the list; they would count
   one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
+- **Wake-ups** (the wake scenario) hold N jobs active at a fixed 10 s cadence, as the load runs do,
+  and, once every job waits in its poll activity, send a pollNow signal to a random sample and a
+  \`sendMessage\` update to another, spread evenly over 30 s (15 s in quick mode). Each figure runs
+  from the moment the client sends to the arrival of that job's GET (or the message's POST) at the
+  simulator, read from \`stats().jobs[].requests\` on the same clock; a natural poll landing between
+  the two would be taken for the woken one, which at a 10 s cadence is rare and only shortens the
+  figure. Then the worker is SIGKILLed, a new one spawned at once, and each job's first GET after
+  the kill is timed; full mode waits past a lost attempt's start-to-close timeout and backoff, quick
+  mode 20 s (jobs not polled by then are shown as not arrived), and full mode does the same for
+  (c) and (b).
 - **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
   then spawns the worker: the time from the spawn to the simulator's answer to that first poll.
 - **Dev server limits** (\`--dynamic-config-value\`; key names and defaults from the server's
