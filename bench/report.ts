@@ -18,6 +18,7 @@ import {
   type Implementation,
 } from './scenarios/load.js';
 import type { StartupMode } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -450,16 +451,7 @@ function wakeTable(result: BenchResult, format: Format): string {
       ]);
       notes.push(
         `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
-          (w.impl === 'floor'
-            ? `Each poll is a local activity inside a workflow task: a task the killed worker held is retried ` +
-              `after the workflow task timeout, and tasks for its sticky queue after the sticky schedule-to-start timeout.`
-            : `A poll attempt running on the killed worker is retried by the server only after its start-to-close ` +
-              `timeout (${r.startToCloseMs / 1000} s) and then the retry policy's backoff for its attempt number ` +
-              `(1 s doubling up to 60 s: with each poll an attempt, soon 60 s); an attempt waiting for its retry ` +
-              `goes to the new worker when its wait ends. ` +
-              (r.pastTimeoutMs.length > 0
-                ? `Jobs resumed past the timeout: ${r.pastTimeoutMs.length}, after ${r.pastTimeoutMs.map((v) => `${(v / 1000).toFixed(0)} s`).join(', ')}.`
-                : 'No job waited past the timeout.')),
+          restartNote(w.impl ?? 'worker', r),
       );
     }
     if (w.pollCounts) {
@@ -478,6 +470,30 @@ function wakeTable(result: BenchResult, format: Format): string {
       `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
   );
   return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
+}
+
+/** How each implementation's polls come back after a SIGKILL, and the jobs that waited past a timeout. */
+function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): string {
+  if (impl === 'floor') {
+    return (
+      'Each poll is a local activity inside a workflow task: a task the killed worker held is retried after ' +
+      "the workflow task timeout, one sent to the killed worker's sticky queue after the sticky " +
+      'schedule-to-start timeout, and the new worker replays each workflow it takes over (not broken down here).'
+    );
+  }
+  const backoff =
+    impl === 'worker'
+      ? "the retry policy's backoff for its attempt number (1 s doubling up to 60 s; with every poll an attempt, 60 s after a few polls)"
+      : "its retry policy's interval (the cadence, coefficient 1)";
+  const past =
+    r.pastTimeoutMs.length > 0
+      ? `Jobs resumed past the timeout: ${r.pastTimeoutMs.length}, after ${r.pastTimeoutMs.map((v) => `${(v / 1000).toFixed(0)} s`).join(', ')}.`
+      : 'No job waited past the timeout.';
+  return (
+    `A poll attempt running on the killed worker is retried by the server only after its start-to-close ` +
+    `timeout (${r.startToCloseMs / 1000} s) and then ${backoff}; an attempt waiting for its retry goes to the ` +
+    `new worker when its wait ends. ${past}`
+  );
 }
 
 function startupTable(result: BenchResult, format: Format): string {
