@@ -19,6 +19,7 @@ import {
 } from './scenarios/load.js';
 import type { StartupMode } from './scenarios/startup.js';
 import type { QuotaCostSide } from './scenarios/quota.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -72,8 +73,8 @@ export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'):
 }
 
 /** The parts of a report; a run made with `--only` has some of them. */
-type Section = 'load' | 'cost' | 'quota' | 'startup' | 'choices';
-const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'startup', 'choices'];
+type Section = 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
+const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'wake', 'startup', 'choices'];
 
 function has(result: BenchResult, section: Section): boolean {
   switch (section) {
@@ -85,6 +86,8 @@ function has(result: BenchResult, section: Section): boolean {
       return result.cost.length > 0;
     case 'quota':
       return (result.quota?.length ?? 0) > 0;
+    case 'wake':
+      return (result.wake?.length ?? 0) > 0;
     case 'startup':
       return result.startup.length > 0;
     case 'choices':
@@ -152,6 +155,7 @@ function renderNewest(runs: BenchResult[]): string | null {
     cost: pick('cost')?.cost ?? [],
     startup: pick('startup')?.startup ?? [],
     quota: pick('quota')?.quota ?? [],
+    wake: pick('wake')?.wake ?? [],
   };
   const out = [
     '### Aims, judged on the runs below\n',
@@ -209,6 +213,10 @@ export function render(
   if (sections.has('quota') && has(result, 'quota')) {
     out.push(h('What the project quota adds per job'));
     out.push(quotaTable(result, format));
+  }
+  if (sections.has('wake') && has(result, 'wake')) {
+    out.push(h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'));
+    out.push(wakeTable(result, format));
   }
   if (sections.has('startup') && has(result, 'startup')) {
     out.push(h('Start-up'));
@@ -447,6 +455,80 @@ function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): string {
     `job's history: ${num(ownActions)} actions (takes and the chain's share) and ${num(ownEvents)} events, ` +
     `${met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - quota.updates} actions besides the takes ` +
     `(its start, its timers, its patch marker) are shared by every job of the chain, ${on.jobs} here. `
+  );
+}
+
+function wakeTable(result: BenchResult, format: Format): string {
+  const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  for (const w of result.wake ?? []) {
+    const point = `${label(w.impl ?? 'worker')}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
+    if (w.broke !== null) {
+      rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
+      continue;
+    }
+    const got = (d: NonNullable<typeof w.pollNow>) => `${d.sent - d.missing} of ${d.sent}`;
+    const wakeRow = (what: string, d: typeof w.pollNow) => {
+      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got(d)]);
+    };
+    wakeRow('pollNow signal → its GET', w.pollNow);
+    wakeRow('sendMessage update → its POST', w.followUp);
+    if (w.restart) {
+      const r = w.restart;
+      rows.push([
+        point,
+        "worker SIGKILLed → each job's next GET",
+        ms(r.resumed.p50),
+        ms(r.resumed.p99),
+        ms(r.resumed.max),
+        `${got(r.resumed)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+          `${r.late} of them more than a cadence after it`,
+      ]);
+      notes.push(
+        `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
+          restartNote(w.impl ?? 'worker', r),
+      );
+    }
+    if (w.pollCounts) {
+      const c = w.pollCounts;
+      notes.push(
+        `${point}: ${c.sampled} jobs woken by pollNow, run to their end: the simulator received ${c.simulatorGets} GETs, ` +
+          `their histories show ${c.historyAttempts} poll attempts. A poll activity cancelled while it waits between ` +
+          `attempts leaves no ActivityTaskStarted event, so the attempts it made (each a GET and a billable action) ` +
+          `appear in no history: polls are counted at the simulator.`,
+      );
+    }
+  }
+  notes.push(
+    `1.0 itself (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure ` +
+      `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
+      `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
+  );
+  return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
+}
+
+/** How each implementation's polls come back after a SIGKILL, and the jobs that waited past a timeout. */
+function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): string {
+  if (impl === 'floor') {
+    return (
+      'Each poll is a local activity inside a workflow task: a task the killed worker held is retried after ' +
+      "the workflow task timeout, one sent to the killed worker's sticky queue after the sticky " +
+      'schedule-to-start timeout, and the new worker replays each workflow it takes over (not broken down here).'
+    );
+  }
+  const backoff =
+    impl === 'worker'
+      ? "the retry policy's backoff for its attempt number (1 s doubling up to 60 s; with every poll an attempt, 60 s after a few polls)"
+      : "its retry policy's interval (the cadence, coefficient 1)";
+  const past =
+    r.pastTimeoutMs.length > 0
+      ? `Jobs resumed past the timeout: ${r.pastTimeoutMs.length}, after ${r.pastTimeoutMs.map((v) => `${(v / 1000).toFixed(0)} s`).join(', ')}.`
+      : 'No job waited past the timeout.';
+  return (
+    `A poll attempt running on the killed worker is retried by the server only after its start-to-close ` +
+    `timeout (${r.startToCloseMs / 1000} s) and then ${backoff}; an attempt waiting for its retry goes to the ` +
+    `new worker when its wait ends. ${past}`
   );
 }
 
@@ -816,10 +898,22 @@ every run, on its own task queue and simulator project.
 - **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
   workflow started (by the client or by continue-as-new), timer started, activity started or
   retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
-  activity leaves one started event), local activities (one per workflow task that records any
+  activity leaves one started event; a poll activity cancelled while it waits between attempts, as
+  pollNow and a follow-up cancel it, leaves no started event at all, so polls are counted as the
+  GETs the simulator received, and the attempts a history misses are added to its actions), local activities (one per workflow task that records any
   local-activity marker), search-attribute upsert (one per command; those set at start are free),
   signal, accepted update, child workflow (two). Other markers are not on the list; they would count
   one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
+- **Wake-ups** (the wake scenario) hold N jobs active at a fixed 10 s cadence, as the load runs do,
+  and, once every job waits in its poll activity, send a pollNow signal to a random sample and a
+  \`sendMessage\` update to another, spread evenly over 30 s (15 s in quick mode). Each figure runs
+  from the moment the client sends to the arrival of that job's GET (or the message's POST) at the
+  simulator, read from \`stats().jobs[].requests\` on the same clock; a natural poll landing between
+  the two would be taken for the woken one, which at a 10 s cadence is rare and only shortens the
+  figure. Then the worker is SIGKILLed, a new one spawned at once, and each job's first GET after
+  the kill is timed; full mode waits past a lost attempt's start-to-close timeout and backoff, quick
+  mode 20 s (jobs not polled by then are shown as not arrived), and full mode does the same for
+  (c) and (b).
 - **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
   then spawns the worker: the time from the spawn to the simulator's answer to that first poll.
 - **Dev server limits** (\`--dynamic-config-value\`; key names and defaults from the server's

@@ -22,6 +22,7 @@ import {
 } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
+import { runWake, type WakeRun } from './scenarios/wake.js';
 import {
   AIM_JOBS,
   type BenchResult,
@@ -47,7 +48,10 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
                        longer ones from them; each poll takes a second or more
   --scale K            cost runs go K times faster than real time (default 240, at most 500: the
                        workflow's shortest interval is 10 ms)
-  --only LIST          run only some of: startup, load, cost, quota, choices
+  --wake-jobs N        jobs the wake scenario holds (quick 100, full 1000): pollNow → GET and
+                       follow-up → POST latency, and a worker SIGKILLed and replaced (quick
+                       mode waits 20 s for polling to resume, full mode past the 75 s timeout)
+  --only LIST          run only some of: startup, load, cost, quota, wake, choices
   --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v1.30.1 on
                        PostgreSQL, set up by the compose files as \`npm run test:cluster\` does
   --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
@@ -60,7 +64,7 @@ The ladder of N: ${describePoints(LADDER)}.
 Figures are taken on this machine; a busy machine gives noisy figures, so each load figure is the
 median over the repeats, shown with its min–max.`;
 
-const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'choices'] as const;
+const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'wake', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** Everything a run will do, decided from the flags before anything starts. */
@@ -77,6 +81,7 @@ interface Plan {
   costSamples: number;
   costMaxPolls: number;
   choices: DesignChoice[];
+  wakeJobs: number;
   only: Set<Scenario>;
   write: boolean;
   server: BenchServer;
@@ -97,6 +102,7 @@ function plan(argv: string[]): Plan | 'report-only' | null {
       'cost-lengths': { type: 'string' },
       'choice-point': { type: 'string' },
       'cost-max-polls': { type: 'string' },
+      'wake-jobs': { type: 'string' },
       only: { type: 'string' },
       server: { type: 'string', default: 'dev' },
       'no-write': { type: 'boolean', default: false },
@@ -151,6 +157,8 @@ function plan(argv: string[]): Plan | 'report-only' | null {
       '--cost-max-polls',
     ),
     choices: mode === 'full' ? designChoices(choicePoint) : [],
+    // Quick mode holds fewer jobs: the ramp of 1,000 workflows alone takes a minute or more here.
+    wakeJobs: positiveInt(values['wake-jobs'] ?? (mode === 'quick' ? '100' : '1000'), '--wake-jobs'),
     only: mode === 'quick' ? new Set([...only].filter((s) => s !== 'choices')) : only,
     write: !values['no-write'],
     server,
@@ -352,6 +360,41 @@ async function runCostScenario(env: BenchEnvironment, p: Plan): Promise<CostRow[
   return rows;
 }
 
+/**
+ * This worker's wake-ups and restart, then, in full mode, the restart of (c) (1.0's shape: a timer
+ * and a local activity per poll) and of (b), beside it.
+ */
+async function runWakeScenario(env: BenchEnvironment, p: Plan): Promise<WakeRun[]> {
+  const impls = p.mode === 'full' ? (['worker', 'floor', 'poll-by-retry'] as const) : (['worker'] as const);
+  const runs: WakeRun[] = [];
+  for (const impl of impls) {
+    say(`wake-ups and a worker SIGKILLed: ${impl} N=${p.wakeJobs} at 10 s`);
+    const started = Date.now();
+    const run = await runWake(env, {
+      impl,
+      jobs: p.wakeJobs,
+      cadenceMs: 10_000,
+      pollNowSamples: Math.min(200, Math.floor(p.wakeJobs / 3)),
+      followUpSamples: Math.min(100, Math.floor(p.wakeJobs / 6)),
+      spreadMs: p.mode === 'quick' ? 15_000 : 30_000,
+      // Quick mode does not wait out the 75 s timeout of an attempt lost with the killed worker:
+      // jobs not polled within the window are reported as such.
+      restartWaitMs: p.mode === 'quick' ? 20_000 : null,
+      phaseTimeoutMs: phaseTimeoutMs({ jobs: p.wakeJobs, cadenceMs: 10_000 }),
+      log: say,
+    });
+    runs.push(run);
+    const ms = (v: number | null | undefined) =>
+      v === null || v === undefined ? '?' : `${Math.round(v)} ms`;
+    say(
+      `  ${Math.round((Date.now() - started) / 1000)} s: pollNow p99 ${ms(run.pollNow?.p99)}, ` +
+        `follow-up p99 ${ms(run.followUp?.p99)}, restart p50 ${ms(run.restart?.resumed.p50)} ` +
+        `p99 ${ms(run.restart?.resumed.p99)}${run.broke ? `, broke: ${run.broke}` : ''}`,
+    );
+  }
+  return runs;
+}
+
 async function main(): Promise<number> {
   let p: Plan | 'report-only' | null;
   try {
@@ -422,6 +465,7 @@ async function main(): Promise<number> {
         say('project quota on and off');
         result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
       }
+      if (p.only.has('wake')) result.wake = await runWakeScenario(env, p);
       if (p.only.has('load')) await runLoads(env, p, result);
       if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
     } catch (err) {

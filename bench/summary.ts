@@ -10,12 +10,14 @@ import {
   BASELINES,
   IMPLEMENTATIONS,
   label,
+  mark,
   type Baseline,
   type Implementation,
   type LoadRun,
 } from './scenarios/load.js';
 import type { QuotaCostSide } from './scenarios/quota.js';
 import type { StartupRun } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { ratio, spread, type Spread } from './stats.js';
 
 /** quick or full. */
@@ -89,6 +91,8 @@ export interface BenchResult {
   cost: CostRow[];
   /** What the project quota adds per job, on and off; absent in runs from before it was measured. */
   quota?: QuotaCostSide[];
+  /** pollNow and follow-up wake-ups and a worker restart; absent in runs from before they were measured. */
+  wake?: WakeRun[];
   /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
   error?: string;
 }
@@ -243,27 +247,54 @@ export interface AimResult {
   limits: string;
 }
 
-/** Evaluates the issue's three aims against this run. */
+/** Evaluates the aims of issues 29 and before against this run. */
 export function evaluateAims(result: BenchResult, loads: LoadSummary[]): AimResult[] {
-  return [inFlightAim(result, loads), costAim(result), quotaAim(result), startupAim(result)];
+  return [
+    inFlightAim(result, loads),
+    ...cpuAims(loads),
+    wakeAim(result),
+    costAim(result),
+    quotaAim(result),
+    startupAim(result),
+  ];
 }
 
 /** Jobs of the in-flight aim; full mode's ladder always climbs at least this far. */
 export const AIM_JOBS = 2_000;
 const AIM_CADENCE_MS = 10_000;
-const AIM_SLACK_MS = 2_000;
+/** Issue 29: the steady poll rate at the aim's point, as a share of the rate the cadence asks for. */
+const AIM_RATE_SHARE = 0.95;
+/** Issue 29: this worker's p99 detection latency at most this many times (b)'s, at the same point. */
+const AIM_P99_VS_RETRY = 1.1;
+/** Issue 29: this worker's CPU per 1,000 polls at most this many times (b)'s, at each N of {@link CPU_AIM_JOBS}. */
+const AIM_CPU_VS_RETRY = 1.15;
+const CPU_AIM_JOBS = [1_000, 2_000] as const;
+/** Issue 29: pollNow to its GET, and a follow-up to its POST, p99 at most this, at N ≥ {@link WAKE_AIM_JOBS}. */
+const AIM_WAKE_P99_MS = 1_000;
+const WAKE_AIM_JOBS = 1_000;
+
+/** A load point's summary, default variant, at the 10 s cadence. */
+function at10(loads: LoadSummary[], impl: Implementation, jobs?: number): LoadSummary[] {
+  return loads
+    .filter(
+      (s) =>
+        s.impl === impl &&
+        s.variant === '' &&
+        s.cadenceMs === AIM_CADENCE_MS &&
+        (jobs === undefined || s.jobs === jobs),
+    )
+    .sort((x, y) => x.jobs - y.jobs);
+}
 
 function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
-  const aim = `at least ${AIM_JOBS.toLocaleString('en-US')} jobs in flight at a 10 s cadence, p99 detection latency within cadence + 2 s`;
-  const at10 = (impl: Implementation) =>
-    loads
-      .filter((s) => s.impl === impl && s.variant === '' && s.cadenceMs === AIM_CADENCE_MS)
-      .sort((x, y) => x.jobs - y.jobs);
+  const aim =
+    `${AIM_JOBS.toLocaleString('en-US')} jobs in flight at a 10 s cadence: steady poll rate at least ` +
+    `${AIM_RATE_SHARE * 100}% of asked, p99 detection latency at most ${AIM_P99_VS_RETRY}× ${label('poll-by-retry')}'s (issue 29)`;
   // Judged, and its capacity estimated, at the aim's N and not past it: past it the worker's cache
   // (2,000 by default) evicts, and the replays that follow make every poll dearer than the aim's
   // own point shows. When no run reached the aim's N, the largest N that ran is shown.
-  const judged = at10('worker').find((s) => s.jobs >= AIM_JOBS);
-  const shown = judged ?? at10('worker').at(-1);
+  const judged = at10(loads, 'worker').find((s) => s.jobs === AIM_JOBS);
+  const shown = judged ?? at10(loads, 'worker').at(-1);
   if (!shown) {
     return {
       aim,
@@ -272,16 +303,22 @@ function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
       limits: 'no run at a 10 s cadence to estimate from',
     };
   }
+  const retry = at10(loads, 'poll-by-retry', shown.jobs)[0];
   // The floor of this design at the same point: what this machine holds with nothing but the polls.
-  const floor = at10('floor').find((s) => s.jobs === shown.jobs);
+  const floor = at10(loads, 'floor', shown.jobs)[0];
   const describe = (s: LoadSummary) =>
     `N=${s.jobs}: p99 ${fmtS(s.p99?.median)}, steady poll rate ${fmt1(s.steadyPollsPerSecond?.median)}/s of ` +
     `${fmt1(s.targetPollsPerSecond)}/s asked${s.broke.length > 0 ? `; broke: ${s.broke[0]}` : ''}`;
-  const besideFloor = floor ? `; ${label('floor')} at the same point: ${describe(floor)}` : '';
+  const beside = [retry, floor]
+    .filter((s): s is LoadSummary => s !== undefined)
+    .map((s) => `; ${label(s.impl)}: ${describe(s)}`)
+    .join('');
+  const p99Ratio = retry ? ratio(shown.p99?.median, retry.p99?.median) : null;
+  const ratioText = p99Ratio === null ? '' : `; p99 ${p99Ratio.toFixed(2)}× ${mark('poll-by-retry')}'s`;
   const limits = [
     capacityEstimate(result, shown),
     floor ? floorEstimate(result, floor) : null,
-    judged && floor ? floorVerdict(meetsAim(judged), meetsAim(floor)) : null,
+    judged && floor ? floorVerdict(meetsRate(judged), meetsRate(floor)) : null,
   ]
     .filter((part) => part !== null)
     .join(' ');
@@ -289,26 +326,95 @@ function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
     return {
       aim,
       status: 'not measured',
-      landed: `not run at N ≥ ${AIM_JOBS} in this mode; largest: ${describe(shown)}${besideFloor}`,
+      landed: `not run at N = ${AIM_JOBS} in this mode; largest: ${describe(shown)}${ratioText}${beside}`,
       limits,
     };
   }
-  return {
-    aim,
-    status: meetsAim(judged) ? 'met' : 'MISSED',
-    landed: `${describe(judged)}${besideFloor}`,
-    limits,
-  };
+  if (!retry) {
+    return {
+      aim,
+      status: 'not measured',
+      landed: `${describe(judged)}${beside}; ${label('poll-by-retry')} did not run at this point`,
+      limits,
+    };
+  }
+  const met = meetsRate(judged) && p99Ratio !== null && p99Ratio <= AIM_P99_VS_RETRY;
+  return { aim, status: met ? 'met' : 'MISSED', landed: `${describe(judged)}${ratioText}${beside}`, limits };
 }
 
-/** Whether a run at the aim's point met it: p99 within cadence + slack, and the cadence held. */
-function meetsAim(s: LoadSummary): boolean {
+/** Whether a run kept the poll rate the aim asks for, and did not break. */
+function meetsRate(s: LoadSummary): boolean {
   return (
     s.broke.length === 0 &&
     s.p99 !== null &&
-    s.p99.median <= AIM_CADENCE_MS + AIM_SLACK_MS &&
-    (s.steadyPollsPerSecond?.median ?? 0) >= 0.9 * s.targetPollsPerSecond
+    (s.steadyPollsPerSecond?.median ?? 0) >= AIM_RATE_SHARE * s.targetPollsPerSecond
   );
+}
+
+/** Issue 29: this worker's CPU per 1,000 polls against (b)'s, at each N, medians of the same run. */
+function cpuAims(loads: LoadSummary[]): AimResult[] {
+  return CPU_AIM_JOBS.map((jobs) => {
+    const aim =
+      `worker CPU per 1,000 polls at most ${AIM_CPU_VS_RETRY}× ${label('poll-by-retry')}'s at N = ` +
+      `${jobs.toLocaleString('en-US')}, 10 s cadence (issue 29)`;
+    const worker = at10(loads, 'worker', jobs)[0];
+    const retry = at10(loads, 'poll-by-retry', jobs)[0];
+    const floor = at10(loads, 'floor', jobs)[0];
+    const limits =
+      'CPU of the measured process over the steady window ÷ the GETs the simulator answered in it ' +
+      '(both sides poll by server-side retry: the worker runs one attempt per poll).';
+    if (!worker?.cpuMeasured || !retry?.cpuMeasured) {
+      return {
+        aim,
+        status: 'not measured' as const,
+        landed: `${worker ? '' : 'this worker'}${!worker && !retry ? ' and ' : ''}${retry ? '' : label('poll-by-retry')} not run at this point in this mode`,
+        limits,
+      };
+    }
+    const r = worker.cpuMeasured.median / retry.cpuMeasured.median;
+    const floorText = floor?.cpuMeasured
+      ? `, ${label('floor')} ${floor.cpuMeasured.median.toFixed(2)} s (${(worker.cpuMeasured.median / floor.cpuMeasured.median).toFixed(2)}×)`
+      : '';
+    return {
+      aim,
+      status: r <= AIM_CPU_VS_RETRY && worker.broke.length === 0 ? ('met' as const) : ('MISSED' as const),
+      landed:
+        `this worker ${worker.cpuMeasured.median.toFixed(2)} s, ${label('poll-by-retry')} ` +
+        `${retry.cpuMeasured.median.toFixed(2)} s: ${r.toFixed(2)}×${floorText}`,
+      limits,
+    };
+  });
+}
+
+/** Issue 29: pollNow → GET and follow-up → POST, p99 within a second at N = 1,000. */
+function wakeAim(result: BenchResult): AimResult {
+  const aim =
+    `pollNow to its GET, and a follow-up to its POST: p99 at most ${AIM_WAKE_P99_MS / 1000} s ` +
+    `at N = ${WAKE_AIM_JOBS.toLocaleString('en-US')} (issue 29)`;
+  const runs = (result.wake ?? []).filter((w) => w.broke === null && (w.impl ?? 'worker') === 'worker');
+  const judged = runs.find((w) => w.jobs >= WAKE_AIM_JOBS);
+  const shown = judged ?? runs.at(-1);
+  const limits =
+    "From the moment the client sends the signal or update to the arrival of that job's request at " +
+    'the simulator, in the benchmark process on one clock. The workflow cancels its waiting poll ' +
+    'activity (TRY_CANCEL) and schedules the next call in the same workflow task.';
+  if (!shown) return { aim, status: 'not measured', landed: 'no wake run', limits };
+  const of = (d: WakeRun['pollNow']) =>
+    d === null
+      ? 'not measured'
+      : `p50 ${fmtMsOf(d.p50)}, p99 ${fmtMsOf(d.p99)} (${d.sent - d.missing} of ${d.sent})`;
+  const describe = (w: WakeRun) => `N=${w.jobs}: pollNow ${of(w.pollNow)}; follow-up ${of(w.followUp)}`;
+  if (!judged) {
+    return { aim, status: 'not measured', landed: `not run at the aim's N; ${describe(shown)}`, limits };
+  }
+  const within = (d: WakeRun['pollNow']) =>
+    d !== null && d.missing === 0 && d.p99 !== null && d.p99 <= AIM_WAKE_P99_MS;
+  return {
+    aim,
+    status: within(judged.pollNow) && within(judged.followUp) ? 'met' : 'MISSED',
+    landed: describe(judged),
+    limits,
+  };
 }
 
 /** What this worker missing or meeting the aim says, next to the floor of its design at the same point. */
@@ -472,6 +578,10 @@ function fmt0(value: number | null | undefined): string {
 
 function fmtS(value: number | null | undefined): string {
   return value === null || value === undefined ? '?' : `${(value / 1000).toFixed(1)} s`;
+}
+
+function fmtMsOf(value: number | null): string {
+  return value === null ? '?' : `${Math.round(value)} ms`;
 }
 
 function fmtMs(s: Spread | null): string {

@@ -111,7 +111,7 @@ export interface CostRow {
   measured: boolean;
   /** Polls the schedule makes at real time over the jitter (replayed); the runs make the median. */
   realTimePolls: Spread;
-  /** Polls the runs made (from their histories, or the loop's count). */
+  /** Polls the runs made: the GETs the simulator received (or the loop's count). */
   polls: Spread | null;
   events: Spread | null;
   /** Events of the longest single run over every sample. */
@@ -370,10 +370,20 @@ function measuredRows(
       const s = samples.get(c);
       return s && 'actions' in s ? [s] : [];
     });
+    // Polls are the GETs the simulator received: a poll activity cancelled while it waits between
+    // attempts leaves no started event, so its attempts are in no history. Those the history misses
+    // are billable attempts all the same, and are added to the actions.
+    const getsOf = (c: Cell) => requests[c.project]?.get ?? 0;
+    const unseen = (c: Cell, cost: WorkflowCost) =>
+      Math.max(0, getsOf(c) - (cost.attemptsByActivity[pollActivity] ?? 0));
     const polls = group.map((c) => {
       const s = samples.get(c);
       if (!s) return null;
-      return 'actions' in s ? (s.attemptsByActivity[pollActivity] ?? 0) : s.polls;
+      return 'actions' in s ? getsOf(c) : s.polls;
+    });
+    const actions = group.flatMap((c) => {
+      const s = samples.get(c);
+      return s && 'actions' in s ? [s.actions.total + unseen(c, s)] : [];
     });
     const replayed = realTime(first.variant, first.jobLengthMs);
     return {
@@ -388,7 +398,7 @@ function measuredRows(
       events: spread(costs.map((c) => c.events)),
       maxRunEvents: costs.length > 0 ? Math.max(...costs.map((c) => c.maxRunEvents)) : null,
       runs: spread(costs.map((c) => c.runs)),
-      actions: spread(costs.map((c) => c.actions.total)),
+      actions: spread(actions),
       actionBreakdown: costs[0]?.actions ?? null,
       apiRequestsPerJob: spread(
         group.map((c) => {

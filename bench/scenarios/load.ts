@@ -477,7 +477,7 @@ async function waitForClose(
 }
 
 /** Terminates what a broken run left open, so later scenarios get the server to themselves. */
-async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
+export async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
   await env.client.workflowService.startBatchOperation({
     namespace: env.namespace,
     jobId: randomUUID(),

@@ -20,4 +20,4 @@ export {
   type RetryAfterSpec,
   type Scenario,
 } from './scenario.js';
-export type { JobStats, SimulatedRecord } from './jobs.js';
+export type { JobRequests, JobStats, SimulatedRecord } from './jobs.js';

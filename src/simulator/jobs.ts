@@ -41,6 +41,15 @@ export interface Job {
   stale: { record: SimulatedRecord; reads: number } | null;
   /** Follow-up message idempotency keys already applied; stays empty while keys are ignored. */
   messageKeys: Set<string>;
+  /** Requests that reached this job, by endpoint: see {@link JobStats.requests}. */
+  requests: { get: JobRequests; message: JobRequests };
+}
+
+/** Requests of one endpoint that reached a job: how many, and when the last one arrived. */
+export interface JobRequests {
+  count: number;
+  /** Epoch ms of the last one; null before the first. */
+  lastAt: number | null;
 }
 
 /** A job's line in the stats. */
@@ -53,6 +62,14 @@ export interface JobStats {
   terminalAt: number | null;
   status: AgentJobStatus;
   turns: number;
+  /**
+   * Get-job and follow-up message requests the simulator handled for this job, each with the
+   * arrival of the last one. They count polls per job whatever the client's history shows (a poll
+   * activity cancelled between attempts leaves no started event), and time what a request waits
+   * on: a benchmark notes the moment it asks and reads the first arrival after it. Requests that a
+   * fault or a refused key answered before handling are not counted.
+   */
+  requests: { get: JobRequests; message: JobRequests };
 }
 
 /** The outcome of a create. */
@@ -124,6 +141,7 @@ export class JobStore {
       notFoundReads: scenario.faults.notFoundReadsAfterCreate ?? 0,
       stale: null,
       messageKeys: new Set(),
+      requests: { get: { count: 0, lastAt: null }, message: { count: 0, lastAt: null } },
     };
     this.#jobs.set(job.id, job);
     this.#jobsPerProject.set(projectId, (this.#jobsPerProject.get(projectId) ?? 0) + 1);
@@ -138,6 +156,13 @@ export class JobStore {
   find(projectId: string, jobId: string): Job | undefined {
     const job = this.#jobs.get(jobId);
     return job?.projectId === projectId ? job : undefined;
+  }
+
+  /** Counts a get-job or message request that reached `job` at `now`. */
+  noteRequest(job: Job, endpoint: 'get' | 'message', now: number): void {
+    const seen = job.requests[endpoint];
+    seen.count += 1;
+    seen.lastAt = now;
   }
 
   /** A read as get-job answers it: null while the job must still look missing. Consumes fault reads. */
@@ -248,6 +273,7 @@ export class JobStore {
         terminalAt: ends.length > 0 ? Math.min(...ends) : null,
         status: this.record(job, now).status,
         turns: job.turns,
+        requests: { get: { ...job.requests.get }, message: { ...job.requests.message } },
       };
     });
   }

@@ -429,6 +429,7 @@ class Simulator {
     const now = Date.now();
     if (route.endpoint === 'get') {
       const job = this.#store.find(route.projectId, route.jobId);
+      if (job !== undefined) this.#store.noteRequest(job, 'get', now);
       const record = job === undefined ? null : this.#store.read(job, now);
       return record === null ? errorReply(404, 'agent job not found') : jsonReply(200, record);
     }
@@ -438,6 +439,7 @@ class Simulator {
     if (route.endpoint === 'message') {
       const job = this.#store.find(route.projectId, route.jobId);
       if (job === undefined) return errorReply(404, 'agent job not found');
+      this.#store.noteRequest(job, 'message', now);
       const limited = this.#store.admitMessage(job, key, now);
       if (limited?.kind === 'rate-limited') return this.#rateLimited(limited);
       return jsonReply(200, this.#store.message(job, key, scenario, now));

@@ -449,6 +449,32 @@ describe('stats, admin and log', () => {
     });
   });
 
+  test('stats count the gets and messages each job received, with the arrival of the last', async () => {
+    await withSimulator({ defaultScenario: { durationMs: 60_000 } }, async (sim) => {
+      const projectId = uniqueId('proj');
+      const jobId = await createId(sim, projectId);
+      const requestsOf = () => sim.stats().jobs.find((j) => j.id === jobId)?.requests;
+      assert.deepEqual(requestsOf(), {
+        get: { count: 0, lastAt: null },
+        message: { count: 0, lastAt: null },
+      });
+      await get(sim, projectId, jobId);
+      const beforeSecondGet = Date.now();
+      await get(sim, projectId, jobId);
+      const afterSecondGet = Date.now();
+      // Refused before handling: not a request the job received.
+      await call(sim, 'GET', jobPath(projectId, jobId), { key: 'wrong' });
+      const beforeMessage = Date.now();
+      await message(sim, projectId, jobId);
+      const requests = requestsOf();
+      assert.equal(requests?.get.count, 2);
+      const lastGet = requests?.get.lastAt ?? 0;
+      assert.ok(lastGet >= beforeSecondGet && lastGet <= afterSecondGet, `last get at ${lastGet}`);
+      assert.equal(requests?.message.count, 1);
+      assert.ok((requests?.message.lastAt ?? 0) >= beforeMessage);
+    });
+  });
+
   test('PUT /_sim/scenarios sets a scenario; a bad one is 400', async () => {
     await withSimulator({}, async (sim) => {
       const projectId = uniqueId('proj');

@@ -1,0 +1,89 @@
+/**
+ * The benchmark's judgement of issue 29's aims (bench/summary.ts) on made-up figures: the
+ * thresholds are the issue's, and a figure just past one is MISSED.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { LoadSummary, BenchResult } from '../../bench/summary.js';
+import { evaluateAims } from '../../bench/summary.js';
+import type { Implementation } from '../../bench/scenarios/load.js';
+import type { WakeRun } from '../../bench/scenarios/wake.js';
+
+const one = (median: number) => ({ median, min: median, max: median, n: 1 });
+
+function load(impl: Implementation, jobs: number, figures: { cpu: number; p99Ms: number; rate: number }) {
+  return {
+    impl,
+    variant: '',
+    jobs,
+    cadenceMs: 10_000,
+    repeats: 1,
+    p99: one(figures.p99Ms),
+    steadyPollsPerSecond: one(figures.rate),
+    targetPollsPerSecond: jobs / 10,
+    cpuMeasured: one(figures.cpu),
+    cpuServer: one(5),
+    cpuBench: one(0.2),
+    broke: [],
+  } as unknown as LoadSummary;
+}
+
+function wake(p99Ms: number): WakeRun {
+  const delays = { sent: 100, missing: 0, p50: 50, p99: p99Ms, max: p99Ms };
+  return {
+    impl: 'worker',
+    jobs: 1_000,
+    cadenceMs: 10_000,
+    rampSeconds: 60,
+    pollNow: delays,
+    followUp: { ...delays, p99: 100 },
+    restart: null,
+    pollCounts: null,
+    broke: null,
+  };
+}
+
+function result(wakeRuns: WakeRun[] = []): BenchResult {
+  return { machine: { cpuCount: 2 }, cost: [], startup: [], wake: wakeRuns } as unknown as BenchResult;
+}
+
+function status(aims: ReturnType<typeof evaluateAims>, starts: string): string | undefined {
+  return aims.find((a) => a.aim.startsWith(starts))?.status;
+}
+
+test('CPU per 1,000 polls: met at 1.15× (b) and missed just past it, at each N', () => {
+  const loads = [
+    load('worker', 1_000, { cpu: 2.3, p99Ms: 10_000, rate: 100 }),
+    load('poll-by-retry', 1_000, { cpu: 2, p99Ms: 10_000, rate: 100 }),
+    load('worker', 2_000, { cpu: 2.31, p99Ms: 10_000, rate: 200 }),
+    load('poll-by-retry', 2_000, { cpu: 2, p99Ms: 10_000, rate: 200 }),
+  ];
+  const aims = evaluateAims(result(), loads);
+  const cpu = aims.filter((a) => a.aim.startsWith('worker CPU per 1,000 polls'));
+  assert.deepEqual(
+    cpu.map((a) => a.status),
+    ['met', 'MISSED'],
+  );
+});
+
+test('N = 2,000: the poll rate must reach 95% of asked and p99 at most 1.1× (b)', () => {
+  const aim = '2,000 jobs in flight';
+  const retry = load('poll-by-retry', 2_000, { cpu: 2, p99Ms: 15_000, rate: 200 });
+  const judge = (rate: number, p99Ms: number) =>
+    status(evaluateAims(result(), [load('worker', 2_000, { cpu: 2, p99Ms, rate }), retry]), aim);
+  assert.equal(judge(190, 16_500), 'met');
+  assert.equal(judge(189, 16_500), 'MISSED', 'below 95% of the 200 polls/s asked');
+  assert.equal(judge(200, 16_600), 'MISSED', 'past 1.1× (b)');
+  assert.equal(
+    status(evaluateAims(result(), [load('worker', 2_000, { cpu: 2, p99Ms: 10_000, rate: 200 })]), aim),
+    'not measured',
+    'without (b) at the same point there is nothing to compare with',
+  );
+});
+
+test('wake-ups: p99 at most 1 s at N = 1,000', () => {
+  const aim = 'pollNow to its GET';
+  assert.equal(status(evaluateAims(result([wake(1_000)]), []), aim), 'met');
+  assert.equal(status(evaluateAims(result([wake(1_001)]), []), aim), 'MISSED');
+  assert.equal(status(evaluateAims(result([{ ...wake(500), jobs: 100 }]), []), aim), 'not measured');
+});
