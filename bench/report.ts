@@ -519,7 +519,7 @@ function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): 
   }
   const backoff =
     impl === 'worker'
-      ? "the retry policy's backoff for its attempt number (1 s doubling up to 60 s; with every poll an attempt, 60 s after a few polls)"
+      ? "the retry policy's interval for a timeout (1 s, coefficient 1)"
       : "its retry policy's interval (the cadence, coefficient 1)";
   const past =
     r.pastTimeoutMs.length > 0

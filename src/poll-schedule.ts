@@ -15,8 +15,8 @@
  * Pure: callers pass the time, the attempt and the random source (the workflow's seeded
  * `Math.random`, or the activity's).
  */
-import { pollJitterFactor, type ResolvedPollSettings } from './contract.js';
-import { retryDelayMs, type Backoff } from './retries.js';
+import { POLL_JITTER, pollJitterFactor, type ResolvedPollSettings } from './contract.js';
+import { retryDelayMs, RETRY_JITTER, type Backoff } from './retries.js';
 
 /** The schedule of one workflow; `intervalMs` is carried across continue-as-new. */
 export class PollSchedule {
@@ -50,6 +50,21 @@ export class PollSchedule {
   restart(): void {
     this.intervalMs = this.settings.initialIntervalMs;
   }
+}
+
+/**
+ * Start-to-close timeout of one poll attempt: its GET is bounded at 20 s in the activity, and an
+ * attempt lost with its worker is retried this long after it started (then after 1 s).
+ */
+export const POLL_ATTEMPT_TIMEOUT_MS = 30_000;
+
+/**
+ * The poll activity's longest retry delay. The server caps every retry delay, `nextRetryDelay`
+ * included, at the retry policy's maximum interval: this is the schedule's longest wait with room
+ * for the larger of its two jitters (a poll's, a failure's).
+ */
+export function pollRetryCapMs(maxIntervalMs: number): number {
+  return Math.ceil(maxIntervalMs * (1 + Math.max(POLL_JITTER, RETRY_JITTER)));
 }
 
 /** Failure type of an attempt that found the agent job still active: the server polls again. */

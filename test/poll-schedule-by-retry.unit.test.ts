@@ -4,6 +4,7 @@ import {
   afterRecord,
   afterTransientError,
   intervalAfterAttempt,
+  pollRetryCapMs,
   scheduleAfter,
 } from '../src/poll-schedule.js';
 
@@ -74,4 +75,11 @@ describe('polling by server-side retry', () => {
       intervalMs: 5_000,
     });
   });
+});
+
+test('the poll activity may wait its longest poll with either jitter: the server caps retries there', () => {
+  assert.equal(pollRetryCapMs(60_000), 72_000);
+  // A Retry-After at the longest wait, with its jitter, still fits.
+  const worst = afterTransientError(60_000, DEFAULT, 1, () => 0.999_999);
+  assert.ok(worst.kind === 'retry' && worst.delayMs <= pollRetryCapMs(DEFAULT.maxIntervalMs));
 });

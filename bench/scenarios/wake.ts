@@ -11,7 +11,7 @@
  *    message's POST at the simulator.
  * 3. A worker SIGKILLed with every job waiting, and a new one started: from the kill to each job's
  *    first GET after it. An attempt that was running on the dead worker is retried by the server
- *    only after its start-to-close timeout (75 s); an attempt waiting for its retry is dispatched to
+ *    only after its start-to-close timeout (30 s; the baselines' 75 s); an attempt waiting for its retry is dispatched to
  *    the new worker when its wait ends.
  *
  * Request times come from the simulator (`stats().jobs[].requests`), in this process, on the same
@@ -20,6 +20,7 @@
  * one billable action) are in no history; the scenario counts both to show the gap.
  */
 import { randomUUID } from 'node:crypto';
+import { POLL_ATTEMPT_TIMEOUT_MS } from '../../src/poll-schedule.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
@@ -108,8 +109,8 @@ export interface WakeRun {
   broke: string | null;
 }
 
-/** The poll activity's start-to-close timeout (src/workflows/agent-job/calls.ts, and the baselines'). */
-const POLL_START_TO_CLOSE_MS = 75_000;
+/** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
+const startToCloseMs = (impl: string) => (impl === 'worker' ? POLL_ATTEMPT_TIMEOUT_MS : 75_000);
 const START_CONCURRENCY = 64;
 /** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
@@ -312,7 +313,7 @@ async function killAndRestart(
     deadline:
       running.at +
       (params.restartWaitMs ??
-        POLL_START_TO_CLOSE_MS + GET_BACKOFF.maximumIntervalMs + 2 * params.cadenceMs + 30_000),
+        startToCloseMs(params.impl) + GET_BACKOFF.maximumIntervalMs + 2 * params.cadenceMs + 30_000),
     everyMs: 500,
     late: () => null,
   });
@@ -323,10 +324,10 @@ async function killAndRestart(
     late: [...resumedAt.values()].filter((at) => at > running.at + params.cadenceMs).length,
     waitedMs: Date.now() - running.at,
     pastTimeoutMs: waits
-      .filter((ms) => ms > POLL_START_TO_CLOSE_MS)
+      .filter((ms) => ms > startToCloseMs(params.impl))
       .sort((a, b) => a - b)
       .slice(0, 50),
-    startToCloseMs: POLL_START_TO_CLOSE_MS,
+    startToCloseMs: startToCloseMs(params.impl),
   };
 }
 

@@ -104,6 +104,9 @@ export interface SendAgentJobMessageInput {
  */
 export const LOCAL_RETRY_LIMIT_MS = 5_000;
 
+/** Longest GET of a poll attempt, inside the poll activity's 30 s start-to-close timeout. */
+const POLL_REQUEST_MS = 20_000;
+
 /** How often a create in flight reports to the server, so a cancellation reaches it. */
 const CREATE_HEARTBEAT_MS = 1_000;
 
@@ -402,7 +405,10 @@ export function createActivities(deps: ActivityDeps) {
       const info = activityInfo();
       let record: AgentJobRecord;
       try {
-        record = await deps.api.getJob(input.projectId, input.jobId, { signal: cancellationSignal() });
+        // Bounded well inside the poll activity's start-to-close timeout (30 s): a GET that hangs is
+        // a transient RequestTimeout, retried at the schedule's pace like any other.
+        const signal = AbortSignal.any([cancellationSignal(), AbortSignal.timeout(POLL_REQUEST_MS)]);
+        record = await deps.api.getJob(input.projectId, input.jobId, { signal });
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
         // A transient error the workflow need not see waits on the server at the schedule's pace.

@@ -23,6 +23,7 @@ import {
   type ResolvedPollSettings,
 } from '../../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
+import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ProjectQuotaRequester } from '../quota-requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-failures.js';
 import type { RunState } from './run-state.js';
@@ -49,9 +50,14 @@ const createOptions: ActivityOptions = {
 // `nextRetryDelay` (src/poll-schedule.ts). The policy's own backoff only spaces attempts
 // that timed out. TRY_CANCEL: a requested poll cancels it at once, also while the server waits
 // between attempts, and the workflow goes on without waiting for the worker.
+//
+// The server caps every retry delay, `nextRetryDelay` included, at the policy's maximum interval:
+// that is the schedule's longest wait with its jitter (set per call below). A timeout, whose delay
+// is the policy's own, retries after 1 s: an attempt lost with its worker costs its 30 s
+// start-to-close (the GET itself is bounded at 20 s in the activity), not that plus a minute.
 const pollOptions: ActivityOptions = {
-  startToCloseTimeout: '75s',
-  retry: retryPolicyOf(GET_BACKOFF),
+  startToCloseTimeout: POLL_ATTEMPT_TIMEOUT_MS,
+  retry: { initialInterval: '1s', backoffCoefficient: 1 },
   cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
@@ -147,7 +153,11 @@ export class AgentJobApi {
       GET_BACKOFF,
       (timeoutMs) =>
         pollAgentJob.executeWithOptions(
-          { summary: `poll agent job ${jobId}`, scheduleToCloseTimeout: timeoutMs },
+          {
+            summary: `poll agent job ${jobId}`,
+            scheduleToCloseTimeout: timeoutMs,
+            retry: { ...pollOptions.retry, maximumInterval: pollRetryCapMs(poll.maxIntervalMs) },
+          },
           [{ projectId, jobId, schedule }],
         ),
       // Its attempts before the one that failed were answers (active records) the workflow never saw.
