@@ -57,9 +57,15 @@ const createOptions: ActivityOptions = {
 // start-to-close (the GET itself is bounded at 20 s in the activity), not that plus a minute.
 const pollOptions: ActivityOptions = {
   startToCloseTimeout: POLL_ATTEMPT_TIMEOUT_MS,
-  retry: { initialInterval: '1s', backoffCoefficient: 1 },
   cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
+
+/** The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`. */
+function pollRetryPolicy(maxIntervalMs: number): ActivityOptions['retry'] {
+  const maximumInterval = pollRetryCapMs(maxIntervalMs);
+  // 1 s after a timeout, or less on a schedule faster than that.
+  return { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
+}
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
 const messageOptions: ActivityOptions = {
   startToCloseTimeout: '75s',
@@ -156,7 +162,7 @@ export class AgentJobApi {
           {
             summary: `poll agent job ${jobId}`,
             scheduleToCloseTimeout: timeoutMs,
-            retry: { ...pollOptions.retry, maximumInterval: pollRetryCapMs(poll.maxIntervalMs) },
+            retry: pollRetryPolicy(poll.maxIntervalMs),
           },
           [{ projectId, jobId, schedule }],
         ),
