@@ -20,9 +20,15 @@ export const RELEASES = {
 /** A directory holding the sources of `release` (removed when the test ends). */
 export function releaseSource(release: keyof typeof RELEASES): string {
   const commit = RELEASES[release];
-  try {
-    execFileSync('git', ['cat-file', '-e', `${commit}^{commit}`], { cwd: ROOT, stdio: 'ignore' });
-  } catch {
+  if (!hasCommit(commit)) {
+    // A shallow clone (CI's may be): fetch the history from where it was cloned, once.
+    try {
+      execFileSync('git', ['fetch', '--quiet', '--unshallow'], { cwd: ROOT, stdio: 'ignore' });
+    } catch {
+      // Not shallow, or no origin to fetch from: the check below says what is missing.
+    }
+  }
+  if (!hasCommit(commit)) {
     throw new Error(
       `release ${release} (commit ${commit}) is not in this clone's history: clone the repository with its history (not --depth 1) to run this test`,
     );
@@ -32,4 +38,13 @@ export function releaseSource(release: keyof typeof RELEASES): string {
   execFileSync('sh', ['-c', `git archive ${commit} | tar -x -C "${dir}"`], { cwd: ROOT });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   return dir;
+}
+
+function hasCommit(commit: string): boolean {
+  try {
+    execFileSync('git', ['cat-file', '-e', `${commit}^{commit}`], { cwd: ROOT, stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -24,8 +24,8 @@
  * workflow code becomes.
  */
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
-import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { appendFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,11 +47,12 @@ import {
 } from '../harness.js';
 import { activeJobs } from '../scale-out.js';
 import { createdJobs } from '../simulator-stats.js';
+import { releaseSource, RELEASES } from '../release-source.js';
 
 const execFileAsync = promisify(execFile);
 
 /** The 1.0.0 release: the commit "Version 1.0.0". */
-export const RELEASE_1_0 = '37c6b5a';
+export const RELEASE_1_0 = RELEASES['1.0'];
 
 /** The project quota of every worker, and the simulator's own budget: small, so it matters. */
 const QUOTA = { uses: 3, windowSeconds: 10 };
@@ -123,24 +124,9 @@ function scratchBuild(prefix: string): string {
   return dir;
 }
 
-/** The 1.0 release's sources (`git archive`): build A. Returns its worker entry. */
+/** The 1.0 release's sources (test/release-source.ts): build A. Returns its worker entry. */
 function makeRelease10(): string {
-  try {
-    execFileSync('git', ['-C', ROOT, 'cat-file', '-e', `${RELEASE_1_0}^{commit}`], { stdio: 'ignore' });
-  } catch (err) {
-    throw new Error(
-      `build A of the rollout is the 1.0 release, commit ${RELEASE_1_0} ("Version 1.0.0"), which this ` +
-        'clone does not have: run it from a clone with full history (git fetch --unshallow)',
-      { cause: err },
-    );
-  }
-  const dir = scratchBuild('agent-job-release-1.0-');
-  const archive = join(dir, 'release.tar');
-  execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', '-o', archive, RELEASE_1_0]);
-  mkdirSync(join(dir, 'tree'));
-  execFileSync('tar', ['-xf', archive, '-C', join(dir, 'tree')]);
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'tree', 'node_modules'), 'dir');
-  return join(dir, 'tree', 'src/worker.ts');
+  return join(releaseSource('1.0'), 'src/worker.ts');
 }
 
 /** A copy of this checkout with one more exported workflow: build C. Returns its worker entry. */
