@@ -307,7 +307,6 @@ async function loadRun(
     phaseTimeoutMs: phaseTimeoutMs(point),
     historySample: 20,
     workerEnv: side.workerEnv ?? {},
-    localActivity: side.localActivity,
     variant,
   });
   say(

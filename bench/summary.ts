@@ -41,8 +41,6 @@ export interface ChoiceSide {
   impl?: Implementation;
   /** Worker settings, as environment variables. */
   workerEnv?: Record<string, string>;
-  /** This worker's `poll.localActivity` input; its default when unset. */
-  localActivity?: boolean;
 }
 
 /** A design choice measured on every side at one load point. */

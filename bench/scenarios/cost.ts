@@ -61,8 +61,6 @@ export interface CostVariant {
   impl: Implementation;
   /** Real-time schedule. */
   schedule: Schedule;
-  /** This worker only: its `poll.localActivity` input; the default when unset. */
-  localActivity?: boolean;
 }
 
 /** This worker on its defaults, and both baselines. */
@@ -92,9 +90,7 @@ export const COST_VARIANTS: CostVariant[] = [
  * schedule with the default options (what the ratios and the cost aim read).
  */
 export function defaultScheduleVariant(impl: Implementation): string | undefined {
-  return COST_VARIANTS.find(
-    (v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE && v.localActivity === undefined,
-  )?.name;
+  return COST_VARIANTS.find((v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE)?.name;
 }
 
 /** Costs of one variant at one job length, over its samples. */
@@ -258,9 +254,6 @@ async function runWorkflows(
               initialInterval: schedule.initialIntervalMs,
               maxInterval: schedule.maxIntervalMs,
               backoffCoefficient: schedule.backoffCoefficient,
-              ...(cell.variant.localActivity === undefined
-                ? {}
-                : { localActivity: cell.variant.localActivity }),
             },
           },
           { taskQueue },

@@ -104,8 +104,6 @@ export interface LoadParams {
   historySample: number;
   /** Extra worker settings (cache size, concurrency), as environment variables. */
   workerEnv?: Record<string, string>;
-  /** This worker's `poll.localActivity` input; the default when unset. */
-  localActivity?: boolean;
   /** Label of a design-choice variant; empty for the defaults. */
   variant?: string;
 }
@@ -378,7 +376,7 @@ async function drive(
 /** Starts job `index` of a run of `params.impl` (a Temporal implementation) on the project's task queue. */
 export async function startLoadJob(
   client: Client,
-  params: Pick<LoadParams, 'impl' | 'cadenceMs' | 'localActivity'>,
+  params: Pick<LoadParams, 'impl' | 'cadenceMs'>,
   project: string,
   index: number,
 ): Promise<Started> {
@@ -392,7 +390,6 @@ export async function startLoadJob(
           initialInterval: params.cadenceMs,
           maxInterval: params.cadenceMs,
           backoffCoefficient: 1,
-          ...(params.localActivity === undefined ? {} : { localActivity: params.localActivity }),
         },
       },
       { key: String(index), taskQueue: project },

@@ -96,14 +96,6 @@ export interface SendAgentJobMessageInput {
   quotaRequestId?: string | null;
 }
 
-/**
- * Longest wait a local activity leaves to the SDK's own retry loop. Anything longer goes back to
- * the workflow, which waits on a timer it controls (its deadline, `pollNow`, continue-as-new) and
- * so keeps the history of a long outage bounded. Below the workflow's `localRetryThreshold`, so the
- * SDK never turns a wait into a timer of its own.
- */
-export const LOCAL_RETRY_LIMIT_MS = 5_000;
-
 /** Longest GET of a poll attempt, inside the poll activity's 30 s start-to-close timeout. */
 const POLL_REQUEST_MS = 20_000;
 
@@ -354,15 +346,14 @@ export function createActivities(deps: ActivityDeps) {
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
     // when a create or message may have been applied (only the workflow may send it again, and it
     // tells the next attempt so), when the workflow counts answers of its type in a row, when the
-    // wait would outlast the deadline, when a local activity would otherwise sleep inside the SDK, or
-    // when the API refused a use this call took from the project quota (the quota decides when).
+    // wait would outlast the deadline, or when the API refused a use this call took from the project
+    // quota (the quota decides when).
     const handBack =
       refusedTake ||
       delayMs === null ||
       (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
       CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
-      delayMs >= remainingMs(info) ||
-      (info.isLocal && delayMs > LOCAL_RETRY_LIMIT_MS);
+      delayMs >= remainingMs(info);
     return apiFailure(err, {
       type: err.type,
       message: err.message,

@@ -131,22 +131,17 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     assert.equal(createdJobs(sim, projectId), 0);
   });
 
-  for (const localActivity of [true, false]) {
-    test(`a Retry-After past the deadline while polling (${localActivity ? 'local' : 'regular'} activity): ends at the deadline`, async () => {
-      const projectId = project({
-        durationMs: 60_000,
-        faults: {
-          rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 45 } }],
-        },
-      });
-      const since = Date.now();
-      const ended = await outcome(
-        await start({ projectId, timeout: '6s', poll: { ...FAST, localActivity } }),
-        since,
-      );
-      assertTimedOutNaming(ended, { type: FailureType.ServiceUnavailable, status: 503 }, [5_500, 11_000]);
+  test('a Retry-After past the deadline while polling: ends at the deadline', async () => {
+    const projectId = project({
+      durationMs: 60_000,
+      faults: {
+        rules: [{ endpoint: 'get', kind: 'status', status: 503, retryAfter: { seconds: 45 } }],
+      },
     });
-  }
+    const since = Date.now();
+    const ended = await outcome(await start({ projectId, timeout: '6s', poll: FAST }), since);
+    assertTimedOutNaming(ended, { type: FailureType.ServiceUnavailable, status: 503 }, [5_500, 11_000]);
+  });
 
   test('an outage at the follow-up message: the update and the workflow end at the deadline', async () => {
     const projectId = project({
@@ -268,7 +263,7 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
     const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'slow', ms: 1_500 }] } });
     const handle = await start({
       projectId,
-      poll: { initialInterval: '1h', maxInterval: '1h', localActivity: false },
+      poll: { initialInterval: '1h', maxInterval: '1h' },
     });
     const jobId = await waitFor(async () => (await handle.query(statusQuery)).jobId, { what: 'the job' });
     const turnIs = (turns: number) => {
