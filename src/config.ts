@@ -7,13 +7,12 @@
  * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way.
  */
 import { readFileSync } from 'node:fs';
-import { msToNumber } from '@temporalio/common/lib/time.js';
-import type { Duration } from '@temporalio/common';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
+import { durationMs } from './duration.js';
 import {
   cgroupMemoryLimit,
   parseMemoryQuantity,
@@ -446,13 +445,8 @@ function optionalNumber(env: Env, name: string): number | undefined {
 function duration(env: Env, name: string, fallback: number): number {
   const value = text(env, name);
   if (value === undefined) return fallback;
-  let ms: number;
-  try {
-    ms = /^\d+$/.test(value) ? Number(value) : msToNumber(value as Duration);
-  } catch (err) {
-    throw new ConfigError(name, `"${value}" is not a duration such as "30s"`, { cause: err });
-  }
-  if (!Number.isFinite(ms) || ms < 0)
+  const ms = durationMs(/^\d+$/.test(value) ? Number(value) : value);
+  if (ms === undefined || ms < 0)
     throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
   return ms;
 }

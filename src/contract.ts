@@ -6,7 +6,6 @@
  * This module must stay importable from workflow code: no Node modules, no I/O, no clocks.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time.js';
 import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
 import {
   ApiFailureType,
@@ -14,6 +13,7 @@ import {
   type AgentJobRecord,
   type AgentJobStatus,
 } from './agent-api/types.js';
+import { durationMs } from './duration.js';
 import { fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from './ids.js';
 
 export {
@@ -477,15 +477,11 @@ function toMs(value: unknown, field: string): number {
   if (typeof value !== 'string' || value.trim() === '') {
     throw new InvalidInputError(field, 'must be a duration such as "10s" or a number of milliseconds');
   }
-  let ms: number;
-  try {
-    ms = msToNumber(value as Parameters<typeof msToNumber>[0]);
-  } catch (err) {
-    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`, {
-      cause: err,
-    });
+  const ms = durationMs(value);
+  if (ms === undefined) {
+    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
   }
-  if (!Number.isFinite(ms) || ms <= 0) {
+  if (ms <= 0) {
     throw new InvalidInputError(field, `"${value}" is not a positive duration`);
   }
   return ms;

@@ -9,10 +9,10 @@
  */
 import { activityInfo, cancellationSignal, heartbeat, log, metricMeter } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory, type RetryPolicy } from '@temporalio/common';
-import { msOptionalToNumber } from '@temporalio/common/lib/time.js';
 import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
+import { durationMs } from '../duration.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
 import {
   afterRecord,
@@ -496,13 +496,19 @@ function outcomeUnknownMessage(operation: 'createJob' | 'sendMessage', why: stri
 /** The backoff of the activity's retry policy, or the get backoff when it has none. */
 function backoffOf(policy: RetryPolicy | undefined): Backoff {
   if (policy === undefined) return GET_BACKOFF;
-  const initialIntervalMs = msOptionalToNumber(policy.initialInterval) ?? GET_BACKOFF.initialIntervalMs;
+  const initialIntervalMs = intervalMs(policy, 'initialInterval') ?? GET_BACKOFF.initialIntervalMs;
   const backoffCoefficient = policy.backoffCoefficient ?? 2;
   return {
     initialIntervalMs,
     backoffCoefficient,
-    maximumIntervalMs: msOptionalToNumber(policy.maximumInterval) ?? initialIntervalMs * 100,
+    maximumIntervalMs: intervalMs(policy, 'maximumInterval') ?? initialIntervalMs * 100,
   };
+}
+
+/** A retry policy's interval in milliseconds (the SDK checked it when the activity was scheduled). */
+function intervalMs(policy: RetryPolicy, key: 'initialInterval' | 'maximumInterval'): number | undefined {
+  const value: unknown = policy[key];
+  return typeof value === 'string' || typeof value === 'number' ? durationMs(value) : undefined;
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */

@@ -3,9 +3,8 @@
  * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Parsed
  * once by the worker's configuration loader; the activities pick the limit of each project from it.
  */
-import { msToNumber } from '@temporalio/common/lib/time.js';
-import type { Duration } from '@temporalio/common';
 import type { QuotaLimit } from '../contract.js';
+import { durationMs } from '../duration.js';
 
 /** The API's documented limit: 100 uses (creates and follow-up messages) per project per hour. */
 export const DEFAULT_PROJECT_QUOTA = '100/1h';
@@ -123,15 +122,8 @@ export function formatQuotaLimit(limit: QuotaLimit | null): string {
 }
 
 function parseDuration(text: string, setting: string): number {
-  let ms: number;
-  try {
-    ms = msToNumber(text.trim() as Duration);
-  } catch (err) {
-    throw new QuotaSettingError(setting, `"${text}" is not a duration such as 20s, 90m or 1h`, {
-      cause: err,
-    });
-  }
-  if (!Number.isFinite(ms) || ms <= 0) {
+  const ms = durationMs(text);
+  if (ms === undefined || ms <= 0) {
     throw new QuotaSettingError(setting, `"${text}" is not a duration such as 20s, 90m or 1h`);
   }
   return ms;
