@@ -19,7 +19,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import ts from 'typescript';
-import { workflowBundleOptions } from '../src/bundle-options.js';
+import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 
 /** Repository root. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -32,7 +32,7 @@ export interface Build {
   dir: string;
   /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
   workerEntry: string;
-  /** This worker's prebuilt workflow bundle, beside its entry where src/worker.ts looks for it. */
+  /** This worker's prebuilt workflow bundle, beside its entry where src/worker/main.ts looks for it. */
   workerBundlePath: string;
   /** The baseline entries, emitted as JavaScript. */
   plainLoopEntry: string;
@@ -63,7 +63,7 @@ export async function buildForBench(): Promise<Build> {
       ...workflowBundleOptions(join(ROOT, 'src/workflows/index.ts')),
       logger,
     });
-    // The worker looks for `workflow-bundle.js` beside its own module (src/worker.ts, workflowSource()).
+    // The worker looks for `workflow-bundle.js` beside its own module (src/worker/main.ts, workflowSource()).
     const workerBundlePath = join(dir, 'src/workflow-bundle.js');
     writeFileSync(workerBundlePath, worker.code);
     // The baselines are bundled on the same terms, so (c) stays the floor of this design.

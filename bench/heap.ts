@@ -28,7 +28,7 @@ import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
 import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
-import { mapLimit } from '../src/map-limit.js';
+import { mapLimit } from '../src/client/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';

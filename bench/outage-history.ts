@@ -34,7 +34,7 @@ import {
 } from '../dev/time-skipping-server.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
-import { workflowBundleOptions } from '../src/bundle-options.js';
+import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';

@@ -26,7 +26,7 @@ import { msToNumber } from '@temporalio/common/lib/time.js';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
-import { mapLimit } from '../src/map-limit.js';
+import { mapLimit } from '../src/client/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
 

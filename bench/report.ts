@@ -534,7 +534,7 @@ function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): 
 
 function startupTable(result: BenchResult, format: Format): string {
   const modes: Array<[StartupMode, string]> = [
-    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker.js`)'],
+    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker/main.js`)'],
     ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
     ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
   ];
@@ -797,7 +797,7 @@ What the profiles show:
   each poll leaves 1–2 KiB behind, in (c) as in this worker (whose options also carry summaries),
   until continue-as-new starts a fresh run: every 150 polls, which bounds it at 0.2–0.3 MiB per
   workflow late in a run. The load tables measure jobs a few polls in, so they do not show it, and
-  the worker's cache sizing (src/worker-memory.ts) was set from them: a pod whose cached workflows
+  the worker's cache sizing (src/worker/memory.ts) was set from them: a pod whose cached workflows
   are all late in long runs holds more than that rule plans for.
 - **What stays per open workflow.** In heap snapshots (bench:heap \`--snapshots\`, with the modules
   preloaded, before the wait change), about a fifth of the difference to (c) was strings, mostly
@@ -809,7 +809,7 @@ What the profiles show:
 
 What was changed because of it:
 
-- **The workflow modules are preloaded** (src/bundle-options.ts, for every bundle: the prebuilt
+- **The workflow modules are preloaded** (src/worker/bundle-options.ts, for every bundle: the prebuilt
   one, the worker's from sources, the tests', and the baselines', so (c) gets it too): evaluated
   once per worker thread, shared frozen by every workflow. Safe because they keep no state at
   module scope; a write to a shared module would throw.
@@ -850,7 +850,7 @@ CLI that dev/temporal-cli.ts resolves, in-memory SQLite), the API simulator (in 
 process, create limit off), and each implementation in a process of its own, started fresh for
 every run, on its own task queue and simulator project.
 
-- **Implementations.** *This worker*: \`src/worker.ts\` emitted to JavaScript in a scratch
+- **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by
   plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
   loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the

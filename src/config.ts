@@ -19,12 +19,12 @@ import {
   sizeForMemory,
   type MemoryLimit,
   type MemorySizing,
-} from './worker-memory.js';
+} from './worker/memory.js';
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
-import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker-version.js';
+import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
 import type { TracingSettings } from './observability/tracing.js';
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
@@ -69,7 +69,7 @@ export interface WorkerConfig {
   maxConcurrentActivities: number;
   maxConcurrentWorkflowTasks: number;
   maxCachedWorkflows: number;
-  /** The memory limit and what the worker sizes from it (src/worker-memory.ts). */
+  /** The memory limit and what the worker sizes from it (src/worker/memory.ts). */
   memory: MemorySizing;
   /** Server-side cap on activities started per second across all workers of the task queue. */
   activitiesPerSecond: number | undefined;
@@ -446,8 +446,7 @@ function duration(env: Env, name: string, fallback: number): number {
   const value = text(env, name);
   if (value === undefined) return fallback;
   const ms = durationMs(/^\d+$/.test(value) ? Number(value) : value);
-  if (ms === undefined || ms < 0)
-    throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
+  if (ms === undefined || ms < 0) throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
   return ms;
 }
 

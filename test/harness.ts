@@ -18,7 +18,7 @@ import {
   type WorkflowBundle,
 } from '@temporalio/worker';
 import { freePorts, startDevServer, type DevServer } from '../dev/dev-server.js';
-import { workflowBundleOptions } from '../src/bundle-options.js';
+import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 import { createActivities, type ActivityDeps, type AgentJobActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
@@ -302,7 +302,7 @@ export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv):
   };
 }
 
-/** The environment of a worker process (`src/worker.ts`) for the suite's server and a simulator. */
+/** The environment of a worker process (`src/worker/main.ts`) for the suite's server and a simulator. */
 export interface WorkerProcessEnv {
   vars: NodeJS.ProcessEnv;
   taskQueue: string;

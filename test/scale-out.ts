@@ -68,7 +68,7 @@ async function startWorker(
     { url: options.sim.url, apiKey: options.apiKey },
     { TEMPORAL_TASK_QUEUE: taskQueue },
   );
-  const worker = spawnTs('src/worker.ts', [], vars);
+  const worker = spawnTs('src/worker/main.ts', [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: `${name} to be ready`,
     timeoutMs: 120_000,

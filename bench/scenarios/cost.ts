@@ -19,7 +19,7 @@ import { startSimulator, type RunningSimulator } from '../../src/simulator/index
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
 import { firstRunId, workflowCost, type ActionCounts, type WorkflowCost } from '../history.js';
-import { mapLimit } from '../../src/map-limit.js';
+import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { DEFAULT_SCHEDULE, replay, scaleSchedule, type Schedule } from '../schedule.js';
 import { spread, type Spread } from '../stats.js';

@@ -22,7 +22,7 @@ import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
 import { firstRunId, workflowCost } from '../history.js';
-import { mapLimit } from '../../src/map-limit.js';
+import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
 import { percentile } from '../stats.js';

@@ -24,7 +24,7 @@ import { POLL_ATTEMPT_TIMEOUT_MS } from '../../src/poll-schedule.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
-import { mapLimit } from '../../src/map-limit.js';
+import { mapLimit } from '../../src/client/map-limit.js';
 import type { JobStats } from '../../src/simulator/index.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';

@@ -23,7 +23,7 @@ import {
 } from '../poll-schedule.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import type { ProjectMetrics } from '../observability/project-metrics.js';
-import { createProjectQuotaActivities, takeProjectQuotaUse } from './project-quota.js';
+import { createProjectQuotaActivities, takeProjectQuotaUse } from '../quota/activity.js';
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after

@@ -16,7 +16,7 @@ import {
 } from '../contract.js';
 import { isWellFormed } from '../ids.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
-import { mapLimit } from '../map-limit.js';
+import { mapLimit } from './map-limit.js';
 
 /** One valid line of a batch file. */
 export interface BatchLine {

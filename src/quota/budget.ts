@@ -1,7 +1,7 @@
 /**
  * The budget of API uses of one project: the queue, the rolling window of uses, the grants not yet
  * confirmed (leases) and the budget learnt from 429s. The project quota workflow
- * (src/workflows/project-quota.ts) holds one and sends the signals it decides.
+ * (src/quota/workflow.ts) holds one and sends the signals it decides.
  *
  * No Temporal and no clock or randomness of its own: every method that needs the time takes `now`
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
@@ -69,7 +69,7 @@ export const QUOTA_IDLE_MS = 60_000;
 /**
  * How long past the time a `queue-full` decline names its room is held: the requester's jitter is
  * within it (20 % of the wait), and this margin covers its enqueue activity and the unanswered
- * ones, which ask again after the default lease (src/workflows/quota-requester.ts).
+ * ones, which ask again after the default lease (src/quota/requester.ts).
  */
 const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 
@@ -547,7 +547,7 @@ export class ProjectBudget {
 
   /**
    * When the quota loop must wake on its own, and whether it ends now (the one-timer loop of
-   * src/workflows/project-quota.ts). It wakes to act only when something it acts on changes with
+   * src/quota/workflow.ts). It wakes to act only when something it acts on changes with
    * time: a lease expires, a pause ends, the learnt budget grows back, or, with requests queued, a
    * use leaves the window. A window edge with nothing queued changes nothing the loop does (a take
    * reads the window itself), so it wakes no one. With nothing to act on, it wakes once, to end:
@@ -756,7 +756,7 @@ export class ProjectBudget {
    * its `holdUntil`): a create retrying through an outage, or waiting in a backlog, still holds its
    * use, else the budget would hand the same use out again while the call is on its way. Its
    * grant is sent again with the renewed lease: if the requester no longer runs, that signal fails
-   * and the use comes back at once (src/workflows/project-quota.ts).
+   * and the use comes back at once (src/quota/workflow.ts).
    */
   #expireLeases(now: number): string[] {
     const s = this.#s;

@@ -1,7 +1,7 @@
 /**
  * A workflow waiting in its project's quota queue: when it asks again, when it checks that the
  * quota workflow still runs, and how it reads the quota's signals. The decisions of the requester's
- * wait (src/workflows/quota-requester.ts), pure and on a clock the caller passes (the workflow
+ * wait (src/quota/requester.ts), pure and on a clock the caller passes (the workflow
  * clock), so they are unit-tested on a fake one.
  */
 import type { QueuePlace, QuotaDeclined } from '../contract.js';

@@ -1,3 +1,3 @@
 /** The workflows this worker runs; `workflowsPath` and the prebuilt bundle point here. */
 export { agentJobWorkflow } from './agent-job/workflow.js';
-export { projectQuotaWorkflow } from './project-quota.js';
+export { projectQuotaWorkflow } from '../quota/workflow.js';

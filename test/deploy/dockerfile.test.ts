@@ -227,7 +227,7 @@ describe('Dockerfile', () => {
   });
 
   for (const [target, entry] of [
-    ['worker', 'lib/worker.js'],
+    ['worker', 'lib/worker/main.js'],
     ['simulator', 'lib/simulator/main.js'],
   ] as const) {
     test(`the ${target} image starts node itself (PID 1, exec form, not npm) on ${entry}`, () => {

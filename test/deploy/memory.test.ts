@@ -1,5 +1,5 @@
 /**
- * The memory sizing rule (src/worker-memory.ts), the limits of deploy/k8s and docker-compose.yml,
+ * The memory sizing rule (src/worker/memory.ts), the limits of deploy/k8s and docker-compose.yml,
  * the figures the README and the manifests' comments quote, and the memory the benchmark measured
  * (docs/PERFORMANCE.md) must agree: this fails when one of them changes alone.
  */
@@ -15,7 +15,7 @@ import {
   HEADROOM,
   MIB_PER_1000_WORKFLOWS,
   parseMemoryQuantity,
-} from '../../src/worker-memory.js';
+} from '../../src/worker/memory.js';
 import { ROOT } from '../harness.js';
 
 const MiB = 2 ** 20;

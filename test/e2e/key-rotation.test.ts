@@ -49,7 +49,7 @@ test(`${JOBS} workflows complete across a key rotation with no overlap, without 
     { url: sim.url, apiKey: '' },
     { AGENT_API_KEY: '', AGENT_API_KEY_FILE: volume.path },
   );
-  const worker = spawnTs('src/worker.ts', [], vars);
+  const worker = spawnTs('src/worker/main.ts', [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: 'the worker to be ready',
     timeoutMs: 120_000,

@@ -13,7 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { sampleProcess } from '../../bench/resources.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
-import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/worker-memory.js';
+import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/worker/memory.js';
 import {
   ROOT,
   spawnTs,
@@ -70,7 +70,7 @@ test('a worker with the manifests’ memory limit holds its full workflow cache 
     { url: sim.url, apiKey: API_KEY },
     { WORKER_MEMORY_LIMIT: String(limit) },
   );
-  const worker = spawnTs('src/worker.ts', [], vars);
+  const worker = spawnTs('src/worker/main.ts', [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: 'the worker to be ready',
     timeoutMs: 120_000,

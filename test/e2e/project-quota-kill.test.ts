@@ -60,7 +60,7 @@ async function startWorker(name: string, taskQueue: string): Promise<TestProcess
       AGENT_API_PROJECT_QUOTA_LEASE: `${LEASE_MS}ms`,
     },
   );
-  const worker = spawnTs('src/worker.ts', [], vars);
+  const worker = spawnTs('src/worker/main.ts', [], vars);
   await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
     what: `${name} to be ready`,
     timeoutMs: 120_000,

@@ -1,6 +1,6 @@
 /**
  * The `agent-jobs` Nexus service across two namespaces on the suite's dev server: the worker
- * process (`src/worker.ts`) serves it in the handler namespace, an endpoint made with the
+ * process (`src/worker/main.ts`) serves it in the handler namespace, an endpoint made with the
  * Temporal CLI routes to its task queue, and the example caller workflow
  * (examples/nexus-caller/workflows.ts) runs in a namespace of its own, made with the CLI too.
  */
@@ -15,7 +15,7 @@ import { ApplicationFailure, CancelledFailure, NexusOperationFailure } from '@te
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { HandlerError } from 'nexus-rpc';
 import { resolveTemporalCli } from '../../dev/temporal-cli.js';
-import { workflowBundleOptions } from '../../src/bundle-options.js';
+import { workflowBundleOptions } from '../../src/worker/bundle-options.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { FailureType, SearchAttributes } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
@@ -60,7 +60,7 @@ before(async () => {
 
   // The handler side: the worker process as deployed, which registers the service itself.
   const worker = await workerProcessEnv(env, { url: sim.url, apiKey: API_KEY });
-  const handler = spawnTs('src/worker.ts', [], worker.vars);
+  const handler = spawnTs('src/worker/main.ts', [], worker.vars);
   await handler.waitForOutput(/worker running/, 'the handler worker to run', 60_000);
 
   // The caller's namespace and the endpoint, made as an operator would, and removed afterwards

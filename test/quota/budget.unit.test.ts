@@ -908,7 +908,7 @@ describe("the quota loop's wake-ups (one timer armed)", () => {
   const span = W + edgeMarginMs({ uses: 1, windowMs: W });
 
   /**
-   * Runs the loop of src/workflows/project-quota.ts on a fake clock: a pass after each of `events`
+   * Runs the loop of src/quota/workflow.ts on a fake clock: a pass after each of `events`
    * (at its time) and after each timer that rings, one timer armed at a time. Returns the timers it
    * started and when it ended.
    */

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 import { quotaStatusQuery, statusQuery, type QuotaLimit } from '../../src/contract.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import { QUOTA_REASK_MS } from '../../src/workflows/quota-requester.js';
+import { QUOTA_REASK_MS } from '../../src/quota/requester.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 

@@ -151,7 +151,7 @@ test('a worker SIGKILLed while its create waits for the answer, policy fail: no 
     { url: sim.url, apiKey: API_KEY },
     { AGENT_API_AMBIGUOUS_CREATE: 'fail' },
   );
-  const victim = spawnTs('src/worker.ts', [], vars);
+  const victim = spawnTs('src/worker/main.ts', [], vars);
   try {
     await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
       what: 'the worker process to be ready',

@@ -24,7 +24,7 @@ import {
 } from '../../contract.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
-import type { ProjectQuotaRequester } from '../quota-requester.js';
+import type { ProjectQuotaRequester } from '../../quota/requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-failures.js';
 import type { RunState } from './run-state.js';
 

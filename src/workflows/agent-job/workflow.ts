@@ -32,7 +32,7 @@ import {
   type ProjectMetricsSinks,
   type ResolvedInput,
 } from '../../contract.js';
-import { ProjectQuotaRequester } from '../quota-requester.js';
+import { ProjectQuotaRequester } from '../../quota/requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
 import { AgentJobApi, createKey, startFollowUpKey } from './api.js';
 import { FollowUps } from './follow-ups.js';

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 
 /** The repository root (the parent of `src/`, or of `lib/` once compiled). */
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * The workflow interceptors that carry a caller's trace to the activities, in every bundle
@@ -15,7 +15,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
  * settings. Without a trace they do nothing.
  */
 const TRACE_CONTEXT_MODULE = fileURLToPath(
-  new URL(`./workflows/trace-context.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+  new URL(`../workflows/trace-context.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
 );
 
 /**
@@ -26,7 +26,7 @@ const TRACE_CONTEXT_MODULE = fileURLToPath(
  * because these modules keep no state at module scope; a write to one would throw.
  *
  * Webpack names modules relative to its context, which is the working directory unless set: the
- * root here, so the same sources make the same bundle (and build ID, src/worker-version.ts) from
+ * root here, so the same sources make the same bundle (and build ID, src/worker/version.ts) from
  * any directory the build or the worker is started in.
  */
 export function workflowBundleOptions(

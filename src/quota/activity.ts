@@ -21,7 +21,7 @@ import {
   type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
-import { formatQuotaLimit, quotaLimitFor, type ProjectQuotaSettings } from '../quota/settings.js';
+import { formatQuotaLimit, quotaLimitFor, type ProjectQuotaSettings } from './settings.js';
 
 /**
  * How long a take waits for the quota workflow's answer. Past it the call queues instead: a quota

@@ -47,7 +47,7 @@ import {
   type BudgetState,
   type QuotaNotice,
   type Read,
-} from '../quota/budget.js';
+} from './budget.js';
 
 /**
  * History events per quota run before continue-as-new. A request costs about 5 events (its signal,

@@ -41,10 +41,10 @@ import {
   type QuotaTicket,
   type QuotaUseKind,
 } from '../contract.js';
-import { AskSchedule, placeOf, useNameOf } from '../quota/waiting.js';
-import type { RunProgress } from './agent-job/progress.js';
+import { AskSchedule, placeOf, useNameOf } from './waiting.js';
+import type { RunProgress } from '../workflows/agent-job/progress.js';
 
-export { QUOTA_REASK_MS } from '../quota/waiting.js';
+export { QUOTA_REASK_MS } from './waiting.js';
 
 /**
  * The longest one create or message attempt takes (its `startToCloseTimeout` in

@@ -1,5 +1,5 @@
 /**
- * The worker process (`npm run worker`, or `node lib/worker.js` in the image): reads its
+ * The worker process (`npm run worker`, or `node lib/worker/main.js` in the image): reads its
  * configuration, installs the runtime (JSON logs, Prometheus metrics, shutdown signals), serves
  * health, and runs until SIGTERM or SIGINT, then drains and exits 0.
  */
@@ -13,23 +13,23 @@ import {
   Worker,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
-import { createActivities } from './activities/index.js';
+import { createActivities } from '../activities/index.js';
 import { workflowBundleOptions } from './bundle-options.js';
-import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
-import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
-import { startHealthServer } from './observability/health.js';
-import { applyWorkflowHeap } from './worker-memory.js';
-import { agentJobsServiceHandler } from './nexus/handler.js';
-import { formatQuotaLimit } from './quota/settings.js';
-import { createJsonLogger, formatLogLine } from './observability/logger.js';
-import { installTracing } from './observability/tracing.js';
-import { PROJECT_HISTOGRAM_BUCKETS, ProjectMetrics } from './observability/project-metrics.js';
-import { buildIdOf, workerDeploymentOptions } from './worker-version.js';
+import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from '../agent-api/index.js';
+import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from '../config.js';
+import { startHealthServer } from '../observability/health.js';
+import { applyWorkflowHeap } from './memory.js';
+import { agentJobsServiceHandler } from '../nexus/handler.js';
+import { formatQuotaLimit } from '../quota/settings.js';
+import { createJsonLogger, formatLogLine } from '../observability/logger.js';
+import { installTracing } from '../observability/tracing.js';
+import { PROJECT_HISTOGRAM_BUCKETS, ProjectMetrics } from '../observability/project-metrics.js';
+import { buildIdOf, workerDeploymentOptions } from './version.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
 
-/** The workflow code the worker runs, and the build ID derived from it (src/worker-version.ts). */
+/** The workflow code the worker runs, and the build ID derived from it (src/worker/version.ts). */
 interface WorkflowCode {
   workflowBundle: WorkflowBundleOption;
   buildId: string;
@@ -38,12 +38,12 @@ interface WorkflowCode {
 }
 
 /**
- * The bundle prebuilt by `npm run build` beside this file, else one bundled from the sources now,
+ * The bundle prebuilt by `npm run build` (lib/workflow-bundle.js), else one bundled from the sources now,
  * with the options and so the build ID `npm run build` gives the same sources. The worker bundles
  * them itself rather than through `workflowsPath`, so that it can hash what it runs.
  */
 async function workflowCode(logger: Logger): Promise<WorkflowCode> {
-  const prebuilt = fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
+  const prebuilt = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
   if (existsSync(prebuilt)) {
     return {
       workflowBundle: { codePath: prebuilt },
@@ -53,7 +53,7 @@ async function workflowCode(logger: Logger): Promise<WorkflowCode> {
   }
   const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
   const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions(fileURLToPath(new URL(`./workflows/index.${ext}`, import.meta.url))),
+    ...workflowBundleOptions(fileURLToPath(new URL(`../workflows/index.${ext}`, import.meta.url))),
     logger,
   });
   return { workflowBundle: { code }, buildId: buildIdOf(code), mode: 'workflowsPath' };
