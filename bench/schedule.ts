@@ -3,7 +3,7 @@
  * takes, so that costs measured on time-scaled runs can be checked against real time. The
  * schedule is the workflow's own (src/poll-schedule.ts).
  */
-import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/contract.js';
+import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/poll-schedule.js';
 import { PollSchedule } from '../src/poll-schedule.js';
 import { spread, type Spread } from './stats.js';
 

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
-import type { QuotaLimit } from '../src/contract.js';
+import type { QuotaLimit } from '../src/quota/messages.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { startDevServer, freePorts, type DevServer } from './dev-server.js';

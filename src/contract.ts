@@ -6,15 +6,8 @@
  * This module must stay importable from workflow code: no Node modules, no I/O, no clocks.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineSignal, defineUpdate, type Sinks } from '@temporalio/workflow';
-import {
-  ApiFailureType,
-  MAX_JOB_ID_BYTES,
-  type AgentJobRecord,
-  type AgentJobStatus,
-} from './agent-api/types.js';
-import { durationMs } from './duration.js';
-import { fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from './ids.js';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { ApiFailureType, type AgentJobRecord, type AgentJobStatus } from './agent-api/types.js';
 
 export {
   AGENT_JOB_STATUSES,
@@ -41,24 +34,6 @@ export const START_PRIORITIES = { interactive: 2, batch: 4 } as const;
 
 /** A name of {@link START_PRIORITIES}. */
 export type StartPriority = keyof typeof START_PRIORITIES;
-
-/** The project quota's grants unblock waiting jobs, so its tasks go first. */
-export const QUOTA_PRIORITY_KEY = 1;
-
-/** The server's limit on a fairness key. */
-const MAX_FAIRNESS_KEY_BYTES = 64;
-
-/**
- * The task priority of a start: its class, and the project as the fairness key, so that within a
- * class one project's burst shares the workers with the others' tasks instead of going first. A
- * project ID over 64 bytes keeps its start and a hash of the whole.
- */
-export function taskPriority(
-  projectId: string,
-  priorityKey: number,
-): { priorityKey: number; fairnessKey: string } {
-  return { priorityKey, fairnessKey: fitPart(projectId, projectId, MAX_FAIRNESS_KEY_BYTES) };
-}
 
 /**
  * Every failure type that leaves an activity or the workflow: the API client's
@@ -91,7 +66,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 /**
  * A duration as callers write it in JSON: a Temporal duration string (`'10s'`, `'5 minutes'`) or
- * milliseconds. Strings are checked at run time by {@link resolveInput}.
+ * milliseconds. Strings are checked when the workflow starts (src/workflows/agent-job/input.ts).
  */
 export type DurationInput = string | number;
 
@@ -128,7 +103,7 @@ export interface AgentJobInput {
   poll?: PollSettings;
   /**
    * How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h,
-   * at most {@link MAX_TIMEOUT_MS} (7 days).
+   * at most 7 days.
    */
   timeout?: DurationInput;
   /**
@@ -151,13 +126,6 @@ export interface AgentJobInput {
   previousCreate?: string;
 }
 
-/** Poll settings with every default applied, in milliseconds. */
-export interface ResolvedPollSettings {
-  initialIntervalMs: number;
-  maxIntervalMs: number;
-  backoffCoefficient: number;
-}
-
 /**
  * The details of every failure the activities raise for an API error: what the workflow decides
  * from, and what a caller reads in a final failure. Never holds a body or a key.
@@ -178,7 +146,7 @@ export interface ApiErrorDetails {
   mayHaveBeenApplied?: boolean;
   /**
    * Set on a 429 to a create or message whose use the activity took from the project quota at
-   * once ({@link quotaTakeUpdate}): the workflow asks the quota's queue again, as after a refused
+   * once (the quota's `quotaTake` update): the workflow asks the quota's queue again, as after a refused
    * grant, so the quota pauses and learns. Absent otherwise.
    */
   quotaTaken?: boolean;
@@ -287,52 +255,7 @@ export const MAX_PROJECT_ID_BYTES = 200;
 /** Longest prompt accepted, in characters. The API documents none; this guards history size. */
 export const MAX_PROMPT_LENGTH = 32_000;
 
-/** Defaults of {@link PollSettings}. */
-export const DEFAULT_POLL: ResolvedPollSettings = {
-  initialIntervalMs: 5_000,
-  maxIntervalMs: 60_000,
-  backoffCoefficient: 1.5,
-};
-
-/**
- * Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll
- * in lockstep.
- */
-export const POLL_JITTER = 0.1;
-
-/**
- * The factor a wait between polls is multiplied by: uniform in [1 − POLL_JITTER, 1 + POLL_JITTER).
- * `random` is the caller's: the workflow's seeded `Math.random` in workflow code.
- */
-export function pollJitterFactor(random: () => number): number {
-  return 1 + (random() * 2 - 1) * POLL_JITTER;
-}
-
-/** Default of {@link AgentJobInput.timeout}: 6 hours. */
-export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
-
-/** The default {@link AgentJobInput.blipTolerance}: 30 minutes. */
-export const DEFAULT_BLIP_TOLERANCE_MS = 30 * 60 * 1000;
-
-/**
- * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
- * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
- */
-export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
-
-/** Validated input with every default applied. */
-export type ResolvedInput = {
-  projectId: string;
-  poll: ResolvedPollSettings;
-  timeoutMs: number;
-  continueAsNewAfterPolls: number | undefined;
-  blipToleranceMs: number;
-  previousCreate: string | null;
-} &
-  // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
-  ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
-
-/** Thrown by {@link resolveInput}; the workflow turns it into an `InvalidInput` failure. */
+/** Thrown by the input check (`resolveInput`) and by the library; the workflow turns it into an `InvalidInput` failure. */
 export class InvalidInputError extends Error {
   constructor(
     /** The offending field, dotted (`poll.maxInterval`). */
@@ -345,226 +268,6 @@ export class InvalidInputError extends Error {
   }
 }
 
-/**
- * Validates the workflow input and applies defaults. Shared by the workflow (before any activity
- * runs) and the starter (so a person hears of a bad field before a workflow starts).
- */
-export function resolveInput(input: unknown): ResolvedInput {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
-  }
-  const raw = input as Record<string, unknown>;
-  const projectId = requireId(raw, 'projectId', MAX_PROJECT_ID_BYTES);
-  // With a jobId the prompt is an optional follow-up; without one it creates the job.
-  const target =
-    raw.jobId === undefined
-      ? { jobId: undefined, prompt: checkPrompt(raw.prompt) }
-      : {
-          jobId: requireId(raw, 'jobId', MAX_JOB_ID_BYTES),
-          prompt: raw.prompt === undefined ? undefined : checkPrompt(raw.prompt),
-        };
-  const poll = resolvePoll(raw.poll);
-  const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
-  if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
-  if (timeoutMs > MAX_TIMEOUT_MS) throw new InvalidInputError('timeout', 'must be at most 7 days');
-  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
-  if (
-    continueAsNewAfterPolls !== undefined &&
-    (typeof continueAsNewAfterPolls !== 'number' ||
-      !Number.isInteger(continueAsNewAfterPolls) ||
-      continueAsNewAfterPolls < 1)
-  ) {
-    throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
-  }
-  const blipToleranceMs =
-    raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
-  if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
-  const previousCreate = raw.previousCreate ?? null;
-  if (previousCreate !== null && (typeof previousCreate !== 'string' || previousCreate.length > 500)) {
-    throw new InvalidInputError('previousCreate', 'must be a string of at most 500 characters');
-  }
-  if (previousCreate !== null && target.jobId !== undefined) {
-    throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
-  }
-  return {
-    projectId,
-    ...target,
-    poll,
-    timeoutMs,
-    continueAsNewAfterPolls,
-    blipToleranceMs,
-    previousCreate,
-  };
-}
-
-/**
- * The prompt rule, for a create and for every follow-up: a non-blank string of at most
- * {@link MAX_PROMPT_LENGTH} characters. `field` names it in the error.
- */
-export function checkPrompt(value: unknown, field = 'prompt'): string {
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidInputError(field, 'is required and must be a non-blank string');
-  }
-  if (value.length > MAX_PROMPT_LENGTH) {
-    throw new InvalidInputError(field, `is ${value.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
-  }
-  return value;
-}
-
-function requireText(raw: Record<string, unknown>, field: string): string {
-  const value = raw[field];
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidInputError(field, 'is required and must be a non-blank string');
-  }
-  return value;
-}
-
-/**
- * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8: a lone surrogate has no UTF-8
- * form (it cannot go into a URL or a workflow ID), and a longer ID would break a workflow ID or a
- * search attribute at the server, after the workflow had started.
- */
-function requireId(raw: Record<string, unknown>, field: string, maxBytes: number): string {
-  const value = requireText(raw, field);
-  if (!isWellFormed(value)) {
-    throw new InvalidInputError(field, 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
-  }
-  const bytes = utf8ByteLength(value);
-  if (bytes > maxBytes) {
-    throw new InvalidInputError(field, `is ${bytes} bytes of UTF-8; the limit is ${maxBytes}`);
-  }
-  return value;
-}
-
-function resolvePoll(value: unknown): ResolvedPollSettings {
-  if (value === undefined) return DEFAULT_POLL;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new InvalidInputError('poll', 'must be an object');
-  }
-  const raw = value as Record<string, unknown>;
-  const initialIntervalMs =
-    raw.initialInterval === undefined
-      ? DEFAULT_POLL.initialIntervalMs
-      : toMs(raw.initialInterval, 'poll.initialInterval');
-  const maxIntervalMs =
-    raw.maxInterval === undefined
-      ? Math.max(DEFAULT_POLL.maxIntervalMs, initialIntervalMs)
-      : toMs(raw.maxInterval, 'poll.maxInterval');
-  const backoffCoefficient = raw.backoffCoefficient ?? DEFAULT_POLL.backoffCoefficient;
-  // Sub-10ms polls would hammer the API; the floor still lets tests run fast.
-  if (initialIntervalMs < 10) throw new InvalidInputError('poll.initialInterval', 'must be at least 10ms');
-  if (maxIntervalMs < initialIntervalMs) {
-    throw new InvalidInputError('poll.maxInterval', 'must be at least poll.initialInterval');
-  }
-  if (typeof backoffCoefficient !== 'number' || !Number.isFinite(backoffCoefficient)) {
-    throw new InvalidInputError('poll.backoffCoefficient', 'must be a number');
-  }
-  if (backoffCoefficient < 1 || backoffCoefficient > 10) {
-    throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
-  }
-  if (raw.localActivity !== undefined && typeof raw.localActivity !== 'boolean') {
-    throw new InvalidInputError('poll.localActivity', 'must be true or false');
-  }
-  return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
-}
-
-function toMs(value: unknown, field: string): number {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value) || value <= 0)
-      throw new InvalidInputError(field, 'must be a positive number of milliseconds');
-    return value;
-  }
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidInputError(field, 'must be a duration such as "10s" or a number of milliseconds');
-  }
-  const ms = durationMs(value);
-  if (ms === undefined) {
-    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
-  }
-  if (ms <= 0) {
-    throw new InvalidInputError(field, `"${value}" is not a positive duration`);
-  }
-  return ms;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The project quota: one budget of API uses (creates and follow-up messages) per project, held by
-// a long-lived workflow per project that every worker reaches by its workflow ID.
-// ---------------------------------------------------------------------------------------------
-
-/** Workflow type of the per-project quota workflow. */
-export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuotaWorkflow';
-
-/**
- * The quota workflow's ID for a project: one per project in the namespace, whichever worker asks.
- * The project ID is percent-encoded so that any project ID gives one readable, unambiguous ID.
- * An ID longer than {@link MAX_WORKFLOW_ID_BYTES} (27 CJK characters are 243 bytes encoded) keeps
- * its start and ends with a hash of the project ID (`fitPart`), so it always fits the server.
- * Never throws: a lone surrogate, refused at input, would be hashed too.
- */
-export function projectQuotaWorkflowId(projectId: string): string {
-  const prefix = 'agent-api-quota/';
-  const wellFormed = isWellFormed(projectId);
-  const encoded = encodeURIComponent(wellFormed ? projectId : projectId.replace(/\p{Cs}/gu, '\ufffd'));
-  const budget = MAX_WORKFLOW_ID_BYTES - prefix.length;
-  // A replaced surrogate must never read as the project whose ID holds U+FFFD: force the hash.
-  return prefix + fitPart(encoded, projectId, wellFormed ? budget : Math.min(budget, encoded.length - 1));
-}
-
-/** A budget: `uses` API uses per rolling `windowMs`. */
-export interface QuotaLimit {
-  uses: number;
-  windowMs: number;
-}
-
-/** What a use is for. Follow-up messages go ahead of queued creates (docs/project-quota.md). */
-export type QuotaUseKind = 'create' | 'message';
-
-/** A workflow's request for one use, sent by the enqueue activity. */
-export interface QuotaRequest {
-  /**
-   * Unique per ask: `<workflow ID>/<kind>-<turn>-<n>` (`.../create-0-1`, `.../message-2-3`), with
-   * `.2`, `.3`... when it asks again after a 429 or after a `used-before` answer. A repeat is
-   * recognised; a repeat of a request already spent, released or refused is declined, not granted.
-   */
-  requestId: string;
-  /** Where the grant is signalled: the workflow ID, so a continued run still gets it. */
-  workflowId: string;
-  kind: QuotaUseKind;
-  /** The budget the asking worker is configured with; the newest request's wins. */
-  limit: QuotaLimit;
-  /** How long the grant may stay unconfirmed before its use returns to the budget, in ms. */
-  leaseMs: number;
-  /**
-   * Epoch ms by which the granted call has surely ended (the requesting workflow's deadline and one
-   * attempt more). Until then a lease that runs out unconfirmed is renewed while the requester
-   * still runs: a call retrying through an outage keeps its use. Absent: the lease alone.
-   */
-  holdUntil?: number;
-  /**
-   * Set when this request asks again for a use the API refused (429): the refused request's ID
-   * and the 429's Retry-After (ms, null without one). The project pauses, the refused grant is
-   * dropped (if its lease still runs), and this request takes the head of the queue. A request of
-   * its own, not a signal to the refused one, so that a repeat is recognised by its ID and a quota
-   * workflow that ended in between is started again.
-   */
-  refused?: { requestId: string; retryAfterMs: number | null };
-  /**
-   * The run of the asking workflow, as {@link QuotaTake.runId}: a request under the ID of a take
-   * that the same run made comes from a call that queued without sending (the take's answer was
-   * lost or came too late), so the take's use becomes this request's and is not counted twice.
-   */
-  runId?: string;
-}
-
-/**
- * What the enqueue activity answers: the request was signalled to the project's quota workflow
- * (a grant signal follows), or the asking worker has the quota off for this project.
- */
-export type QuotaTicket =
-  /** `leaseMs`: the worker's lease, which also paces the check that the quota workflow still runs. */
-  { state: 'requested'; requestId: string; leaseMs?: number } | { state: 'off' };
-
 /** A place in the queue, as the `status` query shows it. */
 export interface QueuePlace {
   /** 1 is next. */
@@ -575,145 +278,4 @@ export interface QueuePlace {
   earliestStartAt: string;
   /** ISO time this place was computed (it moves as the queue moves). */
   asOf: string;
-}
-
-/**
- * Signal (with start) to the quota workflow: queue a request for one use. Idempotent by request ID:
- * a repeat of a queued request gets its place again, of a granted one its grant again. A signal,
- * not an update: a thousand requests arriving at once must all be taken, and the server limits the
- * updates in flight per workflow (10 by default) where it buffers signals.
- */
-export const quotaRequestSignal = defineSignal<[QuotaRequest]>('quotaRequest');
-
-/** Signal to the quota workflow: the granted use was spent (the API answered other than 429). */
-export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]>('quotaSpent');
-
-/** Signal to the quota workflow: a queued or granted request is withdrawn unused (cancellation). */
-export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
-
-/**
- * Signal to the quota workflow from a workflow still waiting in its queue, every `QUOTA_REASK_MS`
- * without a word: the quota ignores it, and it fails when no quota workflow runs (one was
- * terminated), so that the waiting workflow asks again at once instead of at its estimated start.
- */
-export const quotaWaitingSignal = defineSignal<[{ requestId: string }]>('quotaWaiting');
-
-/**
- * A take of one use now, asked by a create or message activity just before it sends, with
- * update-with-start ({@link quotaTakeUpdate}). Idempotent by request ID: a repeat of a granted take
- * (a retried activity attempt) is granted again without counting a second use.
- */
-export interface QuotaTake {
-  /** Built as {@link QuotaRequest.requestId}; the update ID too. */
-  requestId: string;
-  kind: QuotaUseKind;
-  /** The budget the asking worker is configured with; the newest one wins, as for a request. */
-  limit: QuotaLimit;
-  /**
-   * The asking activity's attempt. Only a retried attempt (after one that surely did not reach the
-   * API) may take a granted ID again; a first attempt that finds its ID taken comes from the
-   * workflow's past (a reset) and queues under a new ID. Absent: 1.
-   */
-  attempt?: number;
-  /**
-   * The run of the asking workflow. A reset run reuses its request IDs under a new run ID, so the
-   * budget tells a take of this run's past (its call may have been sent) from one whose answer
-   * this run never saw ({@link QuotaRequest.runId}). Absent: none is told apart.
-   */
-  runId?: string;
-}
-
-/** Why a take was not granted: the caller queues (the quota's state did not change). */
-export type QuotaTakeRefusal = 'queue-not-empty' | 'no-room' | 'paused' | 'after-429' | 'used-before';
-
-/**
- * What a take answers: `granted` (the use is counted in the window as spent: send now) or `queue`
- * (nothing changed: ask through the queue, {@link quotaRequestSignal}).
- */
-export type QuotaTakeAnswer =
-  /** `sendWithinMs`: the use counts from this long after the take; a call not sent by then queues. */
-  { outcome: 'granted'; sendWithinMs: number } | { outcome: 'queue'; reason: QuotaTakeRefusal };
-
-/**
- * Update (with start) to the quota workflow: take one use now, if the budget has room, nothing is
- * queued ahead and no 429 pause runs. An update, not a signal, because the activity needs the
- * answer before it sends; a busy quota (or one running code without this handler, or draining for
- * continue-as-new) rejects it or answers `queue`, and the job queues as before.
- */
-export const quotaTakeUpdate = defineUpdate<QuotaTakeAnswer, [QuotaTake]>('quotaTake');
-
-/** Signal from the quota workflow to a requesting workflow: its use is granted. */
-export const quotaGrantSignal = defineSignal<[{ requestId: string; leaseExpiresAt: string }]>('quotaGrant');
-
-/** Signal from the quota workflow to a queued workflow: its place when it joined, and again after a 429 pause. */
-export const quotaPlaceSignal = defineSignal<[{ requestId: string } & QueuePlace]>('quotaPlace');
-
-/**
- * Why the quota workflow did not queue a request: `queue-full` (ask again with the same request ID
- * at `retryAt`) or `used-before` (the ID was spent, released or refused: ask under a new ID).
- */
-export interface QuotaDeclined {
-  requestId: string;
-  reason: 'queue-full' | 'used-before';
-  /** The project's queue length when it declined. */
-  queueLength: number;
-  /** ISO time to ask again (`queue-full`): about when half the queue will have been granted. */
-  retryAt: string;
-}
-
-/** Signal from the quota workflow to a requesting workflow: its request was not queued. */
-export const quotaDeclinedSignal = defineSignal<[QuotaDeclined]>('quotaDeclined');
-
-/** What the quota workflow's `quotaStatus` query answers. */
-export interface ProjectQuotaStatus {
-  projectId: string;
-  /** The configured budget, and the one learnt from 429s (lower, or equal when none came). */
-  limit: QuotaLimit;
-  effectiveUses: number;
-  /** Uses counted in the current window, granted-but-unconfirmed ones included. */
-  usesInWindow: number;
-  /** Grants not yet confirmed, oldest first. */
-  leases: Array<{ requestId: string; workflowId: string; grantedAt: string; expiresAt: string }>;
-  queueLength: number;
-  /** The first requests of the queue, in order (at most 20). */
-  queueHead: Array<{ requestId: string; workflowId: string; kind: QuotaUseKind; enqueuedAt: string }>;
-  /** ISO time the project's budget resumes after a 429, or null. */
-  pausedUntil: string | null;
-  /** Counters across every run of the quota workflow. */
-  totals: {
-    granted: number;
-    spent: number;
-    refused: number;
-    released: number;
-    expired: number;
-    /** Requests not queued: the queue was full, or the request ID was used before. */
-    declined: number;
-    /** Uses taken at once ({@link quotaTakeUpdate}), counted in `granted` and `spent` too. */
-    taken: number;
-  };
-}
-
-/** Query on the quota workflow: its state. */
-export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');
-
-/** A project quota's counts: the budget as learnt, the uses in its window (grants out included), the queue. */
-export interface QuotaUsage {
-  budgetUses: number;
-  usesInWindow: number;
-  queued: number;
-}
-
-/**
- * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
- * through the `projectMetrics` sink: never during replay, so each event counts once.
- */
-export interface ProjectMetricsSinks extends Sinks {
-  projectMetrics: {
-    /** A job's workflow ended: `outcome` is its end status or failure type; seconds since its start. */
-    jobEnded(projectId: string, outcome: string, seconds: number, hasPrLink: boolean): void;
-    /** A create or message waited this long in the project's quota queue before its grant. */
-    quotaWaited(projectId: string, seconds: number): void;
-    /** The quota's state after a pass: the budget, the uses in its window, the queue. */
-    quotaState(projectId: string, usage: QuotaUsage): void;
-  };
 }

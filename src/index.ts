@@ -4,6 +4,15 @@
  */
 export * from './contract.js';
 export {
+  checkPrompt,
+  DEFAULT_BLIP_TOLERANCE_MS,
+  DEFAULT_TIMEOUT_MS,
+  MAX_TIMEOUT_MS,
+  resolveInput,
+  type ResolvedInput,
+} from './workflows/agent-job/input.js';
+export { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
+export {
   agentJobIdWorkflowId,
   agentJobSummary,
   agentJobWorkflowId,

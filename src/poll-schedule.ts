@@ -15,8 +15,35 @@
  * Pure: callers pass the time, the attempt and the random source (the workflow's seeded
  * `Math.random`, or the activity's).
  */
-import { POLL_JITTER, pollJitterFactor, type ResolvedPollSettings } from './contract.js';
 import { retryDelayMs, RETRY_JITTER, type Backoff } from './retries.js';
+
+/** Poll settings with every default applied, in milliseconds. */
+export interface ResolvedPollSettings {
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+  backoffCoefficient: number;
+}
+
+/** Defaults of {@link PollSettings}. */
+export const DEFAULT_POLL: ResolvedPollSettings = {
+  initialIntervalMs: 5_000,
+  maxIntervalMs: 60_000,
+  backoffCoefficient: 1.5,
+};
+
+/**
+ * Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll
+ * in lockstep.
+ */
+export const POLL_JITTER = 0.1;
+
+/**
+ * The factor a wait between polls is multiplied by: uniform in [1 − POLL_JITTER, 1 + POLL_JITTER).
+ * `random` is the caller's: the workflow's seeded `Math.random` in workflow code.
+ */
+export function pollJitterFactor(random: () => number): number {
+  return 1 + (random() * 2 - 1) * POLL_JITTER;
+}
 
 /** The schedule of one workflow; `intervalMs` is carried across continue-as-new. */
 export class PollSchedule {

@@ -5,14 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
-  checkPrompt,
   InvalidInputError,
   MAX_PROMPT_LENGTH,
   MAX_JOB_ID_BYTES,
   MAX_PROJECT_ID_BYTES,
-  projectQuotaWorkflowId,
-  resolveInput,
 } from '../src/contract.js';
+import { checkPrompt, resolveInput } from '../src/workflows/agent-job/input.js';
+import { projectQuotaWorkflowId } from '../src/quota/messages.js';
 
 function refused(input: Record<string, unknown>, field: string, pattern: RegExp): void {
   assert.throws(

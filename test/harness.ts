@@ -23,13 +23,8 @@ import { createActivities, type ActivityDeps, type AgentJobActivities } from '..
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
-import {
-  projectQuotaWorkflowId,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
-  type AgentJobRecord,
-  type QuotaLimit,
-} from '../src/contract.js';
+import { WORKFLOW_TYPE, type AgentJobInput, type AgentJobRecord } from '../src/contract.js';
+import { projectQuotaWorkflowId, type QuotaLimit } from '../src/quota/messages.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../src/workflows/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { POLL_JITTER } from '../src/contract.js';
+import { POLL_JITTER } from '../src/poll-schedule.js';
 import { PollSchedule } from '../src/poll-schedule.js';
 
 const settings = { initialIntervalMs: 5_000, maxIntervalMs: 60_000, backoffCoefficient: 1.5 };

@@ -14,7 +14,7 @@
 import { randomUUID } from 'node:crypto';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import { startAgentJob } from '../../src/client/index.js';
-import { projectQuotaWorkflowId } from '../../src/contract.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';

@@ -8,12 +8,12 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
 import {
   InvalidInputError,
-  resolveInput,
   SearchAttributes,
   type AgentJobInput,
   type AgentJobResult,
   type StartPriority,
 } from '../contract.js';
+import { resolveInput } from '../workflows/agent-job/input.js';
 import { isWellFormed } from '../ids.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
 import { mapLimit } from './map-limit.js';

@@ -19,11 +19,9 @@ import {
   DEFAULT_TASK_QUEUE,
   followUpUpdate,
   InvalidInputError,
-  resolveInput,
   SearchAttributes,
   START_PRIORITIES,
   statusQuery,
-  taskPriority,
   WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobProgress,
@@ -32,6 +30,8 @@ import {
   type PollSettings,
   type StartPriority,
 } from '../contract.js';
+import { taskPriority } from './priority.js';
+import { resolveInput } from '../workflows/agent-job/input.js';
 import { previousRun, type PreviousRun } from './previous-run.js';
 import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
 import type { agentJobWorkflow } from '../workflows/index.js';

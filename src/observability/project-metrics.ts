@@ -7,7 +7,8 @@
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
-import type { ProjectMetricsSinks, QuotaUseKind } from '../contract.js';
+import type { Sinks } from '@temporalio/workflow';
+import type { QuotaUsage, QuotaUseKind } from '../quota/messages.js';
 import { utf8Prefix } from '../ids.js';
 
 /** The label of every project past the first {@link ProjectLabels} keeps. */
@@ -162,4 +163,19 @@ export class ProjectMetrics {
       },
     };
   }
+}
+
+/**
+ * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
+ * through the `projectMetrics` sink: never during replay, so each event counts once.
+ */
+export interface ProjectMetricsSinks extends Sinks {
+  projectMetrics: {
+    /** A job's workflow ended: `outcome` is its end status or failure type; seconds since its start. */
+    jobEnded(projectId: string, outcome: string, seconds: number, hasPrLink: boolean): void;
+    /** A create or message waited this long in the project's quota queue before its grant. */
+    quotaWaited(projectId: string, seconds: number): void;
+    /** The quota's state after a pass: the budget, the uses in its window, the queue. */
+    quotaState(projectId: string, usage: QuotaUsage): void;
+  };
 }

@@ -8,19 +8,19 @@
 import { activityInfo, cancellationSignal, getClient, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
+import { FailureType } from '../contract.js';
+import { taskPriority } from '../client/priority.js';
 import {
-  FailureType,
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   QUOTA_PRIORITY_KEY,
   quotaRequestSignal,
   quotaTakeUpdate,
-  taskPriority,
   type QuotaLimit,
   type QuotaRequest,
   type QuotaTicket,
   type QuotaUseKind,
-} from '../contract.js';
+} from './messages.js';
 import { formatQuotaLimit, quotaLimitFor, type ProjectQuotaSettings } from './settings.js';
 
 /**

@@ -7,9 +7,9 @@
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
  * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
  */
+import type { QueuePlace } from '../contract.js';
 import type {
   ProjectQuotaStatus,
-  QueuePlace,
   QuotaDeclined,
   QuotaLimit,
   QuotaRequest,
@@ -18,15 +18,10 @@ import type {
   QuotaTakeRefusal,
   QuotaUsage,
   QuotaUseKind,
-} from '../contract.js';
-import { idHash, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import {
-  CREATE_BACKOFF,
-  MAX_RETRY_AFTER_MS,
-  MESSAGE_BACKOFF,
-  RETRY_JITTER,
-  retryDelayMs,
-} from '../retries.js';
+} from './messages.js';
+import { clamp, clampInt, clampLimit, MAX_LEASE_MS, MAX_WINDOW_MS, MIN_LEASE_MS } from './messages.js';
+import { idHash, utf8ByteLength } from '../ids.js';
+import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../retries.js';
 import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 
 /**
@@ -45,12 +40,6 @@ export const MAX_QUEUE_BYTES = 600_000;
 
 /** Grants unconfirmed at once, at most: far above any API call concurrency one project needs; bounds the state. */
 export const MAX_LEASES = 200;
-
-/** Uses per window, at most: the window keeps one time per use, and the API's own budget is 100 an hour. */
-export const MAX_USES = 10_000;
-
-/** A request ID is its workflow ID, `/`, and a short use name: longer ones are malformed. */
-export const MAX_REQUEST_ID_BYTES = MAX_WORKFLOW_ID_BYTES + 65;
 
 /**
  * How long and how many spent, released or refused request IDs are remembered, so that a late
@@ -75,10 +64,6 @@ const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 
 /** Declines owed while the workflow drains for continue-as-new, at most; a requester left unanswered asks again. */
 const MAX_DECLINES_OWED = 100;
-
-const MAX_WINDOW_MS = 7 * 24 * 60 * 60_000;
-const MIN_LEASE_MS = 1_000;
-const MAX_LEASE_MS = 24 * 60 * 60_000;
 
 /** One queued request. */
 export interface QueueEntry {
@@ -169,9 +154,6 @@ export type QuotaNotice =
 
 /** What became of a request. */
 export type RequestOutcome = 'queued' | 'repeat' | 'requeued' | 'queue-full' | 'used-before';
-
-/** A signal's payload read: the value, or why it is malformed. */
-export type Read<T> = { value: T } | { problem: string };
 
 /**
  * The timer the quota loop starts for a wake-up due at `dueAt` while one set for `armedAt` runs:
@@ -878,148 +860,14 @@ export class ProjectBudget {
   }
 }
 
-/**
- * Reads a request signal's payload: every field checked, numbers clamped to what the budget can
- * hold. A value from a signal must never make a handler throw, or the quota workflow stops.
- */
-export function readQuotaRequest(raw: unknown): Read<QuotaRequest> {
-  if (!isRecord(raw)) return { problem: 'not an object' };
-  const use = readUse(raw);
-  if ('problem' in use) return use;
-  const workflowId = readId(raw.workflowId, MAX_WORKFLOW_ID_BYTES);
-  if (workflowId === null)
-    return { problem: `workflowId must be a string of 1 to ${MAX_WORKFLOW_ID_BYTES} bytes` };
-  const leaseMs = finite(raw.leaseMs);
-  if (leaseMs === null) return { problem: 'leaseMs must be a number' };
-  const holdUntil = finite(raw.holdUntil);
-  if (raw.holdUntil !== undefined && raw.holdUntil !== null && holdUntil === null)
-    return { problem: 'holdUntil must be a time in ms' };
-  const runId = readRunId(raw.runId);
-  const request: QuotaRequest = {
-    ...use.value,
-    workflowId,
-    leaseMs: clamp(leaseMs, MIN_LEASE_MS, MAX_LEASE_MS),
-    ...(holdUntil !== null && { holdUntil }),
-    ...(runId !== null && { runId }),
-  };
-  if (raw.refused === undefined || raw.refused === null) return { value: request };
-  const refused = isRecord(raw.refused) ? raw.refused : {};
-  const refusedId = readId(refused.requestId, MAX_REQUEST_ID_BYTES);
-  if (refusedId === null) return { problem: 'refused.requestId must be a request ID' };
-  return {
-    value: {
-      ...request,
-      refused: { requestId: refusedId, retryAfterMs: readRetryAfter(refused.retryAfterMs) },
-    },
-  };
-}
-
-/**
- * Reads a take's payload, as the quota workflow's update validator does: the same bounds as a
- * request's (IDs in UTF-8 bytes, a known kind, a limit of numbers), so a malformed take is
- * rejected before it is accepted and leaves no trace in the quota's history.
- */
-export function readQuotaTake(raw: unknown): Read<QuotaTake> {
-  if (!isRecord(raw)) return { problem: 'not an object' };
-  const use = readUse(raw);
-  if ('problem' in use) return use;
-  const attempt = finite(raw.attempt);
-  const runId = readRunId(raw.runId);
-  return {
-    value: {
-      ...use.value,
-      ...(attempt !== null && { attempt: clampInt(attempt, 1, Number.MAX_SAFE_INTEGER) }),
-      ...(runId !== null && { runId }),
-    },
-  };
-}
-
-/** What a request and a take both name: the request ID (bounded in UTF-8 bytes), the kind, the limit. */
-function readUse(
-  raw: Record<string, unknown>,
-): Read<{ requestId: string; kind: QuotaUseKind; limit: QuotaLimit }> {
-  const requestId = readId(raw.requestId, MAX_REQUEST_ID_BYTES);
-  if (requestId === null)
-    return { problem: `requestId must be a string of 1 to ${MAX_REQUEST_ID_BYTES} bytes` };
-  if (raw.kind !== 'create' && raw.kind !== 'message')
-    return { problem: 'kind must be "create" or "message"' };
-  const limit = isRecord(raw.limit) ? raw.limit : {};
-  const uses = finite(limit.uses);
-  const windowMs = finite(limit.windowMs);
-  if (uses === null || windowMs === null) return { problem: 'limit must hold numbers uses and windowMs' };
-  return { value: { requestId, kind: raw.kind, limit: clampLimit({ uses, windowMs }) } };
-}
-
 /** The {@link RememberedRequest.run} of a take or request's run; undefined without one. */
 function runHash({ runId }: { runId?: string }): string | undefined {
   return runId === undefined ? undefined : idHash(runId);
 }
 
-/**
- * A run ID (a UUID, as Temporal makes them; at most {@link MAX_WORKFLOW_ID_BYTES} bytes taken), or
- * null when absent or odd: then the request or take is read without one, as from an older worker.
- */
-function readRunId(value: unknown): string | null {
-  return readId(value, MAX_WORKFLOW_ID_BYTES);
-}
-
-/** Reads a spent signal's payload; a missing or odd `at` reads as null (now). */
-export function readSpent(raw: unknown): Read<{ requestId: string; at: number | null }> {
-  const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
-  if (requestId === null) return { problem: 'requestId must be a request ID' };
-  return { value: { requestId, at: finite((raw as Record<string, unknown>).at) } };
-}
-
-/** Reads a release signal's payload. */
-export function readRelease(raw: unknown): Read<{ requestId: string }> {
-  const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
-  return requestId === null ? { problem: 'requestId must be a request ID' } : { value: { requestId } };
-}
-
-/** A Retry-After in ms: null when absent or not a number, else within 0 and {@link MAX_RETRY_AFTER_MS}. */
-function readRetryAfter(value: unknown): number | null {
-  if (typeof value !== 'number' || Number.isNaN(value)) return null;
-  return Math.min(Math.max(0, value), MAX_RETRY_AFTER_MS);
-}
-
-/** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
-function clampLimit(limit: QuotaLimit | undefined): QuotaLimit {
-  return {
-    uses: clampInt(limit?.uses ?? 1, 1, MAX_USES),
-    windowMs: clampInt(limit?.windowMs ?? 1_000, 1_000, MAX_WINDOW_MS),
-  };
-}
-
-/**
- * A string ID of at most `maxBytes` UTF-8 bytes, as Temporal measures a workflow ID: a `"` or `\\`
- * is one byte, though the carried JSON writes it as two, so any ID Temporal accepts is read. What
- * JSON writes as `\\uXXXX` (six bytes for a control character) is bounded apart: the JSON form at
- * most twice `maxBytes`, which keeps a full state within its bound (a unit test checks it).
- */
-function readId(value: unknown, maxBytes: number): string | null {
-  if (typeof value !== 'string' || value.length === 0 || utf8ByteLength(value) > maxBytes) return null;
-  return utf8ByteLength(JSON.stringify(value)) - 2 <= 2 * maxBytes ? value : null;
-}
-
 /** The bytes a queued request's IDs take in the carried JSON. */
 function queuedBytes(entry: Pick<QueueEntry, 'requestId' | 'workflowId'>): number {
   return utf8ByteLength(JSON.stringify(entry.requestId)) + utf8ByteLength(JSON.stringify(entry.workflowId));
-}
-
-function finite(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Math.min(Math.max(value, min), max);
-}
-
-function clampInt(value: number, min: number, max: number): number {
-  return clamp(Number.isFinite(value) ? Math.floor(value) : min, min, max);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
 }
 
 function findLastIndex<T>(list: T[], test: (item: T) => boolean): number {

@@ -24,8 +24,9 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AgentJobActivities } from '../activities/index.js';
+import { FailureType, SearchAttributes, type QueuePlace } from '../contract.js';
+import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
 import {
-  FailureType,
   projectQuotaWorkflowId,
   quotaDeclinedSignal,
   quotaGrantSignal,
@@ -33,14 +34,11 @@ import {
   quotaReleaseSignal,
   quotaSpentSignal,
   quotaWaitingSignal,
-  SearchAttributes,
-  type ProjectMetricsSinks,
-  type QueuePlace,
   type QuotaDeclined,
   type QuotaRequest,
   type QuotaTicket,
   type QuotaUseKind,
-} from '../contract.js';
+} from './messages.js';
 import { AskSchedule, placeOf, useNameOf } from './waiting.js';
 import type { RunProgress } from '../workflows/agent-job/progress.js';
 

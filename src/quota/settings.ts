@@ -3,7 +3,7 @@
  * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Parsed
  * once by the worker's configuration loader; the activities pick the limit of each project from it.
  */
-import type { QuotaLimit } from '../contract.js';
+import type { QuotaLimit } from './messages.js';
 import { durationMs } from '../duration.js';
 
 /** The API's documented limit: 100 uses (creates and follow-up messages) per project per hour. */

@@ -4,7 +4,8 @@
  * wait (src/quota/requester.ts), pure and on a clock the caller passes (the workflow
  * clock), so they are unit-tested on a fake one.
  */
-import type { QueuePlace, QuotaDeclined } from '../contract.js';
+import type { QueuePlace } from '../contract.js';
+import type { QuotaDeclined } from './messages.js';
 import { RETRY_JITTER } from '../retries.js';
 import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 

@@ -23,6 +23,7 @@ import {
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
+import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
 import {
   quotaDeclinedSignal,
   quotaGrantSignal,
@@ -33,21 +34,10 @@ import {
   quotaStatusQuery,
   quotaTakeUpdate,
   quotaWaitingSignal,
-  type ProjectMetricsSinks,
   type QuotaLimit,
-} from '../contract.js';
-import {
-  ProjectBudget,
-  QUOTA_IDLE_MS,
-  readQuotaRequest,
-  readQuotaTake,
-  readRelease,
-  readSpent,
-  timerToStart,
-  type BudgetState,
-  type QuotaNotice,
-  type Read,
-} from './budget.js';
+} from './messages.js';
+import { ProjectBudget, QUOTA_IDLE_MS, timerToStart, type BudgetState, type QuotaNotice } from './budget.js';
+import { readQuotaRequest, readQuotaTake, readRelease, readSpent, type Read } from './messages.js';
 
 /**
  * History events per quota run before continue-as-new. A request costs about 5 events (its signal,

@@ -12,13 +12,8 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
-import {
-  FailureType,
-  InvalidInputError,
-  projectQuotaWorkflowId,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
-} from '../../src/contract.js';
+import { FailureType, InvalidInputError, WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';

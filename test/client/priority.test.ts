@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { before, test } from 'node:test';
 import { startDevServer } from '../../dev/dev-server.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { InvalidInputError, taskPriority, type StartPriority } from '../../src/contract.js';
+import { InvalidInputError, type StartPriority } from '../../src/contract.js';
+import { taskPriority } from '../../src/client/priority.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
   activitiesFor,

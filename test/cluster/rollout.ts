@@ -32,7 +32,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { decodeVersioningBehavior } from '@temporalio/common';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { projectQuotaWorkflowId } from '../../src/contract.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { buildIdOf } from '../../src/worker/version.js';
 import {
   onCleanup,

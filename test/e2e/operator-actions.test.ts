@@ -16,13 +16,12 @@ import { findTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import {
   FailureType,
-  projectQuotaWorkflowId,
-  quotaStatusQuery,
   SearchAttributes,
   statusQuery,
   WORKFLOW_TYPE,
   type AgentJobInput,
 } from '../../src/contract.js';
+import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
 import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';

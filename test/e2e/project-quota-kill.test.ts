@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { before, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/contract.js';
+import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import {
   spawnTs,

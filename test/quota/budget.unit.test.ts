@@ -1,26 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { QuotaRequest, QuotaUseKind } from '../../src/contract.js';
+import type { QuotaRequest, QuotaUseKind } from '../../src/quota/messages.js';
 import { MAX_WORKFLOW_ID_BYTES } from '../../src/ids.js';
 import {
   edgeMarginMs,
   MAX_LEASES,
   MAX_QUEUE,
-  MAX_REQUEST_ID_BYTES,
-  MAX_USES,
   ProjectBudget,
   QUOTA_IDLE_MS,
-  readQuotaRequest,
-  readQuotaTake,
   takeMarginMs,
   timerToStart,
-  readRelease,
-  readSpent,
   REMEMBER_MS,
   REMEMBERED,
   type BudgetState,
   type QuotaNotice,
 } from '../../src/quota/budget.js';
+import {
+  MAX_REQUEST_ID_BYTES,
+  MAX_USES,
+  readQuotaRequest,
+  readQuotaTake,
+  readRelease,
+  readSpent,
+} from '../../src/quota/messages.js';
 import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, RETRY_JITTER } from '../../src/retries.js';
 
 const T0 = Date.parse('2026-11-24T00:00:00Z');

@@ -9,15 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { FailureType, statusQuery } from '../../src/contract.js';
 import {
-  FailureType,
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaStatusQuery,
   quotaTakeUpdate,
-  statusQuery,
   type QuotaLimit,
-} from '../../src/contract.js';
+} from '../../src/quota/messages.js';
 import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/retries.js';
 import type { projectQuotaWorkflow } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { quotaStatusQuery, statusQuery, type QuotaLimit } from '../../src/contract.js';
+import { statusQuery } from '../../src/contract.js';
+import { quotaStatusQuery, type QuotaLimit } from '../../src/quota/messages.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { QUOTA_REASK_MS } from '../../src/quota/requester.js';

@@ -8,19 +8,16 @@ import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure, defaultPayloadConverter } from '@temporalio/common';
+import { SearchAttributes, sendMessageUpdate, statusQuery, type AgentJobResult } from '../../src/contract.js';
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   quotaRequestSignal,
   quotaStatusQuery,
   quotaTakeUpdate,
-  SearchAttributes,
-  sendMessageUpdate,
-  statusQuery,
-  type AgentJobResult,
   type QuotaLimit,
   type QuotaRequest,
-} from '../../src/contract.js';
+} from '../../src/quota/messages.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
 import {

@@ -14,14 +14,9 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
-import {
-  FailureType,
-  type AgentJobRecord,
-  type ApiErrorDetails,
-  type QuotaRequest,
-  type QuotaUseKind,
-  type ResolvedPollSettings,
-} from '../../contract.js';
+import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../contract.js';
+import type { ResolvedPollSettings } from '../../poll-schedule.js';
+import type { QuotaRequest, QuotaUseKind } from '../../quota/messages.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ProjectQuotaRequester } from '../../quota/requester.js';

@@ -6,12 +6,12 @@
 import { condition, currentUpdateInfo, setHandler } from '@temporalio/workflow';
 import { ApplicationFailure, HandlerUnfinishedPolicy } from '@temporalio/common';
 import {
-  checkPrompt,
   followUpUpdate,
   MAX_QUEUED_FOLLOW_UPS,
   sendMessageUpdate,
   type AgentJobRecord,
 } from '../../contract.js';
+import { checkPrompt } from './input.js';
 import type { AgentJobApi } from './api.js';
 import { FollowUpQueue, type SendWhen } from './follow-up-queue.js';
 import { updateMessageKey } from './api.js';

@@ -2,7 +2,8 @@
  * The state of one workflow run, grouped by concern, and what it carries into the next run
  * through continue-as-new. Workflow code (it reads the workflow clock).
  */
-import type { AgentJobProgress, AgentJobRecord, ResolvedInput } from '../../contract.js';
+import type { AgentJobProgress, AgentJobRecord } from '../../contract.js';
+import type { ResolvedInput } from './input.js';
 import type { RunProgress } from './progress.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
 import { PollSchedule } from '../../poll-schedule.js';

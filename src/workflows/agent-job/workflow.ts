@@ -24,14 +24,13 @@ import {
   FailureType,
   InvalidInputError,
   pollNowSignal,
-  resolveInput,
   statusQuery,
   type AgentJobInput,
   type AgentJobRecord,
   type AgentJobResult,
-  type ProjectMetricsSinks,
-  type ResolvedInput,
 } from '../../contract.js';
+import { resolveInput, type ResolvedInput } from './input.js';
+import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
 import { ProjectQuotaRequester } from '../../quota/requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
 import { AgentJobApi, createKey, startFollowUpKey } from './api.js';

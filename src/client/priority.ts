@@ -1,0 +1,20 @@
+/**
+ * Task-queue priority and fairness for a start: which class goes first on a worker with a backlog,
+ * and the project as the fairness key within it (docs/starting-jobs.md).
+ */
+import { fitPart } from '../ids.js';
+
+/** The server's limit on a fairness key. */
+const MAX_FAIRNESS_KEY_BYTES = 64;
+
+/**
+ * The task priority of a start: its class, and the project as the fairness key, so that within a
+ * class one project's burst shares the workers with the others' tasks instead of going first. A
+ * project ID over 64 bytes keeps its start and a hash of the whole.
+ */
+export function taskPriority(
+  projectId: string,
+  priorityKey: number,
+): { priorityKey: number; fairnessKey: string } {
+  return { priorityKey, fairnessKey: fitPart(projectId, projectId, MAX_FAIRNESS_KEY_BYTES) };
+}

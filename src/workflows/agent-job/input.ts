@@ -1,0 +1,179 @@
+/**
+ * The agent-job workflow's input checked and completed with defaults: the workflow checks it before
+ * any activity runs (a bad field fails the workflow with `InvalidInput` and creates no agent job),
+ * and the library and the starter check it before they start one, so a person hears of a bad
+ * field at once. The contract (src/contract.ts) says what each field means.
+ *
+ * Importable from workflow code: no Node modules, no I/O, no clocks.
+ */
+import { MAX_JOB_ID_BYTES } from '../../agent-api/types.js';
+import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from '../../contract.js';
+import { durationMs } from '../../duration.js';
+import { isWellFormed, utf8ByteLength } from '../../ids.js';
+import { DEFAULT_POLL, type ResolvedPollSettings } from '../../poll-schedule.js';
+
+/** Default of {@link AgentJobInput.timeout}: 6 hours. */
+export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
+
+/** The default {@link AgentJobInput.blipTolerance}: 30 minutes. */
+export const DEFAULT_BLIP_TOLERANCE_MS = 30 * 60 * 1000;
+
+/**
+ * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
+ * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
+ */
+export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Validated input with every default applied. */
+export type ResolvedInput = {
+  projectId: string;
+  poll: ResolvedPollSettings;
+  timeoutMs: number;
+  continueAsNewAfterPolls: number | undefined;
+  blipToleranceMs: number;
+  previousCreate: string | null;
+} &
+  // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
+  ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
+
+/**
+ * Validates the workflow input and applies defaults. Shared by the workflow (before any activity
+ * runs) and the starter (so a person hears of a bad field before a workflow starts).
+ */
+export function resolveInput(input: unknown): ResolvedInput {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
+  }
+  const raw = input as Record<string, unknown>;
+  const projectId = requireId(raw, 'projectId', MAX_PROJECT_ID_BYTES);
+  // With a jobId the prompt is an optional follow-up; without one it creates the job.
+  const target =
+    raw.jobId === undefined
+      ? { jobId: undefined, prompt: checkPrompt(raw.prompt) }
+      : {
+          jobId: requireId(raw, 'jobId', MAX_JOB_ID_BYTES),
+          prompt: raw.prompt === undefined ? undefined : checkPrompt(raw.prompt),
+        };
+  const poll = resolvePoll(raw.poll);
+  const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
+  if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
+  if (timeoutMs > MAX_TIMEOUT_MS) throw new InvalidInputError('timeout', 'must be at most 7 days');
+  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
+  if (
+    continueAsNewAfterPolls !== undefined &&
+    (typeof continueAsNewAfterPolls !== 'number' ||
+      !Number.isInteger(continueAsNewAfterPolls) ||
+      continueAsNewAfterPolls < 1)
+  ) {
+    throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
+  }
+  const blipToleranceMs =
+    raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
+  if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
+  const previousCreate = raw.previousCreate ?? null;
+  if (previousCreate !== null && (typeof previousCreate !== 'string' || previousCreate.length > 500)) {
+    throw new InvalidInputError('previousCreate', 'must be a string of at most 500 characters');
+  }
+  if (previousCreate !== null && target.jobId !== undefined) {
+    throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
+  }
+  return {
+    projectId,
+    ...target,
+    poll,
+    timeoutMs,
+    continueAsNewAfterPolls,
+    blipToleranceMs,
+    previousCreate,
+  };
+}
+
+/**
+ * The prompt rule, for a create and for every follow-up: a non-blank string of at most
+ * {@link MAX_PROMPT_LENGTH} characters. `field` names it in the error.
+ */
+export function checkPrompt(value: unknown, field = 'prompt'): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'is required and must be a non-blank string');
+  }
+  if (value.length > MAX_PROMPT_LENGTH) {
+    throw new InvalidInputError(field, `is ${value.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
+  }
+  return value;
+}
+
+function requireText(raw: Record<string, unknown>, field: string): string {
+  const value = raw[field];
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'is required and must be a non-blank string');
+  }
+  return value;
+}
+
+/**
+ * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8: a lone surrogate has no UTF-8
+ * form (it cannot go into a URL or a workflow ID), and a longer ID would break a workflow ID or a
+ * search attribute at the server, after the workflow had started.
+ */
+function requireId(raw: Record<string, unknown>, field: string, maxBytes: number): string {
+  const value = requireText(raw, field);
+  if (!isWellFormed(value)) {
+    throw new InvalidInputError(field, 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  const bytes = utf8ByteLength(value);
+  if (bytes > maxBytes) {
+    throw new InvalidInputError(field, `is ${bytes} bytes of UTF-8; the limit is ${maxBytes}`);
+  }
+  return value;
+}
+
+function resolvePoll(value: unknown): ResolvedPollSettings {
+  if (value === undefined) return DEFAULT_POLL;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidInputError('poll', 'must be an object');
+  }
+  const raw = value as Record<string, unknown>;
+  const initialIntervalMs =
+    raw.initialInterval === undefined
+      ? DEFAULT_POLL.initialIntervalMs
+      : toMs(raw.initialInterval, 'poll.initialInterval');
+  const maxIntervalMs =
+    raw.maxInterval === undefined
+      ? Math.max(DEFAULT_POLL.maxIntervalMs, initialIntervalMs)
+      : toMs(raw.maxInterval, 'poll.maxInterval');
+  const backoffCoefficient = raw.backoffCoefficient ?? DEFAULT_POLL.backoffCoefficient;
+  // Sub-10ms polls would hammer the API; the floor still lets tests run fast.
+  if (initialIntervalMs < 10) throw new InvalidInputError('poll.initialInterval', 'must be at least 10ms');
+  if (maxIntervalMs < initialIntervalMs) {
+    throw new InvalidInputError('poll.maxInterval', 'must be at least poll.initialInterval');
+  }
+  if (typeof backoffCoefficient !== 'number' || !Number.isFinite(backoffCoefficient)) {
+    throw new InvalidInputError('poll.backoffCoefficient', 'must be a number');
+  }
+  if (backoffCoefficient < 1 || backoffCoefficient > 10) {
+    throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
+  }
+  if (raw.localActivity !== undefined && typeof raw.localActivity !== 'boolean') {
+    throw new InvalidInputError('poll.localActivity', 'must be true or false');
+  }
+  return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
+}
+
+function toMs(value: unknown, field: string): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value <= 0)
+      throw new InvalidInputError(field, 'must be a positive number of milliseconds');
+    return value;
+  }
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new InvalidInputError(field, 'must be a duration such as "10s" or a number of milliseconds');
+  }
+  const ms = durationMs(value);
+  if (ms === undefined) {
+    throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
+  }
+  if (ms <= 0) {
+    throw new InvalidInputError(field, `"${value}" is not a positive duration`);
+  }
+  return ms;
+}
