@@ -24,7 +24,7 @@ export interface ResolvedPollSettings {
   backoffCoefficient: number;
 }
 
-/** Defaults of {@link PollSettings}. */
+/** Defaults of the input's `poll` settings (`PollSettings` in src/contract.ts). */
 export const DEFAULT_POLL: ResolvedPollSettings = {
   initialIntervalMs: 5_000,
   maxIntervalMs: 60_000,
