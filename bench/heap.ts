@@ -31,7 +31,8 @@ import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
 import { mapLimit } from '../src/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
-import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
+import { label, workerOrFloor } from './catalogue.js';
+import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);

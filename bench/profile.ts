@@ -24,7 +24,8 @@ import { parseArgs } from 'node:util';
 import type { Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
-import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
+import { label, workerOrFloor } from './catalogue.js';
+import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { mapLimit } from '../src/map-limit.js';
 

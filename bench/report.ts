@@ -7,19 +7,22 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
 import { ROOT } from './build.js';
-import { COST_VARIANTS } from './scenarios/cost.js';
 import {
   BASELINES,
+  COST_VARIANTS,
   IMPLEMENTATIONS,
   LADDER,
   label,
   mark,
   QUICK_POINTS,
+  type BenchResult,
+  type BenchServer,
   type Implementation,
-} from './scenarios/load.js';
-import type { StartupMode } from './scenarios/startup.js';
-import type { QuotaCostSide } from './scenarios/quota.js';
-import type { WakeRun } from './scenarios/wake.js';
+  type LoadPoint,
+  type QuotaCostSide,
+  type StartupMode,
+  type WakeRun,
+} from './catalogue.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -27,9 +30,6 @@ import {
   ratios,
   summarizeLoad,
   type AimResult,
-  type BenchResult,
-  type BenchServer,
-  type LoadPoint,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';

@@ -11,27 +11,28 @@ import { parseArgs } from 'node:util';
 import { DYNAMIC_CONFIG, startBenchEnvironment, type BenchEnvironment } from './environment.js';
 import { cpuShares, cpuTimes, currentLoad, describeMachine } from './machine.js';
 import { describePoints, render, writePerformanceDoc, writeResult } from './report.js';
-import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
 import {
+  COST_VARIANTS,
   IMPLEMENTATIONS,
   LADDER,
   QUICK_POINTS,
-  runLoad,
-  type Implementation,
-  type LoadRun,
-} from './scenarios/load.js';
-import { runQuotaCost } from './scenarios/quota.js';
-import { runStartup } from './scenarios/startup.js';
-import { runWake, type WakeRun } from './scenarios/wake.js';
-import {
-  AIM_JOBS,
   type BenchResult,
   type BenchServer,
   type ChoiceSide,
+  type CostRow,
   type DesignChoice,
+  type Implementation,
   type LoadPoint,
+  type LoadRun,
   type Mode,
-} from './summary.js';
+  type WakeRun,
+} from './catalogue.js';
+import { runCost } from './scenarios/cost.js';
+import { runLoad } from './scenarios/load.js';
+import { runQuotaCost } from './scenarios/quota.js';
+import { runStartup } from './scenarios/startup.js';
+import { runWake } from './scenarios/wake.js';
+import { AIM_JOBS } from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 

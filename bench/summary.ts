@@ -3,97 +3,21 @@
  * figure over repeats, this worker's figures as ratios to every baseline, and where each aim of
  * the issue lands and what limits it.
  */
-import type { DYNAMIC_CONFIG } from './environment.js';
-import type { MachineInfo } from './machine.js';
-import { defaultScheduleVariant, type CostRow } from './scenarios/cost.js';
 import {
   BASELINES,
+  defaultScheduleVariant,
   IMPLEMENTATIONS,
   label,
   mark,
   type Baseline,
+  type BenchResult,
+  type CostRow,
   type Implementation,
+  type LoadPoint,
   type LoadRun,
-} from './scenarios/load.js';
-import type { QuotaCostSide } from './scenarios/quota.js';
-import type { StartupRun } from './scenarios/startup.js';
-import type { WakeRun } from './scenarios/wake.js';
+  type WakeRun,
+} from './catalogue.js';
 import { ratio, spread, type Spread } from './stats.js';
-
-/** quick or full. */
-export type Mode = 'quick' | 'full';
-
-/** One load point: N jobs at a cadence, by some or all implementations. */
-export interface LoadPoint {
-  jobs: number;
-  cadenceMs: number;
-  /** Default: every implementation. */
-  impls?: Implementation[];
-  /** Default: the run's repeats. */
-  repeats?: number;
-}
-
-/** One side of a design choice. */
-export interface ChoiceSide {
-  /** '' with this worker: its defaults. */
-  variant: string;
-  /** Default: this worker. */
-  impl?: Implementation;
-  /** Worker settings, as environment variables. */
-  workerEnv?: Record<string, string>;
-}
-
-/** A design choice measured on every side at one load point. */
-export interface DesignChoice {
-  name: string;
-  /** Why it may move a figure. */
-  why: string;
-  point: LoadPoint;
-  sides: ChoiceSide[];
-}
-
-/** Which Temporal server a run measured. */
-export type BenchServer = 'dev' | 'postgres';
-
-/** Everything one benchmark run wrote: raw runs, settings, machine. The summary is derived. */
-export interface BenchResult {
-  schema: 1;
-  mode: Mode;
-  command: string;
-  startedAt: string;
-  finishedAt: string;
-  durationSeconds: number;
-  machine: MachineInfo;
-  settings: {
-    repeats: number;
-    points: LoadPoint[];
-    steadyCadences: number;
-    costScale: number;
-    costLengthsMs: number[];
-    costSamples: number;
-    startupRepeats: Record<'prebuilt-bundle' | 'workflowsPath', number>;
-    dynamicConfig: typeof DYNAMIC_CONFIG;
-    choices: DesignChoice[];
-  };
-  setupMs: { server: number; emit: number; bundle: number };
-  /**
-   * The Temporal server measured against: `dev` (the CLI's dev server with SQLite; also every run
-   * recorded before this field existed) or `postgres` (Temporal Server with PostgreSQL, as
-   * `npm run test:cluster` runs it).
-   */
-  server?: BenchServer;
-  startup: StartupRun[];
-  load: LoadRun[];
-  /** Where the ladder of N stopped for an implementation, and why. */
-  ladderStops: Array<{ impl: Implementation; jobs: number; reason: string }>;
-  cost: CostRow[];
-  /** What the project quota adds per job, on and off; absent in runs from before it was measured. */
-  quota?: QuotaCostSide[];
-  /** pollNow and follow-up wake-ups and a worker restart; absent in runs from before they were measured. */
-  wake?: WakeRun[];
-  /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
-  error?: string;
-}
 
 /** The figures of one (point, implementation, variant) over its repeats. */
 export interface LoadSummary {

@@ -19,7 +19,8 @@ import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
 import { firstRunId, type WorkflowCost } from '../history.js';
-import { spread, type Spread } from '../stats.js';
+import { spread } from '../stats.js';
+import type { QuotaCostSide } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
@@ -34,27 +35,6 @@ export interface QuotaCostParams {
   /** Jobs per side. */
   jobs: number;
   log: (line: string) => void;
-}
-
-/** One side of the comparison. */
-export interface QuotaCostSide {
-  /** The worker's `AGENT_API_PROJECT_QUOTA`. */
-  quota: string;
-  jobs: number;
-  /** Events and actions of each job's own history. */
-  jobEvents: Spread | null;
-  jobActions: Spread | null;
-  /**
-   * The quota workflow's whole chain, over the jobs (null with the quota off). `updates`: the
-   * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
-   * window, a take moving the next one); both absent in results from before the fast path.
-   */
-  quotaWorkflow: { runs: number; events: number; actions: number; updates?: number; timers?: number } | null;
-  /** Per job, all told: the job's medians plus the quota workflow's share. */
-  eventsPerJob: number | null;
-  actionsPerJob: number | null;
-  /** From the workflow's start event to the simulator recording the create, ms. */
-  startLatencyMs: Spread | null;
 }
 
 /**

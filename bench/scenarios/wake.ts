@@ -32,7 +32,8 @@ import type { MeasuredProcess } from '../processes.js';
 import { GET_BACKOFF } from '../../src/retries.js';
 import { percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import { BenchmarkBroken, startLoadJob, terminateLeftovers, type Implementation } from './load.js';
+import type { Delays, Implementation, WakeRun } from '../catalogue.js';
+import { BenchmarkBroken, startLoadJob, terminateLeftovers } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
@@ -59,54 +60,6 @@ export interface WakeParams {
    */
   restartWaitMs: number | null;
   log: (line: string) => void;
-}
-
-/**
- * Percentiles of one set of delays, ms, and how many of the sample never got their request: those
- * count as later than the wait, so a percentile or maximum that falls among them is null.
- */
-export interface Delays {
-  sent: number;
-  /** Requests that did not arrive within the scenario's wait: not in the percentiles. */
-  missing: number;
-  p50: number | null;
-  p99: number | null;
-  max: number | null;
-}
-
-/** What the wake scenario measured. Times in ms unless named otherwise. */
-export interface WakeRun {
-  /** Absent in runs from before baselines were measured: this worker. */
-  impl?: Exclude<Implementation, 'plain-loop'>;
-  jobs: number;
-  cadenceMs: number;
-  /** Seconds from the first start until every agent job existed. */
-  rampSeconds: number;
-  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
-  pollNow: Delays | null;
-  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
-  followUp: Delays | null;
-  restart: {
-    /** From the SIGKILL to the new worker's "worker running" line. */
-    newWorkerRunningMs: number;
-    /** From the SIGKILL to each job's first GET after it, over every job. */
-    resumed: Delays;
-    /** Jobs whose first GET came more than one cadence after the new worker ran. */
-    late: number;
-    /** How long after the new worker ran the scenario waited for the jobs' first GETs. */
-    waitedMs: number;
-    /** From the kill to the first GET of the jobs later than the start-to-close timeout, ascending (at most 50). */
-    pastTimeoutMs: number[];
-    /** start-to-close timeout of the poll activity (of this worker and both baselines). */
-    startToCloseMs: number;
-  } | null;
-  /**
-   * Poll counts of the jobs sent a pollNow: GETs the simulator received, against the poll
-   * activity's attempts their histories show (the attempts of cancelled activities are missing).
-   */
-  pollCounts: { sampled: number; simulatorGets: number; historyAttempts: number } | null;
-  /** Why the run did not complete, or null. */
-  broke: string | null;
 }
 
 /** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
