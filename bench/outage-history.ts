@@ -14,11 +14,11 @@
  * Three hours by default: at about 55 polls an hour, a run continues as new after its 150th poll,
  * near 2.8 hours into the outage. The workflow's timeout is one hour longer than the measurement.
  *
- * Writes bench/results/<timestamp>-outage.json and prints a table.
+ * Writes bench/results/<timestamp>-outage.json in place of the one before, and prints a table.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
@@ -39,7 +39,7 @@ import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { isClose } from './history.js';
-import { RESULTS_DIR } from './report.js';
+import { removeResults, resultNames, writeResultFile } from './report.js';
 import { waitUntil } from './wait.js';
 
 // @temporalio/proto is CommonJS without named exports Node can detect.
@@ -155,9 +155,9 @@ async function main(): Promise<void> {
       fault: 'every get answers 503 without Retry-After, from the first poll',
       modes,
     };
-    mkdirSync(RESULTS_DIR, { recursive: true });
-    const path = join(RESULTS_DIR, `${startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')}-outage.json`);
-    writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
+    const path = writeResultFile(startedAt, 'outage', result);
+    // The newest outage run is the one kept; the report does not read it, people do.
+    removeResults(resultNames('outage').filter((name) => name !== basename(path)));
     process.stdout.write(`${table(modes)}\nwrote ${path}\n`);
   } finally {
     for (const stop of stops.reverse()) await stop();

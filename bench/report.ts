@@ -1,9 +1,11 @@
 /**
  * Writes a run down: the table printed at the end of `npm run bench`, the JSON under
- * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run and the
- * newest quick run in bench/results/ (so a quick run in CI never pushes the full run out of it).
+ * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run, the
+ * newest quick run and the newest quick run on PostgreSQL in bench/results/ (so a quick run in CI
+ * never pushes the full run out of it). Writing a run removes the older runs of its kind that the
+ * page no longer reads, so bench/results/ does not grow.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
 import { ROOT } from './build.js';
@@ -41,35 +43,58 @@ export const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
 type Format = 'text' | 'markdown';
 
-/** Writes the run's JSON; returns its path. */
+/** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
-  // Runs on PostgreSQL get their own suffix, so the dev server's newest runs stay the ones shown.
-  const server = result.server === 'postgres' ? '-postgres' : '';
-  const path = join(RESULTS_DIR, `${stamp}-${result.mode}${server}.json`);
+  // Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown.
+  const kind = result.server === 'postgres' ? `${result.mode}-postgres` : result.mode;
   const summary = summarizeLoad(result.load);
-  writeFileSync(
-    path,
-    `${JSON.stringify({ ...result, summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) } }, null, 2)}\n`,
-  );
+  const path = writeResultFile(result.startedAt, kind, {
+    ...result,
+    summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) },
+  });
+  // Each part of the report comes from the newest run of the kind that has it: a run that is the
+  // newest with no part is read no more. The newest stays in any case, as the record of the last run.
+  const names = resultNames(kind);
+  const runs = names.map(readResult);
+  const read = new Set([runs[0], ...sourcesOf(runs).keys()]);
+  removeResults(names.filter((_, i) => !read.has(runs[i])));
   return path;
 }
 
-/** Every result of a mode on a server in bench/results/, newest first. */
-export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
-  const suffix = server === 'postgres' ? `-${mode}-postgres.json` : `-${mode}.json`;
-  let names: string[];
+/** Writes `content` as bench/results/<its start>-<kind>.json; returns its path. */
+export function writeResultFile(startedAt: string, kind: string, content: unknown): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const path = join(RESULTS_DIR, `${stamp}-${kind}.json`);
+  writeFileSync(path, `${JSON.stringify(content, null, 2)}\n`);
+  return path;
+}
+
+/** The file names of the results of a kind ("quick", "full", "quick-postgres", "outage"), newest first. */
+export function resultNames(kind: string): string[] {
   try {
-    names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(suffix));
+    return readdirSync(RESULTS_DIR)
+      .filter((n) => n.endsWith(`-${kind}.json`))
+      .sort()
+      .reverse();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  return names
-    .sort()
-    .reverse()
-    .map((name) => JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult);
+}
+
+/** Removes results from bench/results/, by file name. */
+export function removeResults(names: readonly string[]): void {
+  for (const name of names) rmSync(join(RESULTS_DIR, name));
+}
+
+function readResult(name: string): BenchResult {
+  return JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult;
+}
+
+/** Every result of a mode on a server in bench/results/, newest first. */
+function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
+  return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
 }
 
 /** The parts of a report; a run made with `--only` has some of them. */
@@ -132,12 +157,18 @@ real cluster; PostgreSQL shares the machine's two cores with everything else her
 say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
 `;
 
-function renderNewest(runs: BenchResult[]): string | null {
+/** The runs the report shows, newest first, each with the parts it is the newest run to have. */
+function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<Section>> {
   const sources = new Map<BenchResult, Set<Section>>();
   for (const section of SECTIONS) {
     const source = runs.find((r) => has(r, section));
     if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section]));
   }
+  return sources;
+}
+
+function renderNewest(runs: BenchResult[]): string | null {
+  const sources = sourcesOf(runs);
   if (sources.size === 0) return null;
   if (sources.size === 1) {
     const [[only, sections]] = [...sources] as [[BenchResult, Set<Section>]];

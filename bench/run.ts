@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: measures this worker against the local Temporal dev server and the API
- * simulator, next to two baselines, prints a table, writes bench/results/<date>-<mode>.json and
- * regenerates docs/PERFORMANCE.md. See `npm run bench -- --help`.
+ * simulator, next to two baselines, prints a table, writes bench/results/<date>-<mode>.json (and
+ * removes the older runs of that mode the page no longer reads) and regenerates
+ * docs/PERFORMANCE.md. See `npm run bench -- --help`.
  *
  * Exit code: 0 when the benchmark ran, whatever the figures (a missed aim prints MISSED); 1 when
  * the benchmark itself broke (a workflow failed, a process died, the server would not start); 2 for
