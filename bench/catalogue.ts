@@ -4,6 +4,7 @@
  * result as bench/results/ holds it. Scenarios write these types, the summary and the report read
  * them, so neither side imports the other.
  */
+import { durationMs } from '../src/duration.js';
 import type { ActionCounts } from './history.js';
 import type { MachineInfo } from './machine.js';
 import { DEFAULT_SCHEDULE, type Schedule } from './schedule.js';
@@ -35,6 +36,13 @@ const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
 export function workerOrFloor(value: string | undefined): 'worker' | 'floor' {
   if (value === 'worker' || value === 'floor') return value;
   throw new Error(`--impl is worker or floor, not ${value}`);
+}
+
+/** The `--cadence` of the same tools, such as "10s", in milliseconds. */
+export function cadenceFlag(value: string | undefined): number {
+  const ms = value === undefined ? undefined : durationMs(value);
+  if (ms === undefined || ms <= 0) throw new Error(`--cadence is a duration such as 10s, not ${value}`);
+  return ms;
 }
 
 /** A baseline's mark, such as "(a)". */

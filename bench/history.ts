@@ -12,7 +12,6 @@
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 
 /** The marker the SDK core writes for each completed local activity. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
@@ -130,7 +129,7 @@ export async function workflowCost(
     const last: HistoryEvent | undefined = runEvents.at(-1);
     runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
     const completed = last?.workflowExecutionCompletedEventAttributes;
-    if (runId === null && last && isClose(last)) closedAt = tsToMs(last.eventTime);
+    if (runId === null && last && isClose(last)) closedAt = timestampMs(last.eventTime);
     const payload = completed?.result?.payloads?.[0];
     if (payload) result = defaultPayloadConverter.fromPayload(payload);
   }
@@ -159,6 +158,16 @@ function countAttempts(events: readonly HistoryEvent[], into: Record<string, num
       into[type] = (into[type] ?? 0) + Math.max(1, started.attempt ?? 1);
     }
   }
+}
+
+/**
+ * An event's time in epoch milliseconds, rounded down to a whole one as the SDK's own conversion
+ * does (whose module, under @temporalio/common/lib/, is no public API).
+ */
+export function timestampMs(time: HistoryEvent['eventTime']): number {
+  if (!time) throw new Error(`expected an event time, got ${time}`);
+  const seconds = typeof time.seconds === 'number' ? time.seconds : (time.seconds?.toNumber() ?? 0);
+  return seconds * 1000 + Math.floor((time.nanos ?? 0) / 1e6);
 }
 
 /** Whether the event closes its run (continue-as-new aside). */

@@ -22,7 +22,6 @@ import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
@@ -38,7 +37,7 @@ import { workflowBundleOptions } from '../src/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { isClose } from './history.js';
+import { isClose, timestampMs } from './history.js';
 import { removeResults, resultNames, writeResultFile } from './report.js';
 import { waitUntil } from './wait.js';
 
@@ -257,7 +256,7 @@ async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise
     check: async () => {
       const history = await handle.fetchHistory();
       const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
-      if (completed) return tsToMs(completed.eventTime);
+      if (completed) return timestampMs(completed.eventTime);
       const closed = history.events?.find(
         (event) => isClose(event) || event.workflowExecutionContinuedAsNewEventAttributes,
       );
@@ -335,7 +334,7 @@ async function writeHistories(
 function longestGapSeconds(events: readonly HistoryEvent[]): number {
   let longest = 0;
   for (let i = 1; i < events.length; i++) {
-    longest = Math.max(longest, tsToMs(events[i]?.eventTime) - tsToMs(events[i - 1]?.eventTime));
+    longest = Math.max(longest, timestampMs(events[i]?.eventTime) - timestampMs(events[i - 1]?.eventTime));
   }
   return Math.round(longest / 1000);
 }

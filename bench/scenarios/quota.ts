@@ -12,13 +12,12 @@
  * unless uses fall together, are what an hour's window costs too, an hour later.
  */
 import { randomUUID } from 'node:crypto';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/contract.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
-import { firstRunId, type WorkflowCost } from '../history.js';
+import { firstRunId, timestampMs, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
 import type { QuotaCostSide } from '../catalogue.js';
 import { waitForCost } from './cost.js';
@@ -122,7 +121,7 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
   const startLatencyMs = await Promise.all(
     started.map(async ({ workflowId, runId, jobId }) => {
       const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-      const startMs = tsToMs(history.events?.[0]?.eventTime);
+      const startMs = timestampMs(history.events?.[0]?.eventTime);
       const created = createdAt.get(jobId);
       return created === undefined ? Number.NaN : created - startMs;
     }),
