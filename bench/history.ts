@@ -16,8 +16,10 @@ import { defaultPayloadConverter } from '@temporalio/common';
 /** The marker the SDK core writes for each completed local activity. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
-type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
+/** A run's history as the client fetches it. */
+export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+/** One event of it. */
+export type HistoryEvent = NonNullable<History['events']>[number];
 
 /** Billable actions by kind. */
 export interface ActionCounts {
@@ -52,7 +54,7 @@ export interface WorkflowCost {
 }
 
 /** Zeroed counts. */
-export function noActions(): ActionCounts {
+function noActions(): ActionCounts {
   return {
     workflowStarted: 0,
     timersStarted: 0,
@@ -67,10 +69,7 @@ export function noActions(): ActionCounts {
 }
 
 /** Adds the billable actions of one run's events to `into`. */
-export function countActions(
-  events: readonly HistoryEvent[],
-  into: ActionCounts = noActions(),
-): ActionCounts {
+function countActions(events: readonly HistoryEvent[], into: ActionCounts = noActions()): ActionCounts {
   const localActivityTasks = new Set<string>();
   for (const event of events) {
     if (event.workflowExecutionStartedEventAttributes) into.workflowStarted++;
@@ -112,14 +111,12 @@ export async function workflowCost(
 ): Promise<WorkflowCost> {
   const actions = noActions();
   const attemptsByActivity: Record<string, number> = {};
-  let runId: string | null = firstRunId;
   let runs = 0;
   let events = 0;
   let maxRunEvents = 0;
   let closedAt: number | null = null;
   let result: unknown = undefined;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
     const runEvents: HistoryEvent[] = history.events ?? [];
     runs++;
     events += runEvents.length;
@@ -127,13 +124,25 @@ export async function workflowCost(
     countActions(runEvents, actions);
     countAttempts(runEvents, attemptsByActivity);
     const last: HistoryEvent | undefined = runEvents.at(-1);
-    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-    const completed = last?.workflowExecutionCompletedEventAttributes;
-    if (runId === null && last && isClose(last)) closedAt = timestampMs(last.eventTime);
-    const payload = completed?.result?.payloads?.[0];
+    if (last && isClose(last)) closedAt = timestampMs(last.eventTime);
+    const payload = last?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
     if (payload) result = defaultPayloadConverter.fromPayload(payload);
   }
   return { workflowId, runs, events, maxRunEvents, actions, attemptsByActivity, closedAt, result };
+}
+
+/** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */
+export async function* chainHistories(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): AsyncGenerator<{ runId: string; history: History }> {
+  let runId: string | null = firstRunId;
+  while (runId !== null) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    yield { runId, history };
+    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  }
 }
 
 /** Adds each activity's attempts, by activity type, to `into`: regular and local activities alike. */

@@ -37,8 +37,9 @@ import { workflowBundleOptions } from '../src/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { isClose, timestampMs } from './history.js';
+import { chainHistories, isClose, timestampMs, type HistoryEvent } from './history.js';
 import { removeResults, resultNames, writeResultFile } from './report.js';
+import { sum } from './stats.js';
 import { waitUntil } from './wait.js';
 
 // @temporalio/proto is CommonJS without named exports Node can detect.
@@ -48,9 +49,6 @@ const API_KEY = 'bench-outage-key';
 const WORKFLOWS_PATH = new URL('../src/workflows/index.ts', import.meta.url).pathname;
 /** How long the create may take in real time before the run is called broken. */
 const CREATE_DEADLINE_MS = 60_000;
-
-type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
 
 /** One run of the workflow's continue-as-new chain, as read at an hour mark. */
 interface RunFigures {
@@ -237,10 +235,10 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       workflowId,
       snapshots,
       perHour: {
-        events: round(last.events / last.outageHours),
-        bytes: round(last.bytes / last.outageHours),
-        jsonBytes: round(last.jsonBytes / last.outageHours),
-        gets: round(last.gets / last.outageHours),
+        events: Math.round(last.events / last.outageHours),
+        bytes: Math.round(last.bytes / last.outageHours),
+        jsonBytes: Math.round(last.jsonBytes / last.outageHours),
+        gets: Math.round(last.gets / last.outageHours),
       },
       lastHourEventsByType: difference(last.eventsByType, snapshots.at(-2)?.eventsByType ?? {}),
     };
@@ -280,9 +278,7 @@ async function readChain(
 ): Promise<Snapshot> {
   const runs: RunFigures[] = [];
   const eventsByType: Record<string, number> = {};
-  let runId: string | null = firstRunId;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  for await (const { runId, history } of chainHistories(client, workflowId, firstRunId)) {
     const events = history.events ?? [];
     runs.push({
       runId,
@@ -293,7 +289,6 @@ async function readChain(
       longestGapSeconds: longestGapSeconds(events),
     });
     countByType(events, eventsByType);
-    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
   }
   const largest = runs.reduce((a, b) => (b.bytes > a.bytes ? b : a));
   const largestRun = {
@@ -322,11 +317,9 @@ async function writeHistories(
   dir: string,
 ): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  let runId: string | null = firstRunId;
-  for (let n = 1; runId !== null; n++) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    writeFileSync(join(dir, `${workflowId}-${n}.json`), historyToJSON(history));
-    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  let n = 0;
+  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
+    writeFileSync(join(dir, `${workflowId}-${++n}.json`), historyToJSON(history));
   }
   log(`wrote the histories of ${workflowId} to ${dir}`);
 }
@@ -381,10 +374,10 @@ function table(modes: ModeResult[]): string {
       mode(m.localActivity),
       s.outageHours.toFixed(2),
       String(s.events),
-      String(round(s.events / s.outageHours)),
+      String(Math.round(s.events / s.outageHours)),
       String(s.bytes),
-      String(round(s.bytes / s.outageHours)),
-      String(round(s.jsonBytes / s.outageHours)),
+      String(Math.round(s.bytes / s.outageHours)),
+      String(Math.round(s.jsonBytes / s.outageHours)),
       String(s.runs),
       `${s.largestRun.events}, ${s.largestRun.bytes}`,
       String(s.gets),
@@ -398,14 +391,6 @@ function table(modes: ModeResult[]): string {
 
 function mode(localActivity: boolean): string {
   return localActivity ? 'local' : 'regular';
-}
-
-function round(value: number): number {
-  return Math.round(value);
-}
-
-function sum(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0);
 }
 
 function log(line: string): void {

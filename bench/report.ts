@@ -32,6 +32,7 @@ import {
   ratios,
   summarizeLoad,
   type AimResult,
+  quotaOwnCost,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
@@ -39,7 +40,7 @@ import {
 /** Where results go. */
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The generated performance document. */
-export const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
+const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
 type Format = 'text' | 'markdown';
 
@@ -435,7 +436,7 @@ function quotaTable(result: BenchResult, format: Format): string {
   const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
   const added =
     on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
-      ? `\n${quotaOwnCost(on, off)}The quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
+      ? `\n${quotaOwnCostText(on, off)}The quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
           (on.actionsPerJob ?? 0) - (off.actionsPerJob ?? 0),
         )} billable actions per job all told (${times(ratio(on.actionsPerJob, off.actionsPerJob))} the actions), ` +
         `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
@@ -464,27 +465,23 @@ function quotaTable(result: BenchResult, format: Format): string {
  * one per job), and the rest of the quota workflow's chain (its start, its wakes as uses leave the
  * window, its end), which a busy project shares over many more jobs than the benchmark runs.
  */
-function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): string {
-  const quota = on.quotaWorkflow;
-  if (!on.jobEvents || !off.jobEvents || !on.jobActions || !off.jobActions || !quota || on.jobs === 0) {
-    return '';
-  }
+function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
+  const own = quotaOwnCost(on, off);
+  if (!own) return '';
+  const { chain: quota, takes } = own;
   const history =
-    `In the job's own history the quota adds ${num(on.jobEvents.median - off.jobEvents.median)} events ` +
-    `and ${num(on.jobActions.median - off.jobActions.median)} actions (medians, on − off). `;
-  if (quota.updates === undefined) return history;
-  const ownActions = quota.actions / on.jobs + (on.jobActions.median - off.jobActions.median);
-  const ownEvents = on.jobEvents.median - off.jobEvents.median;
-  const met = ownActions <= 1 && ownEvents <= 0;
+    `In the job's own history the quota adds ${num(own.events)} events ` +
+    `and ${num(own.jobActions)} actions (medians, on − off). `;
+  if (takes === null) return history;
   return (
     history +
-    `On the quota workflow: ${num(quota.updates / on.jobs)} accepted updates (takes) per job, 1 action each; ` +
-    `the rest of its chain ${num((quota.actions - quota.updates) / on.jobs)} actions per job ` +
+    `On the quota workflow: ${num(takes / on.jobs)} accepted updates (takes) per job, 1 action each; ` +
+    `the rest of its chain ${num((quota.actions - takes) / on.jobs)} actions per job ` +
     `(${num((quota.timers ?? 0) / on.jobs)} of them timers), and ${num(quota.events / on.jobs)} events per job ` +
     `in its history, over ${on.jobs} jobs. ` +
     `Issue 29's aim, the quota's own cost per job when it never waits at most 1 action and 0 events in the ` +
-    `job's history: ${num(ownActions)} actions (takes and the chain's share) and ${num(ownEvents)} events, ` +
-    `${met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - quota.updates} actions besides the takes ` +
+    `job's history: ${num(own.actions)} actions (takes and the chain's share) and ${num(own.events)} events, ` +
+    `${own.met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - takes} actions besides the takes ` +
     `(its start, its timers, its patch marker) are shared by every job of the chain, ${on.jobs} here. `
   );
 }

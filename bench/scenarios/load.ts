@@ -25,7 +25,7 @@ import { firstRunId, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
-import { percentile } from '../stats.js';
+import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import type { CpuSplit, Implementation, LoadRun } from '../catalogue.js';
 
@@ -150,9 +150,7 @@ async function drive(
     );
   } else {
     try {
-      started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-        startLoadJob(env.client, params, project, i),
-      );
+      started = await startLoadJobs(env.client, params, project, params.jobs);
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
@@ -264,6 +262,17 @@ async function drive(
           },
     broke,
   };
+}
+
+/** Starts jobs 0 to `jobs` − 1 of a run, {@link START_CONCURRENCY} at a time. */
+export function startLoadJobs(
+  client: Client,
+  params: Pick<LoadParams, 'impl' | 'cadenceMs'>,
+  project: string,
+  jobs: number,
+): Promise<Started[]> {
+  const indexes = Array.from({ length: jobs }, (_, i) => i);
+  return mapLimit(indexes, START_CONCURRENCY, (i) => startLoadJob(client, params, project, i));
 }
 
 /** Starts job `index` of a run of `params.impl` (a Temporal implementation) on the project's task queue. */
@@ -428,12 +437,4 @@ function peakConcurrency(starts: number[], closes: number[]): number {
     peak = Math.max(peak, open);
   }
   return peak;
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
-}
-
-function mean(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0) / values.length;
 }

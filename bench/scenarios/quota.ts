@@ -47,8 +47,7 @@ export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParam
     const offWorker = await startWorker(env, 'off');
     const off = await runSide(env, offWorker, params).finally(() => offWorker.proc.stop());
     const quotaId = projectQuotaWorkflowId(on.projectId);
-    const described = await env.client.workflow.getHandle(quotaId).describe();
-    const firstRun = described.raw.workflowExecutionInfo?.firstRunId || described.runId;
+    const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
     const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
     const quota = await waitForCost(env.client, quotaId, firstRun, deadline);
     return [

@@ -30,10 +30,10 @@ import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';
 import type { MeasuredProcess } from '../processes.js';
 import { GET_BACKOFF } from '../../src/retries.js';
-import { percentile } from '../stats.js';
+import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import type { Delays, Implementation, WakeRun } from '../catalogue.js';
-import { BenchmarkBroken, startLoadJob, terminateLeftovers } from './load.js';
+import { BenchmarkBroken, startLoadJobs, terminateLeftovers } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
@@ -64,7 +64,6 @@ export interface WakeParams {
 
 /** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
 const startToCloseMs = (impl: string) => (impl === 'worker' ? POLL_ATTEMPT_TIMEOUT_MS : 75_000);
-const START_CONCURRENCY = 64;
 /** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
 /** How often the scenario reads the simulator's per-job request times: well under a cadence. */
@@ -99,9 +98,7 @@ async function drive(
   spawn: () => Promise<MeasuredProcess>,
 ): Promise<WakeRun> {
   const t0 = Date.now();
-  const started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-    startLoadJob(env.client, { impl: params.impl, cadenceMs: params.cadenceMs }, project, i),
-  );
+  const started = await startLoadJobs(env.client, params, project, params.jobs);
   const jobsOf = () => env.simulator.stats().jobs.filter((j) => j.projectId === project);
   const ramped = await waitUntil<string | null>({
     check: () => (jobsOf().length >= params.jobs ? null : undefined),
@@ -346,12 +343,4 @@ function shuffle<T>(items: readonly T[]): T[] {
     [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
   }
   return copy;
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
-}
-
-function sum(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0);
 }
