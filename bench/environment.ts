@@ -10,7 +10,7 @@ import { freePort, startDevServer } from '../dev/dev-server.js';
 import { startCluster } from '../dev/temporal-cluster.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { buildForBench, type Build } from './build.js';
-import type { BenchServer } from './summary.js';
+import type { BenchServer } from './catalogue.js';
 import { spawnMeasured, type MeasuredProcess } from './processes.js';
 
 /** The bench's API key at the simulator; a made-up value that guards nothing. */

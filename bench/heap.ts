@@ -21,8 +21,6 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeHeapSnapshot } from 'node:v8';
-import type { Duration } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time.js';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
@@ -31,7 +29,8 @@ import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
 import { mapLimit } from '../src/client/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
-import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
+import { cadenceFlag, label, workerOrFloor } from './catalogue.js';
+import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
@@ -49,7 +48,7 @@ const { values } = parseArgs({
 const impl = workerOrFloor(values.impl);
 const jobs = Number(values.jobs);
 const polls = Number(values.polls);
-const cadenceMs = msToNumber(values.cadence as Duration);
+const cadenceMs = cadenceFlag(values.cadence);
 if (!Number.isInteger(jobs) || jobs < 1 || !Number.isInteger(polls) || polls < 0) {
   throw new Error('--jobs must be a positive integer and --polls a whole number');
 }

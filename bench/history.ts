@@ -12,13 +12,14 @@
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 
 /** The marker the SDK core writes for each completed local activity. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
-type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
+/** A run's history as the client fetches it. */
+export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+/** One event of it. */
+export type HistoryEvent = NonNullable<History['events']>[number];
 
 /** Billable actions by kind. */
 export interface ActionCounts {
@@ -53,7 +54,7 @@ export interface WorkflowCost {
 }
 
 /** Zeroed counts. */
-export function noActions(): ActionCounts {
+function noActions(): ActionCounts {
   return {
     workflowStarted: 0,
     timersStarted: 0,
@@ -68,10 +69,7 @@ export function noActions(): ActionCounts {
 }
 
 /** Adds the billable actions of one run's events to `into`. */
-export function countActions(
-  events: readonly HistoryEvent[],
-  into: ActionCounts = noActions(),
-): ActionCounts {
+function countActions(events: readonly HistoryEvent[], into: ActionCounts = noActions()): ActionCounts {
   const localActivityTasks = new Set<string>();
   for (const event of events) {
     if (event.workflowExecutionStartedEventAttributes) into.workflowStarted++;
@@ -113,14 +111,12 @@ export async function workflowCost(
 ): Promise<WorkflowCost> {
   const actions = noActions();
   const attemptsByActivity: Record<string, number> = {};
-  let runId: string | null = firstRunId;
   let runs = 0;
   let events = 0;
   let maxRunEvents = 0;
   let closedAt: number | null = null;
   let result: unknown = undefined;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
     const runEvents: HistoryEvent[] = history.events ?? [];
     runs++;
     events += runEvents.length;
@@ -128,13 +124,25 @@ export async function workflowCost(
     countActions(runEvents, actions);
     countAttempts(runEvents, attemptsByActivity);
     const last: HistoryEvent | undefined = runEvents.at(-1);
-    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-    const completed = last?.workflowExecutionCompletedEventAttributes;
-    if (runId === null && last && isClose(last)) closedAt = tsToMs(last.eventTime);
-    const payload = completed?.result?.payloads?.[0];
+    if (last && isClose(last)) closedAt = timestampMs(last.eventTime);
+    const payload = last?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
     if (payload) result = defaultPayloadConverter.fromPayload(payload);
   }
   return { workflowId, runs, events, maxRunEvents, actions, attemptsByActivity, closedAt, result };
+}
+
+/** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */
+export async function* chainHistories(
+  client: Client,
+  workflowId: string,
+  firstRunId: string,
+): AsyncGenerator<{ runId: string; history: History }> {
+  let runId: string | null = firstRunId;
+  while (runId !== null) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+    yield { runId, history };
+    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  }
 }
 
 /** Adds each activity's attempts, by activity type, to `into`: regular and local activities alike. */
@@ -159,6 +167,16 @@ function countAttempts(events: readonly HistoryEvent[], into: Record<string, num
       into[type] = (into[type] ?? 0) + Math.max(1, started.attempt ?? 1);
     }
   }
+}
+
+/**
+ * An event's time in epoch milliseconds, rounded down to a whole one as the SDK's own conversion
+ * does (whose module, under @temporalio/common/lib/, is no public API).
+ */
+export function timestampMs(time: HistoryEvent['eventTime']): number {
+  if (!time) throw new Error(`expected an event time, got ${time}`);
+  const seconds = typeof time.seconds === 'number' ? time.seconds : (time.seconds?.toNumber() ?? 0);
+  return seconds * 1000 + Math.floor((time.nanos ?? 0) / 1e6);
 }
 
 /** Whether the event closes its run (continue-as-new aside). */

@@ -14,15 +14,14 @@
  * Three hours by default: at about 55 polls an hour, a run continues as new after its 150th poll,
  * near 2.8 hours into the outage. The workflow's timeout is one hour longer than the measurement.
  *
- * Writes bench/results/<timestamp>-outage.json and prints a table.
+ * Writes bench/results/<timestamp>-outage.json in place of the one before, and prints a table.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
@@ -38,8 +37,9 @@ import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { isClose } from './history.js';
-import { RESULTS_DIR } from './report.js';
+import { chainHistories, isClose, timestampMs, type HistoryEvent } from './history.js';
+import { removeResults, resultNames, writeResultFile } from './report.js';
+import { sum } from './stats.js';
 import { waitUntil } from './wait.js';
 
 // @temporalio/proto is CommonJS without named exports Node can detect.
@@ -49,9 +49,6 @@ const API_KEY = 'bench-outage-key';
 const WORKFLOWS_PATH = new URL('../src/workflows/index.ts', import.meta.url).pathname;
 /** How long the create may take in real time before the run is called broken. */
 const CREATE_DEADLINE_MS = 60_000;
-
-type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
-type HistoryEvent = NonNullable<History['events']>[number];
 
 /** One run of the workflow's continue-as-new chain, as read at an hour mark. */
 interface RunFigures {
@@ -155,9 +152,9 @@ async function main(): Promise<void> {
       fault: 'every get answers 503 without Retry-After, from the first poll',
       modes,
     };
-    mkdirSync(RESULTS_DIR, { recursive: true });
-    const path = join(RESULTS_DIR, `${startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')}-outage.json`);
-    writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
+    const path = writeResultFile(startedAt, 'outage', result);
+    // The newest outage run is the one kept; the report does not read it, people do.
+    removeResults(resultNames('outage').filter((name) => name !== basename(path)));
     process.stdout.write(`${table(modes)}\nwrote ${path}\n`);
   } finally {
     for (const stop of stops.reverse()) await stop();
@@ -238,10 +235,10 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       workflowId,
       snapshots,
       perHour: {
-        events: round(last.events / last.outageHours),
-        bytes: round(last.bytes / last.outageHours),
-        jsonBytes: round(last.jsonBytes / last.outageHours),
-        gets: round(last.gets / last.outageHours),
+        events: Math.round(last.events / last.outageHours),
+        bytes: Math.round(last.bytes / last.outageHours),
+        jsonBytes: Math.round(last.jsonBytes / last.outageHours),
+        gets: Math.round(last.gets / last.outageHours),
       },
       lastHourEventsByType: difference(last.eventsByType, snapshots.at(-2)?.eventsByType ?? {}),
     };
@@ -257,7 +254,7 @@ async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise
     check: async () => {
       const history = await handle.fetchHistory();
       const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
-      if (completed) return tsToMs(completed.eventTime);
+      if (completed) return timestampMs(completed.eventTime);
       const closed = history.events?.find(
         (event) => isClose(event) || event.workflowExecutionContinuedAsNewEventAttributes,
       );
@@ -281,9 +278,7 @@ async function readChain(
 ): Promise<Snapshot> {
   const runs: RunFigures[] = [];
   const eventsByType: Record<string, number> = {};
-  let runId: string | null = firstRunId;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+  for await (const { runId, history } of chainHistories(client, workflowId, firstRunId)) {
     const events = history.events ?? [];
     runs.push({
       runId,
@@ -294,7 +289,6 @@ async function readChain(
       longestGapSeconds: longestGapSeconds(events),
     });
     countByType(events, eventsByType);
-    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
   }
   const largest = runs.reduce((a, b) => (b.bytes > a.bytes ? b : a));
   const largestRun = {
@@ -323,11 +317,9 @@ async function writeHistories(
   dir: string,
 ): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  let runId: string | null = firstRunId;
-  for (let n = 1; runId !== null; n++) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    writeFileSync(join(dir, `${workflowId}-${n}.json`), historyToJSON(history));
-    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
+  let n = 0;
+  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
+    writeFileSync(join(dir, `${workflowId}-${++n}.json`), historyToJSON(history));
   }
   log(`wrote the histories of ${workflowId} to ${dir}`);
 }
@@ -335,7 +327,7 @@ async function writeHistories(
 function longestGapSeconds(events: readonly HistoryEvent[]): number {
   let longest = 0;
   for (let i = 1; i < events.length; i++) {
-    longest = Math.max(longest, tsToMs(events[i]?.eventTime) - tsToMs(events[i - 1]?.eventTime));
+    longest = Math.max(longest, timestampMs(events[i]?.eventTime) - timestampMs(events[i - 1]?.eventTime));
   }
   return Math.round(longest / 1000);
 }
@@ -382,10 +374,10 @@ function table(modes: ModeResult[]): string {
       mode(m.localActivity),
       s.outageHours.toFixed(2),
       String(s.events),
-      String(round(s.events / s.outageHours)),
+      String(Math.round(s.events / s.outageHours)),
       String(s.bytes),
-      String(round(s.bytes / s.outageHours)),
-      String(round(s.jsonBytes / s.outageHours)),
+      String(Math.round(s.bytes / s.outageHours)),
+      String(Math.round(s.jsonBytes / s.outageHours)),
       String(s.runs),
       `${s.largestRun.events}, ${s.largestRun.bytes}`,
       String(s.gets),
@@ -399,14 +391,6 @@ function table(modes: ModeResult[]): string {
 
 function mode(localActivity: boolean): string {
   return localActivity ? 'local' : 'regular';
-}
-
-function round(value: number): number {
-  return Math.round(value);
-}
-
-function sum(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0);
 }
 
 function log(line: string): void {

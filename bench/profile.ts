@@ -21,10 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import type { Duration } from '@temporalio/common';
-import { msToNumber } from '@temporalio/common/lib/time.js';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
-import { label, startLoadJob, workerOrFloor } from './scenarios/load.js';
+import { cadenceFlag, label, workerOrFloor } from './catalogue.js';
+import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { mapLimit } from '../src/client/map-limit.js';
 
@@ -138,7 +137,7 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 async function main(): Promise<void> {
   const impl = workerOrFloor(values.impl);
   const jobs = Number(values.jobs);
-  const cadenceMs = msToNumber(values.cadence as Duration);
+  const cadenceMs = cadenceFlag(values.cadence);
   const cadences = Number(values.cadences);
   const topN = Number(values.top);
   const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));

@@ -1,25 +1,30 @@
 /**
  * Writes a run down: the table printed at the end of `npm run bench`, the JSON under
- * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run and the
- * newest quick run in bench/results/ (so a quick run in CI never pushes the full run out of it).
+ * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run, the
+ * newest quick run and the newest quick run on PostgreSQL in bench/results/ (so a quick run in CI
+ * never pushes the full run out of it). Writing a run removes the older runs of its kind that the
+ * page no longer reads, so bench/results/ does not grow.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
 import { ROOT } from './build.js';
-import { COST_VARIANTS } from './scenarios/cost.js';
 import {
   BASELINES,
+  COST_VARIANTS,
   IMPLEMENTATIONS,
   LADDER,
   label,
   mark,
   QUICK_POINTS,
+  type BenchResult,
+  type BenchServer,
   type Implementation,
-} from './scenarios/load.js';
-import type { StartupMode } from './scenarios/startup.js';
-import type { QuotaCostSide } from './scenarios/quota.js';
-import type { WakeRun } from './scenarios/wake.js';
+  type LoadPoint,
+  type QuotaCostSide,
+  type StartupMode,
+  type WakeRun,
+} from './catalogue.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -27,9 +32,7 @@ import {
   ratios,
   summarizeLoad,
   type AimResult,
-  type BenchResult,
-  type BenchServer,
-  type LoadPoint,
+  quotaOwnCost,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
@@ -37,39 +40,62 @@ import {
 /** Where results go. */
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The generated performance document. */
-export const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
+const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
 type Format = 'text' | 'markdown';
 
-/** Writes the run's JSON; returns its path. */
+/** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
-  // Runs on PostgreSQL get their own suffix, so the dev server's newest runs stay the ones shown.
-  const server = result.server === 'postgres' ? '-postgres' : '';
-  const path = join(RESULTS_DIR, `${stamp}-${result.mode}${server}.json`);
+  // Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown.
+  const kind = result.server === 'postgres' ? `${result.mode}-postgres` : result.mode;
   const summary = summarizeLoad(result.load);
-  writeFileSync(
-    path,
-    `${JSON.stringify({ ...result, summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) } }, null, 2)}\n`,
-  );
+  const path = writeResultFile(result.startedAt, kind, {
+    ...result,
+    summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) },
+  });
+  // Each part of the report comes from the newest run of the kind that has it: a run that is the
+  // newest with no part is read no more. The newest stays in any case, as the record of the last run.
+  const names = resultNames(kind);
+  const runs = names.map(readResult);
+  const read = new Set([runs[0], ...sourcesOf(runs).keys()]);
+  removeResults(names.filter((_, i) => !read.has(runs[i])));
   return path;
 }
 
-/** Every result of a mode on a server in bench/results/, newest first. */
-export function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
-  const suffix = server === 'postgres' ? `-${mode}-postgres.json` : `-${mode}.json`;
-  let names: string[];
+/** Writes `content` as bench/results/<its start>-<kind>.json; returns its path. */
+export function writeResultFile(startedAt: string, kind: string, content: unknown): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const path = join(RESULTS_DIR, `${stamp}-${kind}.json`);
+  writeFileSync(path, `${JSON.stringify(content, null, 2)}\n`);
+  return path;
+}
+
+/** The file names of the results of a kind ("quick", "full", "quick-postgres", "outage"), newest first. */
+export function resultNames(kind: string): string[] {
   try {
-    names = readdirSync(RESULTS_DIR).filter((n) => n.endsWith(suffix));
+    return readdirSync(RESULTS_DIR)
+      .filter((n) => n.endsWith(`-${kind}.json`))
+      .sort()
+      .reverse();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-  return names
-    .sort()
-    .reverse()
-    .map((name) => JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult);
+}
+
+/** Removes results from bench/results/, by file name. */
+export function removeResults(names: readonly string[]): void {
+  for (const name of names) rmSync(join(RESULTS_DIR, name));
+}
+
+function readResult(name: string): BenchResult {
+  return JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult;
+}
+
+/** Every result of a mode on a server in bench/results/, newest first. */
+function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
+  return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
 }
 
 /** The parts of a report; a run made with `--only` has some of them. */
@@ -132,12 +158,18 @@ real cluster; PostgreSQL shares the machine's two cores with everything else her
 say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
 `;
 
-function renderNewest(runs: BenchResult[]): string | null {
+/** The runs the report shows, newest first, each with the parts it is the newest run to have. */
+function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<Section>> {
   const sources = new Map<BenchResult, Set<Section>>();
   for (const section of SECTIONS) {
     const source = runs.find((r) => has(r, section));
     if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section]));
   }
+  return sources;
+}
+
+function renderNewest(runs: BenchResult[]): string | null {
+  const sources = sourcesOf(runs);
   if (sources.size === 0) return null;
   if (sources.size === 1) {
     const [[only, sections]] = [...sources] as [[BenchResult, Set<Section>]];
@@ -404,7 +436,7 @@ function quotaTable(result: BenchResult, format: Format): string {
   const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
   const added =
     on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
-      ? `\n${quotaOwnCost(on, off)}The quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
+      ? `\n${quotaOwnCostText(on, off)}The quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
           (on.actionsPerJob ?? 0) - (off.actionsPerJob ?? 0),
         )} billable actions per job all told (${times(ratio(on.actionsPerJob, off.actionsPerJob))} the actions), ` +
         `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
@@ -433,27 +465,23 @@ function quotaTable(result: BenchResult, format: Format): string {
  * one per job), and the rest of the quota workflow's chain (its start, its wakes as uses leave the
  * window, its end), which a busy project shares over many more jobs than the benchmark runs.
  */
-function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): string {
-  const quota = on.quotaWorkflow;
-  if (!on.jobEvents || !off.jobEvents || !on.jobActions || !off.jobActions || !quota || on.jobs === 0) {
-    return '';
-  }
+function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
+  const own = quotaOwnCost(on, off);
+  if (!own) return '';
+  const { chain: quota, takes } = own;
   const history =
-    `In the job's own history the quota adds ${num(on.jobEvents.median - off.jobEvents.median)} events ` +
-    `and ${num(on.jobActions.median - off.jobActions.median)} actions (medians, on − off). `;
-  if (quota.updates === undefined) return history;
-  const ownActions = quota.actions / on.jobs + (on.jobActions.median - off.jobActions.median);
-  const ownEvents = on.jobEvents.median - off.jobEvents.median;
-  const met = ownActions <= 1 && ownEvents <= 0;
+    `In the job's own history the quota adds ${num(own.events)} events ` +
+    `and ${num(own.jobActions)} actions (medians, on − off). `;
+  if (takes === null) return history;
   return (
     history +
-    `On the quota workflow: ${num(quota.updates / on.jobs)} accepted updates (takes) per job, 1 action each; ` +
-    `the rest of its chain ${num((quota.actions - quota.updates) / on.jobs)} actions per job ` +
+    `On the quota workflow: ${num(takes / on.jobs)} accepted updates (takes) per job, 1 action each; ` +
+    `the rest of its chain ${num((quota.actions - takes) / on.jobs)} actions per job ` +
     `(${num((quota.timers ?? 0) / on.jobs)} of them timers), and ${num(quota.events / on.jobs)} events per job ` +
     `in its history, over ${on.jobs} jobs. ` +
     `Issue 29's aim, the quota's own cost per job when it never waits at most 1 action and 0 events in the ` +
-    `job's history: ${num(ownActions)} actions (takes and the chain's share) and ${num(ownEvents)} events, ` +
-    `${met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - quota.updates} actions besides the takes ` +
+    `job's history: ${num(own.actions)} actions (takes and the chain's share) and ${num(own.events)} events, ` +
+    `${own.met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - takes} actions besides the takes ` +
     `(its start, its timers, its patch marker) are shared by every job of the chain, ${on.jobs} here. `
   );
 }

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: measures this worker against the local Temporal dev server and the API
- * simulator, next to two baselines, prints a table, writes bench/results/<date>-<mode>.json and
- * regenerates docs/PERFORMANCE.md. See `npm run bench -- --help`.
+ * simulator, next to two baselines, prints a table, writes bench/results/<date>-<mode>.json (and
+ * removes the older runs of that mode the page no longer reads) and regenerates
+ * docs/PERFORMANCE.md. See `npm run bench -- --help`.
  *
  * Exit code: 0 when the benchmark ran, whatever the figures (a missed aim prints MISSED); 1 when
  * the benchmark itself broke (a workflow failed, a process died, the server would not start); 2 for
@@ -11,27 +12,28 @@ import { parseArgs } from 'node:util';
 import { DYNAMIC_CONFIG, startBenchEnvironment, type BenchEnvironment } from './environment.js';
 import { cpuShares, cpuTimes, currentLoad, describeMachine } from './machine.js';
 import { describePoints, render, writePerformanceDoc, writeResult } from './report.js';
-import { COST_VARIANTS, runCost, type CostRow } from './scenarios/cost.js';
 import {
+  COST_VARIANTS,
   IMPLEMENTATIONS,
   LADDER,
   QUICK_POINTS,
-  runLoad,
-  type Implementation,
-  type LoadRun,
-} from './scenarios/load.js';
-import { runQuotaCost } from './scenarios/quota.js';
-import { runStartup } from './scenarios/startup.js';
-import { runWake, type WakeRun } from './scenarios/wake.js';
-import {
-  AIM_JOBS,
   type BenchResult,
   type BenchServer,
   type ChoiceSide,
+  type CostRow,
   type DesignChoice,
+  type Implementation,
   type LoadPoint,
+  type LoadRun,
   type Mode,
-} from './summary.js';
+  type WakeRun,
+} from './catalogue.js';
+import { runCost } from './scenarios/cost.js';
+import { runLoad } from './scenarios/load.js';
+import { runQuotaCost } from './scenarios/quota.js';
+import { runStartup } from './scenarios/startup.js';
+import { runWake } from './scenarios/wake.js';
+import { AIM_JOBS } from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 

@@ -39,6 +39,16 @@ export function spread(values: readonly (number | null | undefined)[]): Spread |
   };
 }
 
+/** The sum of `values`: 0 for none. */
+export function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+/** The mean of `values`: NaN for none. */
+export function mean(values: readonly number[]): number {
+  return sum(values) / values.length;
+}
+
 /** `a / b` when both are known and `b` is not zero, else null. */
 export function ratio(a: number | null | undefined, b: number | null | undefined): number | null {
   if (typeof a !== 'number' || typeof b !== 'number' || !Number.isFinite(a) || !Number.isFinite(b)) {

@@ -3,97 +3,22 @@
  * figure over repeats, this worker's figures as ratios to every baseline, and where each aim of
  * the issue lands and what limits it.
  */
-import type { DYNAMIC_CONFIG } from './environment.js';
-import type { MachineInfo } from './machine.js';
-import { defaultScheduleVariant, type CostRow } from './scenarios/cost.js';
 import {
   BASELINES,
+  defaultScheduleVariant,
   IMPLEMENTATIONS,
   label,
   mark,
   type Baseline,
+  type BenchResult,
+  type CostRow,
   type Implementation,
+  type LoadPoint,
   type LoadRun,
-} from './scenarios/load.js';
-import type { QuotaCostSide } from './scenarios/quota.js';
-import type { StartupRun } from './scenarios/startup.js';
-import type { WakeRun } from './scenarios/wake.js';
+  type QuotaCostSide,
+  type WakeRun,
+} from './catalogue.js';
 import { ratio, spread, type Spread } from './stats.js';
-
-/** quick or full. */
-export type Mode = 'quick' | 'full';
-
-/** One load point: N jobs at a cadence, by some or all implementations. */
-export interface LoadPoint {
-  jobs: number;
-  cadenceMs: number;
-  /** Default: every implementation. */
-  impls?: Implementation[];
-  /** Default: the run's repeats. */
-  repeats?: number;
-}
-
-/** One side of a design choice. */
-export interface ChoiceSide {
-  /** '' with this worker: its defaults. */
-  variant: string;
-  /** Default: this worker. */
-  impl?: Implementation;
-  /** Worker settings, as environment variables. */
-  workerEnv?: Record<string, string>;
-}
-
-/** A design choice measured on every side at one load point. */
-export interface DesignChoice {
-  name: string;
-  /** Why it may move a figure. */
-  why: string;
-  point: LoadPoint;
-  sides: ChoiceSide[];
-}
-
-/** Which Temporal server a run measured. */
-export type BenchServer = 'dev' | 'postgres';
-
-/** Everything one benchmark run wrote: raw runs, settings, machine. The summary is derived. */
-export interface BenchResult {
-  schema: 1;
-  mode: Mode;
-  command: string;
-  startedAt: string;
-  finishedAt: string;
-  durationSeconds: number;
-  machine: MachineInfo;
-  settings: {
-    repeats: number;
-    points: LoadPoint[];
-    steadyCadences: number;
-    costScale: number;
-    costLengthsMs: number[];
-    costSamples: number;
-    startupRepeats: Record<'prebuilt-bundle' | 'workflowsPath', number>;
-    dynamicConfig: typeof DYNAMIC_CONFIG;
-    choices: DesignChoice[];
-  };
-  setupMs: { server: number; emit: number; bundle: number };
-  /**
-   * The Temporal server measured against: `dev` (the CLI's dev server with SQLite; also every run
-   * recorded before this field existed) or `postgres` (Temporal Server with PostgreSQL, as
-   * `npm run test:cluster` runs it).
-   */
-  server?: BenchServer;
-  startup: StartupRun[];
-  load: LoadRun[];
-  /** Where the ladder of N stopped for an implementation, and why. */
-  ladderStops: Array<{ impl: Implementation; jobs: number; reason: string }>;
-  cost: CostRow[];
-  /** What the project quota adds per job, on and off; absent in runs from before it was measured. */
-  quota?: QuotaCostSide[];
-  /** pollNow and follow-up wake-ups and a worker restart; absent in runs from before they were measured. */
-  wake?: WakeRun[];
-  /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
-  error?: string;
-}
 
 /** The figures of one (point, implementation, variant) over its repeats. */
 export interface LoadSummary {
@@ -514,26 +439,52 @@ function quotaAim(result: BenchResult): AimResult {
     "the quota's own cost per job when it never waits: at most 1 action, 0 events in the job's history (issue 29)";
   const on = result.quota?.find((s) => s.quota !== 'off');
   const off = result.quota?.find((s) => s.quota === 'off');
-  const chain = on?.quotaWorkflow;
-  if (!on || !off || !chain || chain.updates === undefined || on.jobs === 0) {
+  const own = on && off ? quotaOwnCost(on, off) : null;
+  if (!on || !own || own.takes === null) {
     return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
   }
-  const added = (a: Spread | null, b: Spread | null) => (a && b ? a.median - b.median : Number.NaN);
-  const events = added(on.jobEvents, off.jobEvents);
-  const actions = chain.actions / on.jobs + added(on.jobActions, off.jobActions);
-  const fixed = chain.actions - chain.updates;
+  const { events, actions, takes, chain } = own;
+  const fixed = chain.actions - takes;
   return {
     aim,
-    status: actions <= 1 && events <= 0 ? 'met' : 'MISSED',
+    status: own.met ? 'met' : 'MISSED',
     landed:
       `${actions.toFixed(2)} actions and ${fmt0(events)} events per job over ${on.jobs} jobs: ` +
-      `${(chain.updates / on.jobs).toFixed(2)} takes, ${(fixed / on.jobs).toFixed(2)} the chain's share ` +
+      `${(takes / on.jobs).toFixed(2)} takes, ${(fixed / on.jobs).toFixed(2)} the chain's share ` +
       `(${fixed} actions, ${chain.timers ?? 0} of them timers)`,
     limits:
       `Each take is an accepted update, 1 action. The chain's other actions (its start, its patch ` +
       `marker, a timer to end an idle minute after the last use, one more when takes push that end on) ` +
       `do not grow with the jobs: a project's chain shares them over all its jobs, ${on.jobs} here.`,
   };
+}
+
+/** The quota's own cost per job: what it adds to the job's history, and the quota workflow's chain. */
+export interface QuotaOwnCost {
+  /** Events it adds to the job's own history (medians, on − off). */
+  events: number;
+  /** Actions it adds to the job's own history (medians, on − off). */
+  jobActions: number;
+  /** All of its actions per job: the chain's share and what it adds to the job's history. */
+  actions: number;
+  /** The chain's accepted updates, the takes; null in results from before they were counted. */
+  takes: number | null;
+  chain: NonNullable<QuotaCostSide['quotaWorkflow']>;
+  /** Issue 29's aim: at most 1 action and 0 events per job; false when the takes were not counted. */
+  met: boolean;
+}
+
+/** The quota's own cost per job, from the sides with it on and off; null when a figure is missing. */
+export function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): QuotaOwnCost | null {
+  const chain = on.quotaWorkflow;
+  if (!on.jobEvents || !off.jobEvents || !on.jobActions || !off.jobActions || !chain || on.jobs === 0) {
+    return null;
+  }
+  const events = on.jobEvents.median - off.jobEvents.median;
+  const jobActions = on.jobActions.median - off.jobActions.median;
+  const actions = chain.actions / on.jobs + jobActions;
+  const takes = chain.updates ?? null;
+  return { events, jobActions, actions, takes, chain, met: takes !== null && actions <= 1 && events <= 0 };
 }
 
 function startupAim(result: BenchResult): AimResult {

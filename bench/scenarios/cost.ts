@@ -18,14 +18,15 @@ import { startAgentJob } from '../../src/client/index.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
-import { firstRunId, workflowCost, type ActionCounts, type WorkflowCost } from '../history.js';
+import { firstRunId, workflowCost, type WorkflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
-import { DEFAULT_SCHEDULE, replay, scaleSchedule, type Schedule } from '../schedule.js';
+import { replay, scaleSchedule } from '../schedule.js';
 import { spread, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
-import { BenchmarkBroken, type Implementation } from './load.js';
+import type { CostRow, CostVariant, Implementation } from '../catalogue.js';
+import { BenchmarkBroken } from './load.js';
 
 /** What to run. */
 export interface CostParams {
@@ -53,73 +54,6 @@ export interface CostParams {
  * bounds a run that is stuck, it measures nothing.
  */
 const POLL_OVERHEAD_ALLOWANCE_MS = 2_500;
-
-/** One way of polling that the cost table compares. */
-export interface CostVariant {
-  /** Row label. */
-  name: string;
-  impl: Implementation;
-  /** Real-time schedule. */
-  schedule: Schedule;
-}
-
-/** This worker on its defaults, and both baselines. */
-export const COST_VARIANTS: CostVariant[] = [
-  { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_SCHEDULE },
-  { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_SCHEDULE },
-  // A retry policy can express the same schedule (5 s ×1.5 up to 60 s), so this row differs from
-  // ours only in the mechanism.
-  { name: '(b) poll by retry, same schedule', impl: 'poll-by-retry', schedule: DEFAULT_SCHEDULE },
-  // The pattern as Temporal documents it for polling: coefficient 1, here at our longest interval.
-  {
-    name: '(b) poll by retry, fixed 60 s',
-    impl: 'poll-by-retry',
-    schedule: { initialIntervalMs: 60_000, maxIntervalMs: 60_000, backoffCoefficient: 1 },
-  },
-  // The poll-schedule design choice: a fixed cadence as short as the default's first interval
-  // would detect the end sooner and cost more.
-  {
-    name: 'this worker, fixed 10 s',
-    impl: 'worker',
-    schedule: { initialIntervalMs: 10_000, maxIntervalMs: 10_000, backoffCoefficient: 1 },
-  },
-];
-
-/**
- * The variant each implementation is compared by: its own way of polling, on this worker's default
- * schedule with the default options (what the ratios and the cost aim read).
- */
-export function defaultScheduleVariant(impl: Implementation): string | undefined {
-  return COST_VARIANTS.find((v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE)?.name;
-}
-
-/** Costs of one variant at one job length, over its samples. */
-export interface CostRow {
-  variant: string;
-  impl: Implementation;
-  jobLengthMs: number;
-  scale: number;
-  samples: number;
-  /**
-   * false: not run, but extrapolated from this variant's measured lengths (a straight line in the
-   * number of polls, plus one action and five events per extra continue-as-new run).
-   */
-  measured: boolean;
-  /** Polls the schedule makes at real time over the jitter (replayed); the runs make the median. */
-  realTimePolls: Spread;
-  /** Polls the runs made: the GETs the simulator received (or the loop's count). */
-  polls: Spread | null;
-  events: Spread | null;
-  /** Events of the longest single run over every sample. */
-  maxRunEvents: number | null;
-  runs: Spread | null;
-  actions: Spread | null;
-  /** The actions of one sample, by kind. */
-  actionBreakdown: ActionCounts | null;
-  apiRequestsPerJob: Spread | null;
-  /** Mean wait from the job's end to its detection at real time, by the schedule (replayed). */
-  meanDetectionDelayS: number;
-}
 
 /** One job to run: its project at the simulator is its own, so requests count per job. */
 interface Cell {

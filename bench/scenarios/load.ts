@@ -25,70 +25,9 @@ import { firstRunId, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
-import { percentile } from '../stats.js';
+import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { LoadPoint } from '../summary.js';
-
-/**
- * The implementations compared, in the order the tables list them: this worker, then the
- * baselines. A baseline is added here, in {@link BASELINE_NAMES}, and where it is spawned and
- * started below; the load points, the tables and the ratios take it from there.
- */
-export const IMPLEMENTATIONS = ['worker', 'plain-loop', 'poll-by-retry', 'floor'] as const;
-/** One of {@link IMPLEMENTATIONS}. */
-export type Implementation = (typeof IMPLEMENTATIONS)[number];
-/** What this worker's figures are divided by. */
-export type Baseline = Exclude<Implementation, 'worker'>;
-/** The baselines, in the order of their columns. */
-export const BASELINES = IMPLEMENTATIONS.filter((impl): impl is Baseline => impl !== 'worker');
-
-/** Each baseline's mark (its ratio column is "÷ mark") and name. */
-const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
-  'plain-loop': { mark: '(a)', name: 'plain loop' },
-  'poll-by-retry': { mark: '(b)', name: 'poll by retry' },
-  floor: { mark: '(c)', name: 'floor of this design' },
-};
-
-/** The `--impl` of the tools that look inside one worker (bench:profile, bench:heap): this worker or (c). */
-export function workerOrFloor(value: string | undefined): 'worker' | 'floor' {
-  if (value === 'worker' || value === 'floor') return value;
-  throw new Error(`--impl is worker or floor, not ${value}`);
-}
-
-/** A baseline's mark, such as "(a)". */
-export function mark(baseline: Baseline): string {
-  return BASELINE_NAMES[baseline].mark;
-}
-
-/** An implementation as the tables name it: "this worker", or a baseline's mark and name. */
-export function label(impl: Implementation): string {
-  if (impl === 'worker') return 'this worker';
-  const { mark, name } = BASELINE_NAMES[impl];
-  return `${mark} ${name}`;
-}
-
-/**
- * Full mode's ladder of N, every implementation at every point (up to `--max-jobs`): the first at
- * the short cadence of a demo, the rest at the in-flight aim's 10 s.
- */
-export const LADDER: readonly LoadPoint[] = [
-  { jobs: 100, cadenceMs: 2_000 },
-  { jobs: 1_000, cadenceMs: 10_000 },
-  { jobs: 2_000, cadenceMs: 10_000 },
-  { jobs: 5_000, cadenceMs: 10_000 },
-  { jobs: 10_000, cadenceMs: 10_000 },
-];
-
-/**
- * Quick mode's points: the ladder's first for everyone, and N = 1,000 at 10 s for this worker and
- * (c), the largest N quick mode runs, where this worker's ratio to the floor of its design matters
- * most. (a) and (b) stay at N = 100: starting 1,000 workflows takes about a minute here, and each
- * more such run adds that again.
- */
-export const QUICK_POINTS: readonly LoadPoint[] = [
-  { jobs: 100, cadenceMs: 2_000 },
-  { jobs: 1_000, cadenceMs: 10_000, impls: ['worker', 'floor'] },
-];
+import type { CpuSplit, Implementation, LoadRun } from '../catalogue.js';
 
 /** What to run. */
 export interface LoadParams {
@@ -106,52 +45,6 @@ export interface LoadParams {
   workerEnv?: Record<string, string>;
   /** Label of a design-choice variant; empty for the defaults. */
   variant?: string;
-}
-
-/** CPU seconds of the three busy processes over a window. */
-export interface CpuSplit {
-  /** The measured process (worker or baseline). */
-  measured: number;
-  /** The Temporal dev server. */
-  server: number;
-  /** This process: the simulator and the client. */
-  bench: number;
-}
-
-/** What one run measured. Times in ms unless named otherwise. */
-export interface LoadRun {
-  impl: Implementation;
-  variant: string;
-  jobs: number;
-  cadenceMs: number;
-  workerEnv: Record<string, string>;
-  completed: number;
-  /** Seconds from the first start until every agent job existed. */
-  rampSeconds: number;
-  /** Seconds from the release until the last close. */
-  drainSeconds: number;
-  /** Agent jobs completed per second end to end: N / (ramp + drain), the hold left out. */
-  throughput: number;
-  /** Most workflows (jobs) open at the same moment. */
-  peakOpen: number;
-  /** From the simulator's terminal moment to the workflow's close (or the loop's detection). */
-  latency: { p50: number; p95: number; p99: number; max: number } | null;
-  /** Polls in the steady window, and per second. */
-  steadyPolls: number;
-  steadyPollsPerSecond: number;
-  /** CPU seconds per 1,000 polls in the steady window, by process. */
-  cpuPer1000Polls: CpuSplit;
-  /** CPU seconds per agent job started in the ramp (start, first workflow task, create), by process. */
-  cpuPerStart: CpuSplit;
-  apiRequestsPerJob: number;
-  idleRssMiB: number;
-  peakRssMiB: number;
-  /** (Peak − idle resident memory) per 1,000 open workflows. */
-  rssMiBPer1000Open: number;
-  /** From sampled histories; null for the plain loop. */
-  history: { sampled: number; eventsPerJob: number; actionsPerJob: number; maxRunEvents: number } | null;
-  /** Why the run did not complete, or null. */
-  broke: string | null;
 }
 
 /** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
@@ -257,9 +150,7 @@ async function drive(
     );
   } else {
     try {
-      started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-        startLoadJob(env.client, params, project, i),
-      );
+      started = await startLoadJobs(env.client, params, project, params.jobs);
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
@@ -371,6 +262,17 @@ async function drive(
           },
     broke,
   };
+}
+
+/** Starts jobs 0 to `jobs` − 1 of a run, {@link START_CONCURRENCY} at a time. */
+export function startLoadJobs(
+  client: Client,
+  params: Pick<LoadParams, 'impl' | 'cadenceMs'>,
+  project: string,
+  jobs: number,
+): Promise<Started[]> {
+  const indexes = Array.from({ length: jobs }, (_, i) => i);
+  return mapLimit(indexes, START_CONCURRENCY, (i) => startLoadJob(client, params, project, i));
 }
 
 /** Starts job `index` of a run of `params.impl` (a Temporal implementation) on the project's task queue. */
@@ -535,12 +437,4 @@ function peakConcurrency(starts: number[], closes: number[]): number {
     peak = Math.max(peak, open);
   }
   return peak;
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
-}
-
-function mean(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0) / values.length;
 }

@@ -12,14 +12,14 @@
  * unless uses fall together, are what an hour's window costs too, an hour later.
  */
 import { randomUUID } from 'node:crypto';
-import { tsToMs } from '@temporalio/common/lib/time.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
-import { firstRunId, type WorkflowCost } from '../history.js';
-import { spread, type Spread } from '../stats.js';
+import { firstRunId, timestampMs, type WorkflowCost } from '../history.js';
+import { spread } from '../stats.js';
+import type { QuotaCostSide } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
@@ -36,27 +36,6 @@ export interface QuotaCostParams {
   log: (line: string) => void;
 }
 
-/** One side of the comparison. */
-export interface QuotaCostSide {
-  /** The worker's `AGENT_API_PROJECT_QUOTA`. */
-  quota: string;
-  jobs: number;
-  /** Events and actions of each job's own history. */
-  jobEvents: Spread | null;
-  jobActions: Spread | null;
-  /**
-   * The quota workflow's whole chain, over the jobs (null with the quota off). `updates`: the
-   * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
-   * window, a take moving the next one); both absent in results from before the fast path.
-   */
-  quotaWorkflow: { runs: number; events: number; actions: number; updates?: number; timers?: number } | null;
-  /** Per job, all told: the job's medians plus the quota workflow's share. */
-  eventsPerJob: number | null;
-  actionsPerJob: number | null;
-  /** From the workflow's start event to the simulator recording the create, ms. */
-  startLatencyMs: Spread | null;
-}
-
 /**
  * Runs the "on" side, then the "off" side while the quota workflow of the first winds down on the
  * first side's worker (it runs on its task queue, so that worker stays up until it has ended).
@@ -68,8 +47,7 @@ export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParam
     const offWorker = await startWorker(env, 'off');
     const off = await runSide(env, offWorker, params).finally(() => offWorker.proc.stop());
     const quotaId = projectQuotaWorkflowId(on.projectId);
-    const described = await env.client.workflow.getHandle(quotaId).describe();
-    const firstRun = described.raw.workflowExecutionInfo?.firstRunId || described.runId;
+    const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
     const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
     const quota = await waitForCost(env.client, quotaId, firstRun, deadline);
     return [
@@ -142,7 +120,7 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
   const startLatencyMs = await Promise.all(
     started.map(async ({ workflowId, runId, jobId }) => {
       const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-      const startMs = tsToMs(history.events?.[0]?.eventTime);
+      const startMs = timestampMs(history.events?.[0]?.eventTime);
       const created = createdAt.get(jobId);
       return created === undefined ? Number.NaN : created - startMs;
     }),

@@ -30,9 +30,10 @@ import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';
 import type { MeasuredProcess } from '../processes.js';
 import { GET_BACKOFF } from '../../src/retries.js';
-import { percentile } from '../stats.js';
+import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import { BenchmarkBroken, startLoadJob, terminateLeftovers, type Implementation } from './load.js';
+import type { Delays, Implementation, WakeRun } from '../catalogue.js';
+import { BenchmarkBroken, startLoadJobs, terminateLeftovers } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
@@ -61,57 +62,8 @@ export interface WakeParams {
   log: (line: string) => void;
 }
 
-/**
- * Percentiles of one set of delays, ms, and how many of the sample never got their request: those
- * count as later than the wait, so a percentile or maximum that falls among them is null.
- */
-export interface Delays {
-  sent: number;
-  /** Requests that did not arrive within the scenario's wait: not in the percentiles. */
-  missing: number;
-  p50: number | null;
-  p99: number | null;
-  max: number | null;
-}
-
-/** What the wake scenario measured. Times in ms unless named otherwise. */
-export interface WakeRun {
-  /** Absent in runs from before baselines were measured: this worker. */
-  impl?: Exclude<Implementation, 'plain-loop'>;
-  jobs: number;
-  cadenceMs: number;
-  /** Seconds from the first start until every agent job existed. */
-  rampSeconds: number;
-  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
-  pollNow: Delays | null;
-  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
-  followUp: Delays | null;
-  restart: {
-    /** From the SIGKILL to the new worker's "worker running" line. */
-    newWorkerRunningMs: number;
-    /** From the SIGKILL to each job's first GET after it, over every job. */
-    resumed: Delays;
-    /** Jobs whose first GET came more than one cadence after the new worker ran. */
-    late: number;
-    /** How long after the new worker ran the scenario waited for the jobs' first GETs. */
-    waitedMs: number;
-    /** From the kill to the first GET of the jobs later than the start-to-close timeout, ascending (at most 50). */
-    pastTimeoutMs: number[];
-    /** start-to-close timeout of the poll activity (of this worker and both baselines). */
-    startToCloseMs: number;
-  } | null;
-  /**
-   * Poll counts of the jobs sent a pollNow: GETs the simulator received, against the poll
-   * activity's attempts their histories show (the attempts of cancelled activities are missing).
-   */
-  pollCounts: { sampled: number; simulatorGets: number; historyAttempts: number } | null;
-  /** Why the run did not complete, or null. */
-  broke: string | null;
-}
-
 /** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
 const startToCloseMs = (impl: string) => (impl === 'worker' ? POLL_ATTEMPT_TIMEOUT_MS : 75_000);
-const START_CONCURRENCY = 64;
 /** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
 /** How often the scenario reads the simulator's per-job request times: well under a cadence. */
@@ -146,9 +98,7 @@ async function drive(
   spawn: () => Promise<MeasuredProcess>,
 ): Promise<WakeRun> {
   const t0 = Date.now();
-  const started = await mapLimit(range(params.jobs), START_CONCURRENCY, (i) =>
-    startLoadJob(env.client, { impl: params.impl, cadenceMs: params.cadenceMs }, project, i),
-  );
+  const started = await startLoadJobs(env.client, params, project, params.jobs);
   const jobsOf = () => env.simulator.stats().jobs.filter((j) => j.projectId === project);
   const ramped = await waitUntil<string | null>({
     check: () => (jobsOf().length >= params.jobs ? null : undefined),
@@ -393,12 +343,4 @@ function shuffle<T>(items: readonly T[]): T[] {
     [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
   }
   return copy;
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
-}
-
-function sum(values: number[]): number {
-  return values.reduce((a, b) => a + b, 0);
 }

@@ -4,10 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { LoadSummary, BenchResult } from '../../bench/summary.js';
-import { evaluateAims } from '../../bench/summary.js';
-import type { Implementation } from '../../bench/scenarios/load.js';
-import type { WakeRun } from '../../bench/scenarios/wake.js';
+import type { BenchResult, Implementation, WakeRun } from '../../bench/catalogue.js';
+import { evaluateAims, type LoadSummary } from '../../bench/summary.js';
 
 const one = (median: number) => ({ median, min: median, max: median, n: 1 });
 
