@@ -75,7 +75,7 @@ export async function buildForBench(): Promise<Build> {
     writeFileSync(baselineBundlePath, baselines.code);
     return {
       dir,
-      workerEntry: join(dir, 'src/worker.js'),
+      workerEntry: join(dir, 'src/worker/main.js'),
       workerBundlePath,
       plainLoopEntry: join(dir, 'bench/baselines/plain-loop.js'),
       baselineWorkerEntry: join(dir, 'bench/baselines/worker.js'),
