@@ -32,10 +32,13 @@ const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
   floor: { mark: '(c)', name: 'floor of this design' },
 };
 
-/** The `--impl` of the tools that look inside one worker (bench:profile, bench:heap): this worker or (c). */
-export function workerOrFloor(value: string | undefined): 'worker' | 'floor' {
-  if (value === 'worker' || value === 'floor') return value;
-  throw new Error(`--impl is worker or floor, not ${value}`);
+/** What runs in a Temporal worker process: every implementation but the plain loop. */
+export type WorkerImplementation = Exclude<Implementation, 'plain-loop'>;
+
+/** The `--impl` of the tools that look inside one worker (bench:profile, bench:heap): this worker, (b) or (c). */
+export function workerImpl(value: string | undefined): WorkerImplementation {
+  if (value === 'worker' || value === 'floor' || value === 'poll-by-retry') return value;
+  throw new Error(`--impl is worker, poll-by-retry or floor, not ${value}`);
 }
 
 /** The `--cadence` of the same tools, such as "10s", in milliseconds. */

@@ -16,7 +16,7 @@
  * leaves behind until its run ends (the warm-up's workflows poll too). With `--snapshots DIR`, V8 heap snapshots of the three moments, to
  * open in Chrome DevTools (Memory, Comparison) and see what the difference is made of.
  *
- *   npm run bench:heap -- [--impl worker|floor] [--jobs 300] [--cadence 2s] [--polls 20] [--snapshots DIR]
+ *   npm run bench:heap -- [--impl worker|poll-by-retry|floor] [--jobs 300] [--cadence 2s] [--polls 20] [--snapshots DIR]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,7 +29,7 @@ import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
 import { mapLimit } from '../src/client/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
-import { cadenceFlag, label, workerOrFloor } from './catalogue.js';
+import { cadenceFlag, label, workerImpl } from './catalogue.js';
 import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 
@@ -45,7 +45,7 @@ const { values } = parseArgs({
   },
   strict: true,
 });
-const impl = workerOrFloor(values.impl);
+const impl = workerImpl(values.impl);
 const jobs = Number(values.jobs);
 const polls = Number(values.polls);
 const cadenceMs = cadenceFlag(values.cadence);

@@ -2,7 +2,7 @@
  * `npm run bench:profile`: where a worker's CPU goes per poll, with a profiler rather than guesses.
  *
  * Starts the benchmark's environment (dev server, simulator, prebuilt build), runs one worker (this
- * project's, or with `--impl floor` the one of baseline (c), to compare the two thread by thread)
+ * project's, or with `--impl poll-by-retry` or `--impl floor` the one of baseline (b) or (c), to compare thread by thread)
  * under V8's sampling profiler (`--cpu-prof`, one profile per JavaScript thread: the main thread
  * with the activities and the SDK's bridge, and the workflow threads), holds N jobs open at a fixed
  * cadence, and reads over a steady window of whole cadences:
@@ -14,7 +14,7 @@
  *   over the whole life of the worker (the ramp of N starts included: the steady window is made
  *   long enough that polls dominate; the per-thread CPU above is the steady window alone).
  *
- *   npm run bench:profile -- [--impl worker|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
+ *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
-import { cadenceFlag, label, workerOrFloor } from './catalogue.js';
+import { cadenceFlag, label, workerImpl } from './catalogue.js';
 import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { mapLimit } from '../src/client/map-limit.js';
@@ -135,7 +135,7 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 }
 
 async function main(): Promise<void> {
-  const impl = workerOrFloor(values.impl);
+  const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
   const cadenceMs = cadenceFlag(values.cadence);
   const cadences = Number(values.cadences);

@@ -8,7 +8,12 @@
  * handed back to it (non-retryable for Temporal, `final: false` in the details).
  */
 import { activityInfo, cancellationSignal, heartbeat, log, metricMeter } from '@temporalio/activity';
-import { ApplicationFailure, ApplicationFailureCategory, type RetryPolicy } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  ApplicationFailureCategory,
+  type MetricCounter,
+  type RetryPolicy,
+} from '@temporalio/common';
 import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
@@ -119,6 +124,7 @@ const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
 /** Builds the activities around an API client. */
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
+  const countPoll = pollCounter();
 
   async function call<T>(
     operation: ApiOperation,
@@ -380,9 +386,7 @@ export function createActivities(deps: ActivityDeps) {
       const record = await call('getJob', input.projectId, (signal) =>
         deps.api.getJob(input.projectId, input.jobId, { signal }),
       );
-      metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
-        terminal: String(isTerminalStatus(record.status)),
-      });
+      countPoll(record);
       return record;
     },
 
@@ -398,8 +402,10 @@ export function createActivities(deps: ActivityDeps) {
       try {
         // Bounded well inside the poll activity's start-to-close timeout (30 s): a GET that hangs is
         // a transient RequestTimeout, retried at the schedule's pace like any other.
-        const signal = AbortSignal.any([cancellationSignal(), AbortSignal.timeout(POLL_REQUEST_MS)]);
-        record = await deps.api.getJob(input.projectId, input.jobId, { signal });
+        record = await deps.api.getJob(input.projectId, input.jobId, {
+          signal: cancellationSignal(),
+          timeoutMs: POLL_REQUEST_MS,
+        });
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
         // A transient error the workflow need not see waits on the server at the schedule's pace.
@@ -408,9 +414,7 @@ export function createActivities(deps: ActivityDeps) {
             afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
         });
       }
-      metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record').add(1, {
-        terminal: String(isTerminalStatus(record.status)),
-      });
+      countPoll(record);
       const verdict = afterRecord(
         record.status,
         input.schedule,
@@ -509,6 +513,26 @@ function backoffOf(policy: RetryPolicy | undefined): Backoff {
 function intervalMs(policy: RetryPolicy, key: 'initialInterval' | 'maximumInterval'): number | undefined {
   const value: unknown = policy[key];
   return typeof value === 'string' || typeof value === 'number' ? durationMs(value) : undefined;
+}
+
+/**
+ * Counts a poll that returned a record in `agent_job_polls` (tagged by whether it was terminal).
+ * The counter is made once per worker and activity type rather than at every poll: making one is
+ * a call into the SDK's core, and polls run a hundred times a second (bench:profile showed it).
+ * The SDK tags it with the activity's namespace, task queue and type, fixed for each key here.
+ */
+function pollCounter(): (record: AgentJobRecord) => void {
+  const counters = new Map<string, MetricCounter>();
+  return (record) => {
+    const { namespace, taskQueue, activityType } = activityInfo();
+    const key = `${namespace}\n${taskQueue}\n${activityType}`;
+    let counter = counters.get(key);
+    if (counter === undefined) {
+      counter = metricMeter.createCounter('agent_job_polls', 'polls', 'Get-job polls that returned a record');
+      counters.set(key, counter);
+    }
+    counter.add(1, { terminal: String(isTerminalStatus(record.status)) });
+  };
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */
