@@ -3,19 +3,10 @@
  * them, sends each once, and each caller of the library still gets its own turn's result.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { sendFollowUp, startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { pollNowSignal, statusQuery } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  FAST_POLL,
-  onCleanup,
-  startSimulatedSuite,
-  uniqueId,
-  waitFor,
-  type SimulatedSuite,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { FAST_POLL, onCleanup, startSimulatedSuite, uniqueId, waitFor } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
@@ -24,14 +15,8 @@ const TURN_MS = 6000;
 /** Events one run may hold: 5 polls of about 6 events, two follow-ups' updates, start and end. */
 const EVENTS_PER_RUN = 80;
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let suite: SimulatedSuite;
-
-before(async () => {
-  suite = await startSimulatedSuite('follow-up-can', TURN_MS);
-  ({ env, sim } = suite);
-});
+const suite = await startSimulatedSuite('follow-up-can', { durationMs: TURN_MS });
+const { env, sim } = suite;
 
 /**
  * Signals pollNow every 200 ms until stopped. A turn in progress adds nothing to the history while
