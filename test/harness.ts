@@ -134,6 +134,15 @@ export interface TestWorker {
   worker: Worker;
 }
 
+/** How a test worker differs from the usual one. */
+export interface TestWorkerOptions {
+  tracing?: Tracing;
+  /** A task queue of the test's own (one with a backlog); a unique one by default. */
+  taskQueue?: string;
+  /** Task slots, to make a backlog wait on the worker. */
+  slots?: Pick<WorkerOptions, 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'>;
+}
+
 /**
  * Starts an in-process worker on a unique task queue with the given activities; it is shut down
  * and awaited after the file's tests.
@@ -141,16 +150,7 @@ export interface TestWorker {
 export async function startTestWorker(
   env: TemporalTestEnv,
   activities: object,
-  options: {
-    tracing?: Tracing;
-    /** A task queue of the test's own (one with a backlog); a unique one by default. */
-    taskQueue?: string;
-    /** Task slots, to make a backlog wait on the worker. */
-    slots?: Pick<
-      WorkerOptions,
-      'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'
-    >;
-  } = {},
+  options: TestWorkerOptions = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? uniqueId('tq');
   const worker = await Worker.create({
@@ -190,6 +190,8 @@ export interface WorldOptions {
    * given here wins over `durationMs`.
    */
   simulator?: Omit<Partial<SimulatorOptions>, 'apiKeys'>;
+  /** The bound on one request of the workers' API client: the production bound by default. */
+  requestTimeoutMs?: number;
 }
 
 /**
@@ -208,6 +210,11 @@ export interface SimulatedWorld {
   completedJob: (projectId: string) => Promise<AgentJobRecord>;
   /** The environment of a worker process wired to this world's server and simulator; `overrides` win. */
   workerEnv: (overrides?: NodeJS.ProcessEnv) => Promise<WorkerProcessEnv>;
+  /**
+   * An in-process worker on a task queue of its own (unless `options` names one), its activities
+   * wired to the simulator with the world's key and `deps`.
+   */
+  startWorker: (deps?: Omit<ActivityDeps, 'api'>, options?: TestWorkerOptions) => Promise<TestWorker>;
 }
 
 /**
@@ -241,14 +248,20 @@ export async function startSimulatedWorld(name: string, options: WorldOptions = 
       return api.getJob(projectId, created.id);
     },
     workerEnv: (overrides) => workerProcessEnv(env, { url: sim.url, apiKey }, overrides),
+    startWorker: (deps = {}, workerOptions = {}) => {
+      const client = new AgentApiClient({
+        baseUrl: sim.url,
+        apiKey,
+        requestTimeoutMs: options.requestTimeoutMs,
+      });
+      return startTestWorker(env, createActivities({ api: client, ...deps }), workerOptions);
+    },
   };
 }
 
 /** A {@link SimulatedWorld} with an in-process worker wired to its simulator. */
 export interface SimulatedSuite extends SimulatedWorld {
   worker: TestWorker;
-  /** Another in-process worker on a task queue of its own, its activities wired to the simulator with `deps`. */
-  startWorker: (deps?: Omit<ActivityDeps, 'api'>, options?: { taskQueue?: string }) => Promise<TestWorker>;
   /**
    * Starts an agent-job workflow with `input` as it is, on the suite's worker unless `taskQueue`
    * says otherwise, under a unique ID (`<name>-xxxxxxxx`) unless `workflowId` is given.
@@ -259,27 +272,18 @@ export interface SimulatedSuite extends SimulatedWorld {
   ) => Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentJobWorkflow>>;
 }
 
-/**
- * Starts a {@link SimulatedSuite}. `activities` wires the worker's activities (an ambiguous-create
- * policy, a quota); `requestTimeoutMs` bounds its client's requests (the production bound by default).
- */
+/** Starts a {@link SimulatedSuite}; `activities` wires its worker's activities (an ambiguous-create policy, a quota). */
 export async function startSimulatedSuite(
   name: string,
-  options: WorldOptions & { activities?: Omit<ActivityDeps, 'api'>; requestTimeoutMs?: number } = {},
+  options: WorldOptions & { activities?: Omit<ActivityDeps, 'api'> } = {},
 ): Promise<SimulatedSuite> {
   const world = await startSimulatedWorld(name, options);
-  const { env, sim, apiKey } = world;
-  const startWorker: SimulatedSuite['startWorker'] = (deps = {}, workerOptions = {}) => {
-    const api = new AgentApiClient({ baseUrl: sim.url, apiKey, requestTimeoutMs: options.requestTimeoutMs });
-    return startTestWorker(env, createActivities({ api, ...deps }), workerOptions);
-  };
-  const worker = await startWorker(options.activities);
+  const worker = await world.startWorker(options.activities);
   return {
     ...world,
     worker,
-    startWorker,
     startJob: (input, jobOptions = {}) =>
-      env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+      world.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
         taskQueue: jobOptions.taskQueue ?? worker.taskQueue,
         workflowId: jobOptions.workflowId ?? uniqueId(name),
         args: [input],
