@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -121,6 +122,30 @@ async function openEnv(target: { address: string; namespace: string } | undefine
     await server?.stop();
   });
   return { address, namespace, client, nativeConnection, workflowBundle };
+}
+
+/**
+ * Runs test files under node:test in a child process with the spec reporter; resolves with its exit
+ * code. `concurrency` and `timeoutMs` become --test-concurrency and --test-timeout when given.
+ */
+export async function runNodeTest(
+  files: string[],
+  options: { env?: NodeJS.ProcessEnv; concurrency?: number; timeoutMs?: number } = {},
+): Promise<number> {
+  const flags = [
+    ...(options.concurrency === undefined ? [] : [`--test-concurrency=${options.concurrency}`]),
+    ...(options.timeoutMs === undefined ? [] : [`--test-timeout=${options.timeoutMs}`]),
+  ];
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...files],
+    {
+      stdio: 'inherit',
+      env: options.env ?? process.env,
+    },
+  );
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code ?? 1;
 }
 
 /** A unique ID for workflows, task queues, projects and keys, so tests never collide. */
