@@ -43,16 +43,25 @@ async function runIds(handle: AgentJobHandle): Promise<string[]> {
   return runs;
 }
 
+/**
+ * Makes an agent job outside any workflow and starts a workflow watching it that continues as new
+ * after `continueAsNewAfterPolls` polls; `input` is what a follow-up to the job starts from.
+ */
+async function watchNewJob(projectId: string, continueAsNewAfterPolls: number) {
+  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const watching = await startAgentJob(
+    env.client,
+    { ...input, continueAsNewAfterPolls },
+    { taskQueue: suite.worker.taskQueue },
+  );
+  return { watching, input };
+}
+
 test('follow-ups queued behind a long turn continue as new with the run, each sent once and answered', async () => {
   const projectId = suite.project();
   const { taskQueue } = suite.worker;
-  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  const watching = await startAgentJob(
-    env.client,
-    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 5 },
-    { taskQueue },
-  );
-  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const { watching, input } = await watchNewJob(projectId, 5);
   // One with a key (given to the running run itself) and one without (update-with-start).
   const firstKey = uniqueId('fu');
   const first = await sendFollowUp(
@@ -111,13 +120,7 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
 test('a caller back only after a later turn has started still gets its own turn, through every run since', async () => {
   const projectId = suite.project({ durationMs: 3000 });
   const { taskQueue } = suite.worker;
-  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  const watching = await startAgentJob(
-    env.client,
-    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 3 },
-    { taskQueue },
-  );
-  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const { watching, input } = await watchNewJob(projectId, 3);
   const first = await sendFollowUp(
     env.client,
     { ...input, prompt: 'Add examples' },
