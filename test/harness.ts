@@ -1,6 +1,13 @@
 /**
  * The one test harness: a real Temporal server (from test/run.ts, or started here when a file runs
  * alone), a client, workers on unique task queues, unique IDs, and waiting on conditions.
+ *
+ * A test file opens its world once, at its top (`const { env, sim, worker } = await
+ * startSimulatedSuite('name')`), and everything it opened is closed after its tests: a simulated
+ * world ({@link startSimulatedWorld}) for tests that run worker processes, a suite
+ * ({@link startSimulatedSuite}) when an in-process worker serves it, a quota setup
+ * ({@link startQuotaSetup}) for one project under the quota. What stays in a test file is its
+ * scenario, its faults and its assertions.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
