@@ -1,13 +1,29 @@
 /**
  * The one test harness: a real Temporal server (from test/run.ts, or started here when a file runs
  * alone), a client, workers on unique task queues, unique IDs, and waiting on conditions.
+ *
+ * A test file opens its world once, at its top (`const { env, sim, worker } = await
+ * startSimulatedSuite('name')`), and everything it opened is closed after its tests: a simulated
+ * world ({@link startSimulatedWorld}) for tests that run worker processes, a suite
+ * ({@link startSimulatedSuite}) when an in-process worker serves it, a quota setup
+ * ({@link startQuotaSetup}) for one project under the quota. What stays in a test file is its
+ * scenario, its faults and its assertions.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowFailedError,
+  type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -110,6 +126,30 @@ async function openEnv(target: { address: string; namespace: string } | undefine
   return { address, namespace, client, nativeConnection, workflowBundle };
 }
 
+/**
+ * Runs test files under node:test in a child process with the spec reporter; resolves with its exit
+ * code. `concurrency` and `timeoutMs` become --test-concurrency and --test-timeout when given.
+ */
+export async function runNodeTest(
+  files: string[],
+  options: { env?: NodeJS.ProcessEnv; concurrency?: number; timeoutMs?: number } = {},
+): Promise<number> {
+  const flags = [
+    ...(options.concurrency === undefined ? [] : [`--test-concurrency=${options.concurrency}`]),
+    ...(options.timeoutMs === undefined ? [] : [`--test-timeout=${options.timeoutMs}`]),
+  ];
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...files],
+    {
+      stdio: 'inherit',
+      env: options.env ?? process.env,
+    },
+  );
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code ?? 1;
+}
+
 /** A unique ID for workflows, task queues, projects and keys, so tests never collide. */
 export function uniqueId(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
@@ -121,6 +161,15 @@ export interface TestWorker {
   worker: Worker;
 }
 
+/** How a test worker differs from the usual one. */
+export interface TestWorkerOptions {
+  tracing?: Tracing;
+  /** A task queue of the test's own (one with a backlog); a unique one by default. */
+  taskQueue?: string;
+  /** Task slots, to make a backlog wait on the worker. */
+  slots?: Pick<WorkerOptions, 'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'>;
+}
+
 /**
  * Starts an in-process worker on a unique task queue with the given activities; it is shut down
  * and awaited after the file's tests.
@@ -128,16 +177,7 @@ export interface TestWorker {
 export async function startTestWorker(
   env: TemporalTestEnv,
   activities: object,
-  options: {
-    tracing?: Tracing;
-    /** A task queue of the test's own (one with a backlog); a unique one by default. */
-    taskQueue?: string;
-    /** Task slots, to make a backlog wait on the worker. */
-    slots?: Pick<
-      WorkerOptions,
-      'maxConcurrentWorkflowTaskExecutions' | 'maxConcurrentActivityTaskExecutions'
-    >;
-  } = {},
+  options: TestWorkerOptions = {},
 ): Promise<TestWorker> {
   const taskQueue = options.taskQueue ?? uniqueId('tq');
   const worker = await Worker.create({
@@ -167,39 +207,59 @@ export async function startTestSimulator(
   return simulator;
 }
 
-/** The usual world of a workflow test file: the server, a simulator with its own key, a worker wired to it. */
-export interface SimulatedSuite {
+/** What a test world's simulator is like: its jobs' length and any further options. */
+export interface WorldOptions {
+  /** How long jobs last unless a project's scenario says otherwise: 300 ms by default. */
+  durationMs?: number;
+  /**
+   * Further simulator options, such as `honourIdempotencyKey: true` for tests about the key (the
+   * simulator ignores it by default, as the live API does) or a `budget`; a `defaultScenario`
+   * given here wins over `durationMs`.
+   */
+  simulator?: Omit<Partial<SimulatorOptions>, 'apiKeys'>;
+  /** The bound on one request of the workers' API client: the production bound by default. */
+  requestTimeoutMs?: number;
+}
+
+/**
+ * The usual world of a test file: the suite's server, a simulator with a key of the file's own,
+ * and what a test needs to wire workers and processes to them.
+ */
+export interface SimulatedWorld {
   env: TemporalTestEnv;
   sim: RunningSimulator;
-  worker: TestWorker;
   apiKey: string;
-  /** A client of the simulator with the suite's key, to read what the workflows made. */
+  /** A client of the simulator with the world's key, to read what the workflows made. */
   api: AgentApiClient;
   /** A new project ID (`prefix-xxxxxxxx`) with its own scenario. */
   project: (scenario?: Parameters<RunningSimulator['setScenario']>[1], prefix?: string) => string;
   /** An agent job made outside any workflow, once its first turn has ended. */
-  completedJob(projectId: string): Promise<AgentJobRecord>;
+  completedJob: (projectId: string) => Promise<AgentJobRecord>;
+  /** The environment of a worker process wired to this world's server and simulator; `overrides` win. */
+  workerEnv: (overrides?: NodeJS.ProcessEnv) => Promise<WorkerProcessEnv>;
+  /**
+   * An in-process worker on a task queue of its own (unless `options` names one), its activities
+   * wired to the simulator with the world's key and `deps`.
+   */
+  startWorker: (deps?: Omit<ActivityDeps, 'api'>, options?: TestWorkerOptions) => Promise<TestWorker>;
 }
 
 /**
- * Starts a {@link SimulatedSuite}; jobs last `durationMs` unless a project's scenario says otherwise.
- * `simulator` adds options, such as `honourIdempotencyKey: true` for tests about the key (the
- * simulator ignores it by default, as the live API does).
+ * Starts a {@link SimulatedWorld} named `name` (the prefix of its key and project IDs), with no
+ * worker: tests of worker processes start their own.
  */
-export async function startSimulatedSuite(
-  name: string,
-  durationMs = 300,
-  simulator: Omit<Partial<SimulatorOptions>, 'apiKeys' | 'defaultScenario'> = {},
-): Promise<SimulatedSuite> {
+export async function startSimulatedWorld(name: string, options: WorldOptions = {}): Promise<SimulatedWorld> {
   const env = await temporalEnv();
   const apiKey = `${name}-key-${randomUUID()}`;
-  const sim = await startTestSimulator({ ...simulator, apiKeys: [apiKey], defaultScenario: { durationMs } });
-  const worker = await startTestWorker(env, activitiesFor(sim, apiKey));
+  const sim = await startTestSimulator({
+    defaultScenario: { durationMs: options.durationMs ?? 300 },
+    ...options.simulator,
+    apiKeys: [apiKey],
+  });
   const api = new AgentApiClient({ baseUrl: sim.url, apiKey });
   return {
     env,
     sim,
-    worker,
     apiKey,
     api,
     project: (scenario = {}, prefix = name) => {
@@ -214,7 +274,62 @@ export async function startSimulatedSuite(
       });
       return api.getJob(projectId, created.id);
     },
+    workerEnv: (overrides) => workerProcessEnv(env, { url: sim.url, apiKey }, overrides),
+    startWorker: (deps = {}, workerOptions = {}) => {
+      const client = new AgentApiClient({
+        baseUrl: sim.url,
+        apiKey,
+        requestTimeoutMs: options.requestTimeoutMs,
+      });
+      return startTestWorker(env, createActivities({ api: client, ...deps }), workerOptions);
+    },
   };
+}
+
+/** A {@link SimulatedWorld} with an in-process worker wired to its simulator. */
+export interface SimulatedSuite extends SimulatedWorld {
+  worker: TestWorker;
+  /**
+   * Starts an agent-job workflow with `input` as it is, on the suite's worker unless `taskQueue`
+   * says otherwise, under a unique ID (`<name>-xxxxxxxx`) unless `workflowId` is given.
+   */
+  startJob: (
+    input: AgentJobInput,
+    options?: { taskQueue?: string; workflowId?: string },
+  ) => Promise<WorkflowHandleWithFirstExecutionRunId<typeof agentJobWorkflow>>;
+}
+
+/** Starts a {@link SimulatedSuite}; `activities` wires its worker's activities (an ambiguous-create policy, a quota). */
+export async function startSimulatedSuite(
+  name: string,
+  options: WorldOptions & { activities?: Omit<ActivityDeps, 'api'> } = {},
+): Promise<SimulatedSuite> {
+  const world = await startSimulatedWorld(name, options);
+  const worker = await world.startWorker(options.activities);
+  return {
+    ...world,
+    worker,
+    startJob: (input, jobOptions = {}) =>
+      world.env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+        taskQueue: jobOptions.taskQueue ?? worker.taskQueue,
+        workflowId: jobOptions.workflowId ?? uniqueId(name),
+        args: [input],
+      }),
+  };
+}
+
+/**
+ * The `ApplicationFailure` a workflow failed with; fails the test if it completed, or failed with
+ * anything else.
+ */
+export async function workflowFailure(handle: WorkflowHandle): Promise<ApplicationFailure> {
+  const err = await handle.result().then(
+    (result: unknown) => assert.fail(`the workflow completed: ${JSON.stringify(result)?.slice(0, 500)}`),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(err)}`);
+  assert.ok(err.cause instanceof ApplicationFailure, `expected ApplicationFailure, got ${String(err.cause)}`);
+  return err.cause;
 }
 
 /** The activities wired to an API client for `simulator`, as the worker wires them. */
@@ -332,6 +447,51 @@ export async function workerProcessEnv(
     ...overrides,
   };
   return { vars, taskQueue, healthPort, metricsPort };
+}
+
+/**
+ * Spawns a worker process (`src/worker/main.ts` unless `script` says otherwise) with `worker`'s
+ * environment and waits until its /readyz answers 200.
+ */
+export async function startWorkerProcess(
+  worker: Pick<WorkerProcessEnv, 'vars' | 'healthPort'>,
+  options: { what?: string; timeoutMs?: number; script?: string } = {},
+): Promise<TestProcess> {
+  const child = spawnTs(options.script ?? 'src/worker/main.ts', [], worker.vars);
+  await waitFor(
+    async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/readyz`).catch(() => null))?.ok,
+    {
+      what: `${options.what ?? 'the worker'} to be ready`,
+      timeoutMs: options.timeoutMs ?? 120_000,
+      intervalMs: 200,
+    },
+  );
+  return child;
+}
+
+/** The environment of a starter process (`src/starter.ts`): nothing inherited but PATH and HOME. */
+export function starterProcessEnv(env: TemporalTestEnv, taskQueue: string): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TEMPORAL_ADDRESS: env.address,
+    TEMPORAL_NAMESPACE: env.namespace,
+    TEMPORAL_TASK_QUEUE: taskQueue,
+  };
+}
+
+/** What a process printed and how it ended. */
+export interface ProcessRun {
+  code: number | string;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the starter with `args` to its exit, for the server and task queue `vars` name. */
+export async function runStarter(args: string[], vars: NodeJS.ProcessEnv): Promise<ProcessRun> {
+  const run = spawnTs('src/starter.ts', args, vars);
+  const code = await run.exited;
+  return { code, stdout: run.stdout(), stderr: run.stderr() };
 }
 
 /** Polls every 200 ms, fixed, so the time a job is seen done is close to the time it ended. */

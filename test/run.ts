@@ -5,13 +5,11 @@
  * Test files read the server's address from TEMPORAL_ADDRESS and the bundle from
  * AGENT_TEST_WORKFLOW_BUNDLE; run alone, a file starts what it needs itself (see harness.ts).
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { startDevServer } from '../dev/dev-server.js';
-import { bundleWorkflows } from './harness.js';
+import { bundleWorkflows, runNodeTest } from './harness.js';
 
 /** Longest any one test (or suite) may take; the slowest suite takes about 2 minutes. */
 const TEST_TIMEOUT_MS = 10 * 60_000;
@@ -29,23 +27,9 @@ function testFiles(dir: string): string[] {
 const isUnit = (file: string) => file.endsWith('.unit.test.ts');
 
 /** Runs test files under node:test, two at a time; resolves with the exit code. */
-async function nodeTest(files: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--test',
-      '--test-reporter=spec',
-      '--test-concurrency=2',
-      // A hung test fails with its name instead of holding the whole run until CI's limit.
-      `--test-timeout=${TEST_TIMEOUT_MS}`,
-      ...files,
-    ],
-    { stdio: 'inherit', env },
-  );
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code ?? 1;
+function nodeTest(files: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // A hung test fails with its name instead of holding the whole run until CI's limit.
+  return runNodeTest(files, { env, concurrency: 2, timeoutMs: TEST_TIMEOUT_MS });
 }
 
 async function main(): Promise<number> {

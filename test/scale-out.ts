@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { startAgentJob, type AgentJobHandle } from '../src/client/index.js';
 import type { RunningSimulator } from '../src/simulator/index.js';
 import {
-  spawnTs,
+  startWorkerProcess,
   uniqueId,
   waitFor,
   workerProcessEnv,
@@ -63,18 +63,13 @@ async function startWorker(
   name: string,
   taskQueue: string,
 ): Promise<WorkerProcess> {
-  const { vars, healthPort, metricsPort } = await workerProcessEnv(
+  const workerEnv = await workerProcessEnv(
     options.env,
     { url: options.sim.url, apiKey: options.apiKey },
     { TEMPORAL_TASK_QUEUE: taskQueue },
   );
-  const worker = spawnTs('src/worker/main.ts', [], vars);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-    what: `${name} to be ready`,
-    timeoutMs: 120_000,
-    intervalMs: 200,
-  });
-  return { name, process: worker, metricsPort };
+  const worker = await startWorkerProcess(workerEnv, { what: name });
+  return { name, process: worker, metricsPort: workerEnv.metricsPort };
 }
 
 /** Activities this worker completed, from its own Prometheus counters. */

@@ -1,6 +1,7 @@
 /** A Kubernetes Secret volume on disk, for the key rotation tests. */
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { FileApiKey, type ApiKeyFileEvent } from '../src/agent-api/index.js';
 
 /**
  * A Secret volume as the kubelet writes it: `key -> ..data/key`, `..data -> ..<version>`. An update
@@ -30,4 +31,24 @@ export class SecretVolume {
     symlinkSync(version, join(this.dir, '..data_tmp'));
     renameSync(join(this.dir, '..data_tmp'), join(this.dir, '..data'));
   }
+}
+
+/** A key source on a file, read on a fake clock, with the events it reported. */
+export interface WatchedKeyFile {
+  source: FileApiKey;
+  events: ApiKeyFileEvent[];
+  /** The time the source reads, in ms: a test moves it. */
+  clock: { ms: number };
+}
+
+/** A {@link FileApiKey} on `path` that checks at most every `checkIntervalMs` of a fake clock starting at 0. */
+export function watchKeyFile(path: string, checkIntervalMs: number): WatchedKeyFile {
+  const clock = { ms: 0 };
+  const events: ApiKeyFileEvent[] = [];
+  const source = new FileApiKey(path, {
+    checkIntervalMs,
+    now: () => clock.ms,
+    onEvent: (e) => events.push(e),
+  });
+  return { source, events, clock };
 }

@@ -5,60 +5,23 @@
  * Real Temporal server, real worker, the simulator over HTTP.
  */
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
-import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { describe, test } from 'node:test';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import {
   FailureType,
   followUpUpdate,
   statusQuery,
-  WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobResult,
 } from '../../src/contract.js';
-import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
-import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import {
-  FAST_POLL,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
-  startSimulatedSuite,
-  type SimulatedSuite,
-} from '../harness.js';
+import { FAST_POLL, startSimulatedSuite, waitFor, workflowFailure } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-
-let suite: SimulatedSuite;
-
-before(async () => {
-  suite = await startSimulatedSuite('answered');
-  ({ env, sim, worker } = suite);
-});
-
-function project(scenario: Partial<Scenario>): string {
-  return suite.project(scenario);
-}
+const suite = await startSimulatedSuite('answered');
+const { sim, project } = suite;
 
 function start(input: Partial<AgentJobInput> & { projectId: string }) {
-  return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: worker.taskQueue,
-    workflowId: uniqueId('answered'),
-    args: [{ prompt: 'Document the API', poll: FAST_POLL, timeout: '60s', ...input }],
-  });
-}
-
-async function failureOf(handle: WorkflowHandle<typeof agentJobWorkflow>): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    (result) => assert.fail(`the workflow completed: ${JSON.stringify(result)}`),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
-  return err.cause;
+  return suite.startJob({ prompt: 'Document the API', poll: FAST_POLL, timeout: '60s', ...input });
 }
 
 describe('a 2xx answer is never sent again', { concurrency: 4 }, () => {
@@ -86,7 +49,7 @@ describe('a 2xx answer is never sent again', { concurrency: 4 }, () => {
     const projectId = project({
       faults: { rules: [{ endpoint: 'create', first: 1, kind: 'html', status: 200 }] },
     });
-    const failure = await failureOf(await start({ projectId }));
+    const failure = await workflowFailure(await start({ projectId }));
     assert.equal(failure.type, FailureType.UnreadableAnswer, failure.message);
     assert.equal(failure.nonRetryable, true);
     assert.ok(failure.message.includes(projectId), failure.message);

@@ -19,7 +19,7 @@ import {
   type ApiKeyFileEvent,
 } from '../../src/agent-api/index.js';
 import { startTestSimulator, uniqueId } from '../harness.js';
-import { SecretVolume } from '../secret-volume.js';
+import { SecretVolume, watchKeyFile } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const root = mkdtempSync(join(tmpdir(), 'agent-key-test-'));
@@ -32,19 +32,13 @@ function newKey(): string {
 test('a file key is re-read when the mounted Secret is swapped, at most once per interval', () => {
   const [first, second] = [newKey(), newKey()];
   const volume = new SecretVolume(root, `${first}\n`);
-  let now = 0;
-  const events: ApiKeyFileEvent[] = [];
-  const source = new FileApiKey(volume.path, {
-    checkIntervalMs: 1_000,
-    now: () => now,
-    onEvent: (e) => events.push(e),
-  });
+  const { source, events, clock } = watchKeyFile(volume.path, 1_000);
   assert.equal(source.current(), first);
 
   volume.swap(second);
-  now = 999;
+  clock.ms = 999;
   assert.equal(source.current(), first, 'no check before the interval has passed');
-  now = 1_000;
+  clock.ms = 1_000;
   assert.equal(source.current(), second);
   assert.deepEqual(events, [{ kind: 'reloaded', path: volume.path }]);
   assert.deepEqual(source.known(), [first, second]);
@@ -53,23 +47,17 @@ test('a file key is re-read when the mounted Secret is swapped, at most once per
 test('an empty or malformed file keeps the last good key, and is read again on the next check', () => {
   const good = newKey();
   const volume = new SecretVolume(root, good);
-  let now = 0;
-  const events: ApiKeyFileEvent[] = [];
-  const source = new FileApiKey(volume.path, {
-    checkIntervalMs: 10,
-    now: () => now,
-    onEvent: (e) => events.push(e),
-  });
+  const { source, events, clock } = watchKeyFile(volume.path, 10);
 
   volume.swap('');
-  now += 10;
+  clock.ms += 10;
   assert.equal(source.current(), good);
   volume.swap('two words');
-  now += 10;
+  clock.ms += 10;
   assert.equal(source.current(), good);
   const next = newKey();
   volume.swap(next);
-  now += 10;
+  clock.ms += 10;
   assert.equal(source.current(), next);
   assert.deepEqual(
     events.map((e) => e.kind),

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import {
   AgentApiClient,
   AgentApiError,
@@ -12,34 +12,20 @@ import {
   type AgentApiClientOptions,
 } from '../../src/agent-api/index.js';
 import { FailureType } from '../../src/contract.js';
-import { startSimulator, type RunningSimulator, type Scenario } from '../../src/simulator/index.js';
-import { uniqueId, waitFor } from '../harness.js';
+import { startSimulator, type Scenario } from '../../src/simulator/index.js';
+import { onCleanup, startTestSimulator, uniqueId, waitFor } from '../harness.js';
 
 const API_KEY = `mint_${uniqueId('failure-table-secret')}`;
 
-let sim: RunningSimulator;
-let client: AgentApiClient;
+const sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 60_000 } });
 /** Short timeouts so the hang row ends in a fraction of a second. */
 const shortTimeouts = createDispatcher({
   connectTimeoutMs: 1_000,
   headersTimeoutMs: 300,
   bodyTimeoutMs: 300,
 });
-
-before(async () => {
-  sim = await startSimulator({
-    port: 0,
-    log: false,
-    apiKeys: [API_KEY],
-    defaultScenario: { durationMs: 60_000 },
-  });
-  client = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, dispatcher: shortTimeouts });
-});
-
-after(async () => {
-  await sim.stop();
-  await shortTimeouts.close();
-});
+onCleanup(() => shortTimeouts.close());
+const client = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, dispatcher: shortTimeouts });
 
 /** A fresh project with its own scenario, so rows never share fault counters. */
 function project(scenario: Partial<Scenario> = {}): string {

@@ -3,26 +3,17 @@
  * inspection (cause included), its stack, nor through the client object itself.
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { inspect } from 'node:util';
 import { AgentApiClient, AgentApiError, createDispatcher } from '../../src/agent-api/index.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { uniqueId } from '../harness.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { onCleanup, startTestSimulator, uniqueId } from '../harness.js';
 
 const API_KEY = `mint_${uniqueId('very-secret')}`;
 const dispatcher = createDispatcher({ headersTimeoutMs: 300, bodyTimeoutMs: 300 });
-let sim: RunningSimulator;
-let client: AgentApiClient;
-
-before(async () => {
-  sim = await startSimulator({ port: 0, log: false, apiKeys: [API_KEY] });
-  client = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, dispatcher });
-});
-
-after(async () => {
-  await sim.stop();
-  await dispatcher.close();
-});
+onCleanup(() => dispatcher.close());
+const sim = await startTestSimulator({ apiKeys: [API_KEY] });
+const client = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, dispatcher });
 
 /** Every way an error gets turned into text by a logger, a test runner or Temporal. */
 function renderings(err: unknown): string[] {

@@ -3,19 +3,10 @@
  * them, sends each once, and each caller of the library still gets its own turn's result.
  */
 import assert from 'node:assert/strict';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { sendFollowUp, startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { pollNowSignal, statusQuery } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  FAST_POLL,
-  onCleanup,
-  startSimulatedSuite,
-  uniqueId,
-  waitFor,
-  type SimulatedSuite,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { FAST_POLL, onCleanup, startSimulatedSuite, uniqueId, waitFor } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
@@ -24,14 +15,8 @@ const TURN_MS = 6000;
 /** Events one run may hold: 5 polls of about 6 events, two follow-ups' updates, start and end. */
 const EVENTS_PER_RUN = 80;
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let suite: SimulatedSuite;
-
-before(async () => {
-  suite = await startSimulatedSuite('follow-up-can', TURN_MS);
-  ({ env, sim } = suite);
-});
+const suite = await startSimulatedSuite('follow-up-can', { durationMs: TURN_MS });
+const { env, sim } = suite;
 
 /**
  * Signals pollNow every 200 ms until stopped. A turn in progress adds nothing to the history while
@@ -58,16 +43,25 @@ async function runIds(handle: AgentJobHandle): Promise<string[]> {
   return runs;
 }
 
+/**
+ * Makes an agent job outside any workflow and starts a workflow watching it that continues as new
+ * after `continueAsNewAfterPolls` polls; `input` is what a follow-up to the job starts from.
+ */
+async function watchNewJob(projectId: string, continueAsNewAfterPolls: number) {
+  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
+  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const watching = await startAgentJob(
+    env.client,
+    { ...input, continueAsNewAfterPolls },
+    { taskQueue: suite.worker.taskQueue },
+  );
+  return { watching, input };
+}
+
 test('follow-ups queued behind a long turn continue as new with the run, each sent once and answered', async () => {
   const projectId = suite.project();
   const { taskQueue } = suite.worker;
-  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  const watching = await startAgentJob(
-    env.client,
-    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 5 },
-    { taskQueue },
-  );
-  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const { watching, input } = await watchNewJob(projectId, 5);
   // One with a key (given to the running run itself) and one without (update-with-start).
   const firstKey = uniqueId('fu');
   const first = await sendFollowUp(
@@ -126,13 +120,7 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
 test('a caller back only after a later turn has started still gets its own turn, through every run since', async () => {
   const projectId = suite.project({ durationMs: 3000 });
   const { taskQueue } = suite.worker;
-  const job = await suite.api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-  const watching = await startAgentJob(
-    env.client,
-    { projectId, jobId: job.id, poll: FAST_POLL, continueAsNewAfterPolls: 3 },
-    { taskQueue },
-  );
-  const input = { projectId, jobId: job.id, poll: FAST_POLL };
+  const { watching, input } = await watchNewJob(projectId, 3);
   const first = await sendFollowUp(
     env.client,
     { ...input, prompt: 'Add examples' },

@@ -4,42 +4,25 @@
  * among every caller that passes one. Real Temporal server, real worker, the simulator over HTTP.
  */
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import type { AgentApiClient } from '../../src/agent-api/index.js';
 import { agentJobIdWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
-import { InvalidInputError, type AgentJobRecord } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
+import { InvalidInputError } from '../../src/contract.js';
 import {
   FAST_POLL,
-  spawnTs,
+  runStarter,
+  starterProcessEnv,
   uniqueId,
   waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
   startSimulatedSuite,
-  type SimulatedSuite,
 } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-let api: AgentApiClient;
-
-let suite: SimulatedSuite;
-
-before(async () => {
-  suite = await startSimulatedSuite('follow-up-keys');
-  ({ env, sim, worker, api } = suite);
-});
+const suite = await startSimulatedSuite('follow-up-keys');
+const { env, sim, worker, api, completedJob } = suite;
 
 function project(prefix = 'docs'): string {
   return suite.project({}, prefix);
-}
-
-function completedJob(projectId: string): Promise<AgentJobRecord> {
-  return suite.completedJob(projectId);
 }
 
 async function closed(workflowId: string): Promise<string> {
@@ -148,15 +131,12 @@ describe('blank keys', { concurrency: 2 }, () => {
 
   test('the starter exits 2 on --key "", naming the key, and starts nothing', async () => {
     const projectId = project();
-    const run = spawnTs('src/starter.ts', ['--project', projectId, '--prompt', 'Document it', '--key', ''], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_NAMESPACE: env.namespace,
-      TEMPORAL_TASK_QUEUE: worker.taskQueue,
-    });
-    assert.equal(await run.exited, 2, run.stdout() + run.stderr());
-    assert.match(run.stderr(), /invalid input: key: /);
+    const run = await runStarter(
+      ['--project', projectId, '--prompt', 'Document it', '--key', ''],
+      starterProcessEnv(env, worker.taskQueue),
+    );
+    assert.equal(run.code, 2, run.stdout + run.stderr);
+    assert.match(run.stderr, /invalid input: key: /);
     assert.equal(requestsTo(sim, projectId, 'create'), 0);
   });
 });

@@ -3,7 +3,7 @@
  * follow-ups by update-with-start, one workflow per agent job, and keys whose workflow failed.
  */
 import assert from 'node:assert/strict';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
@@ -13,31 +13,11 @@ import {
   startAgentJob,
 } from '../../src/client/index.js';
 import { FailureType, InvalidInputError, statusQuery, type AgentJobRecord } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  FAST_POLL,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
-  startSimulatedSuite,
-  type SimulatedSuite,
-} from '../harness.js';
+import { FAST_POLL, uniqueId, waitFor, startSimulatedSuite } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-let suite: SimulatedSuite;
-
-before(async () => {
-  suite = await startSimulatedSuite('docs');
-  ({ env, sim, worker } = suite);
-});
-
-function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
-  return suite.project(scenario);
-}
+const suite = await startSimulatedSuite('docs');
+const { env, sim, worker, project } = suite;
 
 async function completedJob(projectId: string): Promise<AgentJobRecord> {
   const record = await suite.completedJob(projectId);

@@ -7,47 +7,40 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { before, describe, test } from 'node:test';
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { describe, test } from 'node:test';
+import type { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
-import { FailureType, InvalidInputError, WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
+import { FailureType, InvalidInputError, type AgentJobInput } from '../../src/contract.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
   FAST_POLL,
-  activitiesFor,
   onCleanup,
-  spawnTs,
-  startTestSimulator,
-  startTestWorker,
+  runStarter,
+  starterProcessEnv,
+  startSimulatedSuite,
   temporalEnv,
   uniqueId,
-  type TemporalTestEnv,
-  type TestWorker,
+  workflowFailure,
 } from '../harness.js';
 import { requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `id-limits-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-
-before(async () => {
-  const server = await startDevServer({ dynamicConfig: { 'limit.maxIDLength': 255 } });
-  // Registered first, so it runs last: after the worker and the connections are closed.
-  onCleanup(() => server.stop());
-  env = await temporalEnv({ address: server.address, namespace: server.namespace });
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
-  const projectQuota = parseProjectQuotaSettings(
-    { quota: '100/1h' },
-    { quota: 'quota', overrides: 'overrides', lease: 'lease' },
-  );
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY, { projectQuota }));
+const server = await startDevServer({ dynamicConfig: { 'limit.maxIDLength': 255 } });
+// Registered first, so it runs last: after the worker and the connections are closed.
+onCleanup(() => server.stop());
+// The suite's world on this server: temporalEnv keeps the first target it is given.
+await temporalEnv({ address: server.address, namespace: server.namespace });
+const suite = await startSimulatedSuite('id-limits', {
+  durationMs: 200,
+  activities: {
+    projectQuota: parseProjectQuotaSettings(
+      { quota: '100/1h' },
+      { quota: 'quota', overrides: 'overrides', lease: 'lease' },
+    ),
+  },
 });
+const { env, sim, worker } = suite;
 
 /** A project ID unique to the test: 8 hex digits, then `count` times `char`. */
 function projectOf(char: string, count: number): string {
@@ -55,17 +48,9 @@ function projectOf(char: string, count: number): string {
 }
 
 async function failureOf(input: Partial<AgentJobInput> & { projectId: string }): Promise<ApplicationFailure> {
-  const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: worker.taskQueue,
-    workflowId: uniqueId('id-limits'),
-    args: [{ prompt: 'Document it', poll: FAST_POLL, timeout: '15s', ...input }],
-  });
-  const err = await handle.result().then(
-    (result) => assert.fail(`the workflow completed: ${JSON.stringify(result).slice(0, 200)}`),
-    (e: unknown) => e,
+  return workflowFailure(
+    await suite.startJob({ prompt: 'Document it', poll: FAST_POLL, timeout: '15s', ...input }),
   );
-  assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
-  return err.cause;
 }
 
 describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
@@ -118,15 +103,12 @@ describe('IDs that cannot work are refused at input', { concurrency: 3 }, () => 
 
   test('the starter exits 2 naming the field, and starts nothing', async () => {
     const projectId = projectOf('p', 232);
-    const run = spawnTs('src/starter.ts', ['--project', projectId, '--prompt', 'Document it'], {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_NAMESPACE: env.namespace,
-      TEMPORAL_TASK_QUEUE: worker.taskQueue,
-    });
-    assert.equal(await run.exited, 2, run.stderr());
-    assert.match(run.stderr(), /invalid input: projectId: is 240 bytes of UTF-8; the limit is 200/);
+    const run = await runStarter(
+      ['--project', projectId, '--prompt', 'Document it'],
+      starterProcessEnv(env, worker.taskQueue),
+    );
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /invalid input: projectId: is 240 bytes of UTF-8; the limit is 200/);
     assert.equal(requestsTo(sim, projectId, 'create'), 0);
   });
 

@@ -7,22 +7,12 @@
  * with the default four the order across them is only close to it.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { startDevServer } from '../../dev/dev-server.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { InvalidInputError, type StartPriority } from '../../src/contract.js';
 import { taskPriority } from '../../src/client/priority.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  activitiesFor,
-  onCleanup,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { onCleanup, startSimulatedWorld, temporalEnv, uniqueId } from '../harness.js';
 
 /** What a self-hosted server needs for both (docs/starting-jobs.md), plus one partition. */
 const PRIORITY_SERVER_CONFIG = {
@@ -32,16 +22,12 @@ const PRIORITY_SERVER_CONFIG = {
   'matching.numTaskqueueWritePartitions': 1,
 };
 
-const API_KEY = `priority-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  const server = await startDevServer({ dynamicConfig: PRIORITY_SERVER_CONFIG });
-  onCleanup(() => server.stop());
-  env = await temporalEnv({ address: server.address, namespace: server.namespace });
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 100 } });
-});
+const server = await startDevServer({ dynamicConfig: PRIORITY_SERVER_CONFIG });
+onCleanup(() => server.stop());
+// The world on this server: temporalEnv keeps the first target it is given.
+await temporalEnv({ address: server.address, namespace: server.namespace });
+const world = await startSimulatedWorld('priority', { durationMs: 100 });
+const { env, sim } = world;
 
 /** Starts `count` jobs of `projectId` on `taskQueue`, one after another, so that they queue in order. */
 async function startJobs(projectId: string, count: number, taskQueue: string, priority: StartPriority) {
@@ -55,10 +41,13 @@ async function startJobs(projectId: string, count: number, taskQueue: string, pr
 
 /** Serves the backlog with one slot per kind of task, waits for every job, and returns the create order. */
 async function serve(taskQueue: string, handles: AgentJobHandle[], projects: string[]): Promise<string[]> {
-  await startTestWorker(env, activitiesFor(sim, API_KEY), {
-    taskQueue,
-    slots: { maxConcurrentWorkflowTaskExecutions: 2, maxConcurrentActivityTaskExecutions: 1 },
-  });
+  await world.startWorker(
+    {},
+    {
+      taskQueue,
+      slots: { maxConcurrentWorkflowTaskExecutions: 2, maxConcurrentActivityTaskExecutions: 1 },
+    },
+  );
   await Promise.all(handles.map((handle) => handle.result()));
   return sim
     .stats()

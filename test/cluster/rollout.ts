@@ -37,7 +37,7 @@ import { buildIdOf } from '../../src/worker/version.js';
 import {
   onCleanup,
   ROOT,
-  spawnTs,
+  startWorkerProcess,
   startTestSimulator,
   uniqueId,
   waitFor,
@@ -155,17 +155,16 @@ async function startVersionWorker(
   script: string,
   versioning: { taskQueue: string; deploymentName: string },
 ): Promise<VersionWorker> {
-  const { vars, healthPort, metricsPort } = await workerProcessEnv(env, api, {
+  const workerEnv = await workerProcessEnv(env, api, {
     TEMPORAL_TASK_QUEUE: versioning.taskQueue,
     TEMPORAL_WORKER_VERSIONING: 'on',
     TEMPORAL_DEPLOYMENT_NAME: versioning.deploymentName,
     AGENT_API_PROJECT_QUOTA: `${QUOTA.uses}/${QUOTA.windowSeconds}s`,
   });
-  const worker = spawnTs(script, [], vars);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-    what: `the worker ${script} to be ready`,
+  const worker = await startWorkerProcess(workerEnv, {
+    what: `the worker ${script}`,
     timeoutMs: 180_000,
-    intervalMs: 200,
+    script,
   });
   const running = worker
     .stdout()
@@ -175,7 +174,7 @@ async function startVersionWorker(
     .find((line) => line.msg === 'worker running');
   assert.equal(running?.workerVersioning, 'on');
   assert.ok(running.buildId, 'the worker logs its build ID');
-  return { process: worker, metricsPort, buildId: running.buildId };
+  return { process: worker, metricsPort: workerEnv.metricsPort, buildId: running.buildId };
 }
 
 /** Agent jobs this worker created, from its own Prometheus counter. */

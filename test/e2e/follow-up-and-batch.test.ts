@@ -3,59 +3,21 @@
  * server, a worker and the simulator: what a user sees on stdout and stderr, and the exit code.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { before, describe, test } from 'node:test';
-import { AgentApiClient } from '../../src/agent-api/index.js';
+import { describe, test } from 'node:test';
 import { agentJobIdWorkflowId, agentJobWorkflowId } from '../../src/client/index.js';
 import { START_PRIORITIES } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  activitiesFor,
-  onCleanup,
-  spawnTs,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
-} from '../harness.js';
+import { onCleanup, runStarter, starterProcessEnv, startSimulatedSuite, uniqueId } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `batch-test-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-let scratch: string;
+const { env, sim, worker, project, completedJob } = await startSimulatedSuite('docs');
+const scratch = mkdtempSync(join(tmpdir(), 'agent-job-batch-'));
+onCleanup(() => rmSync(scratch, { recursive: true, force: true }));
 
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-  scratch = mkdtempSync(join(tmpdir(), 'agent-job-batch-'));
-  onCleanup(() => rmSync(scratch, { recursive: true, force: true }));
-});
-
-async function starter(args: string[]) {
-  const run = spawnTs('src/starter.ts', args, {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: env.address,
-    TEMPORAL_NAMESPACE: env.namespace,
-    TEMPORAL_TASK_QUEUE: worker.taskQueue,
-  });
-  const code = await run.exited;
-  return { code, stdout: run.stdout(), stderr: run.stderr() };
-}
-
-function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
-  const projectId = uniqueId('docs');
-  sim.setScenario(projectId, scenario);
-  return projectId;
+function starter(args: string[]) {
+  return runStarter(args, starterProcessEnv(env, worker.taskQueue));
 }
 
 function batchFile(lines: unknown[]): string {
@@ -70,15 +32,10 @@ function batchFile(lines: unknown[]): string {
 describe('starter message and status', { concurrency: 3 }, () => {
   test('message on a completed job runs one new turn, at the --priority asked; status then shows it', async () => {
     const projectId = project();
-    const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
-    const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-    await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
-      what: 'turn 1 to end',
-    });
-    const turnOne = await api.getJob(projectId, created.id);
+    const turnOne = await completedJob(projectId);
     const run = await starter([
       'message',
-      created.id,
+      turnOne.id,
       '--project',
       projectId,
       '--prompt',
@@ -97,7 +54,7 @@ describe('starter message and status', { concurrency: 3 }, () => {
       turns: number;
       created: boolean;
     };
-    assert.equal(out.workflowId, agentJobIdWorkflowId(projectId, created.id));
+    assert.equal(out.workflowId, agentJobIdWorkflowId(projectId, turnOne.id));
     const described = await env.client.workflow.getHandle(out.workflowId).describe();
     assert.equal(
       described.priority?.priorityKey,

@@ -9,52 +9,32 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor } from '../harness.js';
 import { SecretVolume } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const JOBS = 30;
-const OLD_KEY = `rotation-old-${randomUUID()}`;
 const NEW_KEY = `rotation-new-${randomUUID()}`;
 const root = mkdtempSync(join(tmpdir(), 'agent-rotation-'));
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({
-    apiKeys: [OLD_KEY],
-    createsPerProjectPerHour: 0,
-    // Long enough that every workflow polls across the rotation.
-    defaultScenario: { durationMs: 12_000, outcome: 'pr' },
-  });
+const {
+  env,
+  sim,
+  apiKey: OLD_KEY,
+  workerEnv,
+} = await startSimulatedWorld('rotation-old', {
+  // Long enough that every workflow polls across the rotation.
+  simulator: { createsPerProjectPerHour: 0, defaultScenario: { durationMs: 12_000, outcome: 'pr' } },
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
 test(`${JOBS} workflows complete across a key rotation with no overlap, without a restart`, async () => {
   const volume = new SecretVolume(root, `${OLD_KEY}\n`);
-  const { vars, healthPort } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: '' },
-    { AGENT_API_KEY: '', AGENT_API_KEY_FILE: volume.path },
-  );
-  const worker = spawnTs('src/worker/main.ts', [], vars);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-    what: 'the worker to be ready',
-    timeoutMs: 120_000,
-    intervalMs: 200,
-  });
+  // The key comes from the file only.
+  const fromFile = await workerEnv({ AGENT_API_KEY: '', AGENT_API_KEY_FILE: volume.path });
+  const { vars } = fromFile;
+  const worker = await startWorkerProcess(fromFile);
   const projectId = uniqueId('docs-rotation');
   const handles: AgentJobHandle[] = [];
   for (let i = 0; i < JOBS; i++) {

@@ -5,41 +5,21 @@
  * process's peak resident memory (VmHWM, start-up included) is read from /proc.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { sampleProcess } from '../../bench/resources.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
 import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/worker/memory.js';
-import {
-  ROOT,
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { ROOT, startSimulatedWorld, startWorkerProcess, uniqueId, waitFor } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
-const API_KEY = `memory-test-key-${randomUUID()}`;
 /** Workflows started at once; the dev server takes them as fast as it can. */
 const START_BATCH = 25;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({
-    apiKeys: [API_KEY],
-    createsPerProjectPerHour: 0,
-    // Open for the whole test: every workflow stays in the cache, waiting on its poll timer.
-    defaultScenario: { durationMs: 3_600_000, outcome: 'pr' },
-  });
+const { env, sim, workerEnv } = await startSimulatedWorld('memory-test', {
+  // Open for the whole test: every workflow stays in the cache, waiting on its poll timer.
+  simulator: { createsPerProjectPerHour: 0, defaultScenario: { durationMs: 3_600_000, outcome: 'pr' } },
 });
 
 /** The memory limit the Deployment gives the worker container. */
@@ -65,17 +45,9 @@ async function metric(port: number, name: string): Promise<number> {
 test('a worker with the manifests’ memory limit holds its full workflow cache under that limit', async () => {
   const limit = manifestLimit();
   const cache = cacheSizeFor(limit);
-  const { vars, healthPort, metricsPort } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: API_KEY },
-    { WORKER_MEMORY_LIMIT: String(limit) },
-  );
-  const worker = spawnTs('src/worker/main.ts', [], vars);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-    what: 'the worker to be ready',
-    timeoutMs: 120_000,
-    intervalMs: 200,
-  });
+  const limited = await workerEnv({ WORKER_MEMORY_LIMIT: String(limit) });
+  const { vars, metricsPort } = limited;
+  const worker = await startWorkerProcess(limited);
   assert.match(worker.stdout(), new RegExp(`"maxCachedWorkflows":${cache}\\b`));
   assert.match(worker.stdout(), /"memoryLimitFrom":"WORKER_MEMORY_LIMIT"/);
   assert.match(worker.stdout(), new RegExp(`"workflowHeapMiB":${workflowHeapFor(cache)}\\b`));

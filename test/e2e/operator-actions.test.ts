@@ -8,71 +8,36 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { findTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
-import {
-  FailureType,
-  SearchAttributes,
-  statusQuery,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
-} from '../../src/contract.js';
-import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
-import type { ProjectQuotaSettings } from '../../src/quota/settings.js';
-import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
-import type { agentJobWorkflow, projectQuotaWorkflow } from '../../src/workflows/index.js';
-import {
-  activitiesFor,
-  FAST_POLL,
-  startSimulatedSuite,
-  startTestSimulator,
-  startTestWorker,
-  uniqueId,
-  waitFor,
-  type SimulatedSuite,
-  type TemporalTestEnv,
-  type TestWorker,
-} from '../harness.js';
+import { FailureType, SearchAttributes, statusQuery, type AgentJobInput } from '../../src/contract.js';
+import { quotaStatusQuery } from '../../src/quota/messages.js';
+import type { Scenario } from '../../src/simulator/index.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
+import { FAST_POLL, quotaWorkflow, startQuotaSetup, startSimulatedSuite, waitFor } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `operator-key-${randomUUID()}`;
 type Handle = WorkflowHandle<typeof agentJobWorkflow>;
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 /** A history event's ID as the server gives it (and takes it back in a reset). */
 type EventId = NonNullable<HistoryEvent['eventId']>;
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-/** A new project with its own scenario. */
-let project: SimulatedSuite['project'];
-/** Activities with the default ambiguous-call policy, `retry`. */
-let worker: TestWorker;
+const suite = await startSimulatedSuite('operator', { durationMs: 500 });
+/** `worker`: activities with the default ambiguous-call policy, `retry`. */
+const { env, sim, worker, project } = suite;
 /** Activities with `ambiguousCreatePolicy: 'fail'` (AGENT_API_AMBIGUOUS_CREATE=fail). */
-let failWorker: TestWorker;
-
-before(async () => {
-  const suite = await startSimulatedSuite('operator', 500);
-  ({ env, sim, worker, project } = suite);
-  failWorker = await startTestWorker(
-    env,
-    activitiesFor(sim, suite.apiKey, { ambiguousCreatePolicy: 'fail' }),
-  );
-});
+const failWorker = await suite.startWorker({ ambiguousCreatePolicy: 'fail' });
 
 function input(projectId: string): AgentJobInput {
   return { projectId, prompt: 'Document the API', poll: FAST_POLL };
 }
 
 function start(projectId: string, taskQueue: string): Promise<Handle> {
-  return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue,
-    workflowId: uniqueId('operator'),
-    args: [input(projectId)],
-  });
+  return suite.startJob(input(projectId), { taskQueue });
 }
 
 /** The agent job the workflow recorded, once its create was answered. */
@@ -363,26 +328,21 @@ describe('operator actions', { concurrency: 2 }, () => {
 
   /** A simulator with the API's budget of `uses` per `windowMs`, and a worker whose quota is the same. */
   async function quotaWorld(uses: number, windowMs: number) {
-    const quotaSim = await startTestSimulator({
-      apiKeys: [API_KEY],
-      budget: { uses, windowSeconds: windowMs / 1000 },
-      retryAfter: false,
-      defaultScenario: { durationMs: 500 },
-    });
-    const projectQuota: ProjectQuotaSettings = {
-      defaultLimit: { uses, windowMs },
-      overrides: {},
+    const limit = { uses, windowMs };
+    const setup = await startQuotaSetup({
+      apiKey: suite.apiKey,
+      real: limit,
+      limit,
       leaseMs: 10_000,
-    };
-    const quotaWorker = await startTestWorker(env, activitiesFor(quotaSim, API_KEY, { projectQuota }));
-    const projectId = uniqueId('operator-quota');
-    const quota = env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
-      projectQuotaWorkflowId(projectId),
-    );
+      prefix: 'operator-quota',
+      jobMs: 500,
+    });
+    const { sim: quotaSim, taskQueue, projectId } = setup;
+    const quota = quotaWorkflow(setup);
     /** POSTs to create the simulator answered with anything but 429: each made an agent job. */
     const answeredCreates = () =>
       requestsTo(quotaSim, projectId, 'create') - (quotaSim.stats().requestsPerStatus['429'] ?? 0);
-    return { quotaSim, taskQueue: quotaWorker.taskQueue, projectId, quota, answeredCreates };
+    return { quotaSim, taskQueue, projectId, quota, answeredCreates };
   }
 
   describe('the project quota', () => {

@@ -4,21 +4,12 @@
  * worker's spans arrive in one trace; without the variables nothing is sent.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
-import {
-  onCleanup,
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-} from '../harness.js';
+import { onCleanup, spawnTs, starterProcessEnv, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
 
 /** The parts of an OTLP/JSON span this test reads. */
 interface OtlpSpan {
@@ -67,23 +58,15 @@ async function startReceiver() {
 }
 
 test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export one trace over OTLP; without it, nothing', async () => {
-  const env = await temporalEnv();
-  const apiKey = `otlp-key-${randomUUID()}`;
-  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
+  const { env, apiKey, workerEnv } = await startSimulatedWorld('otlp', { durationMs: 200 });
   const receiver = await startReceiver();
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
-  const traced = await workerProcessEnv(env, { url: sim.url, apiKey }, otel);
+  const traced = await workerEnv(otel);
   const worker = spawnTs('src/worker/main.ts', [], traced.vars);
   await worker.waitForOutput(/worker running/, 'the traced worker to run');
   assert.match(worker.stdout() + worker.stderr(), new RegExp(`"tracing":"${receiver.url}"`));
 
-  const starterVars = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: env.address,
-    TEMPORAL_NAMESPACE: env.namespace,
-    TEMPORAL_TASK_QUEUE: traced.taskQueue,
-  };
+  const starterVars = starterProcessEnv(env, traced.taskQueue);
   const projectId = uniqueId('otlp');
   const args = ['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms'];
   const starter = spawnTs('src/starter.ts', args, { ...starterVars, ...otel });
@@ -114,7 +97,7 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export on
   worker.child.kill('SIGTERM');
   assert.equal(await worker.exited, 0, worker.stderr());
   const before = receiver.bodies.length;
-  const untraced = await workerProcessEnv(env, { url: sim.url, apiKey });
+  const untraced = await workerEnv();
   const quiet = spawnTs('src/worker/main.ts', [], untraced.vars);
   await quiet.waitForOutput(/worker running/, 'the untraced worker to run');
   assert.match(quiet.stdout() + quiet.stderr(), /"tracing":"off"/);

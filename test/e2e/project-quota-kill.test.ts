@@ -6,21 +6,10 @@
  * than the lease (plus the time Temporal takes to notice the worker is gone).
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { before, test } from 'node:test';
+import { test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-  type TestProcess,
-} from '../harness.js';
+import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor, type TestProcess } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const [N, K, W] = [9, 3, 4];
@@ -31,42 +20,26 @@ const LEASE_MS = 3_000;
  * runs two files at once on two cores).
  */
 const TAKEOVER_MS = 20_000;
-const API_KEY = `quota-kill-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  // About the quota, not the key: a create in flight when its worker dies is sent again by the
-  // workflow under AGENT_API_AMBIGUOUS_CREATE=retry (test/workflows/real-api-world.test.ts shows
-  // both policies against a simulator that ignores the key). Here the key is honoured, so that
-  // resend finds the same job and the count below is the quota's doing.
-  sim = await startTestSimulator({
-    apiKeys: [API_KEY],
+// About the quota, not the key: a create in flight when its worker dies is sent again by the
+// workflow under AGENT_API_AMBIGUOUS_CREATE=retry (test/workflows/real-api-world.test.ts shows
+// both policies against a simulator that ignores the key). Here the key is honoured, so that
+// resend finds the same job and the count below is the quota's doing.
+const { env, sim, workerEnv } = await startSimulatedWorld('quota-kill', {
+  simulator: {
     honourIdempotencyKey: true,
     budget: { uses: K, windowSeconds: W },
     retryAfter: false,
     defaultScenario: { durationMs: 1_000, outcome: 'pr' },
-  });
+  },
 });
 
 async function startWorker(name: string, taskQueue: string): Promise<TestProcess> {
-  const { vars, healthPort } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: API_KEY },
-    {
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      AGENT_API_PROJECT_QUOTA: `${K}/${W}s`,
-      AGENT_API_PROJECT_QUOTA_LEASE: `${LEASE_MS}ms`,
-    },
-  );
-  const worker = spawnTs('src/worker/main.ts', [], vars);
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-    what: `${name} to be ready`,
-    timeoutMs: 120_000,
-    intervalMs: 200,
+  const worker = await workerEnv({
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    AGENT_API_PROJECT_QUOTA: `${K}/${W}s`,
+    AGENT_API_PROJECT_QUOTA_LEASE: `${LEASE_MS}ms`,
   });
-  return worker;
+  return startWorkerProcess(worker, { what: name });
 }
 
 test('killing the worker that holds uses of the budget loses no job, duplicates none, and frees its uses after the lease', async () => {

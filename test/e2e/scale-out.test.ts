@@ -3,23 +3,15 @@
  * processes, one SIGKILLed and replaced, every job completed with exactly one agent job).
  * `npm run test:cluster` runs the same proof on Temporal Server with PostgreSQL.
  */
-import { randomUUID } from 'node:crypto';
-import { before, test } from 'node:test';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import { startTestSimulator, temporalEnv, type TemporalTestEnv } from '../harness.js';
+import { test } from 'node:test';
+import { startSimulatedWorld } from '../harness.js';
 import { runScaleOut } from '../scale-out.js';
 
 const JOBS = 200;
 /** 40 tasks over three workers: work the replacement is sure to compete for. */
 const LATE_JOBS = 20;
-const API_KEY = `scale-test-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({
-    apiKeys: [API_KEY],
+const { env, sim, apiKey } = await startSimulatedWorld('scale-test', {
+  simulator: {
     // About failover, not the key: a create on the wire when a worker (or the server) dies is sent
     // again by the workflow under AGENT_API_AMBIGUOUS_CREATE=retry, which the live API would make a
     // second agent job (test/workflows/real-api-world.test.ts shows both policies against keys
@@ -28,11 +20,11 @@ before(async () => {
     honourIdempotencyKey: true,
     createsPerProjectPerHour: 0,
     defaultScenario: { durationMs: 6_000, outcome: 'pr' },
-  });
+  },
 });
 
 test(`${JOBS} agent jobs survive a SIGKILLed worker among three, with no duplicate and none lost`, async () => {
-  const figures = await runScaleOut({ env, sim, apiKey: API_KEY, jobs: JOBS, lateJobs: LATE_JOBS });
+  const figures = await runScaleOut({ env, sim, apiKey, jobs: JOBS, lateJobs: LATE_JOBS });
   process.stdout.write(
     `# scale-out: ${JOBS} + ${LATE_JOBS} jobs in ${figures.seconds.toFixed(1)}s; ${figures.activeAtWorkerKill} agent jobs active when worker-1 was killed; ` +
       `created ${figures.agentJobsCreated}; API requests ${JSON.stringify(figures.requestsPerEndpoint)}; ` +

@@ -5,61 +5,23 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { randomUUID } from 'node:crypto';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { agentJobWorkflowId, startAgentJob } from '../../src/client/index.js';
 import { InvalidInputError, WORKFLOW_TYPE } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
 import { findTemporalCli } from '../../dev/temporal-cli.js';
-import {
-  activitiesFor,
-  spawnTs,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  type TemporalTestEnv,
-  type TestWorker,
-} from '../harness.js';
+import { runStarter, starterProcessEnv, startSimulatedSuite, uniqueId } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const execFileAsync = promisify(execFile);
-const API_KEY = `starter-test-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
+const { env, sim, worker, project } = await startSimulatedSuite('docs', { durationMs: 200 });
 
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-});
-
-function starterEnv(): NodeJS.ProcessEnv {
-  return {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TEMPORAL_ADDRESS: env.address,
-    TEMPORAL_NAMESPACE: env.namespace,
-    TEMPORAL_TASK_QUEUE: worker.taskQueue,
-  };
-}
-
-async function starter(args: string[], vars: NodeJS.ProcessEnv = starterEnv()) {
-  const run = spawnTs('src/starter.ts', args, vars);
-  const code = await run.exited;
-  return { code, stdout: run.stdout(), stderr: run.stderr() };
+function starter(args: string[], vars: NodeJS.ProcessEnv = starterProcessEnv(env, worker.taskQueue)) {
+  return runStarter(args, vars);
 }
 
 /** Arguments that start a job in `projectId` and wait for it, polling fast. */
 function startAndWaitArgs(projectId: string, ...extra: string[]): string[] {
   return ['--project', projectId, '--prompt', 'Document it', '--wait', '--poll-interval', '50ms', ...extra];
-}
-
-function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
-  const projectId = uniqueId('docs');
-  sim.setScenario(projectId, scenario);
-  return projectId;
 }
 
 describe('starter CLI', { concurrency: 4 }, () => {
@@ -87,7 +49,7 @@ describe('starter CLI', { concurrency: 4 }, () => {
 
   test('an unreachable Temporal server exits 5', async () => {
     const run = await starter(['--project', 'x', '--prompt', 'y'], {
-      ...starterEnv(),
+      ...starterProcessEnv(env, worker.taskQueue),
       TEMPORAL_ADDRESS: '127.0.0.1:1',
     });
     assert.equal(run.code, 5);

@@ -3,37 +3,17 @@
  * endpoints, and a graceful drain on SIGTERM while an activity is in flight.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import {
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { spawnTs, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
-const API_KEY = `worker-test-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 200 } });
-});
+const world = await startSimulatedWorld('worker-test', { durationMs: 200 });
+const { env, sim, apiKey: API_KEY } = world;
 
 function workerEnv(overrides: NodeJS.ProcessEnv = {}) {
-  return workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: API_KEY },
-    { WORKER_SHUTDOWN_GRACE: '20s', ...overrides },
-  );
+  return world.workerEnv({ WORKER_SHUTDOWN_GRACE: '20s', ...overrides });
 }
 
 describe('worker process', { concurrency: 3 }, () => {

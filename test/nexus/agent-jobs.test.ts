@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { before, describe, test } from 'node:test';
@@ -18,26 +17,14 @@ import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { workflowBundleOptions } from '../../src/worker/bundle-options.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { FailureType, SearchAttributes } from '../../src/contract.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { docsUpdateWorkflow, DocsUpdateInput } from '../../examples/nexus-caller/workflows.js';
-import {
-  FAST_POLL,
-  onCleanup,
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { FAST_POLL, onCleanup, spawnTs, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `nexus-test-key-${randomUUID()}`;
 const CALLER_WORKFLOWS = fileURLToPath(new URL('../../examples/nexus-caller/workflows.ts', import.meta.url));
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
+const world = await startSimulatedWorld('nexus-test');
+const { env, sim } = world;
 /** A client of the caller's namespace. */
 let caller: Client;
 let callerTaskQueue: string;
@@ -52,14 +39,12 @@ async function temporalCli(cliPath: string, args: string[]): Promise<string> {
 }
 
 before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
   const cli = await resolveTemporalCli(process.env, () => {});
   if (cli.path === null) throw new Error('this test needs a Temporal CLI binary (npm run temporal:cli)');
   const cliPath = cli.path;
 
   // The handler side: the worker process as deployed, which registers the service itself.
-  const worker = await workerProcessEnv(env, { url: sim.url, apiKey: API_KEY });
+  const worker = await world.workerEnv();
   const handler = spawnTs('src/worker/main.ts', [], worker.vars);
   await handler.waitForOutput(/worker running/, 'the handler worker to run', 60_000);
 

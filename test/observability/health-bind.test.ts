@@ -3,28 +3,12 @@
  * failure, naming HEALTH_ADDRESS, and not whatever the clean-up met after it.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { before, test } from 'node:test';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import {
-  onCleanup,
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  workerProcessEnv,
-  type TemporalTestEnv,
-} from '../harness.js';
+import { test } from 'node:test';
+import { onCleanup, spawnTs, startSimulatedWorld } from '../harness.js';
 
-const API_KEY = `health-bind-key-${randomUUID()}`;
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY] });
-});
+const { workerEnv } = await startSimulatedWorld('health-bind');
 
 test('a health port already in use: exit 1 with the bind error, naming HEALTH_ADDRESS', async () => {
   const squatter = createServer().listen(0, '127.0.0.1');
@@ -32,11 +16,7 @@ test('a health port already in use: exit 1 with the bind error, naming HEALTH_AD
   onCleanup(() => new Promise<void>((resolve) => squatter.close(() => resolve())));
   const address = squatter.address();
   assert.ok(address !== null && typeof address === 'object');
-  const { vars } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: API_KEY },
-    { HEALTH_ADDRESS: `127.0.0.1:${address.port}` },
-  );
+  const { vars } = await workerEnv({ HEALTH_ADDRESS: `127.0.0.1:${address.port}` });
   const worker = spawnTs('src/worker/main.ts', [], vars);
   assert.equal(await worker.exited, 1, worker.stdout() + worker.stderr());
   const output = worker.stdout() + worker.stderr();

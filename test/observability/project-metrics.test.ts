@@ -6,7 +6,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,16 +16,7 @@ import { findOnPath } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { FailureType } from '../../src/contract.js';
 import { OTHER_PROJECTS } from '../../src/observability/project-metrics.js';
-import {
-  onCleanup,
-  ROOT,
-  spawnTs,
-  startTestSimulator,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-} from '../harness.js';
+import { onCleanup, ROOT, spawnTs, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
 
 /** A Prometheus server scraping `target` every second, stopped after the file's tests. */
 async function startPrometheus(target: string): Promise<{ query(expr: string): Promise<PromSample[]> }> {
@@ -109,9 +99,7 @@ function valueOf(text: string, name: string, labels: Record<string, string>): nu
 }
 
 test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, the queue and its wait, bounded labels', async () => {
-  const env = await temporalEnv();
-  const apiKey = `metrics-key-${randomUUID()}`;
-  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
+  const { env, sim, workerEnv } = await startSimulatedWorld('metrics', { durationMs: 200 });
   const busy = uniqueId('busy');
   const limited = uniqueId('limited');
   const third = uniqueId('third');
@@ -120,11 +108,10 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   });
   // Its agent job fails: an end without a pull request, under the failure type.
   sim.setScenario(third, { outcome: 'failed' });
-  const { vars, taskQueue, metricsPort } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey },
-    { AGENT_API_PROJECT_QUOTA: '2/3s', METRICS_MAX_PROJECTS: '2' },
-  );
+  const { vars, taskQueue, metricsPort } = await workerEnv({
+    AGENT_API_PROJECT_QUOTA: '2/3s',
+    METRICS_MAX_PROJECTS: '2',
+  });
   const worker = spawnTs('src/worker/main.ts', [], vars);
   await worker.waitForOutput(/worker running/, 'the worker to run');
   const prometheus = await startPrometheus(`127.0.0.1:${metricsPort}`);

@@ -16,14 +16,7 @@ import { AgentApiClient } from '../../src/agent-api/index.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
 import { installTracing } from '../../src/observability/tracing.js';
-import {
-  activitiesFor,
-  onCleanup,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-} from '../harness.js';
+import { onCleanup, startSimulatedWorld, uniqueId } from '../harness.js';
 
 const exporter = new InMemorySpanExporter();
 const tracing = installTracing(
@@ -46,10 +39,9 @@ function pathOf(span: ReadableSpan, byId: Map<string, ReadableSpan>): string {
 }
 
 test('one trace runs from the caller through the workflow and its activities to each HTTP call, without the key', async () => {
-  const env = await temporalEnv();
-  const apiKey = `tracing-key-${uniqueId('secret')}`;
-  const sim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
-  const worker = await startTestWorker(env, activitiesFor(sim, apiKey), { tracing });
+  const world = await startSimulatedWorld('tracing', { durationMs: 200 });
+  const { env, sim, apiKey } = world;
+  const worker = await world.startWorker({}, { tracing });
   const client = new Client({
     connection: env.client.connection,
     namespace: env.namespace,

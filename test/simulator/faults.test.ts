@@ -1,29 +1,13 @@
 /** The fault rules as raw HTTP sees them: order, counting, skip, rates with a seed, and each kind. */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  parseScenario,
-  startSimulator,
-  type FaultRule,
-  type RunningSimulator,
-} from '../../src/simulator/index.js';
-import { uniqueId, waitFor } from '../harness.js';
+import { parseScenario, startSimulator, type FaultRule } from '../../src/simulator/index.js';
+import { startTestSimulator, uniqueId, waitFor } from '../harness.js';
 import { call, jobPath, jobsPath, promptBody, rawRequest } from './http.js';
 
 const KEY = uniqueId('sim-key');
-let sim: RunningSimulator;
-
-before(async () => {
-  sim = await startSimulator({
-    port: 0,
-    log: false,
-    apiKeys: [KEY],
-    defaultScenario: { durationMs: 60_000 },
-  });
-});
-
-after(() => sim.stop());
+const sim = await startTestSimulator({ apiKeys: [KEY], defaultScenario: { durationMs: 60_000 } });
 
 function projectWith(rules: FaultRule[], seed?: number): string {
   const projectId = uniqueId('proj');

@@ -3,10 +3,9 @@
  * real simulator over HTTP. Poll intervals are injected short, so no test waits long in real time.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { CancelledFailure } from '@temporalio/common';
 import {
   FailureType,
   MAX_PROMPT_LENGTH,
@@ -14,69 +13,32 @@ import {
   SearchAttributes,
   sendMessageUpdate,
   statusQuery,
-  WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobResult,
 } from '../../src/contract.js';
-import { AgentApiClient } from '../../src/agent-api/index.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
-import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
   FAST_POLL,
   activitiesFor,
-  startTestSimulator,
+  startSimulatedSuite,
   startTestWorker,
-  temporalEnv,
   uniqueId,
   waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
+  workflowFailure,
 } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-// A distinctive key, so that finding it in a history is meaningful.
-const API_KEY = `wf-test-key-${randomUUID()}`;
 const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
+const suite = await startSimulatedSuite('agent-job-test');
+const { env, sim, project } = suite;
 const handles: WorkflowHandle[] = [];
 
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-});
-
-function project(scenario: Parameters<RunningSimulator['setScenario']>[1] = {}): string {
-  const projectId = uniqueId('docs');
-  sim.setScenario(projectId, scenario);
-  return projectId;
-}
-
-async function start(
-  input: Partial<AgentJobInput> & Record<string, unknown>,
-  workflowId = uniqueId('agent-job-test'),
-) {
-  const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: worker.taskQueue,
-    workflowId,
-    args: [input as AgentJobInput],
-  });
+async function start(input: Partial<AgentJobInput> & Record<string, unknown>, workflowId?: string) {
+  // Cast: some tests start the workflow with input the contract refuses.
+  const handle = await suite.startJob(input as AgentJobInput, { workflowId });
   handles.push(handle);
   return handle;
-}
-
-async function failureOf(handle: WorkflowHandle): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    () => assert.fail('the workflow should have failed'),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError, `expected WorkflowFailedError, got ${String(err)}`);
-  assert.ok(err.cause instanceof ApplicationFailure, `expected ApplicationFailure, got ${String(err.cause)}`);
-  return err.cause;
 }
 
 async function jobIdOf(handle: WorkflowHandle): Promise<string> {
@@ -88,7 +50,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     // Secrets never enter workflow inputs, results or history: check every workflow this file ran.
     for (const handle of handles) {
       const history = JSON.stringify(await handle.fetchHistory());
-      assert.ok(!history.includes(API_KEY), `history of ${handle.workflowId} holds the API key`);
+      assert.ok(!history.includes(suite.apiKey), `history of ${handle.workflowId} holds the API key`);
     }
     assert.ok(handles.length >= 15, 'the secret check covered the workflows of this file');
   });
@@ -182,7 +144,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
   test('a failed job fails the workflow with AgentJobFailed and the final record', async () => {
     const projectId = project({ outcome: 'failed' });
     const handle = await start({ projectId, prompt: 'Break things', poll: FAST });
-    const failure = await failureOf(handle);
+    const failure = await workflowFailure(handle);
     assert.equal(failure.type, FailureType.AgentJobFailed);
     assert.equal(failure.nonRetryable, true);
     const record = failure.details?.[0] as { status: string; id: string };
@@ -232,14 +194,13 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
   test('a final API error fails fast with its own type: Unauthorized, no key in the message', async () => {
     const wrongKeyWorker = await startTestWorker(env, activitiesFor(sim, 'not-the-right-key'));
     const projectId = project();
-    const handle = await env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-      taskQueue: wrongKeyWorker.taskQueue,
-      workflowId: uniqueId('agent-job-test'),
-      args: [{ projectId, prompt: 'No entry', poll: FAST }],
-    });
+    const handle = await suite.startJob(
+      { projectId, prompt: 'No entry', poll: FAST },
+      { taskQueue: wrongKeyWorker.taskQueue },
+    );
     handles.push(handle);
     const startedAt = Date.now();
-    const failure = await failureOf(handle);
+    const failure = await workflowFailure(handle);
     assert.equal(failure.type, FailureType.Unauthorized);
     assert.match(failure.message, /API key/);
     assert.ok(!failure.message.includes('not-the-right-key'));
@@ -249,7 +210,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
 
   test('create on an unknown project fails with ProjectNotFound', async () => {
     const projectId = project({ projectExists: false });
-    const failure = await failureOf(await start({ projectId, prompt: 'Nowhere', poll: FAST }));
+    const failure = await workflowFailure(await start({ projectId, prompt: 'Nowhere', poll: FAST }));
     assert.equal(failure.type, FailureType.ProjectNotFound);
     assert.equal(createdJobs(sim, projectId), 0);
   });
@@ -262,7 +223,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       poll: { initialInterval: 200 },
       timeout: '2s',
     });
-    const failure = await failureOf(handle);
+    const failure = await workflowFailure(handle);
     assert.equal(failure.type, FailureType.AgentJobTimedOut);
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
     assert.equal((await handle.query(statusQuery)).phase, 'timed-out');
@@ -311,13 +272,9 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
 
   test('jobId attaches to an existing agent job without creating one', async () => {
     const projectId = project({ durationMs: 200 });
-    const created = await new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY }).createJob(
-      projectId,
-      'made elsewhere',
-      {
-        idempotencyKey: uniqueId('key'),
-      },
-    );
+    const created = await suite.api.createJob(projectId, 'made elsewhere', {
+      idempotencyKey: uniqueId('key'),
+    });
     const result = await (await start({ projectId, jobId: created.id, poll: FAST })).result();
     assert.equal(result.job.id, created.id);
     assert.equal(result.created, false);
@@ -329,18 +286,13 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
   test('jobId with a prompt on a completed job sends one follow-up and returns the new turn\u2019s prLink', async () => {
     // The message response and the next 2 reads still show turn 1's record, as a lagging service would.
     const projectId = project({ durationMs: 200, faults: { staleReadsAfterMessage: 2 } });
-    const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
-    const created = await api.createJob(projectId, 'Turn one', { idempotencyKey: uniqueId('key') });
-    await waitFor(() => sim.stats().jobs.some((job) => job.id === created.id && job.terminalAt !== null), {
-      what: 'turn 1 to end',
-    });
-    const turnOne = await api.getJob(projectId, created.id);
+    const turnOne = await suite.completedJob(projectId);
     assert.equal(turnOne.status, 'completed');
     assert.ok(turnOne.prLink);
-    const handle = await start({ projectId, jobId: created.id, prompt: 'Now add examples', poll: FAST });
+    const handle = await start({ projectId, jobId: turnOne.id, prompt: 'Now add examples', poll: FAST });
     const result = await handle.result();
     assert.equal(result.status, 'completed');
-    assert.equal(result.job.id, created.id);
+    assert.equal(result.job.id, turnOne.id);
     assert.equal(result.turns, 2);
     assert.equal(result.created, false);
     assert.match(result.prLink ?? '', /^https:\/\/github\.com\//);
@@ -525,7 +477,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     test(`invalid input (${name}) fails with InvalidInput naming ${field} and creates no job`, async () => {
       const projectId = typeof input.projectId === 'string' && input.projectId.trim() ? project() : undefined;
       const handle = await start({ ...input, ...(projectId ? { projectId } : {}) });
-      const failure = await failureOf(handle);
+      const failure = await workflowFailure(handle);
       assert.equal(failure.type, FailureType.InvalidInput);
       assert.match(failure.message, new RegExp(field.replace('.', '\\.')));
       assert.equal((failure.details?.[0] as { field: string }).field, field);

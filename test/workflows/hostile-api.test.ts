@@ -6,8 +6,7 @@
  * workflow makes: its deadline, its history bound, the API's limits, its result.
  */
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import {
@@ -16,57 +15,22 @@ import {
   SearchAttributes,
   sendMessageUpdate,
   statusQuery,
-  WORKFLOW_TYPE,
   type AgentJobInput,
   type AgentJobResult,
   type LastApiError,
 } from '../../src/contract.js';
-import { AgentApiClient } from '../../src/agent-api/index.js';
-import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import {
-  FAST_POLL,
-  activitiesFor,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  type TemporalTestEnv,
-  type TestWorker,
-} from '../harness.js';
+import { FAST_POLL, startSimulatedSuite, waitFor, type TestWorker } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `hostile-test-key-${randomUUID()}`;
 const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-let failingWorker: TestWorker;
+const suite = await startSimulatedSuite('hostile');
+const { env, sim, project } = suite;
+const failingWorker = await suite.startWorker({ ambiguousCreatePolicy: 'fail' });
 
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 300 } });
-  worker = await startTestWorker(env, activitiesFor(sim, API_KEY));
-  failingWorker = await startTestWorker(env, activitiesFor(sim, API_KEY, { ambiguousCreatePolicy: 'fail' }));
-});
-
-function project(scenario: Partial<Scenario>): string {
-  const projectId = uniqueId('hostile');
-  sim.setScenario(projectId, scenario);
-  return projectId;
-}
-
-async function start(
-  input: Partial<AgentJobInput> & { projectId: string },
-  on: TestWorker = worker,
-): Promise<WorkflowHandle<typeof agentJobWorkflow>> {
-  return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue: on.taskQueue,
-    workflowId: uniqueId('hostile'),
-    args: [{ prompt: 'Document the API', poll: FAST, ...input }],
-  });
+function start(input: Partial<AgentJobInput> & { projectId: string }, on: TestWorker = suite.worker) {
+  return suite.startJob({ prompt: 'Document the API', poll: FAST, ...input }, { taskQueue: on.taskQueue });
 }
 
 /** How a workflow ended, and how long after `since` it did. */
@@ -271,7 +235,7 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
       return job?.status === 'completed' && job.turns === turns;
     };
     await waitFor(() => turnIs(1), { what: 'turn 1 to end' });
-    const turnOne = await new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY }).getJob(projectId, jobId);
+    const turnOne = await suite.api.getJob(projectId, jobId);
     assert.ok(turnOne.prLink);
     await handle.signal(pollNowSignal);
     await waitFor(() => requestsTo(sim, projectId, 'get') >= 2, { what: "the workflow's slow read" });

@@ -7,37 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { before, describe, test } from 'node:test';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import { AgentApiClient } from '../../src/agent-api/index.js';
-import { createActivities } from '../../src/activities/index.js';
+import { describe, test } from 'node:test';
 import { sendFollowUp, startAgentJob } from '../../src/client/index.js';
-import {
-  FailureType,
-  statusQuery,
-  WORKFLOW_TYPE,
-  type AgentJobInput,
-  type AgentJobResult,
-} from '../../src/contract.js';
-import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
-import type { agentJobWorkflow } from '../../src/workflows/index.js';
-import {
-  FAST_POLL,
-  spawnTs,
-  startTestSimulator,
-  startTestWorker,
-  temporalEnv,
-  uniqueId,
-  waitFor,
-  workerProcessEnv,
-  type TemporalTestEnv,
-  type TestWorker,
-} from '../harness.js';
+import { FailureType, statusQuery, type AgentJobInput, type AgentJobResult } from '../../src/contract.js';
+import { FAST_POLL, startSimulatedSuite, startWorkerProcess, workflowFailure, waitFor } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-const API_KEY = `real-world-key-${randomUUID()}`;
 /**
  * The HTTP client's bound on one request, shorter here than the production 60 s: long enough for a
  * trickle of a byte every 400 ms to bring the job ID (the first ~50 bytes), far shorter than the
@@ -45,43 +21,14 @@ const API_KEY = `real-world-key-${randomUUID()}`;
  */
 const REQUEST_TIMEOUT_MS = 25_000;
 
-let env: TemporalTestEnv;
-let sim: RunningSimulator;
-let worker: TestWorker;
-
-before(async () => {
-  env = await temporalEnv();
-  sim = await startTestSimulator({ apiKeys: [API_KEY], defaultScenario: { durationMs: 500 } });
-  const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, requestTimeoutMs: REQUEST_TIMEOUT_MS });
-  worker = await startTestWorker(env, createActivities({ api }));
+const suite = await startSimulatedSuite('real-world', {
+  durationMs: 500,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
 });
+const { env, sim, worker, project } = suite;
 
-function project(scenario: Partial<Scenario> = {}): string {
-  const projectId = uniqueId('real-world');
-  sim.setScenario(projectId, scenario);
-  return projectId;
-}
-
-function start(
-  input: Partial<AgentJobInput> & { projectId: string },
-  taskQueue = worker.taskQueue,
-): Promise<WorkflowHandle<typeof agentJobWorkflow>> {
-  return env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-    taskQueue,
-    workflowId: uniqueId('real-world'),
-    args: [{ prompt: 'Document the API', poll: FAST_POLL, ...input }],
-  });
-}
-
-/** The workflow's failure, which must be an `ApplicationFailure`. */
-async function failureOf(handle: WorkflowHandle<typeof agentJobWorkflow>): Promise<ApplicationFailure> {
-  const err = await handle.result().then(
-    (result) => assert.fail(`expected a failure, got ${JSON.stringify(result)}`),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof WorkflowFailedError, String(err));
-  assert.ok(err.cause instanceof ApplicationFailure, String(err.cause));
-  return err.cause;
+function start(input: Partial<AgentJobInput> & { projectId: string }, taskQueue?: string) {
+  return suite.startJob({ prompt: 'Document the API', poll: FAST_POLL, ...input }, { taskQueue });
 }
 
 describe('one agent job per workflow, whatever the answer to its create', { concurrency: 3 }, () => {
@@ -146,25 +93,17 @@ test('a worker SIGKILLed while its create waits for the answer, policy fail: no 
   const projectId = project({
     faults: { rules: [{ endpoint: 'create', first: 1, kind: 'slow', ms: 40_000 }] },
   });
-  const { vars, taskQueue, healthPort } = await workerProcessEnv(
-    env,
-    { url: sim.url, apiKey: API_KEY },
-    { AGENT_API_AMBIGUOUS_CREATE: 'fail' },
-  );
-  const victim = spawnTs('src/worker/main.ts', [], vars);
+  const victimEnv = await suite.workerEnv({ AGENT_API_AMBIGUOUS_CREATE: 'fail' });
+  const { taskQueue } = victimEnv;
+  const victim = await startWorkerProcess(victimEnv, { what: 'the worker process' });
   try {
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${healthPort}/readyz`).catch(() => null))?.ok, {
-      what: 'the worker process to be ready',
-      timeoutMs: 60_000,
-    });
     const handle = await start({ projectId }, taskQueue);
     await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the create to reach the API' });
     victim.child.kill('SIGKILL');
     await victim.exited;
     // Another worker with the same policy takes over the task queue.
-    const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY });
-    await startTestWorker(env, createActivities({ api, ambiguousCreatePolicy: 'fail' }), { taskQueue });
-    const failure = await failureOf(handle);
+    await suite.startWorker({ ambiguousCreatePolicy: 'fail' }, { taskQueue });
+    const failure = await workflowFailure(handle);
     assert.equal(failure.type, FailureType.CreateOutcomeUnknown, failure.message);
     assert.match(failure.message, /stopped heartbeating/);
     assert.equal(requestsTo(sim, projectId, 'create'), 1, 'POSTs to create');
@@ -201,7 +140,7 @@ describe('blips do not fail a job the API has answered', { concurrency: 3 }, () 
       durationMs: 1_000,
       faults: { rules: [{ endpoint: 'get', forMs: 60_000, kind: 'status', status: 404 }] },
     });
-    const failure = await failureOf(await start({ projectId, blipTolerance: '8s' }));
+    const failure = await workflowFailure(await start({ projectId, blipTolerance: '8s' }));
     assert.equal(failure.type, FailureType.JobNotFound, failure.message);
     assert.match(failure.message, /past the blip tolerance of 8s/);
   });
@@ -243,9 +182,8 @@ test("a read of the previous turn's end right after a follow-up was answered is 
 
 test('a create that waited in the quota queue gets the time left when it is sent: it ends at the deadline', async () => {
   // One use per 8 s: the second job waits about 8 s in the queue, then its create hangs.
-  const api = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, requestTimeoutMs: REQUEST_TIMEOUT_MS });
   const projectQuota = { defaultLimit: { uses: 1, windowMs: 8_000 }, overrides: {}, leaseMs: 10_000 };
-  const quoted = await startTestWorker(env, createActivities({ api, projectQuota }));
+  const quoted = await suite.startWorker({ projectQuota });
   const projectId = project({
     durationMs: 500,
     faults: { rules: [{ endpoint: 'create', skip: 1, kind: 'hang' }] },
@@ -254,7 +192,7 @@ test('a create that waited in the quota queue gets the time left when it is sent
   await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the first job to take the one use' });
   const since = Date.now();
   const second = await start({ projectId, timeout: '10s' }, quoted.taskQueue);
-  const failure = await failureOf(second);
+  const failure = await workflowFailure(second);
   const endedAfterMs = Date.now() - since;
   assert.equal(failure.type, FailureType.AgentJobTimedOut, failure.message);
   // Main gave the create the 10 s left before the queue, and ended about 18 s after the start.
