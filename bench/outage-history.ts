@@ -2,14 +2,15 @@
  * History per hour of API outage, measured: one agent-job workflow against a simulator whose every
  * get answers 503 after the create succeeded, on Temporal's time-skipping test server, so hours of
  * workflow time pass in minutes. At each hour mark it reads the history of every run of the
- * workflow (continue-as-new included) and counts events and bytes; once with polls as local
- * activities (the default) and once as regular activities.
+ * workflow (continue-as-new included) and counts events and bytes. (Before 1.1 it compared polls as
+ * local and as regular activities; since 1.1 a poll is one activity the server retries, and the
+ * outage's 503s come back to the workflow's own timers, so there is one mode.)
  *
  * Real parts: the test server (dev/time-skipping-server.ts), the simulator over HTTP, the worker
  * with the real activities and the bundled workflow code.
  *
- *   npm run bench:outage                     # 3 hours of outage, both poll modes
- *   npm run bench:outage -- --hours 2 --modes local --histories /tmp/h
+ *   npm run bench:outage                     # 3 hours of outage
+ *   npm run bench:outage -- --hours 2 --histories /tmp/h
  *
  * Three hours by default: at about 55 polls an hour, a run continues as new after its 150th poll,
  * near 2.8 hours into the outage. The workflow's timeout is one hour longer than the measurement.
@@ -61,7 +62,7 @@ interface RunFigures {
   eventsByType: Record<string, number>;
   /**
    * Longest stretch of workflow time between two events of the run, in seconds. Longer than the
-   * poll interval means the test server skipped time with nothing recorded: with local-activity
+   * poll interval means the test server skipped time with nothing recorded: with 1.0's local-activity
    * polls it has timed out a workflow task the worker was still running, then held its retry back.
    */
   longestGapSeconds: number;
@@ -86,9 +87,8 @@ interface Snapshot {
   eventsByType: Record<string, number>;
 }
 
-/** One poll mode's measurement. */
-interface ModeResult {
-  localActivity: boolean;
+/** The measurement. */
+interface OutageResult {
   workflowId: string;
   snapshots: Snapshot[];
   /** Events per hour and bytes per hour, from the last snapshot over the whole outage. */
@@ -101,14 +101,8 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       hours: { type: 'string', default: '3' },
-      modes: { type: 'string', default: 'local,regular' },
       histories: { type: 'string' },
     },
-  });
-  const pollModes = values.modes.split(',').map((name) => {
-    if (name !== 'local' && name !== 'regular')
-      throw new Error(`--modes takes local and regular, not ${name}`);
-    return name === 'local';
   });
   const hours = Number(values.hours);
   if (!Number.isInteger(hours) || hours < 1 || hours > 24) {
@@ -130,19 +124,13 @@ async function main(): Promise<void> {
       ...workflowBundleOptions(WORKFLOWS_PATH),
       logger: new DefaultLogger('ERROR'),
     });
-    const modes: ModeResult[] = [];
-    for (const localActivity of pollModes) {
-      modes.push(
-        await measure({
-          server,
-          simulator,
-          workflowBundle,
-          localActivity,
-          hours,
-          historiesDir: values.histories,
-        }),
-      );
-    }
+    const measured = await measure({
+      server,
+      simulator,
+      workflowBundle,
+      hours,
+      historiesDir: values.histories,
+    });
     const result = {
       startedAt,
       testServer: TEST_SERVER_VERSION,
@@ -150,12 +138,12 @@ async function main(): Promise<void> {
       hours,
       pollsPerRun: POLLS_PER_RUN,
       fault: 'every get answers 503 without Retry-After, from the first poll',
-      modes,
+      ...measured,
     };
     const path = writeResultFile(startedAt, 'outage', result);
     // The newest outage run is the one kept; the report does not read it, people do.
     removeResults(resultNames('outage').filter((name) => name !== basename(path)));
-    process.stdout.write(`${table(modes)}\nwrote ${path}\n`);
+    process.stdout.write(`${table(measured)}\nwrote ${path}\n`);
   } finally {
     for (const stop of stops.reverse()) await stop();
   }
@@ -165,17 +153,16 @@ interface MeasureOptions {
   server: TimeSkippingServer;
   simulator: RunningSimulator;
   workflowBundle: WorkflowBundle;
-  localActivity: boolean;
   hours: number;
   /** Where to write each run's history as JSON, for a closer look; none when undefined. */
   historiesDir: string | undefined;
 }
 
 /** Runs one workflow through `hours` of outage and reads its histories at every hour mark. */
-async function measure(options: MeasureOptions): Promise<ModeResult> {
-  const { server, simulator, localActivity, hours } = options;
+async function measure(options: MeasureOptions): Promise<OutageResult> {
+  const { server, simulator, hours } = options;
   const id = randomUUID().slice(0, 8);
-  const projectId = `outage-${localActivity ? 'local' : 'regular'}-${id}`;
+  const projectId = `outage-${id}`;
   const taskQueue = `outage-${id}`;
   simulator.setScenario(projectId, {
     faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503 }] },
@@ -197,7 +184,6 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       prompt: 'Fix the broken links in the getting-started guide.',
       // Longer than the measurement, so the deadline never ends the outage early.
       timeout: `${hours + 1}h`,
-      poll: { localActivity },
     };
     const handle = await server.client.workflow.start(WORKFLOW_TYPE, {
       taskQueue,
@@ -206,7 +192,7 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
     });
     // Time skipping stays locked outside `sleep`, so the create runs in real time: wait for it.
     const createdAt = await waitForCreate(handle, realStart);
-    log(`${mode(localActivity)}: agent job created; skipping through ${hours}h of outage`);
+    log(`agent job created; skipping through ${hours}h of outage`);
     const snapshots: Snapshot[] = [];
     for (let hour = 1; hour <= hours; hour++) {
       const before = await server.currentTimeMs();
@@ -214,7 +200,7 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       if (untilMark > 0) await server.sleep(untilMark);
       const now = await server.currentTimeMs();
       log(
-        `${mode(localActivity)}: asked to skip ${(untilMark / 1000).toFixed(0)}s, the server clock moved ${((now - before) / 1000).toFixed(0)}s`,
+        `asked to skip ${(untilMark / 1000).toFixed(0)}s, the server clock moved ${((now - before) / 1000).toFixed(0)}s`,
       );
       const snapshot = await readChain(server.client, workflowId, handle.firstExecutionRunId, {
         outageHours: (now - createdAt) / HOUR_MS,
@@ -223,7 +209,7 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       });
       snapshots.push(snapshot);
       log(
-        `${mode(localActivity)}: ${snapshot.outageHours.toFixed(2)}h of outage: ${snapshot.events} events, ${snapshot.bytes} bytes, ${snapshot.runs} runs, ${snapshot.gets} gets, ${snapshot.realSeconds.toFixed(0)}s real`,
+        `${snapshot.outageHours.toFixed(2)}h of outage: ${snapshot.events} events, ${snapshot.bytes} bytes, ${snapshot.runs} runs, ${snapshot.gets} gets, ${snapshot.realSeconds.toFixed(0)}s real`,
       );
     }
     await handle.terminate('outage-history benchmark done');
@@ -231,7 +217,6 @@ async function measure(options: MeasureOptions): Promise<ModeResult> {
       await writeHistories(server.client, workflowId, handle.firstExecutionRunId, options.historiesDir);
     const last = snapshots.at(-1) as Snapshot;
     return {
-      localActivity,
       workflowId,
       snapshots,
       perHour: {
@@ -355,9 +340,8 @@ function eventName(event: HistoryEvent): string {
   return `${name.replace(/^EVENT_TYPE_/, '')}${marker ? ` (${marker})` : ''}`;
 }
 
-function table(modes: ModeResult[]): string {
+function table(result: OutageResult): string {
   const header = [
-    'polls',
     'outage h',
     'events',
     'events/h',
@@ -369,28 +353,21 @@ function table(modes: ModeResult[]): string {
     'gets',
     'real s',
   ];
-  const rows = modes.flatMap((m) =>
-    m.snapshots.map((s) => [
-      mode(m.localActivity),
-      s.outageHours.toFixed(2),
-      String(s.events),
-      String(Math.round(s.events / s.outageHours)),
-      String(s.bytes),
-      String(Math.round(s.bytes / s.outageHours)),
-      String(Math.round(s.jsonBytes / s.outageHours)),
-      String(s.runs),
-      `${s.largestRun.events}, ${s.largestRun.bytes}`,
-      String(s.gets),
-      s.realSeconds.toFixed(0),
-    ]),
-  );
+  const rows = result.snapshots.map((s) => [
+    s.outageHours.toFixed(2),
+    String(s.events),
+    String(Math.round(s.events / s.outageHours)),
+    String(s.bytes),
+    String(Math.round(s.bytes / s.outageHours)),
+    String(Math.round(s.jsonBytes / s.outageHours)),
+    String(s.runs),
+    `${s.largestRun.events}, ${s.largestRun.bytes}`,
+    String(s.gets),
+    s.realSeconds.toFixed(0),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padStart(widths[i] as number)).join('  ');
   return [line(header), ...rows.map(line)].join('\n');
-}
-
-function mode(localActivity: boolean): string {
-  return localActivity ? 'local' : 'regular';
 }
 
 function log(line: string): void {
