@@ -240,6 +240,7 @@ export function loadWorkerConfig(
         : int(env, 'WORKER_MAX_CACHED_WORKFLOWS', DEFAULT_MAX_CACHED_WORKFLOWS, 0),
     fallbackCache: DEFAULT_MAX_CACHED_WORKFLOWS,
   });
+  const versioning = loadVersioningSettings(env);
   return {
     temporal,
     agentApi,
@@ -253,8 +254,9 @@ export function loadWorkerConfig(
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     metricsMaxProjects: int(env, 'METRICS_MAX_PROJECTS', 100, 1),
     logLevel: logLevel as WorkerConfig['logLevel'],
-    projectQuota: loadProjectQuotaSettings(env),
-    versioning: loadVersioningSettings(env),
+    // A versioned worker's quota workflows follow the current version (src/quota/workflow.ts).
+    projectQuota: { ...loadProjectQuotaSettings(env), followsRollouts: versioning.enabled },
+    versioning,
     tracing: loadTracingSettings(env),
   };
 }

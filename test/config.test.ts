@@ -131,7 +131,13 @@ test('AGENT_API_PROJECT_QUOTA: 100/1h by default, <uses>/<window>, off, per-proj
     defaultLimit: { uses: 100, windowMs: 3_600_000 },
     overrides: {},
     leaseMs: 120_000,
+    followsRollouts: false,
   });
+  // A versioned worker's quota workflows follow rollouts (AUTO_UPGRADE, docs/versioning.md).
+  assert.equal(
+    loadWorkerConfig({ ...base, TEMPORAL_WORKER_VERSIONING: 'on' }).projectQuota.followsRollouts,
+    true,
+  );
   const set = loadWorkerConfig({
     ...base,
     AGENT_API_PROJECT_QUOTA: ' 3/20s ',

@@ -11,6 +11,7 @@ import { WithStartWorkflowOperation } from '@temporalio/client';
 import { FailureType } from '../contract.js';
 import { taskPriority } from '../client/priority.js';
 import {
+  FOLLOWS_ROLLOUTS_MEMO,
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
   QUOTA_PRIORITY_KEY,
@@ -73,7 +74,7 @@ export async function takeProjectQuotaUse(
           },
         ],
         startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
-          ...quotaWorkflowStart(input.projectId, limit),
+          ...quotaWorkflowStart(input.projectId, limit, settings?.followsRollouts),
           workflowIdConflictPolicy: 'USE_EXISTING',
         }),
       }),
@@ -107,7 +108,7 @@ export async function takeProjectQuotaUse(
 }
 
 /** How the project's quota workflow is started when a request or a take finds none running. */
-function quotaWorkflowStart(projectId: string, limit: QuotaLimit) {
+function quotaWorkflowStart(projectId: string, limit: QuotaLimit, followsRollouts = false) {
   return {
     workflowId: projectQuotaWorkflowId(projectId),
     // The quota workflow runs where the agent-job workflows run: the workers of one deployment
@@ -116,6 +117,8 @@ function quotaWorkflowStart(projectId: string, limit: QuotaLimit) {
     args: [{ projectId, limit }] as [{ projectId: string; limit: QuotaLimit }],
     staticSummary: `API budget of project ${projectId}: ${formatQuotaLimit(limit)}`,
     priority: taskPriority(projectId, QUOTA_PRIORITY_KEY),
+    // Started by a versioned worker: it follows rollouts (src/quota/workflow.ts).
+    ...(followsRollouts && { memo: { [FOLLOWS_ROLLOUTS_MEMO]: true } }),
   };
 }
 
@@ -141,7 +144,7 @@ export function createProjectQuotaActivities(settings: ProjectQuotaSettings | nu
       const limit = settings ? quotaLimitFor(settings, input.projectId) : null;
       if (settings === null || settings === undefined || limit === null) return { state: 'off' };
       await getClient().workflow.signalWithStart(PROJECT_QUOTA_WORKFLOW_TYPE, {
-        ...quotaWorkflowStart(input.projectId, limit),
+        ...quotaWorkflowStart(input.projectId, limit, settings.followsRollouts),
         signal: quotaRequestSignal,
         signalArgs: [{ ...input, limit, leaseMs: settings.leaseMs, ...runOf() }],
       });

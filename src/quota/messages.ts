@@ -14,6 +14,13 @@ import { MAX_RETRY_AFTER_MS } from '../retries.js';
 /** The project quota's grants unblock waiting jobs, so its tasks go first (a task-queue priority key). */
 export const QUOTA_PRIORITY_KEY = 1;
 
+/**
+ * The memo key set on a quota workflow started by a versioned worker: the workflow then follows
+ * rollouts (AUTO_UPGRADE) instead of staying pinned to the version it was born on. In the memo, not
+ * the input, because the SDK asks for a workflow's versioning behavior before it runs the function.
+ */
+export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
+
 /** Workflow type of the per-project quota workflow. */
 export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuotaWorkflow';
 

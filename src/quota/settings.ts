@@ -23,6 +23,11 @@ export interface ProjectQuotaSettings {
   overrides: Record<string, QuotaLimit | null>;
   /** Lease of a grant, in ms. */
   leaseMs: number;
+  /**
+   * Whether the quota workflows this worker starts follow rollouts (AUTO_UPGRADE): set when the
+   * worker runs as a Worker Deployment Version (TEMPORAL_WORKER_VERSIONING=on). Absent: they don't.
+   */
+  followsRollouts?: boolean;
 }
 
 /** A quota setting that does not parse; `setting` names the variable, the message says what is wrong. */

@@ -11,20 +11,22 @@ import {
   ApplicationFailure,
   CancellationScope,
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  makeContinueAsNewFunc,
   patched,
   proxySinks,
   setCurrentDetails,
   setHandler,
+  setWorkflowOptions,
   sleep,
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
 import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
 import {
+  FOLLOWS_ROLLOUTS_MEMO,
   quotaDeclinedSignal,
   quotaGrantSignal,
   quotaPlaceSignal,
@@ -244,5 +246,25 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
 
   /** Whether the run continues as new; otherwise the budget is idle and the run ends. */
   const continues = await (oneTimer ? oneTimerLoop() : timerPerPassLoop());
-  if (continues) return await continueAsNew<typeof projectQuotaWorkflow>({ ...input, state: budget.state });
+  if (!continues) return;
+  // The memo goes on only where there is one: a continue-as-new without it stays the command it was.
+  const { memo } = workflowInfo();
+  const next = makeContinueAsNewFunc<typeof projectQuotaWorkflow>(
+    memo !== undefined && Object.keys(memo).length > 0 ? { memo } : {},
+  );
+  return await next({ ...input, state: budget.state });
 }
+
+/**
+ * A quota workflow started by a versioned worker (its memo says so) follows rollouts: AUTO_UPGRADE,
+ * so its next workflow task after a new version becomes current runs there, with its history
+ * replayed by the new code, and the old version drains under steady traffic without an operator
+ * step (docs/versioning.md). Agent-job workflows stay pinned. Only then: the server refuses a
+ * versioning behavior from an unversioned worker. Every change to this workflow must therefore
+ * replay the older quota histories (test/workflows/replay.test.ts), with `patched()` where commands
+ * change.
+ */
+setWorkflowOptions(
+  () => (workflowInfo().memo?.[FOLLOWS_ROLLOUTS_MEMO] === true ? { versioningBehavior: 'AUTO_UPGRADE' } : {}),
+  projectQuotaWorkflow,
+);

@@ -12,9 +12,10 @@
  * A is current, then B ramps at 50%, then B is made current. As a control, A is still draining
  * once only its (pinned) quota workflows run there; step 3b of the rollout moves them with
  * `temporal workflow update-options --versioning-override-behavior auto_upgrade`, and A must be
- * reported drained while traffic goes on. Then C is made current and the same step moves the
- * quota workflow born on B (a fourth project joins once B is current); B must be reported drained
- * while traffic goes on. Every
+ * reported drained while traffic goes on. Then C is made current with no step at all: the quota
+ * workflow born on B (a fourth project joins once B is current) follows rollouts by itself, since a
+ * versioned worker starts quota workflows as AUTO_UPGRADE; B must be reported drained while traffic
+ * goes on. Every
  * agent job is created exactly once at the API (the simulator ignores Idempotency-Key, as the live
  * API does), every workflow finishes on the build that started it, and the API refuses nothing with
  * a 429: its budget is the quota's own. Each worker derives its build ID from its own bundle.
@@ -370,12 +371,13 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
   const drainSecondsA = (Date.now() - freedA) / 1000;
 
-  // The next release, with the same step for the quota workflows born on B (the fourth project's).
-  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
+  // The next release, with no step at all: the quota workflows born on B (the fourth project's)
+  // follow rollouts by themselves (AUTO_UPGRADE, src/quota/workflow.ts), and B must drain while
+  // traffic goes on.
   const quotaOnB = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
   const quotaWorkflowsOnB = await count(quotaOnB);
-  assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow is pinned to B (${quotaOnB})`);
-  await moveQuotaWorkflows(quotaOnB);
+  assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow runs on B (${quotaOnB})`);
+  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
   const freedB = Date.now();
   const drainB = watchDrainage(b.buildId);
   onCleanup(drainB.stop);
@@ -389,6 +391,13 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     const info = raw.workflowExecutionInfo?.versioningInfo;
     assert.equal(info?.deploymentVersion?.buildId, c.buildId, `${project}'s quota workflow runs on C`);
   }
+  // The fourth project's, born on B, moved by its own declaration, not by an operator's override.
+  const bornOnB = (
+    await env.client.workflow.getHandle(projectQuotaWorkflowId(projects.at(-1) ?? '')).describe()
+  ).raw.workflowExecutionInfo?.versioningInfo;
+  assert.equal(bornOnB?.deploymentVersion?.buildId, c.buildId, 'the quota workflow born on B moved to C');
+  assert.equal(decodeVersioningBehavior(bornOnB?.behavior), 'AUTO_UPGRADE', 'it declares AUTO_UPGRADE');
+  assert.equal(bornOnB?.versioningOverride ?? null, null, 'no operator override moved it');
 
   const results = await Promise.all(started.map((s) => s.result));
   const seconds = (Date.now() - startedAt) / 1000;

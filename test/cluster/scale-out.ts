@@ -120,7 +120,7 @@ test('a versioned rollout with the project quota on: 1.0 to this checkout to the
       `A reported drained ${f.drainSeconds.a.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s)`,
   );
   summary(
-    `C ${f.builds.c} (the next build) current, B's quota workflow moved by the same step: ${f.started.c} started; B reported drained ` +
+    `C ${f.builds.c} (the next build) current, B's quota workflow following by itself (AUTO_UPGRADE, no step): ${f.started.c} started; B reported drained ` +
       `${f.drainSeconds.b.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s); every agent-job workflow pinned, each of its ` +
       `workflow tasks completed by its build; creates by worker A/B/C ${f.createdBy.a}/${f.createdBy.b}/${f.createdBy.c}; workers exit 0`,
   );
