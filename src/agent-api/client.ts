@@ -40,8 +40,9 @@ export interface CallOptions {
   signal?: AbortSignal;
   /**
    * Longest time this call may take, when less than the client's `requestTimeoutMs`: a poll's
-   * attempt bounds its GET tighter. Cheaper than a signal of the caller's own for the same bound
-   * (one timer per call, not two and a signal joining them). It aborts as a `RequestTimeout`.
+   * attempt bounds its GET tighter. Cheaper than a timeout signal of the caller's own for the same
+   * bound (one timer and one joined signal per call, not two of each). It fails as a retryable
+   * `RequestTimeout`, as the client's own bound does.
    */
   timeoutMs?: number;
 }

@@ -408,6 +408,23 @@ describe('network rows', () => {
     }
   });
 
+  test('timeoutMs of the call: RequestTimeout, ambiguous, long before the client bound', async () => {
+    const projectId = project({ faults: { rules: [{ endpoint: 'get', first: 1, kind: 'hang' }] } });
+    const patient = createDispatcher();
+    try {
+      const c = new AgentApiClient({ baseUrl: sim.url, apiKey: API_KEY, dispatcher: patient });
+      const started = Date.now();
+      await expectFailure(
+        c.getJob(projectId, 'job-1', { signal: new AbortController().signal, timeoutMs: 100 }),
+        { type: FailureType.RequestTimeout, retryable: true, requestMayHaveTakenEffect: true, status: null },
+      );
+      // The client's own bound is 60 s and the dispatcher's headers timeout longer still.
+      assert.ok(Date.now() - started < 10_000, `ended after ${Date.now() - started} ms`);
+    } finally {
+      await patient.destroy();
+    }
+  });
+
   test('an already aborted signal rejects at once with its reason, and sends nothing', async () => {
     const projectId = project();
     const controller = new AbortController();
