@@ -16,10 +16,12 @@ import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 /**
  * The HTTP client's bound on one request, shorter here than the production 60 s: long enough for a
- * trickle of a byte every 400 ms to bring the job ID (the first ~50 bytes), far shorter than the
- * whole record (~80 s at that pace, past the activity's 75 s start-to-close timeout).
+ * trickle of a byte every 200 ms to bring the job ID (the first ~50 bytes, about 10 s: a margin of
+ * 2.5 for a busy machine, whose timers lag), far shorter than the whole record (~40 s at that pace).
  */
 const REQUEST_TIMEOUT_MS = 25_000;
+/** The pace of a trickled answer: one byte per this many ms. */
+const TRICKLE_MS = 200;
 
 const suite = await startSimulatedSuite('real-world', {
   durationMs: 500,
@@ -35,7 +37,7 @@ describe('one agent job per workflow, whatever the answer to its create', { conc
   test('a 2xx create whose body trickles in: the ID in the bytes that arrived is used, no second create', async () => {
     const projectId = project({
       faults: {
-        rules: [{ endpoint: 'create', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: 400 }],
+        rules: [{ endpoint: 'create', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: TRICKLE_MS }],
       },
     });
     const result = await (await start({ projectId })).result();
@@ -162,7 +164,7 @@ test('a follow-up whose 2xx answer trickles past the request bound: one message,
   sim.setScenario(projectId, {
     durationMs: 500,
     faults: {
-      rules: [{ endpoint: 'message', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: 400 }],
+      rules: [{ endpoint: 'message', first: 1, kind: 'trickle', bytesPerChunk: 1, intervalMs: TRICKLE_MS }],
     },
   });
   const second = await followUp(projectId, first.job.id);

@@ -88,6 +88,13 @@ export async function agentJobWorkflow(
     const sent = followUps.queueAtStart(resolved.prompt, startFollowUpKey());
     return await Promise.race([polled, sent.then(() => polled)]);
   } catch (err) {
+    // A message on its way ends at the same deadline (its activity's schedule-to-close is the time
+    // left): its update fails with its own error before the run closes, whichever of the poll and
+    // the message reached the deadline first. Otherwise the caller would hear only that the workflow
+    // completed while the update ran.
+    if (err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut) {
+      await condition(() => !followUps.sending);
+    }
     const outcome = outcomeOf(err);
     if (outcome !== null) reportEnd(outcome, false);
     if (isCancellation(err)) showEnd(progress, 'cancelled');
