@@ -17,6 +17,7 @@ import {
 import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
+import { withTimeout } from '../agent-api/abort.js';
 import { durationMs } from '../duration.js';
 import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
 import {
@@ -222,22 +223,25 @@ export function createActivities(deps: ActivityDeps) {
     const info = activityInfo();
     // 5 s kept for the answer to reach the server before the attempt's timeout.
     const budgetMs = Math.min(READS_AFTER_ANSWER_BUDGET_MS, timeLeftMs(info) - 5_000);
-    const budget = AbortSignal.timeout(Math.max(0, Math.floor(budgetMs)));
-    const signal = AbortSignal.any([cancelled, budget]);
     let last: unknown = null;
-    for (let read = 1; read <= READS_AFTER_ANSWER && !signal.aborted; read++) {
-      try {
-        const record = await deps.api.getJob(input.projectId, input.jobId, { signal });
-        log.warn('follow-up message applied, but the answer was not a record; read the agent job instead', {
-          jobId: input.jobId,
-          problem: answer.message,
-        });
-        return record;
-      } catch (err) {
-        if (cancelled.aborted) throw cancelled.reason;
-        last = err;
+    const record = await withTimeout(cancelled, Math.max(0, Math.floor(budgetMs)), async (signal) => {
+      for (let read = 1; read <= READS_AFTER_ANSWER && !signal.aborted; read++) {
+        try {
+          return await deps.api.getJob(input.projectId, input.jobId, { signal });
+        } catch (err) {
+          if (cancelled.aborted) throw cancelled.reason;
+          last = err;
+        }
+        if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
       }
-      if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
+      return null;
+    });
+    if (record !== null) {
+      log.warn('follow-up message applied, but the answer was not a record; read the agent job instead', {
+        jobId: input.jobId,
+        problem: answer.message,
+      });
+      return record;
     }
     if (cancelled.aborted) throw cancelled.reason;
     const why = last instanceof Error ? last.message : 'no time was left to read it';

@@ -11,6 +11,7 @@ import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation 
 import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 import { tracedHttpCall } from './trace.js';
+import { withTimeout } from './abort.js';
 
 /** How to reach the API. */
 export interface AgentApiClientOptions {
@@ -186,13 +187,11 @@ export class AgentApiClient {
    */
   #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const url = this.#url(call);
-    const bound = AbortSignal.timeout(Math.min(call.timeoutMs ?? Infinity, this.#requestTimeoutMs));
-    const bounded: Call = {
-      ...call,
-      signal: call.signal === undefined ? bound : AbortSignal.any([call.signal, bound]),
-    };
-    return tracedHttpCall({ ...call, route: routeOf(call), url: new URL(url) }, (traceHeaders, answered) =>
-      this.#request(bounded, url, apiKey, traceHeaders, answered),
+    const boundMs = Math.min(call.timeoutMs ?? Infinity, this.#requestTimeoutMs);
+    return withTimeout(call.signal, boundMs, (signal) =>
+      tracedHttpCall({ ...call, route: routeOf(call), url: new URL(url) }, (traceHeaders, answered) =>
+        this.#request({ ...call, signal }, url, apiKey, traceHeaders, answered),
+      ),
     );
   }
 

@@ -365,7 +365,7 @@ export async function sendFollowUp(
       // A run that is continuing as new takes no update for a moment: the next attempt finds the
       // run it continued into.
       if (runIsClosing(err) && attempt < CLOSING_TRIES) {
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        await closingPause(attempt);
         continue;
       }
       if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
@@ -488,8 +488,17 @@ function accepted(history: RunHistory, updateId: string): boolean {
   );
 }
 
-/** Tries of an update on a run that is closing (about 5 s in all), before its error is the caller's. */
-const CLOSING_TRIES = 12;
+/** Tries of an update on a run that is closing (about 30 s in all), before its error is the caller's. */
+const CLOSING_TRIES = 40;
+
+/**
+ * The pause before asking a closing run again: 50 ms more each time, at most 1 s, so that the
+ * {@link CLOSING_TRIES} cover about 30 s. A continue-as-new on a busy server can take seconds
+ * (a loaded test run saw the 4 s this used to allow run out).
+ */
+function closingPause(tries: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, Math.min(50 * tries, 1_000)));
+}
 
 /** The server refused an update because the run is closing (continue-as-new under way). */
 function runIsClosing(err: unknown): boolean {
@@ -522,7 +531,7 @@ async function attach(
       if (runIsClosing(err) && tries < CLOSING_TRIES) {
         // The run is continuing as new: it takes no update now, and is closed a moment later,
         // when the branch below follows the follow-up into the next run.
-        await new Promise((resolve) => setTimeout(resolve, 50 * tries));
+        await closingPause(tries);
         continue;
       }
       if (!(err instanceof WorkflowNotFoundError)) throw err;

@@ -8,6 +8,7 @@
 import { activityInfo, cancellationSignal, getClient, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
+import { withTimeout } from '../agent-api/abort.js';
 import { FailureType } from '../contract.js';
 import { taskPriority } from '../client/priority.js';
 import {
@@ -56,28 +57,29 @@ export async function takeProjectQuotaUse(
   if (limit === null) return 'off';
   const client = getClient();
   const cancelled = cancellationSignal();
-  const signal = AbortSignal.any([cancelled, AbortSignal.timeout(TAKE_TIMEOUT_MS)]);
   let reason: string;
   const askedAt = Date.now();
   try {
-    const answer = await client.connection.withAbortSignal(signal, () =>
-      client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
-        args: [
-          {
-            requestId: input.requestId,
-            kind: input.kind,
-            limit,
-            attempt: activityInfo().attempt,
-            // A request under this ID from this run later tells the quota that this take's answer
-            // never reached the call (it queued, nothing sent): the use is then counted once.
-            ...runOf(),
-          },
-        ],
-        startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
-          ...quotaWorkflowStart(input.projectId, limit, settings?.followsRollouts),
-          workflowIdConflictPolicy: 'USE_EXISTING',
+    const answer = await withTimeout(cancelled, TAKE_TIMEOUT_MS, (signal) =>
+      client.connection.withAbortSignal(signal, () =>
+        client.workflow.executeUpdateWithStart(quotaTakeUpdate, {
+          args: [
+            {
+              requestId: input.requestId,
+              kind: input.kind,
+              limit,
+              attempt: activityInfo().attempt,
+              // A request under this ID from this run later tells the quota that this take's answer
+              // never reached the call (it queued, nothing sent): the use is then counted once.
+              ...runOf(),
+            },
+          ],
+          startWorkflowOperation: new WithStartWorkflowOperation(PROJECT_QUOTA_WORKFLOW_TYPE, {
+            ...quotaWorkflowStart(input.projectId, limit, settings?.followsRollouts),
+            workflowIdConflictPolicy: 'USE_EXISTING',
+          }),
         }),
-      }),
+      ),
     );
     // The use counts from `sendWithinMs` after the quota took it: a call sent later could reach the
     // API after the window freed the use. It stays counted (one use wasted for a window) and the
