@@ -32,6 +32,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { decodeVersioningBehavior } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { buildIdOf } from '../../src/worker/version.js';
@@ -219,6 +220,31 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
       await temporal('worker', 'deployment', 'describe-version', ...version(buildId), '--output', 'json'),
     ) as VersionDescription;
 
+  /**
+   * Makes `buildId` current and waits until the server has carried the new routing to the task
+   * queue (the deployment's routing update COMPLETED), so that the next start goes where the CLI
+   * just said: right after the command a start can still be routed by the old state.
+   */
+  const makeCurrent = async (buildId: string) => {
+    await temporal('worker', 'deployment', 'set-current-version', ...version(buildId), '--yes');
+    const { RoutingConfigUpdateState } = proto.temporal.api.enums.v1;
+    await waitFor(
+      async () => {
+        const { workerDeploymentInfo } = await env.client.workflowService.describeWorkerDeployment({
+          namespace: env.namespace,
+          deploymentName,
+        });
+        const info = workerDeploymentInfo?.routingConfig?.currentDeploymentVersion;
+        return (
+          info?.buildId === buildId &&
+          workerDeploymentInfo?.routingConfigUpdateState !==
+            RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS
+        );
+      },
+      { what: `the routing to ${buildId} to reach the task queue`, timeoutMs: 30_000, intervalMs: 200 },
+    );
+  };
+
   const [a, b, c] = await Promise.all([
     startVersionWorker(env, api, makeRelease10(), { taskQueue, deploymentName }),
     startVersionWorker(env, api, 'src/worker/main.ts', { taskQueue, deploymentName }),
@@ -241,7 +267,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
       { what: `version ${worker.buildId} to register ${taskQueue}`, timeoutMs: 60_000, intervalMs: 500 },
     );
   }
-  await temporal('worker', 'deployment', 'set-current-version', ...version(a.buildId), '--yes');
+  await makeCurrent(a.buildId);
 
   // One more project joins once B is current: its quota workflow starts on B, where the others'
   // started on 1.0 and follow by the 1.0 step, so the move from B to C is B's own code at work.
@@ -320,7 +346,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     '--yes',
   );
   await traffic('ramped', () => countOf('ramped') >= options.startsRamped, 'the ramped starts', 60_000);
-  await temporal('worker', 'deployment', 'set-current-version', ...version(b.buildId), '--yes');
+  await makeCurrent(b.buildId);
   const switchedAt = Date.now();
   const activeOnAAtSwitch = projects.reduce((sum, project) => sum + activeJobs(sim, project), 0);
 
@@ -377,7 +403,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   const quotaOnB = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
   const quotaWorkflowsOnB = await count(quotaOnB);
   assert.ok(quotaWorkflowsOnB > 0, `the fourth project's quota workflow runs on B (${quotaOnB})`);
-  await temporal('worker', 'deployment', 'set-current-version', ...version(c.buildId), '--yes');
+  await makeCurrent(c.buildId);
   const freedB = Date.now();
   const drainB = watchDrainage(b.buildId);
   onCleanup(drainB.stop);
