@@ -4,25 +4,15 @@
  * module stays out of the project (and a workflow can use it: it is pure).
  */
 
-const UNIT_MS: Record<string, number> = {
-  ms: 1,
-  s: 1_000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 604_800_000,
-  y: 31_557_600_000,
-};
-
-/** Each unit's spellings, longest first so that 'minutes' is not read as 'm' + 'inutes'. */
-const UNIT_WORDS: Array<[RegExp, keyof typeof UNIT_MS]> = [
-  [/^(milliseconds?|msecs?|ms)$/, 'ms'],
-  [/^(seconds?|secs?|s)$/, 's'],
-  [/^(minutes?|mins?|m)$/, 'm'],
-  [/^(hours?|hrs?|h)$/, 'h'],
-  [/^(days?|d)$/, 'd'],
-  [/^(weeks?|w)$/, 'w'],
-  [/^(years?|yrs?|y)$/, 'y'],
+/** Each unit's spellings (whole words: 'minutes' is not 'm' + 'inutes') and its milliseconds. */
+const UNITS: Array<[RegExp, number]> = [
+  [/^(milliseconds?|msecs?|ms)$/, 1],
+  [/^(seconds?|secs?|s)$/, 1_000],
+  [/^(minutes?|mins?|m)$/, 60_000],
+  [/^(hours?|hrs?|h)$/, 3_600_000],
+  [/^(days?|d)$/, 86_400_000],
+  [/^(weeks?|w)$/, 604_800_000],
+  [/^(years?|yrs?|y)$/, 31_557_600_000],
 ];
 
 /**
@@ -36,8 +26,8 @@ export function durationMs(value: string | number): number | undefined {
   if (match === null) return undefined;
   const amount = Number(match[1]);
   const word = (match[2] as string).toLowerCase();
-  const unit = word === '' ? 'ms' : UNIT_WORDS.find(([spelling]) => spelling.test(word))?.[1];
-  if (unit === undefined) return undefined;
-  const millis = amount * UNIT_MS[unit]!;
+  const unitMs = word === '' ? 1 : UNITS.find(([spelling]) => spelling.test(word))?.[1];
+  if (unitMs === undefined) return undefined;
+  const millis = amount * unitMs;
   return Number.isFinite(millis) ? millis : undefined;
 }

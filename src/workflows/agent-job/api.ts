@@ -15,10 +15,9 @@ import {
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
 import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../contract.js';
-import type { ResolvedPollSettings } from '../../poll-schedule.js';
 import type { QuotaRequest, QuotaUseKind } from '../../quota/messages.js';
 import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
-import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
+import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs, type ResolvedPollSettings } from '../../poll-schedule.js';
 import type { ProjectQuotaRequester } from '../../quota/requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-failures.js';
 import type { RunState } from './run-state.js';

@@ -150,8 +150,7 @@ export async function agentJobWorkflow(
     let retryInMs: number | null = null;
     for (;;) {
       if ((progress.polls > 0 || pollsThisRun > 0) && Date.now() >= run.deadlineMs) {
-        // A message on its way ends at the same deadline: let its error be the one named.
-        await condition(() => !followUps.sending);
+        // A message on its way ends at the same deadline: the catch below waits for its error.
         throw deadline('the agent job was still working');
       }
       if (followUps.ready) wait.request();
