@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  isGrpcDeadlineError,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdConflictPolicy,
@@ -364,7 +365,7 @@ export async function sendFollowUp(
     } catch (err) {
       // A run that is continuing as new takes no update for a moment: the next attempt finds the
       // run it continued into.
-      if (runIsClosing(err) && attempt < CLOSING_TRIES) {
+      if (refusedForAMoment(err) && attempt < CLOSING_TRIES) {
         await closingPause(attempt);
         continue;
       }
@@ -391,11 +392,7 @@ async function deliverFollowUp(
     if (seen.earlier !== null) return seen.earlier;
     if (seen.runningRunId !== null) {
       const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, seen.runningRunId);
-      const update = await workflow.startUpdate(followUpUpdate, {
-        args: [prompt],
-        updateId,
-        waitForStage: 'ACCEPTED',
-      });
+      const update = await acceptedBy(workflow, target);
       return followUpHandle(target, workflow, update);
     }
   }
@@ -449,29 +446,39 @@ function followUpHandle(
             await run.result();
             throw err;
           }
-          const next = await carriedInto(run, pending, err);
+          const carried = await carriedInto(run, pending, err);
           // Failed in its run, or left behind by a run that ended otherwise (the server's answer).
-          if (next === null) throw err;
-          ({ run, update: pending } = await attach(target, run.client.getHandle(workflowId, next)));
+          if (carried === null) throw err;
+          ({ run, update: pending } = await attach(target, run.client, carried));
         }
       }
     },
   };
 }
 
+/** Where a run that continued as new carried a follow-up: the next run, and its chain's first run. */
+interface Carried {
+  next: string;
+  firstRunId: string;
+}
+
 /**
- * The run that the run of `update` carried it into, when `err` says that run closed before
- * answering and the run continued as new; else null.
+ * Where the run of `update` carried it, when `err` says that run closed before answering and the
+ * run continued as new; else null.
  */
 async function carriedInto(
   run: AgentJobHandle,
   update: WorkflowUpdateHandle<AgentJobResult>,
   err: WorkflowUpdateFailedError,
-): Promise<string | null> {
+): Promise<Carried | null> {
   const left = err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_LEFT_BY_ITS_RUN;
   // The run that left the update behind is the one the update went to, not the latest.
   if (!left || update.workflowRunId === undefined) return null;
-  return continuedAs(await run.client.getHandle(update.workflowId, update.workflowRunId).fetchHistory());
+  const history = await run.client.getHandle(update.workflowId, update.workflowRunId).fetchHistory();
+  const next = continuedAs(history);
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const firstRunId = started?.firstExecutionRunId || update.workflowRunId;
+  return next === null ? null : { next, firstRunId };
 }
 
 /** The run that a run with `history` continued as new into; null when it closed otherwise. */
@@ -500,46 +507,95 @@ function closingPause(tries: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.min(50 * tries, 1_000)));
 }
 
-/** The server refused an update because the run is closing (continue-as-new under way). */
-function runIsClosing(err: unknown): boolean {
+/**
+ * The server refused an update for a moment, and the same ask succeeds a little later: the run is
+ * closing (continue-as-new under way: gRPC 8, RESOURCE_EXHAUSTED), or the workflow task that was
+ * to take the update failed (gRPC 9, FAILED_PRECONDITION; a task that met the update while it
+ * continued as new fails that way, and the next task takes it).
+ */
+function refusedForAMoment(err: unknown): boolean {
   const cause = (err as { cause?: { code?: number; details?: string; message?: string } } | null)?.cause;
   const text = `${cause?.details ?? ''} ${cause?.message ?? ''}`;
-  // gRPC status 8, RESOURCE_EXHAUSTED, is what the server answers for a closing workflow.
-  return cause?.code === 8 && text.includes('workflow is closing');
+  if (cause?.code === 8) return text.includes('workflow is closing');
+  return cause?.code === 9 && text.includes('unexpected workflow task failure');
 }
 
 /**
- * Attaches to the follow-up in `run`, which a run before carried it into: the same update ID, to
- * which that run's `followUp` answers with the carried follow-up (nothing is queued or sent
- * again; the server answers an ID the run already took with that update). A run closed meanwhile
- * answers from its history, or passes the follow-up on to the run it continued as new into.
+ * Attaches to the follow-up that a run carried into `carried.next`: the same update ID, to which
+ * the running run's `followUp` answers with the carried follow-up (nothing is queued or sent again;
+ * the server answers an ID a run already took with that update). The ask goes to the chain, not
+ * to one run: every run carries the follow-up on, and a run that continues as new while the ask
+ * waits passes it to the next, where an ask naming that run would wait on a closed run. Once the
+ * chain has closed, the run that took the follow-up answers from its history.
  */
 async function attach(
   target: FollowUpTarget,
-  run: AgentJobHandle,
+  client: AgentJobHandle['client'],
+  carried: Carried,
 ): Promise<{ run: AgentJobHandle; update: WorkflowUpdateHandle<AgentJobResult> }> {
-  const { updateId, prompt } = target;
+  const { workflowId, updateId } = target;
+  const chain: AgentJobHandle = client.getHandle(workflowId, undefined, {
+    firstExecutionRunId: carried.firstRunId,
+  });
+  let closed: unknown;
   for (let tries = 1; ; tries++) {
     try {
-      const update = await run.startUpdate(followUpUpdate, {
-        args: [prompt],
-        updateId,
-        waitForStage: 'ACCEPTED',
-      });
-      return { run, update };
+      return { run: chain, update: await acceptedBy(chain, target) };
     } catch (err) {
-      if (runIsClosing(err) && tries < CLOSING_TRIES) {
-        // The run is continuing as new: it takes no update now, and is closed a moment later,
-        // when the branch below follows the follow-up into the next run.
+      if (refusedForAMoment(err) && tries < CLOSING_TRIES) {
+        // The run is continuing as new: the next ask finds the run it continues into.
         await closingPause(tries);
         continue;
       }
       if (!(err instanceof WorkflowNotFoundError)) throw err;
-      const history = await run.fetchHistory();
-      if (accepted(history, updateId)) return { run, update: run.getUpdateHandle<AgentJobResult>(updateId) };
-      const next = continuedAs(history);
-      if (next === null) throw err;
-      run = run.client.getHandle(target.workflowId, next);
+      closed = err;
+      break;
+    }
+  }
+  for (let runId: string | null = carried.next; runId !== null;) {
+    const run: AgentJobHandle = client.getHandle(workflowId, runId);
+    const history = await run.fetchHistory();
+    if (accepted(history, updateId)) return { run, update: run.getUpdateHandle<AgentJobResult>(updateId) };
+    runId = continuedAs(history);
+  }
+  throw closed;
+}
+
+/**
+ * Longest one ask of a run to accept a follow-up may take. A run that continues as new while it
+ * holds the update admitted but not yet accepted leaves the server answering "admitted" (neither
+ * accepted nor not found) to every later ask that names that run, and the SDK's `startUpdate`
+ * asks again for as long as that lasts: a CI run hung ten minutes on it (Server 1.29.1). A
+ * running workflow that is slower than this to accept is only asked again.
+ */
+const ACCEPT_TRY_MS = 3_000;
+
+/**
+ * Gives follow-up `target` to `run` (one run, or the running run of a chain) and resolves once it
+ * has accepted it. Each ask is bounded ({@link ACCEPT_TRY_MS}); one that runs out when the run has
+ * closed meanwhile throws WorkflowNotFoundError, as asking a closed run does, which the callers
+ * follow. A run still running is asked again under the same update ID, which the server recognises.
+ */
+async function acceptedBy(
+  run: AgentJobHandle,
+  target: FollowUpTarget,
+): Promise<WorkflowUpdateHandle<AgentJobResult>> {
+  const { workflowId, updateId, prompt } = target;
+  for (;;) {
+    try {
+      return await run.client.withDeadline(Date.now() + ACCEPT_TRY_MS, () =>
+        run.startUpdate(followUpUpdate, { args: [prompt], updateId, waitForStage: 'ACCEPTED' }),
+      );
+    } catch (err) {
+      if (!isGrpcDeadlineError(err)) throw err;
+      const { status, runId } = await run.describe();
+      if (status.name !== 'RUNNING') {
+        throw new WorkflowNotFoundError(
+          `run ${runId} closed (${status.name}) before it accepted follow-up ${updateId}`,
+          workflowId,
+          runId,
+        );
+      }
     }
   }
 }
