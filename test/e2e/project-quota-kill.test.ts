@@ -48,10 +48,14 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
   // Slow answers keep each use held (granted, not yet confirmed) for a second: long enough to kill
   // the worker while it holds some.
   sim.setScenario(projectId, { durationMs: 1_000, latencyMs: 1_000 });
-  // The first worker alone at first: it starts the quota workflow and takes the first uses.
+  // The first worker alone at first: it starts the quota workflow with the first job's use, and
+  // keeps it cached (sticky). The second comes up before the other jobs start, so that the second
+  // window's uses are granted while both run, however long a process takes to start on a busy
+  // machine (a CI run saw every job done before the second worker was up).
   const victim = await startWorker('worker-1', taskQueue);
+  const quota = env.client.workflow.getHandle(projectQuotaWorkflowId(projectId));
   const handles: AgentJobHandle[] = [];
-  for (let i = 0; i < N; i++) {
+  const start = async (i: number) =>
     handles.push(
       await startAgentJob(
         env.client,
@@ -65,13 +69,17 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
         { taskQueue, key: `job-${i}` },
       ),
     );
-  }
+  await start(0);
+  await waitFor(async () => (await quota.query(quotaStatusQuery)).totals.granted > 0, {
+    what: "the first job's use, the quota workflow running on the first worker",
+    timeoutMs: 60_000,
+  });
+  const survivor = await startWorker('worker-2', taskQueue);
+  for (let i = 1; i < N; i++) await start(i);
   const doneAt = new Map<string, number>();
   const results = Promise.all(
     handles.map((handle) => handle.result().finally(() => doneAt.set(handle.workflowId, Date.now()))),
   );
-  const survivor = await startWorker('worker-2', taskQueue);
-  const quota = env.client.workflow.getHandle(projectQuotaWorkflowId(projectId));
   // Kill while the victim holds uses of the second window: granted, their creates not confirmed.
   const held = await waitFor(
     async () => {
