@@ -213,12 +213,32 @@ export interface QuotaCostSide {
    * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
    * window, a take moving the next one); both absent in results from before the fast path.
    */
-  quotaWorkflow: { runs: number; events: number; actions: number; updates?: number; timers?: number } | null;
+  quotaWorkflow: {
+    runs: number;
+    events: number;
+    actions: number;
+    updates?: number;
+    timers?: number;
+    /** What the chain grew by over the second half of the jobs; absent in results from before it was measured. */
+    margin?: QuotaMargin;
+  } | null;
   /** Per job, all told: the job's medians plus the quota workflow's share. */
   eventsPerJob: number | null;
   actionsPerJob: number | null;
   /** From the workflow's start event to the simulator recording the create, ms. */
   startLatencyMs: Spread | null;
+}
+
+/**
+ * The quota workflow's chain over the later jobs of a run, once it runs: its start, its patch
+ * marker and its first timer fall before them, so its actions here are what each further job costs.
+ */
+export interface QuotaMargin {
+  jobs: number;
+  actions: number;
+  /** Accepted updates among them: the takes. */
+  updates: number;
+  timers: number;
 }
 
 /**

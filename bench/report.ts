@@ -479,8 +479,13 @@ function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
     `the rest of its chain ${num((quota.actions - takes) / on.jobs)} actions per job ` +
     `(${num((quota.timers ?? 0) / on.jobs)} of them timers), and ${num(quota.events / on.jobs)} events per job ` +
     `in its history, over ${on.jobs} jobs. ` +
+    (quota.margin && own.perJob !== null
+      ? `Over the last ${quota.margin.jobs} jobs, once the chain ran, it grew by ${quota.margin.actions} actions ` +
+        `(${quota.margin.updates} takes, ${quota.margin.timers} timers): ${num(own.perJob)} actions per further job. `
+      : '') +
     `Issue 29's aim, the quota's own cost per job when it never waits at most 1 action and 0 events in the ` +
-    `job's history: ${num(own.actions)} actions (takes and the chain's share) and ${num(own.events)} events, ` +
+    `job's history: ${num(own.perJob ?? own.actions)} actions ` +
+    `(${own.perJob === null ? "takes and the chain's share" : 'per further job'}) and ${num(own.events)} events, ` +
     `${own.met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - takes} actions besides the takes ` +
     `(its start, its timers, its patch marker) are shared by every job of the chain, ${on.jobs} here. `
   );

@@ -33,6 +33,7 @@ import { runLoad } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
+import { TEMPORAL_SERVER_VERSION } from '../dev/temporal-versions.js';
 import { AIM_JOBS } from './summary.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
@@ -54,7 +55,7 @@ const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
                        follow-up → POST latency, and a worker SIGKILLed and replaced (quick
                        mode waits 20 s for polling to resume, full mode past the 75 s timeout)
   --only LIST          run only some of: startup, load, cost, quota, wake, choices
-  --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v1.30.1 on
+  --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v${TEMPORAL_SERVER_VERSION} on
                        PostgreSQL, set up by the compose files as \`npm run test:cluster\` does
   --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
   --report-only        run nothing; regenerate docs/PERFORMANCE.md from bench/results/

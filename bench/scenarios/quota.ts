@@ -9,7 +9,10 @@
  * workflow's start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
  * wakes once more per use as the use leaves the window, then ends after an idle minute. Its window
  * is a short one (`QUOTA_WINDOW`) so that the end comes within the benchmark; the wakes, one per use
- * unless uses fall together, are what an hour's window costs too, an hour later.
+ * unless uses fall together, are what an hour's window costs too, an hour later. It is also read
+ * after the first half of the jobs and after the last: what it grew by over the second half is the
+ * quota's cost per further job once a project's chain runs (issue 29's aim is read there), apart
+ * from its start, its patch marker and its timers, which come once per chain.
  */
 import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
@@ -17,9 +20,9 @@ import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
-import { firstRunId, timestampMs, type WorkflowCost } from '../history.js';
+import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
-import type { QuotaCostSide } from '../catalogue.js';
+import type { QuotaCostSide, QuotaMargin } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
@@ -57,6 +60,7 @@ export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParam
         actions: quota.actions.total,
         updates: quota.actions.updates,
         timers: quota.actions.timersStarted,
+        ...(on.margin && { margin: on.margin }),
       }),
       summarize(off, null),
     ];
@@ -88,6 +92,8 @@ interface SideRun {
   projectId: string;
   costs: WorkflowCost[];
   startLatencyMs: number[];
+  /** With the quota on: what the quota workflow's chain grew by over the second half of the jobs. */
+  margin: QuotaMargin | null;
 }
 
 async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaCostParams): Promise<SideRun> {
@@ -96,9 +102,15 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
   env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
   const deadline = Date.now() + params.jobs * 30_000;
   const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];
+  // The chain as it stands after the first half of the jobs and after the last: what the second
+  // half added is the quota's cost per further job once its chain runs (its start and first timer
+  // fall in the first half).
+  const half = Math.floor(params.jobs / 2);
+  let atHalf: WorkflowCost | null = null;
   // One after another, each once the one before is done: the latency to start is the quota's
   // own, not that of a queue of starts or of other jobs' polls.
   for (let i = 0; i < params.jobs; i++) {
+    if (i === half && quota !== 'off' && half > 0) atHalf = await quotaChainSoFar(env, projectId);
     const handle = await startAgentJob(
       env.client,
       { projectId, prompt: `Benchmark: quota ${quota}, job ${i}`, poll: POLL },
@@ -108,6 +120,16 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
     const { job } = await handle.result();
     started.push({ workflowId: handle.workflowId, runId, jobId: job.id });
   }
+  const atEnd = atHalf === null ? null : await quotaChainSoFar(env, projectId);
+  const margin =
+    atHalf === null || atEnd === null
+      ? null
+      : {
+          jobs: params.jobs - half,
+          actions: atEnd.actions.total - atHalf.actions.total,
+          updates: atEnd.actions.updates - atHalf.actions.updates,
+          timers: atEnd.actions.timersStarted - atHalf.actions.timersStarted,
+        };
   const costs = await Promise.all(
     started.map((s) => waitForCost(env.client, s.workflowId, s.runId, deadline)),
   );
@@ -126,7 +148,13 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
     }),
   );
   params.log(`  quota ${quota}: ${params.jobs} jobs done`);
-  return { quota, projectId, costs, startLatencyMs };
+  return { quota, projectId, costs, startLatencyMs, margin };
+}
+
+/** The project's quota workflow chain so far, every run of it, while it runs. */
+async function quotaChainSoFar(env: BenchEnvironment, projectId: string): Promise<WorkflowCost> {
+  const quotaId = projectQuotaWorkflowId(projectId);
+  return workflowCost(env.client, quotaId, await firstRunId(env.client.workflow.getHandle(quotaId)));
 }
 
 function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow']): QuotaCostSide {
