@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BenchResult, Implementation, WakeRun } from '../../bench/catalogue.js';
+import type { BenchResult, Implementation, QuotaCostSide, WakeRun } from '../../bench/catalogue.js';
 import { evaluateAims, type LoadSummary } from '../../bench/summary.js';
 
 const one = (median: number) => ({ median, min: median, max: median, n: 1 });
@@ -88,21 +88,20 @@ test('wake-ups: p99 at most 1 s at N = 1,000', () => {
 
 test("the quota's own cost: read per further job once the chain runs, all told when that was not measured", () => {
   const aim = "the quota's own cost per job";
-  const side = (quota: string, jobActions: number, chain: unknown) =>
-    ({
-      quota,
-      jobs: 10,
-      jobEvents: one(24),
-      jobActions: one(jobActions),
-      quotaWorkflow: chain,
-      eventsPerJob: null,
-      actionsPerJob: null,
-      startLatencyMs: null,
-    }) as NonNullable<BenchResult['quota']>[number];
+  const side = (quota: string, chain: QuotaCostSide['quotaWorkflow']): QuotaCostSide => ({
+    quota,
+    jobs: 10,
+    jobEvents: one(24),
+    jobActions: one(8),
+    quotaWorkflow: chain,
+    eventsPerJob: null,
+    actionsPerJob: null,
+    startLatencyMs: null,
+  });
   const judge = (margin?: { jobs: number; actions: number; updates: number; timers: number }) => {
     const chain = { runs: 1, events: 60, actions: 15, updates: 10, timers: 2, ...(margin && { margin }) };
-    const quota = [side('10000/10s', 8, chain), side('off', 8, null)];
-    return status(evaluateAims({ ...result(), quota } as BenchResult, []), aim);
+    const quota = [side('10000/10s', chain), side('off', null)];
+    return status(evaluateAims({ ...result(), quota }, []), aim);
   };
   assert.equal(judge(), 'MISSED', "1.5 per job with the chain's start and timers shared over 10");
   assert.equal(judge({ jobs: 5, actions: 5, updates: 5, timers: 0 }), 'met', 'one take per further job');
