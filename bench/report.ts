@@ -899,7 +899,9 @@ every run, on its own task queue and simulator project.
   (bench/baselines/worker.ts) with the same settings as ours (cache size, concurrency) and a
   prebuilt bundle of both workflows.
 - **Load runs** start N jobs that the simulator holds active until all N exist (the *ramp*),
-  wait half a cadence, measure a *steady* window of whole cadences with all N open, then end each
+  wait until each has been polled once and then half a cadence (so that no job's first wait or
+  first workflow task falls in the window), measure a *steady* window of whole cadences with all N
+  open, then end each
   job at a random moment within one cadence (the simulator archives it) and wait for every
   workflow to close (the *drain*). Throughput is N ÷ (ramp + drain): the hold is left out, so it is
   the rate at which jobs are started, created, seen ending and closed. Detection latency runs from

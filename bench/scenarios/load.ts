@@ -160,10 +160,14 @@ async function drive(
   const rampEnd = read(env, proc.pid, project);
   const jobs = env.simulator.stats().jobs.filter((j) => j.projectId === project);
 
-  // 2. Steady: every job open, nothing starting or ending. Half a cadence first, so that the jobs
-  // created last are in their polling rhythm too.
+  // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
+  // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
+  // would otherwise fall in the window for the jobs created last, where (b) polls at once), and
+  // half a cadence later, so that those jobs are in their polling rhythm too.
   const watch = new ResourceWatch(proc.pid);
   let steadyStart = rampEnd;
+  if (broke === null)
+    broke = await waitForFirstPolls(env, project, params.jobs, Date.now() + params.phaseTimeoutMs, proc);
   if (broke === null) {
     await sleep(params.cadenceMs / 2);
     steadyStart = read(env, proc.pid, project);
@@ -329,6 +333,28 @@ async function waitForJobs(
     deadline,
     everyMs: 200,
     late: () => `only ${created()} of ${expected} agent jobs were created in time`,
+  });
+}
+
+/** Waits until every one of the project's `expected` jobs has had a GET; null, or what broke. */
+async function waitForFirstPolls(
+  env: BenchEnvironment,
+  project: string,
+  expected: number,
+  deadline: number,
+  proc: MeasuredProcess,
+): Promise<string | null> {
+  const polled = () =>
+    env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
+  return waitUntil<string | null>({
+    check: () => {
+      if (polled() >= expected) return null;
+      checkAlive(proc);
+      return undefined;
+    },
+    deadline,
+    everyMs: 500,
+    late: () => `only ${polled()} of ${expected} agent jobs were polled in time`,
   });
 }
 
