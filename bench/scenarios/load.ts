@@ -316,7 +316,7 @@ export async function startLoadJob(
 }
 
 /** Waits until the simulator holds `expected` agent jobs of the project; null then, else why not. */
-async function waitForJobs(
+function waitForJobs(
   env: BenchEnvironment,
   project: string,
   expected: number,
@@ -324,20 +324,11 @@ async function waitForJobs(
   proc: MeasuredProcess,
 ): Promise<string | null> {
   const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
-  return waitUntil<string | null>({
-    check: () => {
-      if (created() >= expected) return null;
-      checkAlive(proc);
-      return undefined;
-    },
-    deadline,
-    everyMs: 200,
-    late: () => `only ${created()} of ${expected} agent jobs were created in time`,
-  });
+  return waitForCount(created, { expected, what: 'created', deadline, everyMs: 200, proc });
 }
 
-/** Waits until every one of the project's `expected` jobs has had a GET; null, or what broke. */
-async function waitForFirstPolls(
+/** Waits until every one of the project's `expected` jobs has had a GET; null then, else why not. */
+function waitForFirstPolls(
   env: BenchEnvironment,
   project: string,
   expected: number,
@@ -346,15 +337,24 @@ async function waitForFirstPolls(
 ): Promise<string | null> {
   const polled = () =>
     env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
+  return waitForCount(polled, { expected, what: 'polled', deadline, everyMs: 500, proc });
+}
+
+/** Waits until `count()` reaches `expected` while the measured process lives; null, or what fell short. */
+function waitForCount(
+  count: () => number,
+  options: { expected: number; what: string; deadline: number; everyMs: number; proc: MeasuredProcess },
+): Promise<string | null> {
+  const { expected, what, deadline, everyMs, proc } = options;
   return waitUntil<string | null>({
     check: () => {
-      if (polled() >= expected) return null;
+      if (count() >= expected) return null;
       checkAlive(proc);
       return undefined;
     },
     deadline,
-    everyMs: 500,
-    late: () => `only ${polled()} of ${expected} agent jobs were polled in time`,
+    everyMs,
+    late: () => `only ${count()} of ${expected} agent jobs were ${what} in time`,
   });
 }
 

@@ -120,16 +120,7 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
     const { job } = await handle.result();
     started.push({ workflowId: handle.workflowId, runId, jobId: job.id });
   }
-  const atEnd = atHalf === null ? null : await quotaChainSoFar(env, projectId);
-  const margin =
-    atHalf === null || atEnd === null
-      ? null
-      : {
-          jobs: params.jobs - half,
-          actions: atEnd.actions.total - atHalf.actions.total,
-          updates: atEnd.actions.updates - atHalf.actions.updates,
-          timers: atEnd.actions.timersStarted - atHalf.actions.timersStarted,
-        };
+  const margin = atHalf && growth(atHalf, await quotaChainSoFar(env, projectId), params.jobs - half);
   const costs = await Promise.all(
     started.map((s) => waitForCost(env.client, s.workflowId, s.runId, deadline)),
   );
@@ -149,6 +140,18 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
   );
   params.log(`  quota ${quota}: ${params.jobs} jobs done`);
   return { quota, projectId, costs, startLatencyMs, margin };
+}
+
+/** What the chain's actions grew by from `before` to `after`, over `jobs` jobs. */
+function growth(before: WorkflowCost, after: WorkflowCost, jobs: number): QuotaMargin {
+  const { actions: a } = after;
+  const { actions: b } = before;
+  return {
+    jobs,
+    actions: a.total - b.total,
+    updates: a.updates - b.updates,
+    timers: a.timersStarted - b.timersStarted,
+  };
 }
 
 /** The project's quota workflow chain so far, every run of it, while it runs. */
