@@ -25,6 +25,7 @@ import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
 import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
+import { sampleProcess } from './resources.js';
 import { mapLimit } from '../src/client/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -168,10 +169,11 @@ async function main(): Promise<void> {
     });
     await sleep(cadenceMs);
     const polls = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
-    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now() };
+    const serverCpu = () => (env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds);
+    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     say(`steady window: ${cadences} cadences`);
     await sleep(cadences * cadenceMs);
-    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now() };
+    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;
@@ -185,7 +187,8 @@ async function main(): Promise<void> {
     out.push(
       `Steady window: ${((after.at - before.at) / 1000).toFixed(0)} s, ${steadyPolls} polls ` +
         `(${(steadyPolls / ((after.at - before.at) / 1000)).toFixed(1)}/s), worker CPU ${cpu.toFixed(2)} s, ` +
-        `${((1000 * cpu) / steadyPolls).toFixed(2)} ms per poll`,
+        `${((1000 * cpu) / steadyPolls).toFixed(2)} ms per poll; the Temporal server ` +
+        `${((1000 * (after.server - before.server)) / steadyPolls).toFixed(2)} ms per poll`,
     );
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
