@@ -26,6 +26,8 @@ import { cadenceFlag, label, workerImpl } from './catalogue.js';
 import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { sampleProcess } from './resources.js';
+import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { mapLimit } from '../src/client/map-limit.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -135,6 +137,22 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
     );
 }
 
+/** The activity task queue's backlog, as the server counts it. */
+async function activityBacklog(client: Client, taskQueue: string): Promise<{ count: number; ageMs: number }> {
+  const answer = await client.workflowService.describeTaskQueue({
+    namespace: client.options.namespace,
+    taskQueue: { name: taskQueue },
+    taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+    reportStats: true,
+  });
+  const stats = answer.stats;
+  const age = stats?.approximateBacklogAge;
+  return {
+    count: Number(stats?.approximateBacklogCount ?? 0),
+    ageMs: Number(age?.seconds ?? 0) * 1000 + Math.round((age?.nanos ?? 0) / 1e6),
+  };
+}
+
 async function main(): Promise<void> {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
@@ -174,6 +192,7 @@ async function main(): Promise<void> {
     say(`steady window: ${cadences} cadences`);
     await sleep(cadences * cadenceMs);
     const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
+    const backlog = await activityBacklog(env.client, project);
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;
@@ -189,6 +208,10 @@ async function main(): Promise<void> {
         `(${(steadyPolls / ((after.at - before.at) / 1000)).toFixed(1)}/s), worker CPU ${cpu.toFixed(2)} s, ` +
         `${((1000 * cpu) / steadyPolls).toFixed(2)} ms per poll; the Temporal server ` +
         `${((1000 * (after.server - before.server)) / steadyPolls).toFixed(2)} ms per poll`,
+    );
+    out.push(
+      `Activity tasks waiting in the task queue at the window's end: ${backlog.count}, the oldest ${backlog.ageMs} ms ` +
+        '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
