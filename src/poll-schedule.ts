@@ -97,6 +97,15 @@ export function pollRetryCapMs(maxIntervalMs: number): number {
 /** Failure type of an attempt that found the agent job still active: the server polls again. */
 export const STILL_ACTIVE = 'AgentJobStillActive';
 
+/**
+ * Failure type of a poll attempt that started at or after the workflow's deadline (an attempt lost
+ * with its worker, retried after its timeout): final, and the workflow reads it as its deadline.
+ * The poll activity has no schedule-to-close timeout: the deadline travels in its input and its
+ * attempts keep to it, because the server's timer for that timeout, set again at every attempt,
+ * cost a quarter of its CPU per poll at N = 2,000 (bench:profile).
+ */
+export const POLL_PAST_DEADLINE = 'AgentJobPollPastDeadline';
+
 /** The schedule one poll activity follows, from its first attempt. */
 export interface PollScheduleInput {
   /** The wait after the first attempt, before jitter. */
@@ -151,6 +160,7 @@ export function afterTransientError(
   retryAfterMs: number | null,
   schedule: PollScheduleInput,
   attempt: number,
+  remainingMs: number,
   random: () => number,
 ): ErrorVerdict {
   if (retryAfterMs !== null && retryAfterMs > schedule.maxIntervalMs) return { kind: 'hand-back' };
@@ -159,7 +169,9 @@ export function afterTransientError(
     backoffCoefficient: schedule.backoffCoefficient,
     maximumIntervalMs: schedule.maxIntervalMs,
   };
-  return { kind: 'retry', delayMs: retryDelayMs({ backoff, failures: attempt, retryAfterMs, random }) };
+  const delayMs = retryDelayMs({ backoff, failures: attempt, retryAfterMs, random });
+  // A retry at or after the deadline would never run in time: the workflow ends at its deadline.
+  return delayMs >= remainingMs ? { kind: 'hand-back' } : { kind: 'retry', delayMs };
 }
 
 /**

@@ -23,6 +23,7 @@ import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } fr
 import {
   afterRecord,
   afterTransientError,
+  POLL_PAST_DEADLINE,
   STILL_ACTIVE,
   type ErrorVerdict,
   type PollScheduleInput,
@@ -78,9 +79,15 @@ export interface GetAgentJobInput {
   jobId: string;
 }
 
-/** Input of the poll activity: the job, and the schedule its attempts follow. */
+/** Input of the poll activity: the job, the schedule its attempts follow, and the deadline they keep to. */
 export interface PollAgentJobInput extends GetAgentJobInput {
   schedule: PollScheduleInput;
+  /**
+   * The workflow's deadline, epoch ms: no attempt starts after it, no GET runs past it, no retry
+   * is set for it or later. Absent from poll activities that earlier builds scheduled with the
+   * deadline as their schedule-to-close timeout instead.
+   */
+  deadlineMs?: number;
 }
 
 /** What a poll activity returns: a record that is not `active` (or the deadline is near), and its attempts. */
@@ -402,30 +409,33 @@ export function createActivities(deps: ActivityDeps) {
      */
     pollAgentJob: async (input: PollAgentJobInput): Promise<PolledRecord> => {
       const info = activityInfo();
+      const leftMs = () =>
+        input.deadlineMs === undefined ? remainingMs(info) : input.deadlineMs - Date.now();
+      if (leftMs() <= 0) {
+        throw ApplicationFailure.create({
+          type: POLL_PAST_DEADLINE,
+          message: `agent job ${input.jobId}: this poll attempt started after the workflow's deadline`,
+          nonRetryable: true,
+        });
+      }
       let record: AgentJobRecord;
       try {
-        // Bounded well inside the poll activity's start-to-close timeout (30 s): a GET that hangs is
-        // a transient RequestTimeout, retried at the schedule's pace like any other.
+        // Bounded well inside the poll activity's start-to-close timeout (30 s), and by the deadline:
+        // a GET that hangs is a transient RequestTimeout, retried at the schedule's pace like any other.
         record = await deps.api.getJob(input.projectId, input.jobId, {
           signal: cancellationSignal(),
-          timeoutMs: POLL_REQUEST_MS,
+          timeoutMs: Math.min(POLL_REQUEST_MS, leftMs()),
         });
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
         // A transient error the workflow need not see waits on the server at the schedule's pace.
         throw toFailure(err, 'getJob', input.projectId, {
           retry: (retryAfterMs) =>
-            afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+            afterTransientError(retryAfterMs, input.schedule, info.attempt, leftMs(), Math.random),
         });
       }
       countPoll(record);
-      const verdict = afterRecord(
-        record.status,
-        input.schedule,
-        info.attempt,
-        remainingMs(info),
-        Math.random,
-      );
+      const verdict = afterRecord(record.status, input.schedule, info.attempt, leftMs(), Math.random);
       if (verdict.kind === 'return') return { record, polls: info.attempt };
       throw withoutStack(() =>
         ApplicationFailure.create({

@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { before, describe, test } from 'node:test';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { ActivityDeps } from '../../src/activities/index.js';
+import type { ActivityDeps, PolledRecord } from '../../src/activities/index.js';
+import { POLL_PAST_DEADLINE } from '../../src/poll-schedule.js';
 import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../src/contract.js';
 import type { RunningSimulator, Scenario } from '../../src/simulator/index.js';
 import { activitiesFor, startTestSimulator, uniqueId } from '../harness.js';
@@ -125,6 +126,66 @@ describe('activity failure policy', () => {
     assert.equal(failure.type, FailureType.ServiceUnavailable);
     assert.equal(failure.nonRetryable, true, 'Temporal does not wait 45 s past a 12 s deadline');
     assert.deepEqual(detailsOf(failure), { status: 503, retryAfterMs: 45_000, attempt: 1, final: false });
+  });
+
+  describe('the poll activity keeps to the deadline in its input (it has no schedule-to-close timeout)', () => {
+    const schedule = { intervalMs: 5_000, maxIntervalMs: 60_000, backoffCoefficient: 1.5 };
+    // As the workflow schedules it: no schedule-to-close timeout in the activity's info.
+    const pollAt = async (attempt: number, fn: () => Promise<unknown>) => {
+      const env = new MockActivityEnvironment({ attempt, scheduledTimestampMs: Date.now() });
+      return env.run(fn).then(
+        (value) => ({ value, error: null }),
+        (error: unknown) => ({ value: null, error }),
+      );
+    };
+
+    test('an attempt that starts after the deadline sends no GET and fails final', async () => {
+      const projectId = project();
+      const { value, error } = await pollAt(3, () =>
+        activities().pollAgentJob({ projectId, jobId: 'job_late', schedule, deadlineMs: Date.now() - 1 }),
+      );
+      assert.equal(value, null);
+      assert.ok(error instanceof ApplicationFailure);
+      assert.equal(error.type, POLL_PAST_DEADLINE);
+      assert.equal(error.nonRetryable, true);
+      assert.equal(requestsTo(sim, projectId, 'get'), 0);
+    });
+
+    test('an active job whose next poll would come after the deadline is returned to the workflow', async () => {
+      const projectId = project({ durationMs: 60_000 });
+      const created = await new MockActivityEnvironment().run(() =>
+        activities().createAgentJob({ projectId, prompt: 'p', idempotencyKey: uniqueId('key') }),
+      );
+      const { value } = await pollAt(1, () =>
+        activities().pollAgentJob({ projectId, jobId: created.id, schedule, deadlineMs: Date.now() + 3_000 }),
+      );
+      assert.deepEqual(
+        { status: (value as PolledRecord).record.status, polls: (value as PolledRecord).polls },
+        { status: 'active', polls: 1 },
+      );
+    });
+
+    test('a transient error whose retry would come after the deadline goes back to the workflow', async () => {
+      const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503 }] } });
+      const { error } = await pollAt(1, () =>
+        activities().pollAgentJob({ projectId, jobId: 'job_x', schedule, deadlineMs: Date.now() + 3_000 }),
+      );
+      assert.ok(error instanceof ApplicationFailure);
+      assert.equal(error.type, FailureType.ServiceUnavailable);
+      assert.equal(error.nonRetryable, true, 'no retry is set for after the deadline');
+    });
+
+    test('a GET that hangs ends at the deadline, not at its own 20 s bound', async () => {
+      const projectId = project({ faults: { rules: [{ endpoint: 'get', kind: 'hang' }] } });
+      const started = Date.now();
+      const { error } = await pollAt(1, () =>
+        activities().pollAgentJob({ projectId, jobId: 'job_x', schedule, deadlineMs: Date.now() + 1_000 }),
+      );
+      assert.ok(error instanceof ApplicationFailure);
+      assert.equal(error.type, FailureType.RequestTimeout);
+      assert.equal(error.nonRetryable, true, 'its retry would come after the deadline');
+      assert.ok(Date.now() - started < 10_000, `ended after ${Date.now() - started} ms`);
+    });
   });
 
   test('final API errors are non-retryable with their own type, and say they are final', async () => {

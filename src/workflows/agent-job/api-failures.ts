@@ -21,6 +21,7 @@ import {
 } from '@temporalio/workflow';
 import { TimeoutType } from '@temporalio/common';
 import type { ApiErrorDetails, LastApiError } from '../../contract.js';
+import { POLL_PAST_DEADLINE } from '../../poll-schedule.js';
 import type { Backoff } from '../../retries.js';
 import type { FailureStreak } from './failure-streak.js';
 
@@ -164,8 +165,13 @@ export async function untilAnswered<T>(
   }
 }
 
-/** A schedule-to-close timeout: every call's is the workflow's deadline. */
+/**
+ * The workflow's deadline, as a call meets it: a schedule-to-close timeout (every call's but the
+ * poll's is the deadline), or a poll attempt that started after it (the poll activity keeps to
+ * the deadline itself, src/poll-schedule.ts).
+ */
 function isDeadline(cause: unknown): boolean {
+  if (cause instanceof ApplicationFailure) return cause.type === POLL_PAST_DEADLINE;
   return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE;
 }
 

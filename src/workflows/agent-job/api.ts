@@ -151,14 +151,12 @@ export class AgentJobApi {
       this.#context('the agent job could not be read'),
       `reading agent job ${jobId}`,
       GET_BACKOFF,
-      (timeoutMs) =>
+      // No schedule-to-close timeout: the deadline goes in the input, and the attempts keep to it
+      // (src/poll-schedule.ts, POLL_PAST_DEADLINE).
+      () =>
         pollAgentJob.executeWithOptions(
-          {
-            summary: `poll agent job ${jobId}`,
-            scheduleToCloseTimeout: timeoutMs,
-            retry: pollRetryPolicy(poll.maxIntervalMs),
-          },
-          [{ projectId, jobId, schedule }],
+          { summary: `poll agent job ${jobId}`, retry: pollRetryPolicy(poll.maxIntervalMs) },
+          [{ projectId, jobId, schedule, deadlineMs: this.ctx.run.deadlineMs }],
         ),
       // Its attempts before the one that failed were answers (active records) the workflow never saw.
       { afterUnseenAttempts: true },
