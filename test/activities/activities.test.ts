@@ -153,7 +153,7 @@ describe('activity failure policy', () => {
 
     test('an active job whose next poll would come after the deadline is returned to the workflow', async () => {
       const projectId = project({ durationMs: 60_000 });
-      const created = await new MockActivityEnvironment().run(() =>
+      const created: AgentJobRecord = await new MockActivityEnvironment().run(() =>
         activities().createAgentJob({ projectId, prompt: 'p', idempotencyKey: uniqueId('key') }),
       );
       const { value } = await pollAt(1, () =>
