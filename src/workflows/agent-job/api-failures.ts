@@ -53,7 +53,8 @@ export type AttemptResult<T> =
 
 /**
  * Runs one call: an activity (with Temporal's retries for short waits), given the time left until
- * the deadline as its schedule-to-close timeout. Returns its value, or the wait before trying
+ * the deadline for its schedule-to-close timeout (the poll activity takes the deadline in its
+ * input instead). Returns its value, or the wait before trying
  * again; throws the workflow's failure when the error is final, a bound is reached or the deadline
  * has come, and rethrows a cancellation.
  */
