@@ -101,8 +101,8 @@ export const STILL_ACTIVE = 'AgentJobStillActive';
  * Failure type of a poll attempt that started at or after the workflow's deadline (an attempt lost
  * with its worker, retried after its timeout): final, and the workflow reads it as its deadline.
  * The poll activity has no schedule-to-close timeout: the deadline travels in its input and its
- * attempts keep to it, because the server's timer for that timeout, set again at every attempt,
- * cost a quarter of its CPU per poll at N = 2,000 (bench:profile).
+ * attempts keep to it, because the server sets that timeout's timer again at every attempt: at
+ * N = 2,000 it spent 7.3 to 7.6 ms of CPU per poll with it, 5.9 to 6.7 without (bench:profile).
  */
 export const POLL_PAST_DEADLINE = 'AgentJobPollPastDeadline';
 
