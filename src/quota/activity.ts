@@ -145,17 +145,12 @@ export function createProjectQuotaActivities(settings: ProjectQuotaSettings | nu
     enqueueForProjectQuota: async (input: EnqueueForProjectQuotaInput): Promise<QuotaTicket> => {
       const limit = settings ? quotaLimitFor(settings, input.projectId) : null;
       if (settings === null || settings === undefined || limit === null) return { state: 'off' };
-      const quota = await getClient().workflow.signalWithStart(PROJECT_QUOTA_WORKFLOW_TYPE, {
+      await getClient().workflow.signalWithStart(PROJECT_QUOTA_WORKFLOW_TYPE, {
         ...quotaWorkflowStart(input.projectId, limit, settings.followsRollouts),
         signal: quotaRequestSignal,
         signalArgs: [{ ...input, limit, leaseMs: settings.leaseMs, ...runOf() }],
       });
-      return {
-        state: 'requested',
-        requestId: input.requestId,
-        leaseMs: settings.leaseMs,
-        quotaRunId: quota.signaledRunId,
-      };
+      return { state: 'requested', requestId: input.requestId, leaseMs: settings.leaseMs };
     },
   };
 }

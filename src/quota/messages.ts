@@ -91,12 +91,8 @@ export interface QuotaRequest {
  * (a grant signal follows), or the asking worker has the quota off for this project.
  */
 export type QuotaTicket =
-  /**
-   * `leaseMs`: the worker's lease, which also paces the check that the quota workflow still runs.
-   * `quotaRunId`: the quota run the request reached, which that check asks (absent from tickets of
-   * earlier builds: the check then asks whichever run has the workflow ID).
-   */
-  { state: 'requested'; requestId: string; leaseMs?: number; quotaRunId?: string } | { state: 'off' };
+  /** `leaseMs`: the worker's lease, which also paces the check that the quota workflow still runs. */
+  { state: 'requested'; requestId: string; leaseMs?: number } | { state: 'off' };
 
 /**
  * Signal (with start) to the quota workflow: queue a request for one use. Idempotent by request ID:

@@ -93,8 +93,6 @@ export class ProjectQuotaRequester {
   readonly #declines = new Map<string, QuotaDeclined>();
   /** Signals to the quota workflow not yet delivered: {@link settle} waits for them. */
   readonly #sending = new Set<Promise<void>>();
-  /** The quota run the last ask reached; undefined: any run of the quota's workflow ID. */
-  #quotaRunId: string | undefined;
   /** The use being waited for, and what to restore once it is granted. */
   #waiting: {
     use: QuotaUse;
@@ -285,17 +283,12 @@ export class ProjectQuotaRequester {
     );
   }
 
-  /**
-   * Whether the quota run this request reached still runs: a signal it ignores, which fails once
-   * that run has closed. Asking the workflow ID alone would find a new quota workflow that another
-   * job started after this one was terminated, which never heard of this request: the request then
-   * waited out its re-ask time (two minutes by default) instead of a check's period. A run that
-   * continued as new also fails the check; it carried the queue, and the repeated ask finds its place.
-   */
+  /** Whether the project's quota workflow runs: a signal it ignores, which fails when none runs. */
   async #quotaRuns(requestId: string): Promise<boolean> {
     try {
-      const quota = getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId), this.#quotaRunId);
-      await quota.signal(quotaWaitingSignal, { requestId });
+      await getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId)).signal(quotaWaitingSignal, {
+        requestId,
+      });
       return true;
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -308,10 +301,10 @@ export class ProjectQuotaRequester {
   }
 
   /** Queues one request with the project's quota workflow, starting it if none runs. */
-  async #enqueue(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<QuotaTicket> {
+  #enqueue(use: QuotaUse, deadlineMs: number, refused: QuotaRequest['refused']): Promise<QuotaTicket> {
     const { workflowId } = workflowInfo();
     // The request ID is the workflow ID and the use name: the same on every ask of this use.
-    const ticket = await enqueueForProjectQuota.executeWithOptions(
+    return enqueueForProjectQuota.executeWithOptions(
       {
         summary: `queue for an API use of project ${this.projectId} (${use.kind}${refused ? ', after a 429' : ''})`,
         scheduleToCloseTimeout: Math.max(1_000, deadlineMs - Date.now()),
@@ -327,8 +320,6 @@ export class ProjectQuotaRequester {
         },
       ],
     );
-    this.#quotaRunId = ticket.state === 'requested' ? ticket.quotaRunId : undefined;
-    return ticket;
   }
 
   #gaveUp(use: QuotaUse, refusedBefore: boolean): ApplicationFailure {
