@@ -160,7 +160,6 @@ export function afterTransientError(
   retryAfterMs: number | null,
   schedule: PollScheduleInput,
   attempt: number,
-  remainingMs: number,
   random: () => number,
 ): ErrorVerdict {
   if (retryAfterMs !== null && retryAfterMs > schedule.maxIntervalMs) return { kind: 'hand-back' };
@@ -169,9 +168,7 @@ export function afterTransientError(
     backoffCoefficient: schedule.backoffCoefficient,
     maximumIntervalMs: schedule.maxIntervalMs,
   };
-  const delayMs = retryDelayMs({ backoff, failures: attempt, retryAfterMs, random });
-  // A retry at or after the deadline would never run in time: the workflow ends at its deadline.
-  return delayMs >= remainingMs ? { kind: 'hand-back' } : { kind: 'retry', delayMs };
+  return { kind: 'retry', delayMs: retryDelayMs({ backoff, failures: attempt, retryAfterMs, random }) };
 }
 
 /**

@@ -322,7 +322,13 @@ export function createActivities(deps: ActivityDeps) {
     {
       quotaTaken = false,
       retry,
-    }: { quotaTaken?: boolean; retry?: (retryAfterMs: number | null) => ErrorVerdict } = {},
+      deadlineMs,
+    }: {
+      quotaTaken?: boolean;
+      retry?: (retryAfterMs: number | null) => ErrorVerdict;
+      /** The deadline when the input carries it (the poll activity's); else the schedule-to-close timeout's. */
+      deadlineMs?: number;
+    } = {},
   ): ApplicationFailure {
     const info = activityInfo();
     const refusedTake = quotaTaken && err.type === ApiFailureType.RateLimited;
@@ -370,7 +376,7 @@ export function createActivities(deps: ActivityDeps) {
       delayMs === null ||
       (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
       CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
-      delayMs >= remainingMs(info);
+      delayMs >= remainingMs(info, deadlineMs);
     return apiFailure(err, {
       type: err.type,
       message: err.message,
@@ -409,8 +415,7 @@ export function createActivities(deps: ActivityDeps) {
      */
     pollAgentJob: async (input: PollAgentJobInput): Promise<PolledRecord> => {
       const info = activityInfo();
-      const leftMs = () =>
-        input.deadlineMs === undefined ? remainingMs(info) : input.deadlineMs - Date.now();
+      const leftMs = () => remainingMs(info, input.deadlineMs);
       if (leftMs() <= 0) {
         throw ApplicationFailure.create({
           type: POLL_PAST_DEADLINE,
@@ -431,7 +436,8 @@ export function createActivities(deps: ActivityDeps) {
         // A transient error the workflow need not see waits on the server at the schedule's pace.
         throw toFailure(err, 'getJob', input.projectId, {
           retry: (retryAfterMs) =>
-            afterTransientError(retryAfterMs, input.schedule, info.attempt, leftMs(), Math.random),
+            afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+          deadlineMs: input.deadlineMs,
         });
       }
       countPoll(record);
@@ -610,8 +616,12 @@ function timeLeftMs(info: ReturnType<typeof activityInfo>): number {
   return Math.min(attemptLeft, remainingMs(info));
 }
 
-/** Time left before the activity's schedule-to-close timeout (the workflow's deadline). */
-function remainingMs(info: ReturnType<typeof activityInfo>): number {
+/**
+ * Time left before the workflow's deadline: `deadlineMs` when the input carries it (the poll
+ * activity's, which has no schedule-to-close timeout), else the activity's schedule-to-close timeout.
+ */
+function remainingMs(info: ReturnType<typeof activityInfo>, deadlineMs?: number): number {
+  if (deadlineMs !== undefined) return deadlineMs - Date.now();
   if (!info.scheduleToCloseTimeoutMs) return Number.POSITIVE_INFINITY;
   return info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - Date.now();
 }
