@@ -12,7 +12,10 @@
  *   invisible to a JavaScript profiler, so this is the only way to see its share;
  * - from the profiles, the self time by module and the top functions of each JavaScript thread,
  *   over the whole life of the worker (the ramp of N starts included: the steady window is made
- *   long enough that polls dominate; the per-thread CPU above is the steady window alone).
+ *   long enough that polls dominate; the per-thread CPU above is the steady window alone);
+ * - how long a poll attempt takes from when it was due to its failure (the retry timer firing,
+ *   matching, the worker taking the task, the GET): the server's view of 50 of the jobs' pending
+ *   poll activities, read twice a cadence apart. A job polls every cadence plus this.
  *
  *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
@@ -153,6 +156,66 @@ async function activityBacklog(client: Client, taskQueue: string): Promise<{ cou
   };
 }
 
+/** Jobs whose poll attempts {@link attemptTimes} follows. */
+const ATTEMPT_SAMPLE = 50;
+
+/** What the server shows of a workflow's pending poll activity between attempts, times in ms. */
+interface PendingPoll {
+  /** The next attempt. */
+  attempt: number;
+  /** When it is due. */
+  dueAt: number;
+  /** When the attempt before it ended (the server clears the start time between attempts). */
+  lastEndedAt: number | null;
+}
+
+const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number | null =>
+  t?.seconds == null ? null : Number(t.seconds) * 1000 + Math.round((t.nanos ?? 0) / 1e6);
+
+async function pendingPolls(
+  client: Client,
+  jobs: Array<{ workflowId: string }>,
+): Promise<Map<string, PendingPoll>> {
+  const found = new Map<string, PendingPoll>();
+  await mapLimit(jobs, 8, async ({ workflowId }) => {
+    const described = await client.workflowService.describeWorkflowExecution({
+      namespace: client.options.namespace,
+      execution: { workflowId },
+    });
+    const pending = described.pendingActivities?.[0];
+    const dueAt = ms(pending?.nextAttemptScheduleTime);
+    if (!pending || dueAt === null) return;
+    found.set(workflowId, {
+      attempt: pending.attempt ?? 0,
+      dueAt,
+      lastEndedAt: ms(pending.lastAttemptCompleteTime),
+    });
+  });
+  return found;
+}
+
+/**
+ * From two looks a cadence apart: for each job seen waiting between attempts both times, one
+ * attempt apart, the time from when that attempt was due to when it failed asking for the next: the
+ * retry timer firing, matching, the worker taking the task, the GET and the worker's work around
+ * it. The cadence plus this is the time between a job's polls.
+ */
+function attemptTimes(first: Map<string, PendingPoll>, second: Map<string, PendingPoll>): string {
+  const spans: number[] = [];
+  for (const [id, before] of first) {
+    const after = second.get(id);
+    if (!after || after.attempt !== before.attempt + 1 || after.lastEndedAt === null) continue;
+    spans.push(after.lastEndedAt - before.dueAt);
+  }
+  spans.sort((a, b) => a - b);
+  const q = (p: number) =>
+    spans.length === 0 ? Number.NaN : spans[Math.min(spans.length - 1, Math.floor(p * spans.length))];
+  return (
+    `Poll attempts of ${spans.length} of ${first.size} sampled jobs, from due to failed (server clock): ` +
+    `p50 ${q(0.5)} ms, p90 ${q(0.9)} ms, max ${q(1)} ms`
+  );
+}
+
 async function main(): Promise<void> {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
@@ -171,7 +234,7 @@ async function main(): Promise<void> {
     ]);
     await worker.waitForLine('worker running', 60_000);
     say(`starting ${jobs} jobs of ${label(impl)} polled every ${cadenceMs / 1000} s`);
-    await mapLimit(
+    const started = await mapLimit(
       Array.from({ length: jobs }, (_, i) => i),
       64,
       (i) => startLoadJob(env.client, { impl, cadenceMs }, project, i),
@@ -190,7 +253,11 @@ async function main(): Promise<void> {
     const serverCpu = () => (env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds);
     const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     say(`steady window: ${cadences} cadences`);
-    await sleep(cadences * cadenceMs);
+    const sampled = started.filter((_, i) => i % Math.max(1, Math.floor(jobs / ATTEMPT_SAMPLE)) === 0);
+    const firstLook = await pendingPolls(env.client, sampled);
+    await sleep(cadenceMs);
+    const secondLook = await pendingPolls(env.client, sampled);
+    await sleep((cadences - 1) * cadenceMs);
     const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     const backlog = await activityBacklog(env.client, project);
     await worker.stop();
@@ -213,6 +280,7 @@ async function main(): Promise<void> {
       `Activity tasks waiting in the task queue at the window's end: ${backlog.count}, the oldest ${backlog.ageMs} ms ` +
         '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
+    out.push(attemptTimes(firstLook, secondLook));
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
       out.push(
