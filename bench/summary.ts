@@ -411,6 +411,11 @@ function costAim(result: BenchResult): AimResult {
     (on?.actionsPerJob != null && off?.actionsPerJob != null ? on.actionsPerJob - off.actionsPerJob : null);
   const quotaEvents = on?.jobEvents && off?.jobEvents ? on.jobEvents.median - off.jobEvents.median : null;
   const actions = row.actions.median + (quotaActions ?? 0);
+  const upsertCount = row.actionBreakdown?.searchAttributeUpserts;
+  const upserts =
+    upsertCount === undefined
+      ? 'its search-attribute upserts'
+      : `${upsertCount} search-attribute upsert${upsertCount === 1 ? '' : 's'}`;
   const events = (row.events?.median ?? Infinity) + (quotaEvents ?? 0);
   const met = quotaActions !== null && actions <= 70 && events <= 30;
   const b = hourRow(result.cost, defaultScheduleVariant('poll-by-retry'));
@@ -426,8 +431,8 @@ function costAim(result: BenchResult): AimResult {
     limits:
       `Polls: each is one attempt of the poll activity (1 action, no event), and the default schedule ` +
       `(5 s ×1.5 up to 60 s) polls ${row.realTimePolls.median} times in an hour; besides them a job costs ` +
-      `its start, its create, the first wait's timer and two search-attribute upserts (the job's ID when it ` +
-      `is created, which operators and the library find it by, and its end).` +
+      `its start, its create, the first wait's timer and ${upserts} (the job's ID when it is created, which ` +
+      `operators and the library find it by; decision 0011).` +
       (b?.actions
         ? ` Poll by retry on the same schedule: ${fmt0(b.actions.median)} actions, ${fmt0(b.events?.median)} events.`
         : ''),

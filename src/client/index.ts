@@ -15,7 +15,7 @@ import {
   type WorkflowStartOptions,
   type WorkflowUpdateHandle,
 } from '@temporalio/client';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError, type SearchAttributePair } from '@temporalio/common';
 import {
   DEFAULT_TASK_QUEUE,
   followUpUpdate,
@@ -135,6 +135,16 @@ export function agentJobSummary(projectId: string, prompt: string): string {
 }
 
 /**
+ * The search attributes a workflow starts with: set at start they cost no action, where an upsert
+ * from the workflow is one. The job's ID is known at start only when the input names the job.
+ */
+function startAttributes(resolved: { projectId: string; jobId?: string }): SearchAttributePair[] {
+  const attributes: SearchAttributePair[] = [{ key: SearchAttributes.projectId, value: resolved.projectId }];
+  if (resolved.jobId !== undefined) attributes.push({ key: SearchAttributes.jobId, value: resolved.jobId });
+  return attributes;
+}
+
+/**
  * Starts the agent-job workflow, or attaches to the one already started with the same key.
  *
  * - Running: the USE_EXISTING conflict policy attaches to it.
@@ -214,7 +224,7 @@ export async function agentJobStartOptions(
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
     staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
-    typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+    typedSearchAttributes: startAttributes(resolved),
     priority,
   };
 }
@@ -358,7 +368,7 @@ export async function sendFollowUp(
           workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
           staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
-          typedSearchAttributes: [{ key: SearchAttributes.projectId, value: resolved.projectId }],
+          typedSearchAttributes: startAttributes(resolved),
           priority,
         });
       });

@@ -93,12 +93,8 @@ export class ProjectQuotaRequester {
   readonly #declines = new Map<string, QuotaDeclined>();
   /** Signals to the quota workflow not yet delivered: {@link settle} waits for them. */
   readonly #sending = new Set<Promise<void>>();
-  /** The use being waited for, and what to restore once it is granted. */
-  #waiting: {
-    use: QuotaUse;
-    status: string | null;
-    shown: boolean;
-  } | null = null;
+  /** The use being waited for, and whether the job shows as queued. */
+  #waiting: { use: QuotaUse; shown: boolean } | null = null;
 
   constructor(
     private readonly projectId: string,
@@ -206,13 +202,8 @@ export class ProjectQuotaRequester {
     try {
       const ticket = await this.#enqueue(use, deadlineMs, refused);
       if (ticket.state === 'off') return { kind: 'off' };
-      // An ask after one that failed keeps what the job showed before it first queued.
-      const before = this.#waiting;
-      this.#waiting = {
-        use,
-        status: before ? before.status : (this.progress.lastRecord?.status ?? null),
-        shown: before?.shown ?? false,
-      };
+      // An ask after one that failed keeps showing the job as queued.
+      this.#waiting = { use, shown: this.#waiting?.shown ?? false };
       const known = this.#places.get(use.name);
       if (known) this.#show(known, null);
       const schedule = new AskSchedule(Date.now(), ticket.leaseMs);
@@ -348,15 +339,14 @@ export class ProjectQuotaRequester {
     );
   }
 
-  /** Restores what the job showed before it queued. */
+  /** The job no longer shows as queued. */
   #stopWaiting(): void {
     const waited = this.#waiting;
     this.#waiting = null;
     if (!waited?.shown) return;
     this.progress.queued = false;
     this.progress.queue = null;
-    if (waited.status !== null)
-      upsertSearchAttributes([{ key: SearchAttributes.status, value: waited.status }]);
+    upsertSearchAttributes([{ key: SearchAttributes.status, value: null }]);
   }
 
   #forget(name: string): void {

@@ -67,8 +67,15 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(createdJobs(sim, projectId), 1);
     const described = await handle.describe();
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.jobId), result.job.id);
-    assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), 'completed');
     assert.equal(described.typedSearchAttributes.get(SearchAttributes.projectId), projectId);
+    // The job's status is in the result, not a search attribute: the job's ID is upserted once, and
+    // (this test's start sets no attributes) the project.
+    assert.equal(described.typedSearchAttributes.get(SearchAttributes.status), undefined);
+    const { events } = await handle.fetchHistory();
+    const upserted = (events ?? []).flatMap((e) =>
+      Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}),
+    );
+    assert.deepEqual(upserted.sort(), [SearchAttributes.jobId.name, SearchAttributes.projectId.name]);
     await captureHistory(env, handle, 'completed-with-pr');
   });
 

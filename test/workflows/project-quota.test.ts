@@ -237,6 +237,8 @@ describe('project quota', { concurrency: 2 }, () => {
       handles.map((h) => h.result().finally(() => (lastDoneAt = Math.max(lastDoneAt, Date.now())))),
     );
     for (const result of results) assert.equal(result.status, 'completed');
+    // Granted, the job no longer shows as queued.
+    assert.equal((await last.describe()).typedSearchAttributes.get(SearchAttributes.status), undefined);
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), N, 'exactly N create requests');
     assert.equal(createdJobs(setup.sim, setup.projectId), N);
     assert.equal(refused(setup.sim), 0, 'no 429');

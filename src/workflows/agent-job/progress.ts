@@ -42,26 +42,26 @@ export function showProject(projectId: string): void {
   upsertSearchAttributes([{ key: SearchAttributes.projectId, value: projectId }]);
 }
 
-/** Tags a workflow that attached to an existing agent job. */
+/** Tags a workflow that attached to an existing agent job (unless its starter did). */
 export function showAttached(jobId: string): void {
-  upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
+  tagJob(jobId);
 }
 
 /**
- * Records a record the API answered: the progress, and the search attributes when the job is
- * first seen or its status changed.
+ * Records a record the API answered, and tags the workflow with its job's ID when it is not yet (a
+ * continued or attached run has it). Only the ID: each upsert after the start is a billable action
+ * on Temporal Cloud, and the job's status is in the `status` query, the current details and the
+ * result (decision 0011).
  */
 export function showRecord(progress: RunProgress, record: AgentJobRecord): void {
-  const previousStatus = progress.lastRecord?.status;
   progress.lastRecord = record;
-  if (previousStatus === undefined) {
-    upsertSearchAttributes([
-      { key: SearchAttributes.jobId, value: record.id },
-      { key: SearchAttributes.status, value: record.status },
-    ]);
-  } else if (previousStatus !== record.status) {
-    upsertSearchAttributes([{ key: SearchAttributes.status, value: record.status }]);
-  }
+  tagJob(record.id);
+}
+
+/** Sets the `AgentJobId` search attribute, unless the workflow has it already. */
+function tagJob(jobId: string): void {
+  if (workflowInfo().typedSearchAttributes.get(SearchAttributes.jobId) === jobId) return;
+  upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
 }
 
 /** Shows when the next poll comes. */
