@@ -3,6 +3,7 @@
  * real simulator over HTTP. Poll intervals are injected short, so no test waits long in real time.
  */
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import { WorkflowFailedError, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
@@ -26,6 +27,7 @@ import {
   workflowFailure,
 } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
+import { POLL_PAST_DEADLINE } from '../../src/poll-schedule.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
@@ -235,6 +237,33 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
     assert.equal((await handle.query(statusQuery)).phase, 'timed-out');
     await captureHistory(env, handle, 'timed-out');
+  });
+
+  test('a poll attempt that starts after the deadline sends nothing and ends the workflow as timed out', async () => {
+    // A worker that stalls (or dies, and the server retries the attempt 30 s on) can start a poll
+    // attempt after the deadline: the poll activity itself sees it and fails with the final
+    // POLL_PAST_DEADLINE, which the workflow reads as its deadline.
+    const projectId = project({ durationMs: 600_000 });
+    const activities = activitiesFor(sim, suite.apiKey);
+    const { taskQueue } = await startTestWorker(env, {
+      ...activities,
+      pollAgentJob: async (input: Parameters<typeof activities.pollAgentJob>[0]) => {
+        await sleep(Math.max(0, (input.deadlineMs ?? 0) - Date.now()) + 100);
+        return activities.pollAgentJob(input);
+      },
+    });
+    const handle = await suite.startJob(
+      { projectId, prompt: 'Late attempt', poll: { initialInterval: 200 }, timeout: '2s' },
+      { taskQueue },
+    );
+    handles.push(handle);
+    const failure = await workflowFailure(handle);
+    assert.equal(failure.type, FailureType.AgentJobTimedOut);
+    assert.equal((failure.details?.[0] as { status: string }).status, 'active');
+    assert.equal(requestsTo(sim, projectId, 'get'), 0, 'the late attempt sent no GET');
+    const { events } = await handle.fetchHistory();
+    const cause = events?.find((e) => e.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes;
+    assert.equal(cause?.failure?.applicationFailureInfo?.type, POLL_PAST_DEADLINE);
   });
 
   test('continue-as-new keeps the history bounded and never creates a second job', async () => {
