@@ -216,6 +216,20 @@ function attemptTimes(first: Map<string, PendingPoll>, second: Map<string, Pendi
   );
 }
 
+/**
+ * How many GETs each job had in the window: whether a shortfall of the rate is every job polling a
+ * little late, or some jobs not polling at all.
+ */
+function getsInWindow(before: Map<string, number>, after: Map<string, number>): string {
+  const jobsByGets = new Map<number, number>();
+  for (const [id, count] of after) {
+    const gets = count - (before.get(id) ?? 0);
+    jobsByGets.set(gets, (jobsByGets.get(gets) ?? 0) + 1);
+  }
+  const counts = [...jobsByGets].sort((a, b) => a[0] - b[0]).map(([gets, jobs]) => `${gets}: ${jobs}`);
+  return `GETs per job in the window (GETs: jobs): ${counts.join(', ')}`;
+}
+
 async function main(): Promise<void> {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
@@ -251,6 +265,14 @@ async function main(): Promise<void> {
     await sleep(cadenceMs);
     const polls = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
     const serverCpu = () => (env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds);
+    const getsPerJob = () =>
+      new Map(
+        env.simulator
+          .stats()
+          .jobs.filter((job) => job.projectId === project)
+          .map((job) => [job.id, job.requests.get.count]),
+      );
+    const getsBefore = getsPerJob();
     const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     say(`steady window: ${cadences} cadences`);
     const sampled = started.filter((_, i) => i % Math.max(1, Math.floor(jobs / ATTEMPT_SAMPLE)) === 0);
@@ -259,6 +281,7 @@ async function main(): Promise<void> {
     const secondLook = await pendingPolls(env.client, sampled);
     await sleep((cadences - 1) * cadenceMs);
     const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
+    const getsAfter = getsPerJob();
     const backlog = await activityBacklog(env.client, project);
     await worker.stop();
 
@@ -281,6 +304,7 @@ async function main(): Promise<void> {
         '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
     out.push(attemptTimes(firstLook, secondLook));
+    out.push(getsInWindow(getsBefore, getsAfter));
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
       out.push(
