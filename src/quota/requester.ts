@@ -253,8 +253,8 @@ export class ProjectQuotaRequester {
       // failed); the signal goes out even when this scope is cancelled.
       await this.#tell((h) => h.signal(quotaReleaseSignal, { requestId }));
       // No longer waiting: the job leaves the queue, and a next ask starts from what it shows now.
-      // Restored without a search attribute update, which would change the commands of this task:
-      // a failed ask ends the workflow, which shows its end.
+      // No search attribute update, which would change the commands of this task: a failed ask ends
+      // the workflow, whose close status shows its end (it keeps the `queued` mark).
       const waited = this.#waiting;
       this.#waiting = null;
       if (waited?.shown) {
