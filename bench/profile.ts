@@ -230,6 +230,46 @@ function getsInWindow(before: Map<string, number>, after: Map<string, number>): 
   return `GETs per job in the window (GETs: jobs): ${counts.join(', ')}`;
 }
 
+/**
+ * The jobs polled least in the window (at most 5 with fewer than half the cadence's polls), with what
+ * their workflow's history shows since the window began: why a job went without polls.
+ */
+async function fewestPolled(
+  client: Client,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  cadences: number,
+): Promise<string[]> {
+  const few = [...after]
+    .map(([jobId, count]) => ({ jobId, gets: count - (before.get(jobId) ?? 0) }))
+    .filter((job) => job.gets < cadences / 2)
+    .sort((a, b) => a.gets - b.gets)
+    .slice(0, 5);
+  const lines: string[] = [];
+  for (const { jobId, gets } of few) {
+    const found = await client.workflowService.listWorkflowExecutions({
+      namespace: client.options.namespace,
+      query: `AgentJobId = '${jobId}'`,
+      pageSize: 1,
+    });
+    const execution = found.executions?.[0]?.execution;
+    if (!execution?.workflowId) continue;
+    const handle = client.workflow.getHandle(execution.workflowId);
+    const described = await client.workflowService.describeWorkflowExecution({
+      namespace: client.options.namespace,
+      execution: { workflowId: execution.workflowId },
+    });
+    const pending = described.pendingActivities?.[0];
+    const events = (await handle.fetchHistory()).events ?? [];
+    const kinds = events.map((e) => String(e.eventType ?? '').replace('EVENT_TYPE_', '')).slice(-12);
+    lines.push(
+      `  job ${jobId}: ${gets} GETs; pending activity attempt ${pending?.attempt ?? '-'}, state ${pending?.state ?? '-'}, ` +
+        `last failure ${pending?.lastFailure?.message ?? '-'}; the history's last events: ${kinds.join(' ')}`,
+    );
+  }
+  return lines.length === 0 ? [] : ['Jobs polled least:', ...lines];
+}
+
 async function main(): Promise<void> {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
@@ -283,6 +323,7 @@ async function main(): Promise<void> {
     const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     const getsAfter = getsPerJob();
     const backlog = await activityBacklog(env.client, project);
+    const fewest = await fewestPolled(env.client, getsBefore, getsAfter, cadences);
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;
@@ -304,7 +345,7 @@ async function main(): Promise<void> {
         '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
     out.push(attemptTimes(firstLook, secondLook));
-    out.push(getsInWindow(getsBefore, getsAfter));
+    out.push(getsInWindow(getsBefore, getsAfter), ...fewest);
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
       out.push(
