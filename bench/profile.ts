@@ -15,7 +15,10 @@
  *   long enough that polls dominate; the per-thread CPU above is the steady window alone);
  * - how long a poll attempt takes from when it was due to its failure (the retry timer firing,
  *   matching, the worker taking the task, the GET): the server's view of 50 of the jobs' pending
- *   poll activities, read twice a cadence apart. A job polls every cadence plus this.
+ *   poll activities, read twice a cadence apart. A job polls every cadence plus this;
+ * - how many GETs each job made in the window, and for the five jobs polled least, their pending
+ *   poll activity and the last events of their history: whether a shortfall of the rate is every
+ *   poll a little late or some jobs going long without one.
  *
  *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
@@ -29,6 +32,8 @@ import { cadenceFlag, label, workerImpl } from './catalogue.js';
 import { startLoadJob } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { sampleProcess } from './resources.js';
+import { timestampMs } from './history.js';
+import { percentile } from './stats.js';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { mapLimit } from '../src/client/map-limit.js';
@@ -169,8 +174,7 @@ interface PendingPoll {
   lastEndedAt: number | null;
 }
 
-const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined): number | null =>
-  t?.seconds == null ? null : Number(t.seconds) * 1000 + Math.round((t.nanos ?? 0) / 1e6);
+const ms = (time: Parameters<typeof timestampMs>[0]): number | null => (time ? timestampMs(time) : null);
 
 async function pendingPolls(
   client: Client,
@@ -198,7 +202,8 @@ async function pendingPolls(
  * From two looks a cadence apart: for each job seen waiting between attempts both times, one
  * attempt apart, the time from when that attempt was due to when it failed asking for the next: the
  * retry timer firing, matching, the worker taking the task, the GET and the worker's work around
- * it. The cadence plus this is the time between a job's polls.
+ * it. The cadence plus this is the time between a job's polls. A job whose attempt was late by more
+ * than the cadence ran none between the looks and is left out: {@link getsInWindow} shows those.
  */
 function attemptTimes(first: Map<string, PendingPoll>, second: Map<string, PendingPoll>): string {
   const spans: number[] = [];
@@ -207,12 +212,10 @@ function attemptTimes(first: Map<string, PendingPoll>, second: Map<string, Pendi
     if (!after || after.attempt !== before.attempt + 1 || after.lastEndedAt === null) continue;
     spans.push(after.lastEndedAt - before.dueAt);
   }
-  spans.sort((a, b) => a - b);
-  const q = (p: number) =>
-    spans.length === 0 ? Number.NaN : spans[Math.min(spans.length - 1, Math.floor(p * spans.length))];
+  const at = (p: number) => Math.round(percentile(spans, p));
   return (
     `Poll attempts of ${spans.length} of ${first.size} sampled jobs, from due to failed (server clock): ` +
-    `p50 ${q(0.5)} ms, p90 ${q(0.9)} ms, max ${q(1)} ms`
+    `p50 ${at(50)} ms, p90 ${at(90)} ms, max ${at(100)} ms`
   );
 }
 
@@ -220,28 +223,20 @@ function attemptTimes(first: Map<string, PendingPoll>, second: Map<string, Pendi
  * How many GETs each job had in the window: whether a shortfall of the rate is every job polling a
  * little late, or some jobs not polling at all.
  */
-function getsInWindow(before: Map<string, number>, after: Map<string, number>): string {
+function getsInWindow(gets: Map<string, number>): string {
   const jobsByGets = new Map<number, number>();
-  for (const [id, count] of after) {
-    const gets = count - (before.get(id) ?? 0);
-    jobsByGets.set(gets, (jobsByGets.get(gets) ?? 0) + 1);
-  }
-  const counts = [...jobsByGets].sort((a, b) => a[0] - b[0]).map(([gets, jobs]) => `${gets}: ${jobs}`);
+  for (const count of gets.values()) jobsByGets.set(count, (jobsByGets.get(count) ?? 0) + 1);
+  const counts = [...jobsByGets].sort((a, b) => a[0] - b[0]).map(([count, jobs]) => `${count}: ${jobs}`);
   return `GETs per job in the window (GETs: jobs): ${counts.join(', ')}`;
 }
 
 /**
- * The jobs polled least in the window (at most 5 with fewer than half the cadence's polls), with what
- * their workflow's history shows since the window began: why a job went without polls.
+ * The jobs polled least in the window (at most 5 with fewer than half the cadence's polls), with
+ * their pending poll activity and the last events of their history: why a job went without polls.
  */
-async function fewestPolled(
-  client: Client,
-  before: Map<string, number>,
-  after: Map<string, number>,
-  cadences: number,
-): Promise<string[]> {
-  const few = [...after]
-    .map(([jobId, count]) => ({ jobId, gets: count - (before.get(jobId) ?? 0) }))
+async function fewestPolled(client: Client, gets: Map<string, number>, cadences: number): Promise<string[]> {
+  const few = [...gets]
+    .map(([jobId, count]) => ({ jobId, gets: count }))
     .filter((job) => job.gets < cadences / 2)
     .sort((a, b) => a.gets - b.gets)
     .slice(0, 5);
@@ -322,8 +317,11 @@ async function main(): Promise<void> {
     await sleep((cadences - 1) * cadenceMs);
     const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
     const getsAfter = getsPerJob();
+    const gets = new Map(
+      [...getsAfter].map(([jobId, count]) => [jobId, count - (getsBefore.get(jobId) ?? 0)]),
+    );
     const backlog = await activityBacklog(env.client, project);
-    const fewest = await fewestPolled(env.client, getsBefore, getsAfter, cadences);
+    const fewest = await fewestPolled(env.client, gets, cadences);
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;
@@ -345,7 +343,7 @@ async function main(): Promise<void> {
         '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
     out.push(attemptTimes(firstLook, secondLook));
-    out.push(getsInWindow(getsBefore, getsAfter), ...fewest);
+    out.push(getsInWindow(gets), ...fewest);
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
       out.push(

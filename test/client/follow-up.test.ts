@@ -12,7 +12,13 @@ import {
   sendFollowUp,
   startAgentJob,
 } from '../../src/client/index.js';
-import { FailureType, InvalidInputError, statusQuery, type AgentJobRecord } from '../../src/contract.js';
+import {
+  FailureType,
+  InvalidInputError,
+  SearchAttributes,
+  statusQuery,
+  type AgentJobRecord,
+} from '../../src/contract.js';
 import { FAST_POLL, uniqueId, waitFor, startSimulatedSuite } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
@@ -42,6 +48,12 @@ describe('follow-ups through the client library', { concurrency: 3 }, () => {
     assert.notEqual(result.prLink, turnOne.prLink);
     assert.equal(requestsTo(sim, projectId, 'message'), 1);
     assert.equal(createdJobs(sim, projectId), 1, 'no agent job created');
+    // The library named the job at the start, where a search attribute costs no action: the
+    // workflow upserts none.
+    const handle = env.client.workflow.getHandle(followUp.workflowId);
+    assert.equal((await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId), turnOne.id);
+    const { events } = await handle.fetchHistory();
+    assert.equal(events?.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes).length, 0);
   });
 
   test('two follow-ups sent at once for one job run one after the other', async () => {

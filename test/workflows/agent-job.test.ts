@@ -261,6 +261,8 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     assert.equal(failure.type, FailureType.AgentJobTimedOut);
     assert.equal((failure.details?.[0] as { status: string }).status, 'active');
     assert.equal(requestsTo(sim, projectId, 'get'), 0, 'the late attempt sent no GET');
+    // Read as the deadline, not as an API error: the status shows none.
+    assert.deepEqual((await handle.query(statusQuery)).lastError, null);
     const { events } = await handle.fetchHistory();
     const cause = events?.find((e) => e.activityTaskFailedEventAttributes)?.activityTaskFailedEventAttributes;
     assert.equal(cause?.failure?.applicationFailureInfo?.type, POLL_PAST_DEADLINE);

@@ -42,11 +42,6 @@ export function showProject(projectId: string): void {
   upsertSearchAttributes([{ key: SearchAttributes.projectId, value: projectId }]);
 }
 
-/** Tags a workflow that attached to an existing agent job (unless its starter did). */
-export function showAttached(jobId: string): void {
-  tagJob(jobId);
-}
-
 /**
  * Records a record the API answered, and tags the workflow with its job's ID when it is not yet (a
  * continued or attached run has it). Only the ID: each upsert after the start is a billable action
@@ -55,11 +50,14 @@ export function showAttached(jobId: string): void {
  */
 export function showRecord(progress: RunProgress, record: AgentJobRecord): void {
   progress.lastRecord = record;
-  tagJob(record.id);
+  showJobId(record.id);
 }
 
-/** Sets the `AgentJobId` search attribute, unless the workflow has it already. */
-function tagJob(jobId: string): void {
+/**
+ * Sets the `AgentJobId` search attribute, unless the workflow has it already (its starter set it,
+ * or the run before it did).
+ */
+export function showJobId(jobId: string): void {
   if (workflowInfo().typedSearchAttributes.get(SearchAttributes.jobId) === jobId) return;
   upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
 }

@@ -36,7 +36,7 @@ import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
 import { AgentJobApi, createKey, startFollowUpKey } from './api.js';
 import { FollowUps } from './follow-ups.js';
 import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
-import { showAttached, showEnd, showNextPoll, showProject, showRecord, statusOf } from './progress.js';
+import { showEnd, showJobId, showNextPoll, showProject, showRecord, statusOf } from './progress.js';
 import { carryOver, startRun, type Continuation } from './run-state.js';
 import type { EndStatus } from './turn.js';
 
@@ -132,7 +132,7 @@ export async function agentJobWorkflow(
   }
 
   function attach(jobId: string): string {
-    showAttached(jobId);
+    showJobId(jobId);
     // Attaching to an existing agent job: read it at once rather than after a first wait.
     wait.request();
     return jobId;
