@@ -17,8 +17,11 @@
  *   matching, the worker taking the task, the GET): the server's view of 50 of the jobs' pending
  *   poll activities, read twice a cadence apart. A job polls every cadence plus this;
  * - how many GETs each job made in the window, and for the five jobs polled least, their pending
- *   poll activity and the last events of their history: whether a shortfall of the rate is every
- *   poll a little late or some jobs going long without one.
+ *   poll activity (its attempt, when the last one started and ended, when the next is due: "-" once
+ *   it is due and not yet started) and the last events of their history: whether a shortfall of the
+ *   rate is every poll a little late or some jobs going long without one;
+ * - how busy the machine was in the window, and how much the host stole: per-poll figures of two
+ *   runs compare only when neither ran short of CPU.
  *
  *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
@@ -69,6 +72,13 @@ function threadCpu(pid: number): Map<string, { name: string; seconds: number }> 
     }
   }
   return threads;
+}
+
+/** The machine's CPU ticks from /proc/stat: all of them, idle (with I/O wait), and stolen by the host. */
+function machineTicks(): { total: number; idle: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [, , , idle = 0, iowait = 0, , , steal = 0] = fields;
+  return { total: fields.reduce((a, b) => a + b, 0), idle: idle + iowait, steal };
 }
 
 /** What kind of work a thread does, from its name as Node, V8, libuv and tokio set it. */
@@ -255,11 +265,18 @@ async function fewestPolled(client: Client, gets: Map<string, number>, cadences:
       execution: { workflowId: execution.workflowId },
     });
     const pending = described.pendingActivities?.[0];
+    const now = Date.now();
+    const ago = (time: Parameters<typeof ms>[0]) => {
+      const at = ms(time);
+      return at === null ? '-' : `${((now - at) / 1000).toFixed(1)} s ago`;
+    };
     const events = (await handle.fetchHistory()).events ?? [];
     const kinds = events.map((e) => String(e.eventType ?? '').replace('EVENT_TYPE_', '')).slice(-12);
     lines.push(
       `  job ${jobId}: ${gets} GETs; pending activity attempt ${pending?.attempt ?? '-'}, state ${pending?.state ?? '-'}, ` +
-        `last failure ${pending?.lastFailure?.message ?? '-'}; the history's last events: ${kinds.join(' ')}`,
+        `last failure ${pending?.lastFailure?.message ?? '-'}; last started ${ago(pending?.lastStartedTime)}, ` +
+        `ended ${ago(pending?.lastAttemptCompleteTime)}, next due ${ago(pending?.nextAttemptScheduleTime)}; ` +
+        `the history's last events: ${kinds.join(' ')}`,
     );
   }
   return lines.length === 0 ? [] : ['Jobs polled least:', ...lines];
@@ -308,14 +325,14 @@ async function main(): Promise<void> {
           .map((job) => [job.id, job.requests.get.count]),
       );
     const getsBefore = getsPerJob();
-    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
+    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu(), machine: machineTicks() };
     say(`steady window: ${cadences} cadences`);
     const sampled = started.filter((_, i) => i % Math.max(1, Math.floor(jobs / ATTEMPT_SAMPLE)) === 0);
     const firstLook = await pendingPolls(env.client, sampled);
     await sleep(cadenceMs);
     const secondLook = await pendingPolls(env.client, sampled);
     await sleep((cadences - 1) * cadenceMs);
-    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu() };
+    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu(), machine: machineTicks() };
     const getsAfter = getsPerJob();
     const gets = new Map(
       [...getsAfter].map(([jobId, count]) => [jobId, count - (getsBefore.get(jobId) ?? 0)]),
@@ -337,6 +354,12 @@ async function main(): Promise<void> {
         `(${(steadyPolls / ((after.at - before.at) / 1000)).toFixed(1)}/s), worker CPU ${cpu.toFixed(2)} s, ` +
         `${((1000 * cpu) / steadyPolls).toFixed(2)} ms per poll; the Temporal server ` +
         `${((1000 * (after.server - before.server)) / steadyPolls).toFixed(2)} ms per poll`,
+    );
+    const ticks = after.machine.total - before.machine.total;
+    const share = (n: number) => `${((100 * n) / Math.max(1, ticks)).toFixed(1)} %`;
+    out.push(
+      `The machine in the window: busy ${share(ticks - (after.machine.idle - before.machine.idle))} of its CPUs, ` +
+        `stolen by the host ${share(after.machine.steal - before.machine.steal)} (a figure per poll is only comparable between runs with little of either)`,
     );
     out.push(
       `Activity tasks waiting in the task queue at the window's end: ${backlog.count}, the oldest ${backlog.ageMs} ms ` +
