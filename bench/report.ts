@@ -955,5 +955,10 @@ every run, on its own task queue and simulator project.
   common/dynamicconfig/constants.go): frontend.rps, frontend.namespaceRPS, history.rps,
   matching.rps and frontend.persistenceMaxQPS at 50,000 (defaults 2,400, 2,400, 3,000, 1,200 and
   2,000), frontend.namespaceRPS.visibility at 200 (default 10), so that the limits measured are the
-  machine's.
+  machine's; and history.queueReaderStuckCriticalAttempts at 0 (default 3): the dev server has one
+  history shard, and at N = 2,000 its timer queue fires about 400 timers a second, which that
+  mitigation takes for a stuck reader, moving busy seconds of retry timers to a second reader that
+  waits tens of seconds for the shard's load budget (at N = 2,000, 118 of the jobs then went 20 s
+  and more without a poll; a cluster spreads these timers over its shards). bench/environment.ts
+  has the measurement.
 `;
