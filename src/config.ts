@@ -133,7 +133,7 @@ export function workerOptionsFrom(config: WorkerConfig) {
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-    // Polls run as local activities by default: the same short HTTP calls, the same cap.
+    // Local activities: the polls of 1.0 and of the benchmark's baseline (c); this build runs none.
     maxConcurrentLocalActivityExecutions: config.maxConcurrentActivities,
     maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
     maxCachedWorkflows: config.maxCachedWorkflows,
