@@ -32,10 +32,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startLoadJob } from './scenarios/load.js';
+import { startLoadJob, waitForClose } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { sampleProcess } from './resources.js';
-import { timestampMs } from './history.js';
+import { isClose, timestampMs } from './history.js';
 import { percentile } from './stats.js';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -282,6 +282,84 @@ async function fewestPolled(client: Client, gets: Map<string, number>, cadences:
   return lines.length === 0 ? [] : ['Jobs polled least:', ...lines];
 }
 
+/**
+ * Ends every job at a random moment of one cadence, as the load scenario's release does, waits for
+ * every workflow to close, and splits the detection latency of a sample from the histories: from
+ * the job's end to the start of the poll attempt that saw it (the wait for the next poll), that
+ * attempt (the GET and the worker around it), the activity's completion to the workflow task that
+ * reads it (the server and the worker's workflow-task queue), and that task to the close. Also the
+ * worker's workflow-thread CPU over the release, per job.
+ */
+async function release(
+  env: Awaited<ReturnType<typeof startBenchEnvironment>>,
+  project: string,
+  started: Array<{ workflowId: string }>,
+  cadenceMs: number,
+  workflowCpu: () => number,
+): Promise<string[]> {
+  const cpuBefore = workflowCpu();
+  const jobIds = env.simulator
+    .stats()
+    .jobs.filter((job) => job.projectId === project)
+    .map((job) => job.id);
+  const timers = jobIds.map((id) =>
+    setTimeout(() => env.simulator.archiveJob(project, id), Math.random() * cadenceMs),
+  );
+  try {
+    // Watched as the load scenario watches its release (a count a second), not with a long poll per
+    // workflow, which would load the server while it detects.
+    const late = await waitForClose(env.client, project, started.length, Date.now() + 10 * 60_000);
+    if (late !== null) throw new Error(`release: ${late}`);
+  } finally {
+    for (const timer of timers) clearTimeout(timer);
+  }
+  const cpuPerJobMs = ((workflowCpu() - cpuBefore) * 1000) / started.length;
+  const endedAt = new Map(
+    env.simulator
+      .stats()
+      .jobs.filter((job) => job.projectId === project)
+      .map((job) => [job.id, job.terminalAt]),
+  );
+  const parts = {
+    wait: [] as number[],
+    attempt: [] as number[],
+    toTask: [] as number[],
+    toClose: [] as number[],
+  };
+  const sample = started.filter((_, i) => i % Math.max(1, Math.floor(started.length / ATTEMPT_SAMPLE)) === 0);
+  await mapLimit(sample, 8, async ({ workflowId }) => {
+    const handle = env.client.workflow.getHandle(workflowId);
+    // The agent job, from the result: this worker's `{ job }`, or the baselines' record.
+    const result = (await handle.result()) as { id?: string; job?: { id?: string } };
+    const jobId = result.job?.id ?? result.id;
+    const end = jobId === undefined ? undefined : endedAt.get(jobId);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const at = (i: number) => (i < 0 ? null : timestampMs(events[i]?.eventTime));
+    const lastStart = events.map((e) => Boolean(e.activityTaskStartedEventAttributes)).lastIndexOf(true);
+    const completed = events.findIndex((e, i) => i > lastStart && e.activityTaskCompletedEventAttributes);
+    const task = events.findIndex((e, i) => i > completed && e.workflowTaskStartedEventAttributes);
+    const close = events.findIndex((e) => isClose(e));
+    const times = [at(lastStart), at(completed), at(task), at(close)];
+    if (end == null || lastStart < 0 || completed < 0 || task < 0 || times.some((t) => t === null)) return;
+    const [s, c, t, x] = times as number[];
+    parts.wait.push(s! - end);
+    parts.attempt.push(c! - s!);
+    parts.toTask.push(t! - c!);
+    parts.toClose.push(x! - t!);
+  });
+  const line = (name: string, values: number[]) =>
+    `  ${name}: p50 ${Math.round(percentile(values, 50))} ms, p90 ${Math.round(percentile(values, 90))} ms, ` +
+    `max ${Math.round(Math.max(...values))} ms`;
+  return [
+    `Release: every job ended within one cadence; detection of ${parts.wait.length} sampled jobs, split ` +
+      `(server clock for the events, the simulator's for the end); workflow threads ${cpuPerJobMs.toFixed(2)} ms of CPU per job:`,
+    line("the job's end to the start of the attempt that saw it", parts.wait),
+    line('that attempt, to its completion', parts.attempt),
+    line('the completion to the workflow task that reads it', parts.toTask),
+    line('that workflow task to the close', parts.toClose),
+  ];
+}
+
 async function main(): Promise<void> {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
@@ -325,20 +403,39 @@ async function main(): Promise<void> {
           .map((job) => [job.id, job.requests.get.count]),
       );
     const getsBefore = getsPerJob();
-    const before = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu(), machine: machineTicks() };
+    const before = {
+      threads: threadCpu(worker.pid),
+      polls: polls(),
+      at: Date.now(),
+      server: serverCpu(),
+      machine: machineTicks(),
+    };
     say(`steady window: ${cadences} cadences`);
     const sampled = started.filter((_, i) => i % Math.max(1, Math.floor(jobs / ATTEMPT_SAMPLE)) === 0);
     const firstLook = await pendingPolls(env.client, sampled);
     await sleep(cadenceMs);
     const secondLook = await pendingPolls(env.client, sampled);
     await sleep((cadences - 1) * cadenceMs);
-    const after = { threads: threadCpu(worker.pid), polls: polls(), at: Date.now(), server: serverCpu(), machine: machineTicks() };
+    const after = {
+      threads: threadCpu(worker.pid),
+      polls: polls(),
+      at: Date.now(),
+      server: serverCpu(),
+      machine: machineTicks(),
+    };
     const getsAfter = getsPerJob();
     const gets = new Map(
       [...getsAfter].map(([jobId, count]) => [jobId, count - (getsBefore.get(jobId) ?? 0)]),
     );
     const backlog = await activityBacklog(env.client, project);
     const fewest = await fewestPolled(env.client, gets, cadences);
+    const workflowCpu = () =>
+      [...threadCpu(worker.pid)]
+        .filter(
+          ([tid, t]) => threadKind(t.name, tid === String(worker.pid)) === 'workflow threads (JavaScript)',
+        )
+        .reduce((sum, [, t]) => sum + t.seconds, 0);
+    const released = await release(env, project, started, cadenceMs, workflowCpu);
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;
@@ -366,7 +463,7 @@ async function main(): Promise<void> {
         '(tasks the worker did not take at once: the server stores them and matches them later)',
     );
     out.push(attemptTimes(firstLook, secondLook));
-    out.push(getsInWindow(gets), ...fewest);
+    out.push(getsInWindow(gets), ...fewest, ...released);
     out.push('CPU per poll by thread kind:');
     for (const [kind, seconds] of [...byKind].sort((a, b) => b[1] - a[1])) {
       out.push(

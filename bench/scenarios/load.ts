@@ -373,7 +373,7 @@ function checkAlive(proc: MeasuredProcess): void {
  * Waits until `expected` workflows on the task queue have completed. Returns null then, or why not:
  * the deadline. A workflow that ended otherwise means the benchmark broke, and throws.
  */
-async function waitForClose(
+export async function waitForClose(
   client: Client,
   taskQueue: string,
   expected: number,
