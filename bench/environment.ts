@@ -32,7 +32,7 @@ export const BENCH_API_KEY = 'bench-local-key';
  * and so waits tens of seconds. At 2,000 jobs polled every 10 s the one shard fires about 400 timers
  * a second (each attempt's retry timer, and its start-to-close timer 30 s later, 75 s for the
  * baselines), and the mitigation ran 300 to 400 times a run. Measured with bench:profile at
- * N = 2,000 (the server's metrics showed the timers' load latency in the second reader at 10 to 50 s):
+ * N = 2,000 (the server's metrics showed the timers in the second reader loaded mostly 10 to 20 s late, some 50 s):
  * 6 jobs polled once and 112 twice in a 61 s window where the cadence asks for 6 (178.5 polls/s);
  * with the mitigation off, every job polled 5 to 7 times (199.5/s). A cluster spreads the same
  * timers over its history shards (the server's Docker image defaults to 4; production clusters are

@@ -21,7 +21,9 @@
  *   it is due and not yet started) and the last events of their history: whether a shortfall of the
  *   rate is every poll a little late or some jobs going long without one;
  * - how busy the machine was in the window, and how much the host stole: per-poll figures of two
- *   runs compare only when neither ran short of CPU.
+ *   runs compare only when neither ran short of CPU;
+ * - after the window, a release as the load scenario's (every job ends within one cadence), with 50
+ *   jobs' detection latency split from their histories (see {@link release}).
  *
  *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */
