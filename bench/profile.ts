@@ -34,7 +34,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startLoadJob, waitForClose } from './scenarios/load.js';
+import { releaseWithinCadence, startLoadJob, waitForClose } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { sampleProcess } from './resources.js';
 import { isClose, timestampMs } from './history.js';
@@ -83,13 +83,16 @@ function machineTicks(): { total: number; idle: number; steal: number } {
   return { total: fields.reduce((a, b) => a + b, 0), idle: idle + iowait, steal };
 }
 
+/** The kind of the worker's workflow threads, in {@link threadKind}. */
+const WORKFLOW_THREADS = 'workflow threads (JavaScript)';
+
 /** What kind of work a thread does, from its name as Node, V8, libuv and tokio set it. */
 function threadKind(name: string, isMain: boolean): string {
   if (isMain) return 'JavaScript main thread (activities, SDK bridge, logging)';
   if (/^tokio|^core|temporal/i.test(name)) return 'SDK core (Rust, tokio)';
   if (/^V8 |^v8:/i.test(name)) return "V8's helpers (GC, compiler)";
   if (/^libuv|^uv/i.test(name)) return "libuv's pool";
-  if (/^node$|^WorkerThread|^worker/i.test(name)) return 'workflow threads (JavaScript)';
+  if (/^node$|^WorkerThread|^worker/i.test(name)) return WORKFLOW_THREADS;
   return `other (${name})`;
 }
 
@@ -289,13 +292,15 @@ async function fewestPolled(client: Client, gets: Map<string, number>, cadences:
  * every workflow to close, and splits the detection latency of a sample from the histories: from
  * the job's end to the start of the poll attempt that saw it (the wait for the next poll), that
  * attempt (the GET and the worker around it), the activity's completion to the workflow task that
- * reads it (the server and the worker's workflow-task queue), and that task to the close. Also the
- * worker's workflow-thread CPU over the release, per job.
+ * reads it (the server and the worker's workflow-task queue), and that task to the close. The
+ * sample is the one whose pending polls the window read. Also the worker's workflow-thread CPU over
+ * the release, per job.
  */
 async function release(
   env: Awaited<ReturnType<typeof startBenchEnvironment>>,
   project: string,
-  started: Array<{ workflowId: string }>,
+  jobs: number,
+  sample: Array<{ workflowId: string }>,
   cadenceMs: number,
   workflowCpu: () => number,
 ): Promise<string[]> {
@@ -304,18 +309,16 @@ async function release(
     .stats()
     .jobs.filter((job) => job.projectId === project)
     .map((job) => job.id);
-  const timers = jobIds.map((id) =>
-    setTimeout(() => env.simulator.archiveJob(project, id), Math.random() * cadenceMs),
-  );
+  const timers = releaseWithinCadence(env, project, jobIds, cadenceMs);
   try {
     // Watched as the load scenario watches its release (a count a second), not with a long poll per
     // workflow, which would load the server while it detects.
-    const late = await waitForClose(env.client, project, started.length, Date.now() + 10 * 60_000);
+    const late = await waitForClose(env.client, project, jobs, Date.now() + 10 * 60_000);
     if (late !== null) throw new Error(`release: ${late}`);
   } finally {
     for (const timer of timers) clearTimeout(timer);
   }
-  const cpuPerJobMs = ((workflowCpu() - cpuBefore) * 1000) / started.length;
+  const cpuPerJobMs = ((workflowCpu() - cpuBefore) * 1000) / jobs;
   const endedAt = new Map(
     env.simulator
       .stats()
@@ -328,7 +331,6 @@ async function release(
     toTask: [] as number[],
     toClose: [] as number[],
   };
-  const sample = started.filter((_, i) => i % Math.max(1, Math.floor(started.length / ATTEMPT_SAMPLE)) === 0);
   await mapLimit(sample, 8, async ({ workflowId }) => {
     const handle = env.client.workflow.getHandle(workflowId);
     // The agent job, from the result: this worker's `{ job }`, or the baselines' record.
@@ -336,18 +338,16 @@ async function release(
     const jobId = result.job?.id ?? result.id;
     const end = jobId === undefined ? undefined : endedAt.get(jobId);
     const events = (await handle.fetchHistory()).events ?? [];
-    const at = (i: number) => (i < 0 ? null : timestampMs(events[i]?.eventTime));
     const lastStart = events.map((e) => Boolean(e.activityTaskStartedEventAttributes)).lastIndexOf(true);
     const completed = events.findIndex((e, i) => i > lastStart && e.activityTaskCompletedEventAttributes);
     const task = events.findIndex((e, i) => i > completed && e.workflowTaskStartedEventAttributes);
     const close = events.findIndex((e) => isClose(e));
-    const times = [at(lastStart), at(completed), at(task), at(close)];
-    if (end == null || lastStart < 0 || completed < 0 || task < 0 || times.some((t) => t === null)) return;
-    const [s, c, t, x] = times as number[];
-    parts.wait.push(s! - end);
-    parts.attempt.push(c! - s!);
-    parts.toTask.push(t! - c!);
-    parts.toClose.push(x! - t!);
+    if (end == null || [lastStart, completed, task, close].some((i) => i < 0)) return;
+    const at = (i: number) => timestampMs(events[i]?.eventTime);
+    parts.wait.push(at(lastStart) - end);
+    parts.attempt.push(at(completed) - at(lastStart));
+    parts.toTask.push(at(task) - at(completed));
+    parts.toClose.push(at(close) - at(task));
   });
   const line = (name: string, values: number[]) =>
     `  ${name}: p50 ${Math.round(percentile(values, 50))} ms, p90 ${Math.round(percentile(values, 90))} ms, ` +
@@ -433,11 +433,9 @@ async function main(): Promise<void> {
     const fewest = await fewestPolled(env.client, gets, cadences);
     const workflowCpu = () =>
       [...threadCpu(worker.pid)]
-        .filter(
-          ([tid, t]) => threadKind(t.name, tid === String(worker.pid)) === 'workflow threads (JavaScript)',
-        )
+        .filter(([tid, t]) => threadKind(t.name, tid === String(worker.pid)) === WORKFLOW_THREADS)
         .reduce((sum, [, t]) => sum + t.seconds, 0);
-    const released = await release(env, project, started, cadenceMs, workflowCpu);
+    const released = await release(env, project, jobs, sampled, cadenceMs, workflowCpu);
     await worker.stop();
 
     const steadyPolls = after.polls - before.polls;

@@ -179,8 +179,11 @@ async function drive(
 
   // 3. Release, each job at a random moment of one cadence, and drain.
   const releaseAt = Date.now();
-  const timers = jobs.map((job) =>
-    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * params.cadenceMs),
+  const timers = releaseWithinCadence(
+    env,
+    project,
+    jobs.map((job) => job.id),
+    params.cadenceMs,
   );
   let closes: Close[] = [];
   try {
@@ -367,6 +370,21 @@ function checkAlive(proc: MeasuredProcess): void {
   if (proc.failures() > 0) {
     throw new BenchmarkBroken(`the measured process reported failed workflow tasks:\n${proc.tail()}`);
   }
+}
+
+/**
+ * Ends each agent job at a random moment of one cadence, so that detection latency covers every
+ * point of a poll interval. Returns the timers, to clear if the release is abandoned.
+ */
+export function releaseWithinCadence(
+  env: BenchEnvironment,
+  project: string,
+  jobIds: string[],
+  cadenceMs: number,
+): NodeJS.Timeout[] {
+  return jobIds.map((id) =>
+    setTimeout(() => env.simulator.archiveJob(project, id), Math.random() * cadenceMs),
+  );
 }
 
 /**
