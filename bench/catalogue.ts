@@ -5,7 +5,7 @@
  * them, so neither side imports the other.
  */
 import { durationMs } from '../src/duration.js';
-import type { ActionCounts } from './history.js';
+import type { ActionCounts, DetectionParts } from './history.js';
 import type { MachineInfo } from './machine.js';
 import { DEFAULT_SCHEDULE, type Schedule } from './schedule.js';
 import type { Spread } from './stats.js';
@@ -123,6 +123,11 @@ export interface LoadRun {
   peakRssMiB: number;
   /** (Peak − idle resident memory) per 1,000 open workflows. */
   rssMiBPer1000Open: number;
+  /**
+   * Where detection latency went, part by part (p50 and p99, ms), from the histories of a sample of
+   * the closed workflows (./scenarios/load.ts); null for the plain loop, absent in older runs.
+   */
+  detection?: { sampled: number; p50: DetectionParts; p99: DetectionParts } | null;
   /** From sampled histories; null for the plain loop. */
   history: { sampled: number; eventsPerJob: number; actionsPerJob: number; maxRunEvents: number } | null;
   /** Why the run did not complete, or null. */

@@ -12,6 +12,7 @@
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { mapLimit } from '../src/client/map-limit.js';
 
 /** The marker the SDK core writes for each completed local activity. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
@@ -199,4 +200,81 @@ export async function firstRunId(handle: WorkflowHandle): Promise<string> {
   if (known) return known;
   const description = await handle.describe();
   return description.raw.workflowExecutionInfo?.firstRunId || description.runId;
+}
+
+/**
+ * Where one job's detection latency went, in ms: from its agent job's end (the simulator's clock) to
+ * the start of the poll attempt that saw it; that attempt, to its completion; the completion to the
+ * workflow task that read it (the server, and the worker's workflow-task queue); that task to the
+ * close. The server's clock for the events.
+ */
+export interface DetectionParts {
+  wait: number;
+  attempt: number;
+  toTask: number;
+  toClose: number;
+}
+
+/**
+ * Closed workflows whose histories split the detection latency: one in every N / 200, spread over
+ * the start order, enough for a p99 of each part with a few jobs above it.
+ */
+export const DETECTION_SAMPLE = 200;
+
+/** The parts of {@link DetectionParts}, in the order they happen. */
+export const DETECTION_PARTS = ['wait', 'attempt', 'toTask', 'toClose'] as const;
+
+/**
+ * Splits a closed run's detection latency from its history and the moment its agent job ended, or
+ * null when the history lacks one of the events (a run that closed otherwise) or its reads were
+ * local activities (baseline (c): a marker, with no start of its own, follows the last activity). The
+ * attempt that saw the end is the last one started: a poll by retry records only its last attempt's
+ * start, and a timer loop's last activity is the read that saw the end.
+ */
+export function detectionParts(events: readonly HistoryEvent[], endedAtMs: number): DetectionParts | null {
+  const lastStart = events.map((e) => Boolean(e.activityTaskStartedEventAttributes)).lastIndexOf(true);
+  const completed = events.findIndex((e, i) => i > lastStart && e.activityTaskCompletedEventAttributes);
+  const task = events.findIndex((e, i) => i > completed && e.workflowTaskStartedEventAttributes);
+  const close = events.findIndex((e) => isClose(e));
+  if (lastStart < 0 || [completed, task, close].some((i) => i < 0)) return null;
+  if (
+    events.some(
+      (e, i) => i > completed && e.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER,
+    )
+  )
+    return null;
+  const at = (i: number) => timestampMs(events[i]?.eventTime);
+  return {
+    wait: at(lastStart) - endedAtMs,
+    attempt: at(completed) - at(lastStart),
+    toTask: at(task) - at(completed),
+    toClose: at(close) - at(task),
+  };
+}
+
+/**
+ * The detection split of sampled closed workflows, part by part: their results name their agent
+ * jobs (this worker's `{ job }`, the baselines' record), `endedAt` says when each job ended.
+ */
+export async function detectionSplit(
+  client: Client,
+  sample: ReadonlyArray<{ workflowId: string }>,
+  endedAt: ReadonlyMap<string, number>,
+): Promise<Record<keyof DetectionParts, number[]>> {
+  const split = {
+    wait: [] as number[],
+    attempt: [] as number[],
+    toTask: [] as number[],
+    toClose: [] as number[],
+  };
+  await mapLimit(sample, 8, async ({ workflowId }) => {
+    const handle = client.workflow.getHandle(workflowId);
+    const result = (await handle.result()) as { id?: string; job?: { id?: string } };
+    const end = endedAt.get(result.job?.id ?? result.id ?? '');
+    if (end === undefined) return;
+    const parts = detectionParts((await handle.fetchHistory()).events ?? [], end);
+    if (parts === null) return;
+    for (const part of DETECTION_PARTS) split[part].push(parts[part]);
+  });
+  return split;
 }

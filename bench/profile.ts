@@ -34,10 +34,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { spawnWorker, startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { releaseWithinCadence, startLoadJob, waitForClose } from './scenarios/load.js';
+import { releaseWithinCadence, startLoadJob, terminalTimes, waitForClose } from './scenarios/load.js';
 import { waitUntil } from './wait.js';
 import { sampleProcess } from './resources.js';
-import { isClose, timestampMs } from './history.js';
+import { detectionSplit, timestampMs } from './history.js';
 import { percentile } from './stats.js';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -319,36 +319,7 @@ async function release(
     for (const timer of timers) clearTimeout(timer);
   }
   const cpuPerJobMs = ((workflowCpu() - cpuBefore) * 1000) / jobs;
-  const endedAt = new Map(
-    env.simulator
-      .stats()
-      .jobs.filter((job) => job.projectId === project)
-      .map((job) => [job.id, job.terminalAt]),
-  );
-  const parts = {
-    wait: [] as number[],
-    attempt: [] as number[],
-    toTask: [] as number[],
-    toClose: [] as number[],
-  };
-  await mapLimit(sample, 8, async ({ workflowId }) => {
-    const handle = env.client.workflow.getHandle(workflowId);
-    // The agent job, from the result: this worker's `{ job }`, or the baselines' record.
-    const result = (await handle.result()) as { id?: string; job?: { id?: string } };
-    const jobId = result.job?.id ?? result.id;
-    const end = jobId === undefined ? undefined : endedAt.get(jobId);
-    const events = (await handle.fetchHistory()).events ?? [];
-    const lastStart = events.map((e) => Boolean(e.activityTaskStartedEventAttributes)).lastIndexOf(true);
-    const completed = events.findIndex((e, i) => i > lastStart && e.activityTaskCompletedEventAttributes);
-    const task = events.findIndex((e, i) => i > completed && e.workflowTaskStartedEventAttributes);
-    const close = events.findIndex((e) => isClose(e));
-    if (end == null || [lastStart, completed, task, close].some((i) => i < 0)) return;
-    const at = (i: number) => timestampMs(events[i]?.eventTime);
-    parts.wait.push(at(lastStart) - end);
-    parts.attempt.push(at(completed) - at(lastStart));
-    parts.toTask.push(at(task) - at(completed));
-    parts.toClose.push(at(close) - at(task));
-  });
+  const parts = await detectionSplit(env.client, sample, terminalTimes(env, project));
   const line = (name: string, values: number[]) =>
     `  ${name}: p50 ${Math.round(percentile(values, 50))} ms, p90 ${Math.round(percentile(values, 90))} ms, ` +
     `max ${Math.round(Math.max(...values))} ms`;

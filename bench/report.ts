@@ -25,6 +25,7 @@ import {
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
+import { DETECTION_PARTS, DETECTION_SAMPLE, type DetectionParts } from './history.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -228,6 +229,11 @@ export function render(
         format,
       ),
     );
+    const split = detectionTable(loads, format);
+    if (split !== null) {
+      out.push(h('Where detection latency goes'));
+      out.push(split);
+    }
     const marginal = marginalMemory(loads);
     if (marginal) out.push(marginal);
     if (result.ladderStops.length > 0) {
@@ -296,6 +302,41 @@ function aimsTable(aims: AimResult[], format: Format): string {
     aims.map((a) => [a.aim, a.status, a.landed, a.limits]),
     format,
   );
+}
+
+/**
+ * The detection split of each Temporal implementation's load runs (./history.ts), p50 / p99 of each
+ * part in seconds; null when no run has one.
+ */
+function detectionTable(loads: LoadSummary[], format: Format): string | null {
+  const order: readonly Implementation[] = [...BASELINES, 'worker'];
+  const rows = loads
+    .filter((s) => s.variant === '' && s.detection !== null)
+    .sort((a, b) => a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl))
+    .map((s) => {
+      const d = s.detection as NonNullable<LoadSummary['detection']>;
+      const cell = (part: keyof DetectionParts) => `${f(d.p50[part], 2, 1000)} / ${f(d.p99[part], 2, 1000)}`;
+      return [String(s.jobs), `${s.cadenceMs / 1000} s`, label(s.impl), ...DETECTION_PARTS.map(cell)];
+    });
+  if (rows.length === 0) return null;
+  const intro =
+    `p50 / p99 of each part, in seconds, from the histories of up to ${DETECTION_SAMPLE} closed workflows per run ` +
+    "((c)'s reads are local activities, which leave no start in a history, so it has no split; the job's end " +
+    "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
+    'from the same jobs.\n';
+  return `${intro}\n${table(
+    [
+      'N',
+      'cadence',
+      'implementation',
+      "job's end → start of the attempt that saw it",
+      'that attempt',
+      'its completion → the workflow task',
+      'that task → the close',
+    ],
+    rows,
+    format,
+  )}`;
 }
 
 function loadTable(loads: LoadSummary[], format: Format): string {

@@ -18,6 +18,7 @@ import {
   type QuotaCostSide,
   type WakeRun,
 } from './catalogue.js';
+import { DETECTION_PARTS, type DetectionParts } from './history.js';
 import { ratio, spread, type Spread } from './stats.js';
 
 /** The figures of one (point, implementation, variant) over its repeats. */
@@ -45,6 +46,8 @@ export interface LoadSummary {
   apiRequestsPerJob: Spread | null;
   eventsPerJob: Spread | null;
   actionsPerJob: Spread | null;
+  /** Where detection latency went: each part's p50 and p99 (ms), over the repeats; null without a split. */
+  detection: Record<'p50' | 'p99', Record<keyof DetectionParts, Spread | null>> | null;
   broke: string[];
 }
 
@@ -82,9 +85,23 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
       apiRequestsPerJob: of((r) => r.apiRequestsPerJob),
       eventsPerJob: of((r) => r.history?.eventsPerJob),
       actionsPerJob: of((r) => r.history?.actionsPerJob),
+      detection: ok.some((r) => r.detection)
+        ? {
+            p50: detectionPart((part) => of((r) => r.detection?.p50[part])),
+            p99: detectionPart((part) => of((r) => r.detection?.p99[part])),
+          }
+        : null,
       broke: group.flatMap((r) => (r.broke === null ? [] : [r.broke])),
     };
   });
+}
+
+/** A record of one value per part of the detection split. */
+function detectionPart<T>(value: (part: keyof DetectionParts) => T): Record<keyof DetectionParts, T> {
+  return Object.fromEntries(DETECTION_PARTS.map((part) => [part, value(part)])) as Record<
+    keyof DetectionParts,
+    T
+  >;
 }
 
 /** One figure of this worker next to every baseline at one point. */

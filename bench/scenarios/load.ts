@@ -21,7 +21,13 @@ import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
 import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
-import { firstRunId, workflowCost } from '../history.js';
+import {
+  DETECTION_SAMPLE,
+  detectionSplit,
+  firstRunId,
+  workflowCost,
+  type DetectionParts,
+} from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
@@ -218,6 +224,8 @@ async function drive(
   });
   const sample = started.slice(0, params.historySample);
   const costs = await mapLimit(sample, 16, (s) => workflowCost(env.client, s.workflowId, s.runId));
+  const detection =
+    broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null;
   const counts = env.simulator.stats().requestsPerProjectEndpoint[project] ?? {};
   const requests = (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
   const lastClose = closes.length > 0 ? Math.max(...closes.map((c) => c.closedAt)) : Date.now();
@@ -250,6 +258,7 @@ async function drive(
             p99: percentile(latencies, 99),
             max: Math.max(...latencies),
           },
+    detection,
     steadyPolls,
     steadyPollsPerSecond: steadyPolls / steadySeconds,
     cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
@@ -419,16 +428,34 @@ export async function waitForClose(
   });
 }
 
-/** Terminates what a broken run left open, so later scenarios get the server to themselves. */
+/**
+ * Terminates what a run left open and waits until none of it runs, so later scenarios get the server
+ * to themselves: the batch operation only starts the terminations, which the server works through
+ * after the call returns (the wake scenario leaves 1,000 workflows to it).
+ */
 export async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
+  const running = `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`;
   await env.client.workflowService.startBatchOperation({
     namespace: env.namespace,
     jobId: randomUUID(),
     reason: 'benchmark run over',
-    visibilityQuery: `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`,
+    visibilityQuery: running,
     terminationOperation: {},
   });
+  await waitUntil({
+    check: async () => ((await env.client.workflow.count(running)).count === 0 ? true : undefined),
+    deadline: Date.now() + LEFTOVERS_TIMEOUT_MS,
+    everyMs: 1_000,
+    late: () => {
+      throw new BenchmarkBroken(
+        `workflows on ${taskQueue} still running ${LEFTOVERS_TIMEOUT_MS / 1000} s after their termination`,
+      );
+    },
+  });
 }
+
+/** How long terminating a run's leftovers may take: thousands of workflows, on a busy machine. */
+const LEFTOVERS_TIMEOUT_MS = 5 * 60_000;
 
 interface Close {
   jobId: string | null;
@@ -460,8 +487,26 @@ async function closesFromHistories(client: Client, started: Started[]): Promise<
     }));
 }
 
+/** The detection split (./history.ts) of {@link DETECTION_SAMPLE} of the run's workflows, p50 and p99 of each part. */
+async function splitDetection(
+  env: BenchEnvironment,
+  started: Started[],
+  terminalAt: Map<string, number>,
+): Promise<LoadRun['detection']> {
+  const every = Math.max(1, Math.floor(started.length / DETECTION_SAMPLE));
+  const sample = started.filter((_, i) => i % every === 0).slice(0, DETECTION_SAMPLE);
+  const split = await detectionSplit(env.client, sample, terminalAt);
+  const at = (p: number): DetectionParts => ({
+    wait: percentile(split.wait, p),
+    attempt: percentile(split.attempt, p),
+    toTask: percentile(split.toTask, p),
+    toClose: percentile(split.toClose, p),
+  });
+  return split.wait.length === 0 ? null : { sampled: split.wait.length, p50: at(50), p99: at(99) };
+}
+
 /** Epoch ms at which the simulator made each job of `project` terminal. */
-function terminalTimes(env: BenchEnvironment, project: string): Map<string, number> {
+export function terminalTimes(env: BenchEnvironment, project: string): Map<string, number> {
   const times = new Map<string, number>();
   for (const job of env.simulator.stats().jobs) {
     if (job.projectId === project && job.terminalAt !== null) times.set(job.id, job.terminalAt);
