@@ -224,6 +224,13 @@ export const DETECTION_SAMPLE = 200;
 /** The parts of {@link DetectionParts}, in the order they happen. */
 export const DETECTION_PARTS = ['wait', 'attempt', 'toTask', 'toClose'] as const;
 
+/** A record with one value per part of the split, in {@link DETECTION_PARTS}' order. */
+export function perPart<T>(value: (part: keyof DetectionParts) => T): Record<keyof DetectionParts, T> {
+  const record = {} as Record<keyof DetectionParts, T>;
+  for (const part of DETECTION_PARTS) record[part] = value(part);
+  return record;
+}
+
 /**
  * Splits a closed run's detection latency from its history and the moment its agent job ended, or
  * null when the history lacks one of the events (a run that closed otherwise) or its reads were
@@ -261,12 +268,7 @@ export async function detectionSplit(
   sample: ReadonlyArray<{ workflowId: string }>,
   endedAt: ReadonlyMap<string, number>,
 ): Promise<Record<keyof DetectionParts, number[]>> {
-  const split = {
-    wait: [] as number[],
-    attempt: [] as number[],
-    toTask: [] as number[],
-    toClose: [] as number[],
-  };
+  const split = perPart((): number[] => []);
   await mapLimit(sample, 8, async ({ workflowId }) => {
     const handle = client.workflow.getHandle(workflowId);
     const result = (await handle.result()) as { id?: string; job?: { id?: string } };

@@ -18,7 +18,7 @@ import {
   type QuotaCostSide,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PARTS, type DetectionParts } from './history.js';
+import { perPart, type DetectionParts } from './history.js';
 import { ratio, spread, type Spread } from './stats.js';
 
 /** The figures of one (point, implementation, variant) over its repeats. */
@@ -87,21 +87,13 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
       actionsPerJob: of((r) => r.history?.actionsPerJob),
       detection: ok.some((r) => r.detection)
         ? {
-            p50: detectionPart((part) => of((r) => r.detection?.p50[part])),
-            p99: detectionPart((part) => of((r) => r.detection?.p99[part])),
+            p50: perPart((part) => of((r) => r.detection?.p50[part])),
+            p99: perPart((part) => of((r) => r.detection?.p99[part])),
           }
         : null,
       broke: group.flatMap((r) => (r.broke === null ? [] : [r.broke])),
     };
   });
-}
-
-/** A record of one value per part of the detection split. */
-function detectionPart<T>(value: (part: keyof DetectionParts) => T): Record<keyof DetectionParts, T> {
-  return Object.fromEntries(DETECTION_PARTS.map((part) => [part, value(part)])) as Record<
-    keyof DetectionParts,
-    T
-  >;
 }
 
 /** One figure of this worker next to every baseline at one point. */

@@ -21,13 +21,7 @@ import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
 import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
-import {
-  DETECTION_SAMPLE,
-  detectionSplit,
-  firstRunId,
-  workflowCost,
-  type DetectionParts,
-} from '../history.js';
+import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
@@ -496,12 +490,7 @@ async function splitDetection(
   const every = Math.max(1, Math.floor(started.length / DETECTION_SAMPLE));
   const sample = started.filter((_, i) => i % every === 0).slice(0, DETECTION_SAMPLE);
   const split = await detectionSplit(env.client, sample, terminalAt);
-  const at = (p: number): DetectionParts => ({
-    wait: percentile(split.wait, p),
-    attempt: percentile(split.attempt, p),
-    toTask: percentile(split.toTask, p),
-    toClose: percentile(split.toClose, p),
-  });
+  const at = (p: number) => perPart((part) => percentile(split[part], p));
   return split.wait.length === 0 ? null : { sampled: split.wait.length, p50: at(50), p99: at(99) };
 }
 
