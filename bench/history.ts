@@ -126,10 +126,16 @@ export async function workflowCost(
     countAttempts(runEvents, attemptsByActivity);
     const last: HistoryEvent | undefined = runEvents.at(-1);
     if (last && isClose(last)) closedAt = timestampMs(last.eventTime);
-    const payload = last?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
-    if (payload) result = defaultPayloadConverter.fromPayload(payload);
+    const decoded = resultOf(runEvents);
+    if (decoded !== undefined) result = decoded;
   }
   return { workflowId, runs, events, maxRunEvents, actions, attemptsByActivity, closedAt, result };
+}
+
+/** The result a completed run's history ends with, decoded; undefined for a run that did not complete. */
+function resultOf(events: readonly HistoryEvent[]): unknown {
+  const payload = events.at(-1)?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
+  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
 }
 
 /** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */
@@ -270,11 +276,12 @@ export async function detectionSplit(
 ): Promise<Record<keyof DetectionParts, number[]>> {
   const split = perPart((): number[] => []);
   await mapLimit(sample, 8, async ({ workflowId }) => {
-    const handle = client.workflow.getHandle(workflowId);
-    const result = (await handle.result()) as { id?: string; job?: { id?: string } };
-    const end = endedAt.get(result.job?.id ?? result.id ?? '');
+    // One read: the history names the job in its result, and holds the events to time.
+    const events = (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+    const result = resultOf(events) as { id?: string; job?: { id?: string } } | undefined;
+    const end = endedAt.get(result?.job?.id ?? result?.id ?? '');
     if (end === undefined) return;
-    const parts = detectionParts((await handle.fetchHistory()).events ?? [], end);
+    const parts = detectionParts(events, end);
     if (parts === null) return;
     for (const part of DETECTION_PARTS) split[part].push(parts[part]);
   });
