@@ -25,6 +25,21 @@ export type Baseline = Exclude<Implementation, 'worker'>;
 /** The baselines, in the order of their columns. */
 export const BASELINES = IMPLEMENTATIONS.filter((impl): impl is Baseline => impl !== 'worker');
 
+/**
+ * The order in which repeat `repeat` (from 1) of a load point runs `impls`: interleaved, so that a
+ * change in the machine's load falls on every implementation alike, in the rows of a balanced Latin
+ * square (Williams' design: 0, 1, n−1, 2, n−2, … shifted by one per repeat), so that over n repeats
+ * of an even n each implementation runs right after each other one exactly once. A plain rotation
+ * would keep every neighbour, as the fixed order did: (c) ran right before this worker in every
+ * repeat, which on a server shared by the runs weighed on this worker's figures alone (each run gets
+ * a fresh server since: bench/environment.ts' renewServer has the measurement).
+ */
+export function runOrder<T>(impls: readonly T[], repeat: number): T[] {
+  const n = impls.length;
+  const first = Array.from({ length: n }, (_, i) => (i % 2 === 1 ? (i + 1) / 2 : (n - i / 2) % n));
+  return first.map((index) => impls[(index + repeat - 1) % n] as T);
+}
+
 /** Each baseline's mark (its ratio column is "÷ mark") and name. */
 const BASELINE_NAMES: Record<Baseline, { mark: string; name: string }> = {
   'plain-loop': { mark: '(a)', name: 'plain loop' },
@@ -368,6 +383,12 @@ export interface BenchResult {
     /** The dev server's raised limits (bench/environment.ts); empty on PostgreSQL. */
     dynamicConfig: Record<string, number>;
     choices: DesignChoice[];
+    /**
+     * How the load and wake runs shared the Temporal server: `per-run` (each on a fresh one, in the
+     * order of {@link runOrder}) or `shared` (one server for the whole benchmark, a fixed order; also
+     * every run recorded before this field existed).
+     */
+    servers?: 'per-run' | 'shared';
   };
   setupMs: { server: number; emit: number; bundle: number };
   /**

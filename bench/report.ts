@@ -283,6 +283,9 @@ function header(result: BenchResult, format: Format): string {
       )}${result.settings.choices.length > 0 ? `; design choices ×${result.settings.repeats}` : ''} ` +
       `(figures are medians, with min–max when repeated); cost: ${result.settings.costSamples} jobs per row, ` +
       `schedules ${result.settings.costScale} times faster than real time.`,
+    result.settings.servers === 'per-run'
+      ? 'Each load and wake run had a fresh Temporal server; each repeat ran the implementations in another order.'
+      : 'All runs shared one Temporal server, the implementations in the same order in every repeat.',
   ];
   if (result.error) lines.push(`This run broke part-way, and exited 1: ${result.error.split('\n')[0]}`);
   return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
@@ -922,7 +925,12 @@ const DOC_METHOD = `## How the figures are taken
 Everything runs on this machine: the real Temporal dev server (\`temporal server start-dev\` of the
 CLI that dev/temporal-cli.ts resolves, in-memory SQLite), the API simulator (in the benchmark's
 process, create limit off), and each implementation in a process of its own, started fresh for
-every run, on its own task queue and simulator project.
+every run, on its own task queue and simulator project. Each load run and each wake run also gets a
+Temporal server of its own (runs before 2026-11-27 shared one, as their headers say): the dev
+server slows over a session of heavy runs (it keeps every closed workflow in its one shard; which
+of its state slows it is not measured), so on a shared server a run measured the runs before it too (at N = 2,000, (b) read a p99 detection of
+36.3 s right after (c), 21.4 s on a server of its own). The repeats of a load point run the
+implementations in the rows of a balanced Latin square, so that none always follows the same one.
 
 - **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by

@@ -15,6 +15,7 @@ import { describePoints, render, writePerformanceDoc, writeResult } from './repo
 import {
   COST_VARIANTS,
   IMPLEMENTATIONS,
+  runOrder,
   LADDER,
   QUICK_POINTS,
   type BenchResult,
@@ -251,8 +252,7 @@ async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Pr
     // lets the point's other repeats run, so the point where the climb ends has its spread too.
     const stopAfterPoint = new Map<Implementation, string>();
     for (let repeat = 1; repeat <= (point.repeats ?? p.repeats); repeat++) {
-      // Interleaved, so that a change in the machine's load falls on every implementation alike.
-      for (const impl of point.impls ?? IMPLEMENTATIONS) {
+      for (const impl of runOrder(point.impls ?? IMPLEMENTATIONS, repeat)) {
         if (stopped.has(impl)) continue;
         const run = await loadRun(env, p, point, impl, repeat);
         result.load.push(run);
@@ -302,6 +302,7 @@ async function loadRun(
   const what = `${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${point.repeats ?? p.repeats})`;
   const started = Date.now();
   say(`load ${what}`);
+  await env.renewServer();
   const run = await runLoad(env, {
     impl,
     jobs: point.jobs,
@@ -372,6 +373,7 @@ async function runWakeScenario(env: BenchEnvironment, p: Plan): Promise<WakeRun[
   for (const impl of impls) {
     say(`wake-ups and a worker SIGKILLed: ${impl} N=${p.wakeJobs} at 10 s`);
     const started = Date.now();
+    await env.renewServer();
     const run = await runWake(env, {
       impl,
       jobs: p.wakeJobs,
@@ -448,6 +450,7 @@ async function main(): Promise<number> {
         // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
         dynamicConfig: p.server === 'dev' ? DYNAMIC_CONFIG : {},
         choices: p.choices,
+        servers: 'per-run',
       },
       setupMs: env.setupMs,
       server: p.server,
