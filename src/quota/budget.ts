@@ -18,6 +18,7 @@ import type {
   QuotaTakeRefusal,
   QuotaUsage,
   QuotaUseKind,
+  QuotaWaiting,
 } from './messages.js';
 import { clamp, clampInt, clampLimit, MAX_LEASE_MS, MAX_WINDOW_MS, MIN_LEASE_MS } from './messages.js';
 import { idHash, utf8ByteLength } from '../ids.js';
@@ -502,6 +503,27 @@ export class ProjectBudget {
     s.totals.spent++;
     s.refusalsInARow = 0;
     this.#remember(requestId, 'spent', now);
+    return true;
+  }
+
+  /**
+   * A requester says it still waits for `waiting.requestId`: when this budget holds it neither
+   * queued nor granted (a run started after a termination never heard of it), a `not-queued`
+   * answer is owed, so that it asks again now. Returns whether one is. Not a decline of a request:
+   * no total counts it, no room is held.
+   */
+  waiting(waiting: Required<QuotaWaiting>, now: number): boolean {
+    const s = this.#s;
+    const { requestId, workflowId } = waiting;
+    if (this.#queued(requestId) || s.leases.some((l) => l.requestId === requestId)) return false;
+    if (s.declines.length >= MAX_DECLINES_OWED) return false;
+    s.declines.push({
+      workflowId,
+      requestId,
+      reason: 'not-queued',
+      queueLength: s.queue.length,
+      retryAt: new Date(now).toISOString(),
+    });
     return true;
   }
 

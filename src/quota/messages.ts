@@ -109,11 +109,20 @@ export const quotaSpentSignal = defineSignal<[{ requestId: string; at: number }]
 export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
 
 /**
- * Signal to the quota workflow from a workflow still waiting in its queue, every `QUOTA_REASK_MS`
- * without a word: the quota ignores it, and it fails when no quota workflow runs (one was
- * terminated), so that the waiting workflow asks again at once instead of at its estimated start.
+ * Signal to the quota workflow from a workflow still waiting in its queue, every lease without a
+ * word: it fails when no quota workflow runs (one was terminated), and a run that does not hold the
+ * request (a new one, started by another job's ask after a termination) answers `not-queued`, so
+ * that the waiting workflow asks again at once instead of at its estimated start. A run holding it
+ * says nothing. Requesters from before the answer send no `workflowId`, and are not answered.
  */
-export const quotaWaitingSignal = defineSignal<[{ requestId: string }]>('quotaWaiting');
+export const quotaWaitingSignal = defineSignal<[QuotaWaiting]>('quotaWaiting');
+
+/** The body of {@link quotaWaitingSignal}. */
+export interface QuotaWaiting {
+  requestId: string;
+  /** Where to answer `not-queued`; absent from requesters that do not read that answer. */
+  workflowId?: string;
+}
 
 /**
  * A take of one use now, asked by a create or message activity just before it sends, with
@@ -167,11 +176,13 @@ export const quotaPlaceSignal = defineSignal<[{ requestId: string } & QueuePlace
 
 /**
  * Why the quota workflow did not queue a request: `queue-full` (ask again with the same request ID
- * at `retryAt`) or `used-before` (the ID was spent, released or refused: ask under a new ID).
+ * at `retryAt`), `used-before` (the ID was spent, released or refused: ask under a new ID) or
+ * `not-queued` (the answer to a {@link quotaWaitingSignal} for a request this run does not hold:
+ * ask again now, with the same ID). Requesters ignore a reason they do not know.
  */
 export interface QuotaDeclined {
   requestId: string;
-  reason: 'queue-full' | 'used-before';
+  reason: 'queue-full' | 'used-before' | 'not-queued';
   /** The project's queue length when it declined. */
   queueLength: number;
   /** ISO time to ask again (`queue-full`): about when half the queue will have been granted. */
@@ -327,6 +338,19 @@ export function readSpent(raw: unknown): Read<{ requestId: string; at: number | 
 export function readRelease(raw: unknown): Read<{ requestId: string }> {
   const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
   return requestId === null ? { problem: 'requestId must be a request ID' } : { value: { requestId } };
+}
+
+/** Reads a waiting signal's payload; `workflowId` is absent when the requester sent none. */
+export function readWaiting(raw: unknown): Read<QuotaWaiting> {
+  const requestId = isRecord(raw) ? readId(raw.requestId, MAX_REQUEST_ID_BYTES) : null;
+  if (requestId === null) return { problem: 'requestId must be a request ID' };
+  const record = raw as Record<string, unknown>;
+  if (record.workflowId === undefined) return { value: { requestId } };
+  const workflowId = readId(record.workflowId, MAX_WORKFLOW_ID_BYTES);
+  if (workflowId === null) return { problem: 'workflowId must be a workflow ID' };
+  // A request ID is its workflow's ID and a use name: the answer goes to no other workflow.
+  if (!requestId.startsWith(`${workflowId}/`)) return { problem: 'requestId is not one of workflowId' };
+  return { value: { requestId, workflowId } };
 }
 
 /** A Retry-After in ms: null when absent or not a number, else within 0 and {@link MAX_RETRY_AFTER_MS}. */

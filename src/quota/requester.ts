@@ -115,7 +115,8 @@ export class ProjectQuotaRequester {
     });
     setHandler(quotaDeclinedSignal, (declined) => {
       const name = useNameOf(declined);
-      if (name === null || (declined.reason !== 'queue-full' && declined.reason !== 'used-before')) return;
+      const known: ReadonlyArray<QuotaDeclined['reason']> = ['queue-full', 'used-before', 'not-queued'];
+      if (name === null || !known.includes(declined.reason)) return;
       this.#declines.set(name, declined);
     });
   }
@@ -226,7 +227,9 @@ export class ProjectQuotaRequester {
           this.#stopWaiting();
           return { kind: 'used-before' };
         }
-        if (declined) this.#showWaitForRoom(declined, schedule.declined(declined, Date.now(), Math.random));
+        if (declined?.reason === 'not-queued') schedule.notHeld(Date.now());
+        else if (declined)
+          this.#showWaitForRoom(declined, schedule.declined(declined, Date.now(), Math.random));
         if (Date.now() >= deadlineMs) throw this.#gaveUp(use, refused !== undefined);
         if (schedule.dueToAsk(Date.now())) {
           if ((await this.#enqueue(use, deadlineMs, refused)).state === 'off') {
@@ -245,8 +248,9 @@ export class ProjectQuotaRequester {
         // A place heard meanwhile moves the time to ask again; read only now, so a place starts no timer.
         schedule.placeHeard(this.#places.get(use.name));
         if (!schedule.dueToCheck(Date.now())) continue;
-        // A terminated quota workflow forgot the queue: ask again now, not at the estimated start.
-        if (!(await this.#quotaRuns(requestId))) schedule.quotaGone(Date.now());
+        // A terminated quota workflow forgot the queue: ask again now, not at the estimated start. A
+        // run started since that never heard of the request answers `not-queued` (above).
+        if (!(await this.#quotaRuns(requestId))) schedule.notHeld(Date.now());
       }
     } catch (err) {
       // Leave the queue without an API call (the request may have reached it even when the enqueue
@@ -274,11 +278,15 @@ export class ProjectQuotaRequester {
     );
   }
 
-  /** Whether the project's quota workflow runs: a signal it ignores, which fails when none runs. */
+  /**
+   * Whether the project's quota workflow runs: a signal that fails when none runs, and that a run
+   * not holding the request answers with a `not-queued` decline.
+   */
   async #quotaRuns(requestId: string): Promise<boolean> {
     try {
       await getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId)).signal(quotaWaitingSignal, {
         requestId,
+        workflowId: workflowInfo().workflowId,
       });
       return true;
     } catch (err) {

@@ -23,6 +23,8 @@ export class AskSchedule {
   readonly #checkEveryMs: number;
   #reaskAt: number;
   #checkAt: number;
+  /** Turned away by a full queue until the next ask: no run holds the request, so there is nothing to check. */
+  #outOfQueue = false;
 
   /** Asked at `now`; `leaseMs` is the worker's lease (absent: the default). */
   constructor(now: number, leaseMs: number | undefined) {
@@ -35,6 +37,7 @@ export class AskSchedule {
   asked(now: number): void {
     this.#reaskAt = now + QUOTA_REASK_MS;
     this.#checkAt = now + this.#checkEveryMs;
+    this.#outOfQueue = false;
   }
 
   /**
@@ -45,6 +48,7 @@ export class AskSchedule {
     const retryAt = Date.parse(declined.retryAt);
     const waitMs = Math.max(1_000, (Number.isNaN(retryAt) ? 0 : retryAt) - now);
     this.#reaskAt = now + Math.round(waitMs * (1 + random() * RETRY_JITTER));
+    this.#outOfQueue = true;
     return this.#reaskAt;
   }
 
@@ -63,15 +67,21 @@ export class AskSchedule {
     return Math.max(1, Math.min(deadlineMs, this.#reaskAt, this.#checkAt) - now);
   }
 
-  /** Whether to check now that the quota workflow still runs (not when an ask is due anyway); the next check is then a period away. */
+  /**
+   * Whether to check now that the quota workflow still holds the request (not when an ask is due
+   * anyway, nor while a full queue keeps it out); the next check is then a period away.
+   */
   dueToCheck(now: number): boolean {
-    if (now < this.#checkAt || now >= this.#reaskAt) return false;
+    if (this.#outOfQueue || now < this.#checkAt || now >= this.#reaskAt) return false;
     this.#checkAt = now + this.#checkEveryMs;
     return true;
   }
 
-  /** The quota workflow no longer runs (it forgot the queue): ask again now. */
-  quotaGone(now: number): void {
+  /**
+   * The quota no longer holds the request: its workflow no longer runs, or a run started since
+   * never heard of it (it answered `not-queued`). Ask again now.
+   */
+  notHeld(now: number): void {
     this.#reaskAt = now;
   }
 }

@@ -39,7 +39,14 @@ import {
   type QuotaLimit,
 } from './messages.js';
 import { ProjectBudget, QUOTA_IDLE_MS, timerToStart, type BudgetState, type QuotaNotice } from './budget.js';
-import { readQuotaRequest, readQuotaTake, readRelease, readSpent, type Read } from './messages.js';
+import {
+  readQuotaRequest,
+  readQuotaTake,
+  readRelease,
+  readSpent,
+  readWaiting,
+  type Read,
+} from './messages.js';
 
 /**
  * History events per quota run before continue-as-new. A request costs about 5 events (its signal,
@@ -65,6 +72,13 @@ export interface ProjectQuotaInput {
  * their own loop, {@link timerPerPassLoop}, until they continue as new.
  */
 export const QUOTA_ONE_TIMER_PATCH = 'quota-one-timer';
+
+/**
+ * The patch of the answer to a waiting signal for a request the run does not hold
+ * ({@link ProjectBudget.waiting}). Quota runs follow rollouts: one that took such a signal on an
+ * older build, which said nothing, replays it on this one without the answer.
+ */
+export const QUOTA_WAITING_ANSWER_PATCH = 'quota-waiting-answer';
 
 /** The budget of one project, kept by signals; see {@link ProjectBudget} for the rules. */
 export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<void> {
@@ -92,8 +106,11 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
       changed = true;
       const result = read(raw);
       if ('value' in result) return apply(result.value);
-      log.error('a malformed quota signal; dropped', { signal: signal.name, problem: result.problem });
+      dropped(signal.name, result.problem);
     });
+  }
+  function dropped(signal: string, problem: string): void {
+    log.error('a malformed quota signal; dropped', { signal, problem });
   }
   on(quotaRequestSignal, readQuotaRequest, (request) => {
     const outcome = budget.request(request, Date.now(), Math.random);
@@ -105,8 +122,16 @@ export async function projectQuotaWorkflow(input: ProjectQuotaInput): Promise<vo
   on(quotaSpentSignal, readSpent, ({ requestId, at }) => budget.spend(requestId, at, Date.now()));
   on(quotaReleaseSignal, readRelease, ({ requestId }) => budget.release(requestId, Date.now()));
   setHandler(quotaStatusQuery, () => budget.snapshot(Date.now()));
-  // Only its delivery matters to the waiting workflow (this run is there): nothing changes, nothing wakes.
-  setHandler(quotaWaitingSignal, () => undefined);
+  // A run holding the request says nothing: the delivery tells the waiting workflow that this run
+  // is there, and nothing changes or wakes. One that does not hold it answers, from a build with
+  // the patch: a run that took such a signal on an older build replays it as that build did.
+  setHandler(quotaWaitingSignal, (raw) => {
+    const waiting = readWaiting(raw);
+    if (!('value' in waiting)) return dropped(quotaWaitingSignal.name, waiting.problem);
+    const { requestId, workflowId } = waiting.value;
+    if (workflowId === undefined || !patched(QUOTA_WAITING_ANSWER_PATCH)) return;
+    if (budget.waiting({ requestId, workflowId }, Date.now())) changed = true;
+  });
   setHandler(
     quotaTakeUpdate,
     (raw) => {

@@ -22,6 +22,7 @@ import {
   readQuotaTake,
   readRelease,
   readSpent,
+  readWaiting,
 } from '../../src/quota/messages.js';
 import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, RETRY_JITTER } from '../../src/retries.js';
 
@@ -630,6 +631,56 @@ describe('signals as they arrive', () => {
     assert.ok('problem' in readSpent(null));
     assert.ok('problem' in readRelease({}));
     assert.deepEqual(readRelease({ requestId: 'wf-a/create' }), { value: { requestId: 'wf-a/create' } });
+    // A waiting signal from before the answer names no workflow; one that names another is dropped.
+    assert.deepEqual(readWaiting({ requestId: 'wf-a/create' }), { value: { requestId: 'wf-a/create' } });
+    assert.deepEqual(readWaiting({ requestId: 'wf-a/create', workflowId: 'wf-a' }), {
+      value: { requestId: 'wf-a/create', workflowId: 'wf-a' },
+    });
+    assert.ok('problem' in readWaiting({ requestId: 'wf-a/create', workflowId: 'wf-b' }));
+    assert.ok('problem' in readWaiting({ requestId: 'wf-a/create', workflowId: 7 }));
+    assert.ok('problem' in readWaiting({ workflowId: 'wf-a' }));
+  });
+});
+
+describe('a requester that says it still waits', () => {
+  const waiting = (id: string) => ({ requestId: `wf-${id}/create`, workflowId: `wf-${id}` });
+
+  test('is answered not-queued only when the budget holds its request neither queued nor granted', () => {
+    const budget = budgetOf(1);
+    request(budget, 'a');
+    request(budget, 'b');
+    budget.grant(T0);
+    assert.equal(budget.waiting(waiting('a'), T0 + 1), false, 'granted: nothing to say');
+    assert.equal(budget.waiting(waiting('b'), T0 + 1), false, 'queued: nothing to say');
+    // A run started after a termination, which never heard of c.
+    assert.equal(budget.waiting(waiting('c'), T0 + 2), true);
+    assert.equal(budget.idle, false, 'an answer owed keeps the run alive');
+    const { notices } = budget.grant(T0 + 3);
+    assert.deepEqual(notices, [
+      {
+        signal: 'declined',
+        workflowId: 'wf-c',
+        body: {
+          requestId: 'wf-c/create',
+          reason: 'not-queued',
+          queueLength: 1,
+          retryAt: new Date(T0 + 2).toISOString(),
+        },
+      },
+    ]);
+    assert.equal(budget.state.totals.declined, 0, 'not a declined request');
+    assert.deepEqual(budget.grant(T0 + 4).notices, [], 'told once');
+    // Asking again queues it as any request.
+    assert.equal(request(budget, 'c', 'create', T0 + 5), 'queued');
+    assert.equal(budget.waiting(waiting('c'), T0 + 6), false);
+  });
+
+  test('the answers owed are bounded: a flood of them costs no more than the declines a drain carries', () => {
+    const budget = budgetOf(1);
+    let owed = 0;
+    for (let i = 0; i < 500; i++) if (budget.waiting(waiting(`x${i}`), T0)) owed++;
+    assert.ok(owed > 0 && owed <= 100, `${owed} answers owed`);
+    assert.equal(budget.grant(T0).notices.length, owed);
   });
 });
 

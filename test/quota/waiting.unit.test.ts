@@ -25,8 +25,9 @@ test('the check that the quota workflow runs comes once a lease, never when an a
   assert.equal(schedule.dueToCheck(T0 + 10_000), true);
   assert.equal(schedule.dueToCheck(T0 + 10_001), false, 'the next check is a lease away');
   assert.equal(schedule.dueToCheck(T0 + 20_000), true);
-  // The quota workflow is gone: ask now, not an hour later; no check while the ask is due.
-  schedule.quotaGone(T0 + 20_000);
+  // The quota workflow is gone, or a new run never heard of the request: ask now, not an hour
+  // later; no check while the ask is due.
+  schedule.notHeld(T0 + 20_000);
   assert.equal(schedule.dueToAsk(T0 + 20_000), true);
   assert.equal(schedule.dueToCheck(T0 + 30_000), false);
 });
@@ -72,6 +73,21 @@ test('a full queue: ask again at the time it names, jittered up to RETRY_JITTER,
     T0 + 1_000,
   );
   assert.equal(schedule.dueToAsk(T0 + 1_000), true);
+});
+
+test('no check while a full queue keeps the request out: no run holds it, and its ask comes at the time named', () => {
+  const schedule = new AskSchedule(T0, 10_000);
+  const declined = { requestId: 'wf/create-1-1', reason: 'queue-full' as const, queueLength: 1000 };
+  schedule.declined({ ...declined, retryAt: iso(T0 + 60_000) }, T0, () => 0);
+  assert.equal(
+    schedule.dueToCheck(T0 + 10_000),
+    false,
+    'a check would be answered not-queued, and undo the wait',
+  );
+  assert.equal(schedule.dueToCheck(T0 + 50_000), false);
+  assert.equal(schedule.dueToAsk(T0 + 60_000), true);
+  schedule.asked(T0 + 60_000);
+  assert.equal(schedule.dueToCheck(T0 + 70_000), true, 'queued again: checked again');
 });
 
 test('signals are read defensively: a use name after the last slash, a place only when whole', () => {

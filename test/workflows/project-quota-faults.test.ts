@@ -1,7 +1,8 @@
 /**
  * The project quota under faults, against a real Temporal server, real workers and the simulator:
  * a create that retries through an outage past its lease, a quota workflow terminated while jobs
- * wait in its queue, and a job workflow reset to before its create. Every test has its own project
+ * wait in its queue (and started again by another job's ask), and a job workflow reset to before
+ * its create. Every test has its own project
  * (so its own quota workflow) and its own simulator.
  */
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { QUOTA_REASK_MS } from '../../src/quota/requester.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { requestsTo } from '../simulator-stats.js';
 
 const API_KEY = `quota-faults-key-${randomUUID()}`;
@@ -94,6 +96,60 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     assert.ok(progress.jobId);
     assert.equal(requestsTo(setup.sim, setup.projectId, 'create'), 2);
     await waiting.terminate('test over');
+    await holder.terminate('test over');
+    await quotaWorkflow(setup).terminate('test over');
+  });
+
+  test("a quota workflow terminated, then started again by another job's ask: the job waiting in the old queue is queued in the new run within a lease, not at its estimated start", async () => {
+    const leaseMs = 30_000;
+    const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, { uses: 1, windowMs: 3_600_000 }, leaseMs);
+    const holdOn = { poll: { initialInterval: '1h' } };
+    const holder = await startQuotaJob(setup, 'Holds the budget', holdOn);
+    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+      what: 'the holder to create its job',
+    });
+    const waiting = await startQuotaJob(setup, 'Waits in the queue');
+    const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
+      what: 'the second job to hear its place',
+    });
+    assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
+    await quotaWorkflow(setup).terminate('an operator ends the quota workflow');
+    // Another job asks at once: its take starts a new quota run, with a budget of its own, and uses it.
+    const newcomer = await startQuotaJob(setup, 'Asks after the termination', holdOn);
+    await waitFor(async () => (await newcomer.query(statusQuery)).jobId, {
+      what: 'the newcomer to create its job through a new quota run',
+    });
+    const restartedAt = Date.now();
+    // The waiting job's check, a lease after its ask, reaches the new run: that run never heard of
+    // the request and answers so, and the job asks again there.
+    const status = await waitFor(
+      async () => {
+        const s = await quotaWorkflow(setup).query(quotaStatusQuery);
+        return s.queueHead.some((e) => e.workflowId === waiting.workflowId) ? s : null;
+      },
+      { what: 'the waiting job to be queued in the new run', timeoutMs: leaseMs + 45_000, intervalMs: 500 },
+    );
+    const heard = await waitFor(
+      async () => {
+        const { queue } = await waiting.query(statusQuery);
+        return queue !== null && Date.parse(queue.asOf) >= restartedAt ? queue : null;
+      },
+      { what: 'the waiting job to hear its place in the new run' },
+    );
+    process.stdout.write(
+      `# quota restarted by another job: the waiting job queued there ${((Date.now() - restartedAt) / 1000).toFixed(1)}s later\n`,
+    );
+    assert.equal(status.queueLength, 1);
+    assert.equal(heard.position, 1);
+    assert.equal(
+      requestsTo(setup.sim, setup.projectId, 'create'),
+      2,
+      'the holder and the newcomer; the waiting job still waits',
+    );
+    // The new run's history, with the answer and its patch marker, for the replay test.
+    await captureHistory(setup.env, quotaWorkflow(setup), 'quota-waiting-answered', { waitForClose: false });
+    await waiting.terminate('test over');
+    await newcomer.terminate('test over');
     await holder.terminate('test over');
     await quotaWorkflow(setup).terminate('test over');
   });

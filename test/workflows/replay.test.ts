@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { QUOTA_ONE_TIMER_PATCH } from '../../src/quota/workflow.js';
+import { QUOTA_ONE_TIMER_PATCH, QUOTA_WAITING_ANSWER_PATCH } from '../../src/quota/workflow.js';
 import { temporalEnv } from '../harness.js';
 import { releaseSource, RELEASES } from '../release-source.js';
 
@@ -96,6 +96,40 @@ test("quota workflow histories from before the one-timer loop replay on this bui
     }
   }
   assert.equal(replayed.length, 3, replayed.join(', '));
+});
+
+test('a quota run that took waiting signals on the build before their answer replays on this one without answering; an answer records its patch', async () => {
+  // The quota workflow follows rollouts: a run that heard a new requester's `quotaWaiting` (with
+  // its workflow ID) on 1.x's older build, which never answers, moves onto this build and replays
+  // that signal. The capture (from 1.x's build b0e9d4c) holds one for a request the run does not
+  // hold and one for a request it does.
+  const before = 'quota-waiting-before-answer.json';
+  const answered = 'quota-waiting-answered.json';
+  const waitingSignals = (name: string) =>
+    (
+      JSON.parse(readFileSync(new URL(name, dir), 'utf8')) as {
+        events: Array<{ workflowExecutionSignaledEventAttributes?: { signalName?: string } }>;
+      }
+    ).events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'quotaWaiting').length;
+  assert.equal(waitingSignals(before), 2, before);
+  assert.ok(waitingSignals(answered) >= 1, answered);
+  assert.equal(
+    patchesOf('./', before).includes(QUOTA_WAITING_ANSWER_PATCH),
+    false,
+    'the older build recorded no patch',
+  );
+  assert.equal(
+    patchesOf('./', answered).includes(QUOTA_WAITING_ANSWER_PATCH),
+    true,
+    'the answer records its patch',
+  );
+  const { workflowBundle } = await temporalEnv();
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle },
+    histories('./', [before, answered]),
+  )) {
+    assert.equal(result.error, undefined, `${result.workflowId}: ${String(result.error)}`);
+  }
 });
 
 test('a change that breaks running workflows fails the replay', async () => {
