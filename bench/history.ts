@@ -230,6 +230,14 @@ export const DETECTION_SAMPLE = 200;
 /** The parts of {@link DetectionParts}, in the order they happen. */
 export const DETECTION_PARTS = ['wait', 'attempt', 'toTask', 'toClose'] as const;
 
+/** What each part of the split measures, as the page names it. */
+export const DETECTION_PART_NAMES: Record<keyof DetectionParts, string> = {
+  wait: "job's end → start of the attempt that saw it",
+  attempt: 'that attempt',
+  toTask: 'its completion → the workflow task',
+  toClose: 'that task → the close',
+};
+
 /** A record with one value per part of the split, in {@link DETECTION_PARTS}' order. */
 export function perPart<T>(value: (part: keyof DetectionParts) => T): Record<keyof DetectionParts, T> {
   const record = {} as Record<keyof DetectionParts, T>;

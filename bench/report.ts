@@ -25,7 +25,7 @@ import {
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PARTS, DETECTION_SAMPLE, type DetectionParts } from './history.js';
+import { DETECTION_PART_NAMES, DETECTION_PARTS, DETECTION_SAMPLE, type DetectionParts } from './history.js';
 import { ratio, spread, type Spread } from './stats.js';
 import {
   cpuInclServer,
@@ -328,15 +328,7 @@ function detectionTable(loads: LoadSummary[], format: Format): string | null {
     "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
     'from the same jobs.\n';
   return `${intro}\n${table(
-    [
-      'N',
-      'cadence',
-      'implementation',
-      "job's end → start of the attempt that saw it",
-      'that attempt',
-      'its completion → the workflow task',
-      'that task → the close',
-    ],
+    ['N', 'cadence', 'implementation', ...DETECTION_PARTS.map((part) => DETECTION_PART_NAMES[part])],
     rows,
     format,
   )}`;
