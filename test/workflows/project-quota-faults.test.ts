@@ -34,6 +34,28 @@ function createdAt(sim: RunningSimulator): Map<string, number> {
   return new Map(sim.stats().jobs.map((job) => [job.id, job.createdAt]));
 }
 
+/** A job that polls only an hour after its create: it holds its use while the test runs. */
+const HOLD = { poll: { initialInterval: '1h' } };
+
+/**
+ * One use an hour: a job that holds it, and one queued behind it (its estimated start an hour
+ * away) when an operator terminates the quota workflow.
+ */
+async function oneQueuedThenTerminated(leaseMs: number) {
+  const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, { uses: 1, windowMs: 3_600_000 }, leaseMs);
+  const holder = await startQuotaJob(setup, 'Holds the budget', HOLD);
+  await waitFor(async () => (await holder.query(statusQuery)).jobId, {
+    what: 'the holder to create its job',
+  });
+  const waiting = await startQuotaJob(setup, 'Waits in the queue');
+  const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
+    what: 'the second job to hear its place',
+  });
+  assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
+  await quotaWorkflow(setup).terminate('an operator ends the quota workflow');
+  return { setup, holder, waiting };
+}
+
 describe('project quota under faults', { concurrency: 3 }, () => {
   test('a create that retries through an outage past its lease keeps its use: the next job waits for the window, no 429', async () => {
     // One use per 5 s; a lease of 2 s. The first three creates answer 503: the first job's create
@@ -65,18 +87,7 @@ describe('project quota under faults', { concurrency: 3 }, () => {
   });
 
   test('a terminated quota workflow: the job waiting in its queue asks again within QUOTA_REASK_MS, not at its estimated start an hour later', async () => {
-    const limit = { uses: 1, windowMs: 3_600_000 };
-    const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, limit, 60_000);
-    const holder = await startQuotaJob(setup, 'Holds the budget', { poll: { initialInterval: '1h' } });
-    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
-      what: 'the holder to create its job',
-    });
-    const waiting = await startQuotaJob(setup, 'Waits in the queue');
-    const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
-      what: 'the second job to hear its place',
-    });
-    assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
-    await quotaWorkflow(setup).terminate('an operator ends the quota workflow');
+    const { setup, holder, waiting } = await oneQueuedThenTerminated(60_000);
     const terminatedAt = Date.now();
     const progress = await waitFor(
       async () => {
@@ -102,20 +113,9 @@ describe('project quota under faults', { concurrency: 3 }, () => {
 
   test("a quota workflow terminated, then started again by another job's ask: the job waiting in the old queue is queued in the new run within a lease, not at its estimated start", async () => {
     const leaseMs = 30_000;
-    const setup = await setUp({ uses: 10, windowMs: 3_600_000 }, { uses: 1, windowMs: 3_600_000 }, leaseMs);
-    const holdOn = { poll: { initialInterval: '1h' } };
-    const holder = await startQuotaJob(setup, 'Holds the budget', holdOn);
-    await waitFor(async () => (await holder.query(statusQuery)).jobId, {
-      what: 'the holder to create its job',
-    });
-    const waiting = await startQuotaJob(setup, 'Waits in the queue');
-    const place = await waitFor(async () => (await waiting.query(statusQuery)).queue, {
-      what: 'the second job to hear its place',
-    });
-    assert.ok(Date.parse(place.earliestStartAt) - Date.now() > 50 * 60_000, place.earliestStartAt);
-    await quotaWorkflow(setup).terminate('an operator ends the quota workflow');
+    const { setup, holder, waiting } = await oneQueuedThenTerminated(leaseMs);
     // Another job asks at once: its take starts a new quota run, with a budget of its own, and uses it.
-    const newcomer = await startQuotaJob(setup, 'Asks after the termination', holdOn);
+    const newcomer = await startQuotaJob(setup, 'Asks after the termination', HOLD);
     await waitFor(async () => (await newcomer.query(statusQuery)).jobId, {
       what: 'the newcomer to create its job through a new quota run',
     });
