@@ -920,9 +920,10 @@ process, create limit off), and each implementation in a process of its own, sta
 every run, on its own task queue and simulator project. Each load run and each wake run also gets a
 Temporal server of its own (runs before 2026-11-27 shared one, as their headers say): the dev
 server slows over a session of heavy runs (it keeps every closed workflow in its one shard; which
-of its state slows it is not measured), so on a shared server a run measured the runs before it too (at N = 2,000, (b) read a p99 detection of
-36.3 s right after (c), 21.4 s on a server of its own). The repeats of a load point run the
-implementations in the rows of a balanced Latin square, so that none always follows the same one.
+of its state slows it is not measured), so on a shared server a run measured the runs before it
+too (at N = 2,000, (b) read a p99 detection of 36.3 s right after (c), 21.4 s on a server of its
+own). The repeats of a load point run the implementations in the rows of a balanced Latin square,
+so that none always follows the same one.
 
 - **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by

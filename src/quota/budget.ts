@@ -256,7 +256,7 @@ export class ProjectBudget {
   request(request: QuotaRequest, now: number, random: () => number): RequestOutcome {
     const s = this.#s;
     s.limit = clampLimit(request.limit);
-    const known = s.leases.find((l) => l.requestId === request.requestId) ?? this.#queued(request.requestId);
+    const known = this.#held(request.requestId);
     if (known) {
       known.owed = true;
       return 'repeat';
@@ -515,7 +515,7 @@ export class ProjectBudget {
   waiting(waiting: Required<QuotaWaiting>, now: number): boolean {
     const s = this.#s;
     const { requestId, workflowId } = waiting;
-    if (this.#queued(requestId) || s.leases.some((l) => l.requestId === requestId)) return false;
+    if (this.#held(requestId)) return false;
     if (s.declines.length >= MAX_DECLINES_OWED) return false;
     s.declines.push({
       workflowId,
@@ -731,6 +731,11 @@ export class ProjectBudget {
   #dropLapsedRooms(now: number): void {
     const rooms = this.#s.heldRooms;
     if (rooms && rooms.some((r) => r.until <= now)) this.#s.heldRooms = rooms.filter((r) => r.until > now);
+  }
+
+  /** The request's lease, or its entry in the queue: what this budget holds of it. */
+  #held(requestId: string): QueueEntry | undefined {
+    return this.#s.leases.find((l) => l.requestId === requestId) ?? this.#queued(requestId);
   }
 
   #queued(requestId: string): QueueEntry | undefined {

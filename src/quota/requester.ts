@@ -59,6 +59,9 @@ const { enqueueForProjectQuota } = proxyActivities<AgentJobActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
+/** The decline reasons this requester acts on; an unknown one (from a newer quota build) is ignored. */
+const DECLINE_REASONS: ReadonlyArray<QuotaDeclined['reason']> = ['queue-full', 'used-before', 'not-queued'];
+
 /** One use to ask for. */
 export interface QuotaUse {
   kind: QuotaUseKind;
@@ -115,8 +118,7 @@ export class ProjectQuotaRequester {
     });
     setHandler(quotaDeclinedSignal, (declined) => {
       const name = useNameOf(declined);
-      const known: ReadonlyArray<QuotaDeclined['reason']> = ['queue-full', 'used-before', 'not-queued'];
-      if (name === null || !known.includes(declined.reason)) return;
+      if (name === null || !DECLINE_REASONS.includes(declined.reason)) return;
       this.#declines.set(name, declined);
     });
   }

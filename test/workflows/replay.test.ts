@@ -58,16 +58,25 @@ test('every saved history replays through the current workflow code', async () =
 
 /** The IDs of the patches a saved history's markers record (the SDK core's `core_patch` markers). */
 function patchesOf(folder: string, name: string): string[] {
-  const { events } = JSON.parse(readFileSync(new URL(folder + name, dir), 'utf8')) as {
-    events: Array<{ markerRecordedEventAttributes?: PatchMarker }>;
-  };
-  return events.flatMap(({ markerRecordedEventAttributes: marker }) => {
+  return eventsOf(folder, name).flatMap(({ markerRecordedEventAttributes: marker }) => {
     const data =
       marker?.markerName === 'core_patch' ? marker.details?.['patch-data']?.payloads?.[0]?.data : undefined;
     return data === undefined
       ? []
       : [(JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { id: string }).id];
   });
+}
+
+/** The events of a saved history, as JSON: only the attributes these tests read. */
+function eventsOf(folder: string, name: string) {
+  return (
+    JSON.parse(readFileSync(new URL(folder + name, dir), 'utf8')) as {
+      events: Array<{
+        markerRecordedEventAttributes?: PatchMarker;
+        workflowExecutionSignaledEventAttributes?: { signalName?: string };
+      }>;
+    }
+  ).events;
 }
 
 interface PatchMarker {
@@ -106,11 +115,9 @@ test('a quota run that took waiting signals on the build before their answer rep
   const before = 'quota-waiting-before-answer.json';
   const answered = 'quota-waiting-answered.json';
   const waitingSignals = (name: string) =>
-    (
-      JSON.parse(readFileSync(new URL(name, dir), 'utf8')) as {
-        events: Array<{ workflowExecutionSignaledEventAttributes?: { signalName?: string } }>;
-      }
-    ).events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'quotaWaiting').length;
+    eventsOf('./', name).filter(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'quotaWaiting',
+    ).length;
   assert.equal(waitingSignals(before), 2, before);
   assert.ok(waitingSignals(answered) >= 1, answered);
   assert.equal(
