@@ -363,6 +363,11 @@ export interface DesignChoice {
 /** Which Temporal server a run measured. */
 export type BenchServer = 'dev' | 'postgres';
 
+/** The poll jitter a run measured: what it recorded, or ±10%, the jitter of every run before 2026-11-27. */
+export function pollJitterOf(result: Pick<BenchResult, 'settings'>): number {
+  return result.settings.pollJitter ?? 0.1;
+}
+
 /** Everything one benchmark run wrote: raw runs, settings, machine. The summary is derived. */
 export interface BenchResult {
   schema: 1;
@@ -389,6 +394,11 @@ export interface BenchResult {
      * every run recorded before this field existed).
      */
     servers?: 'per-run' | 'shared';
+    /**
+     * The worker's jitter of each wait between polls (`POLL_JITTER`), which (a) and (c) copy; absent
+     * from runs recorded before this field existed, all at ±10% ({@link pollJitterOf}).
+     */
+    pollJitter?: number;
   };
   setupMs: { server: number; emit: number; bundle: number };
   /**

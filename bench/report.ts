@@ -16,6 +16,7 @@ import {
   LADDER,
   label,
   mark,
+  pollJitterOf,
   QUICK_POINTS,
   type BenchResult,
   type BenchServer,
@@ -286,6 +287,7 @@ function header(result: BenchResult, format: Format): string {
     result.settings.servers === 'per-run'
       ? 'Each load and wake run had a fresh Temporal server; each repeat ran the implementations in another order.'
       : 'All runs shared one Temporal server, the implementations in the same order in every repeat.',
+    `Poll jitter: ±${Math.round(pollJitterOf(result) * 100)}% on every wait of this worker, (a) and (c).`,
   ];
   if (result.error) lines.push(`This run broke part-way, and exited 1: ${result.error.split('\n')[0]}`);
   return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
@@ -929,7 +931,7 @@ so that none always follows the same one.
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by
   plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
   loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the
-  project's API client, at the same cadence with the same ±10% jitter, nothing durable. *(b) poll by
+  project's API client, at the same cadence and jitter (the run's header), nothing durable. *(b) poll by
   retry* (bench/baselines/retry-workflow.ts): a workflow that creates the job with the project's
   create activity, then runs one activity that fails while the job is active, under a retry policy
   with coefficient 1, initial interval = the cadence and unlimited attempts. *(c) floor of this
@@ -961,7 +963,7 @@ so that none always follows the same one.
   1,000, so it carries what the first workflows warm up and means most at large N.
 - **Cost per job** counts events and billable actions from real histories, every run of a
   continue-as-new chain included, and API requests from the simulator's counters. A job of length
-  L takes a number of polls that only the schedule decides (with its ±10% jitter): bench/schedule.ts
+  L takes a number of polls that only the schedule decides (with its jitter): bench/schedule.ts
   replays the schedule 1,001 times for it, and the benchmark then runs the workflow on the same
   schedule with every interval divided by \`--scale\` (240) against an agent job that the
   simulator ends right after the poll before the last, so each history holds exactly the polls,

@@ -36,6 +36,7 @@ import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
 import { TEMPORAL_SERVER_VERSION } from '../dev/temporal-versions.js';
 import { AIM_JOBS } from './summary.js';
+import { POLL_JITTER } from '../src/poll-schedule.js';
 
 const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
 
@@ -451,6 +452,7 @@ async function main(): Promise<number> {
         dynamicConfig: p.server === 'dev' ? DYNAMIC_CONFIG : {},
         choices: p.choices,
         servers: 'per-run',
+        pollJitter: POLL_JITTER,
       },
       setupMs: env.setupMs,
       server: p.server,

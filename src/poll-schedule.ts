@@ -32,10 +32,15 @@ export const DEFAULT_POLL: ResolvedPollSettings = {
 };
 
 /**
- * Jitter of each wait between polls, as a fraction (±10%), so thousands of workflows do not poll
- * in lockstep.
+ * Jitter of each wait between polls, as a fraction (±5%), so thousands of workflows do not poll
+ * in lockstep: jobs started in the same second part at their first wait, and drift further apart
+ * at every poll.
+ *
+ * Why not more: the slowest detections are the jobs that ended just after a poll and waited for the
+ * longest wait there is, the interval plus the jitter, so every percent of jitter adds to the p99
+ * detection latency, and more so on a loaded server (decision 0010 has the figures).
  */
-export const POLL_JITTER = 0.1;
+export const POLL_JITTER = 0.05;
 
 /**
  * The factor a wait between polls is multiplied by: uniform in [1 − POLL_JITTER, 1 + POLL_JITTER).
