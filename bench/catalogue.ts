@@ -363,7 +363,7 @@ export interface DesignChoice {
 /** Which Temporal server a run measured. */
 export type BenchServer = 'dev' | 'postgres';
 
-/** The poll jitter a run measured: what it recorded, or ±10%, the jitter of every run before 2026-11-27. */
+/** The poll jitter a run measured: what it recorded, or ±10%, the jitter of every run recorded without it. */
 export function pollJitterOf(result: Pick<BenchResult, 'settings'>): number {
   return result.settings.pollJitter ?? 0.1;
 }
