@@ -928,18 +928,18 @@ own). The repeats of a load point run the implementations in the rows of a balan
 so that none always follows the same one.
 
 - **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
-  directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run by
-  plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
+  directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run
+  by plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
   loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the
-  project's API client, at the same cadence and jitter (the run's header), nothing durable. *(b) poll by
-  retry* (bench/baselines/retry-workflow.ts): a workflow that creates the job with the project's
-  create activity, then runs one activity that fails while the job is active, under a retry policy
-  with coefficient 1, initial interval = the cadence and unlimited attempts. *(c) floor of this
-  design* (bench/baselines/floor-workflow.ts): this worker's workflow with nothing but its work when
-  nothing fails: the same create, then, until the record is terminal, a durable timer of the cadence
-  (with the same jitter) and one local-activity GET with the project's API client; no summaries,
-  current details, search attributes, metrics or message handlers. What this worker
-  costs beyond (c) is what its features cost. (b) and (c) run in one worker of the benchmark's own
+  project's API client, at the same cadence and jitter (the run's header), nothing durable. *(b)
+  poll by retry* (bench/baselines/retry-workflow.ts): a workflow that creates the job with the
+  project's create activity, then runs one activity that fails while the job is active, under a
+  retry policy with coefficient 1, initial interval = the cadence and unlimited attempts. *(c) floor
+  of this design* (bench/baselines/floor-workflow.ts): this worker's workflow with nothing but its
+  work when nothing fails: the same create, then, until the record is terminal, a durable timer of
+  the cadence (with the same jitter) and one local-activity GET with the project's API client; no
+  summaries, current details, search attributes, metrics or message handlers. What this worker costs
+  beyond (c) is what its features cost. (b) and (c) run in one worker of the benchmark's own
   (bench/baselines/worker.ts) with the same settings as ours (cache size, concurrency) and a
   prebuilt bundle of both workflows.
 - **Load runs** start N jobs that the simulator holds active until all N exist (the *ramp*),
