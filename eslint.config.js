@@ -52,7 +52,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/workflows/**/*.ts', 'src/contract.ts', 'src/nexus/service.ts', 'examples/**/workflows.ts'],
+    files: [
+      'src/workflows/**/*.ts',
+      'src/contract.ts',
+      'src/escape.ts',
+      'src/nexus/service.ts',
+      'examples/**/workflows.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -60,13 +66,19 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({
             name,
             message:
-              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract or the Nexus service definition.',
+              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract, src/escape.ts or the Nexus service definition.',
           })),
           patterns: [
             {
-              group: ['undici', '**/agent-api/*', '!**/agent-api/types.js', '**/simulator/**'],
+              group: [
+                'undici',
+                '**/agent-api/*',
+                '!**/agent-api/types.js',
+                '!**/agent-api/failure-policy.js',
+                '**/simulator/**',
+              ],
               message:
-                'Workflows reach the API through activities only (the contract may re-export agent-api/types).',
+                'Workflows reach the API through activities only (they may read its types and the pure failure policy).',
             },
           ],
         },

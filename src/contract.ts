@@ -44,10 +44,6 @@ export const FailureType = {
   ...ApiFailureType,
   /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
-  /** A create whose outcome is unknown, under the `fail` policy for ambiguous calls. */
-  CreateOutcomeUnknown: 'CreateOutcomeUnknown',
-  /** A follow-up message whose outcome is unknown, under the `fail` policy for ambiguous calls. */
-  MessageOutcomeUnknown: 'MessageOutcomeUnknown',
   /** The agent job ended with status `failed`; details carry the final record. */
   AgentJobFailed: 'AgentJobFailed',
   /** The agent job was still working at the workflow's deadline; details carry the last record. */
@@ -118,6 +114,14 @@ export interface AgentJobInput {
    */
   blipTolerance?: DurationInput;
   /**
+   * How long polls and follow-up messages wait for a working API key when the API refuses it
+   * (401, 403: an expired or revoked key being rotated, a scope or allow-list being fixed), trying
+   * again with the key's source read afresh. Default 1h. The agent job runs on at the API
+   * meanwhile, so the workflow keeps watching it. A create waits only when the key worked for the
+   * project lately on this worker; a key that never worked fails the create at once.
+   */
+  credentialTolerance?: DurationInput;
+  /**
    * Set by `startAgentJob` when a run before this one under the same workflow ID may have created
    * the agent job without recording its ID (its create was on the wire when it was terminated or
    * timed out): why. The first create then follows `AGENT_API_AMBIGUOUS_CREATE`, as after a lost
@@ -150,6 +154,16 @@ export interface ApiErrorDetails {
    * grant, so the quota pauses and learns. Absent otherwise.
    */
   quotaTaken?: boolean;
+  /**
+   * How a streak of this failure ends, as the failure policy says (docs/failure-policy.md):
+   * `deadline`, `final`, `in-a-row`, `blip` or `credentials`. Absent from earlier builds.
+   */
+  bound?: 'deadline' | 'final' | 'in-a-row' | 'blip' | 'credentials';
+  /**
+   * On a refused key (401, 403): how long ago, in ms, the worker last had another answer from the
+   * project (null: never). A create waits for a rotation only when it is within the tolerance.
+   */
+  keyAnsweredAgoMs?: number | null;
 }
 
 /** The last API error the workflow saw, as the `status` query and `AgentJobTimedOut` report it. */
@@ -158,7 +172,7 @@ export interface LastApiError {
   /** HTTP status, or null when no response arrived (or the error did not come from the API). */
   status: number | null;
   message: string;
-  /** The call that met it (`creating the agent job`, `reading agent job …`, `sending the follow-up message`). */
+  /** The call that met it (`creating the agent job`, `reading agent job "…"`, `sending the follow-up message`). */
   during: string;
 }
 
@@ -176,6 +190,14 @@ export interface AgentJobResult {
   turns: number;
   /** Whether this workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
+  /**
+   * Creates and follow-up messages sent again after an attempt whose outcome was unknown, across
+   * every run of this workflow (the `status` query's `resent`). 0 normally; more than 0 means a
+   * duplicate agent job or turn is possible (`AGENT_API_AMBIGUOUS_CREATE=retry`; the live API
+   * honours no idempotency key): look for a second job in the project. Absent from the results of
+   * workflows that ended on a build before this field.
+   */
+  resent: number;
 }
 
 /** What the `status` query answers. */
@@ -184,6 +206,7 @@ export interface AgentJobProgress {
     | 'queued'
     | 'creating'
     | 'polling'
+    | 'waiting-for-api-key'
     | 'sending-message'
     | 'completed'
     | 'archived'

@@ -3,9 +3,9 @@
  * failure types) and the functions that start and follow agent-job workflows.
  */
 export * from './contract.js';
+export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
 export {
   checkPrompt,
-  DEFAULT_BLIP_TOLERANCE_MS,
   DEFAULT_TIMEOUT_MS,
   MAX_TIMEOUT_MS,
   resolveInput,

@@ -10,6 +10,8 @@ import {
   MAX_JOB_ID_BYTES,
   MAX_PROJECT_ID_BYTES,
 } from '../src/contract.js';
+import type { Client } from '@temporalio/client';
+import { agentJobStartOptions, sendFollowUp, startAgentJob } from '../src/client/index.js';
 import { checkPrompt, resolveInput } from '../src/workflows/agent-job/input.js';
 import { projectQuotaWorkflowId } from '../src/quota/messages.js';
 
@@ -42,6 +44,84 @@ describe('IDs at input', () => {
   test('a job ID over the API client\u2019s bound is refused', () => {
     refused({ projectId: 'docs', jobId: 'j'.repeat(MAX_JOB_ID_BYTES + 1) }, 'jobId', /1000/);
     assert.ok(resolveInput({ projectId: 'docs', jobId: 'j'.repeat(MAX_JOB_ID_BYTES) }).jobId);
+  });
+
+  test('"." and "..", padded or not, are refused as project and job IDs: a URL path reads them as another path', () => {
+    for (const id of ['.', '..', ' .. ', '.\n']) {
+      refused({ projectId: id }, 'projectId', /is not a usable ID: a URL path reads "\." and "\.\."/);
+      refused({ projectId: 'docs', jobId: id }, 'jobId', /is not a usable ID/);
+    }
+    refused({ projectId: '..' }, 'projectId', /^projectId: "\.\." is not a usable ID/);
+  });
+
+  test('white space around an ID is refused, not trimmed, and the message says what to send', () => {
+    refused(
+      { projectId: ' docs ' },
+      'projectId',
+      /^projectId: " docs " has leading or trailing white space; send "docs"$/,
+    );
+    refused({ projectId: '\tdocs' }, 'projectId', /^projectId: "\\tdocs" has leading .*; send "docs"$/);
+    refused({ projectId: 'docs\u00a0' }, 'projectId', /send "docs"$/);
+    refused({ projectId: '\ufeffdocs' }, 'projectId', /send "docs"$/);
+    refused(
+      { projectId: 'docs', jobId: 'job-1 ' },
+      'jobId',
+      /^jobId: "job-1 " has leading .*; send "job-1"$/,
+    );
+  });
+
+  test('a control character inside an ID is refused, naming it', () => {
+    refused(
+      { projectId: 'docs\u0000site' },
+      'projectId',
+      /holds the control character U\+0000; an ID is printable text/,
+    );
+    refused({ projectId: 'docs\nsite' }, 'projectId', /U\+000A/);
+    refused({ projectId: 'docs\u007fsite' }, 'projectId', /U\+007F/);
+    refused({ projectId: 'docs\u0085site' }, 'projectId', /U\+0085/);
+    refused({ projectId: 'docs', jobId: 'job\u001b[0m' }, 'jobId', /U\+001B/);
+  });
+
+  test('dots, spaces and symbols inside an ID are kept as they are', () => {
+    for (const id of ['...', 'docs.site', 'a..b', '.docs', 'docs site', 'a/b', '\u6587\u6863', 'x\u200dy']) {
+      assert.equal(resolveInput({ projectId: id, prompt: 'p' }).projectId, id);
+      assert.equal(resolveInput({ projectId: 'docs', jobId: id }).jobId, id);
+    }
+  });
+});
+
+describe('the client library refuses an unusable ID before it reads or starts anything', () => {
+  /** A client that fails the test on any use: the library must refuse before it touches one. */
+  const untouchable = new Proxy(
+    {},
+    {
+      get: (_target, property) => assert.fail(`the client was used (${String(property)})`),
+    },
+  ) as Client;
+  const projectIdRefused = (err: unknown) =>
+    err instanceof InvalidInputError && err.field === 'projectId' && /"\.\."/.test(err.message);
+
+  test('startAgentJob and agentJobStartOptions (which the Nexus operation starts with)', async () => {
+    await assert.rejects(startAgentJob(untouchable, { projectId: '..', prompt: 'p' }), projectIdRefused);
+    await assert.rejects(
+      agentJobStartOptions(untouchable, { projectId: '..', prompt: 'p' }, { key: 'k' }),
+      projectIdRefused,
+    );
+    await assert.rejects(
+      startAgentJob(untouchable, { projectId: ' docs ', prompt: 'p' }),
+      (err: unknown) => err instanceof InvalidInputError && /send "docs"/.test(err.message),
+    );
+  });
+
+  test('sendFollowUp', async () => {
+    await assert.rejects(
+      sendFollowUp(untouchable, { projectId: '..', jobId: 'j', prompt: 'p' }),
+      projectIdRefused,
+    );
+    await assert.rejects(
+      sendFollowUp(untouchable, { projectId: 'docs', jobId: '.', prompt: 'p' }),
+      (err: unknown) => err instanceof InvalidInputError && err.field === 'jobId',
+    );
   });
 });
 

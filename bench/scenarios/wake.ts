@@ -29,7 +29,7 @@ import type { JobStats } from '../../src/simulator/index.js';
 import { spawnWorker, type BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';
 import type { MeasuredProcess } from '../processes.js';
-import { GET_BACKOFF } from '../../src/retries.js';
+import { GET_BACKOFF } from '../../src/agent-api/failure-policy.js';
 import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import type { Delays, Implementation, WakeRun } from '../catalogue.js';

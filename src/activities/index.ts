@@ -4,22 +4,37 @@
  *
  * Every API error leaves here as an `ApplicationFailure` whose `type` is a {@link FailureType}
  * name and whose details are an {@link ApiErrorDetails}. Short waits are left to Temporal's retries
- * (`nextRetryDelay` from src/retries.ts); everything the workflow must count or wait for itself is
+ * (`nextRetryDelay` from src/agent-api/failure-policy.ts); everything the workflow must count or wait for itself is
  * handed back to it (non-retryable for Temporal, `final: false` in the details).
  */
-import { activityInfo, cancellationSignal, heartbeat, log, metricMeter } from '@temporalio/activity';
+import {
+  activityInfo,
+  cancellationDetails,
+  cancellationSignal,
+  heartbeat,
+  log,
+  metricMeter,
+} from '@temporalio/activity';
 import {
   ApplicationFailure,
   ApplicationFailureCategory,
   type MetricCounter,
   type RetryPolicy,
 } from '@temporalio/common';
-import { AgentApiError, ApiFailureType, type ApiOperation } from '../agent-api/index.js';
+import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
 import type { AgentApiClient } from '../agent-api/index.js';
 import { FailureType, isTerminalStatus, type AgentJobRecord, type ApiErrorDetails } from '../contract.js';
 import { withTimeout } from '../agent-api/abort.js';
 import { durationMs } from '../duration.js';
-import { CONSECUTIVE_ANSWER_BOUNDS, GET_BACKOFF, retryDelayMs, type Backoff } from '../retries.js';
+import { quoted } from '../escape.js';
+import {
+  GET_BACKOFF,
+  handedBack,
+  isFinal,
+  outcomeUnknownType,
+  retryDelayMs,
+  type Backoff,
+} from '../agent-api/failure-policy.js';
 import {
   afterRecord,
   afterTransientError,
@@ -133,6 +148,7 @@ const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
   const countPoll = pollCounter();
+  const keys = new KeyAnswers();
 
   async function call<T>(
     operation: ApiOperation,
@@ -140,7 +156,9 @@ export function createActivities(deps: ActivityDeps) {
     run: (signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
     try {
-      return await run(cancellationSignal());
+      const value = await run(cancellationSignal());
+      keys.answered(projectId);
+      return value;
     } catch (err) {
       if (!(err instanceof AgentApiError)) throw err;
       throw toFailure(err, operation, projectId);
@@ -181,17 +199,25 @@ export function createActivities(deps: ActivityDeps) {
     heartbeat();
     const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
     let quotaTaken = false;
+    let sending = false;
     try {
       // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
       quotaTaken = await takeQuota('create', input);
-      return await deps.api.createJob(input.projectId, input.prompt, {
+      sending = true;
+      // Not aborted by a cancellation or a stopping worker: once sent, only its answer says
+      // whether a job was made (the HTTP timeouts bound it, inside the shutdown grace).
+      const record = await deps.api.createJob(input.projectId, input.prompt, {
         idempotencyKey: input.idempotencyKey,
       });
+      keys.answered(input.projectId);
+      return record;
     } catch (err) {
       // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
       const created = err instanceof AgentApiError ? createdDespiteAnswer(err) : null;
       if (created !== null) return created;
-      if (cancelled.aborted) throw cancelled.reason;
+      if (!sending && workerStopping()) throw stoppedBeforeSending('createJob');
+      // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
+      if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
       if (!(err instanceof AgentApiError)) throw err;
       throw toFailure(err, 'createJob', input.projectId, { quotaTaken });
     } finally {
@@ -205,7 +231,7 @@ export function createActivities(deps: ActivityDeps) {
    * ID, and the status the API documents for a new job.
    */
   function createdDespiteAnswer(err: AgentApiError): AgentJobRecord | null {
-    if (err.type !== ApiFailureType.UnreadableAnswer || err.jobId === null) return null;
+    if (!err.verdict.appliedWithoutRecord || err.jobId === null) return null;
     countUnreadableAnswer('createJob');
     log.warn('agent job created, but the answer was not a record; going on with the job ID it names', {
       jobId: err.jobId,
@@ -236,7 +262,7 @@ export function createActivities(deps: ActivityDeps) {
         try {
           return await deps.api.getJob(input.projectId, input.jobId, { signal });
         } catch (err) {
-          if (cancelled.aborted) throw cancelled.reason;
+          if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
           last = err;
         }
         if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
@@ -250,7 +276,8 @@ export function createActivities(deps: ActivityDeps) {
       });
       return record;
     }
-    if (cancelled.aborted) throw cancelled.reason;
+    // A stopping worker ends the reads; the message was applied all the same, so the failure is final.
+    if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
     const why = last instanceof Error ? last.message : 'no time was left to read it';
     throw apiFailure(answer, {
       type: FailureType.UnreadableAnswer,
@@ -331,8 +358,11 @@ export function createActivities(deps: ActivityDeps) {
     } = {},
   ): ApplicationFailure {
     const info = activityInfo();
-    const refusedTake = quotaTaken && err.type === ApiFailureType.RateLimited;
-    if (err.type === ApiFailureType.RateLimited) deps.projectMetrics?.rateLimited(projectId, operation);
+    const { verdict } = err;
+    const refusedTake = quotaTaken && verdict.refusesQuotaUse;
+    if (verdict.refusesQuotaUse) deps.projectMetrics?.rateLimited(projectId, operation);
+    // Any answer but a refused key shows the key works for the project (a create may wait on it).
+    if (err.status !== null && !verdict.refusesKey) keys.answered(projectId);
     metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
       type: err.type,
       operation,
@@ -342,8 +372,10 @@ export function createActivities(deps: ActivityDeps) {
       retryAfterMs: err.retryAfterMs,
       attempt: info.attempt,
       final,
+      bound: final ? 'final' : verdict.bound,
       ...(operation === 'getJob' ? {} : { mayHaveBeenApplied: err.requestMayHaveTakenEffect }),
       ...(refusedTake && { quotaTaken: true }),
+      ...(verdict.refusesKey && { keyAnsweredAgoMs: keys.agoMs(projectId) }),
     });
     if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect && policy === 'fail') {
       return apiFailure(err, {
@@ -353,8 +385,8 @@ export function createActivities(deps: ActivityDeps) {
         details: [details(true)],
       });
     }
-    const final = !err.retryable;
-    const verdict: ErrorVerdict | null = final
+    const final = isFinal(verdict);
+    const next: ErrorVerdict | null = final
       ? null
       : (retry?.(err.retryAfterMs) ?? {
           kind: 'retry',
@@ -365,7 +397,7 @@ export function createActivities(deps: ActivityDeps) {
             random: Math.random,
           }),
         });
-    const delayMs = verdict?.kind === 'retry' ? verdict.delayMs : null;
+    const delayMs = next?.kind === 'retry' ? next.delayMs : null;
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
     // when a create or message may have been applied (only the workflow may send it again, and it
     // tells the next attempt so), when the workflow counts answers of its type in a row, when the
@@ -375,7 +407,7 @@ export function createActivities(deps: ActivityDeps) {
       refusedTake ||
       delayMs === null ||
       (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
-      CONSECUTIVE_ANSWER_BOUNDS[err.type] !== undefined ||
+      handedBack(verdict, operation) ||
       delayMs >= remainingMs(info, deadlineMs);
     return apiFailure(err, {
       type: err.type,
@@ -441,12 +473,14 @@ export function createActivities(deps: ActivityDeps) {
         });
       }
       countPoll(record);
+      keys.answered(input.projectId);
       const verdict = afterRecord(record.status, input.schedule, info.attempt, leftMs(), Math.random);
       if (verdict.kind === 'return') return { record, polls: info.attempt };
       throw withoutStack(() =>
         ApplicationFailure.create({
           type: STILL_ACTIVE,
-          message: `agent job ${input.jobId} is ${record.status}; polling again in ${Math.round(verdict.delayMs / 1000)}s`,
+          // Shown as the pending poll's last failure in the UI and the CLI: the API's text quoted.
+          message: `agent job ${quoted(input.jobId)} is ${quoted(record.status)}; polling again in ${Math.round(verdict.delayMs / 1000)}s`,
           nextRetryDelay: verdict.delayMs,
           // Expected: the SDK logs it at DEBUG and does not count it as a failed activity.
           category: ApplicationFailureCategory.BENIGN,
@@ -457,17 +491,25 @@ export function createActivities(deps: ActivityDeps) {
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
       mayResend('sendMessage', input);
-      const quotaTaken = await takeQuota('message', input);
+      let quotaTaken: boolean;
+      try {
+        quotaTaken = await takeQuota('message', input);
+      } catch (err) {
+        if (workerStopping()) throw stoppedBeforeSending('sendMessage');
+        throw err;
+      }
       const cancelled = cancellationSignal();
       let record: AgentJobRecord;
       try {
+        // Not aborted by a stopping worker (nor by the workflow, which waits for no cancellation
+        // here): once sent, only its answer says whether a turn started. The HTTP timeouts bound it.
         record = await deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
           idempotencyKey: input.idempotencyKey,
-          signal: cancelled,
         });
+        keys.answered(input.projectId);
       } catch (err) {
         if (!(err instanceof AgentApiError)) throw err;
-        if (err.type !== ApiFailureType.UnreadableAnswer)
+        if (!err.verdict.appliedWithoutRecord)
           throw toFailure(err, 'sendMessage', input.projectId, { quotaTaken });
         record = await readAfterAnswer(input, err, cancelled);
       }
@@ -494,11 +536,11 @@ function apiFailure(
   init: Omit<NonNullable<Parameters<typeof ApplicationFailure.create>[0]>, 'cause'>,
 ): ApplicationFailure {
   const cause = new AgentApiError({
-    type: err.type,
+    kind: err.kind,
     operation: err.operation,
     status: err.status,
     retryAfterMs: err.retryAfterMs,
-    requestMayHaveTakenEffect: err.requestMayHaveTakenEffect,
+    applied: err.requestMayHaveTakenEffect,
     message: err.message,
   });
   cause.stack = `${cause.name}: ${cause.message}`;
@@ -507,9 +549,53 @@ function apiFailure(
   return failure;
 }
 
-/** The failure type of a create or message that may have been applied, under `fail`. */
-function outcomeUnknownType(operation: 'createJob' | 'sendMessage'): FailureType {
-  return operation === 'createJob' ? FailureType.CreateOutcomeUnknown : FailureType.MessageOutcomeUnknown;
+/**
+ * Whether the worker is stopping: the SDK cancels running activities when its shutdown grace ends.
+ * Not the workflow's cancellation: a create or message already sent is let finish.
+ */
+function workerStopping(): boolean {
+  return cancellationDetails()?.workerShutdown === true;
+}
+
+/**
+ * The failure of a create or message whose worker stopped before it sent anything (while it took
+ * its quota use): surely not applied, so the workflow sends it again as a plain retry.
+ */
+function stoppedBeforeSending(operation: 'createJob' | 'sendMessage'): ApplicationFailure {
+  const details: ApiErrorDetails = {
+    status: null,
+    retryAfterMs: null,
+    attempt: activityInfo().attempt,
+    final: false,
+    bound: 'deadline',
+    mayHaveBeenApplied: false,
+  };
+  return ApplicationFailure.create({
+    type: FailureType.WorkerShutdown,
+    message: `${operation === 'createJob' ? 'create' : 'follow-up message'} not sent: the worker stopped first`,
+    details: [details],
+    category: ApplicationFailureCategory.BENIGN,
+  });
+}
+
+/**
+ * When this worker last had an answer other than a refused key from each project: a create whose
+ * key is refused waits for a rotation only when the key worked for the project lately (else it is
+ * the wrong key, and fails at once). One key source per worker process, so per project is enough.
+ */
+class KeyAnswers {
+  readonly #at = new Map<string, number>();
+
+  /** The API answered for `projectId` with something other than 401/403. */
+  answered(projectId: string): void {
+    this.#at.set(projectId, Date.now());
+  }
+
+  /** Milliseconds since that answer, or null when none came. */
+  agoMs(projectId: string): number | null {
+    const at = this.#at.get(projectId);
+    return at === undefined ? null : Date.now() - at;
+  }
 }
 
 /** What a person should know about a create or message that may have been applied. */

@@ -5,9 +5,18 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { staticApiKey, type ApiKeySource } from './api-key.js';
-import { ApiFailureType, type AgentJobRecord } from './types.js';
+import type { AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
-import { AgentApiError, classifyNetworkError, classifyStatus, type ApiOperation } from './errors.js';
+import { AgentApiError } from './errors.js';
+import {
+  FailureKind,
+  isSuccess,
+  kindOfNetworkError,
+  kindOfStatus,
+  namesLocation,
+  verdictOf,
+  type ApiOperation,
+} from './failure-policy.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 import { tracedHttpCall } from './trace.js';
@@ -172,8 +181,8 @@ export class AgentApiClient {
     try {
       return await this.#send(call, key);
     } catch (err) {
-      // A 401 means the request was not applied, so sending it again is safe even for a create.
-      if (!(err instanceof AgentApiError) || err.type !== ApiFailureType.Unauthorized) throw err;
+      // A refused key means the request was not applied, so sending it again is safe even for a create.
+      if (!(err instanceof AgentApiError) || !err.verdict.refusesKey) throw err;
       const fresher = this.#key.afterRefusal(key);
       if (fresher === null) throw err;
       return this.#send(call, fresher);
@@ -229,7 +238,7 @@ export class AgentApiClient {
 
     const { statusCode } = response;
     answered(statusCode);
-    if (statusCode >= 200 && statusCode < 300) {
+    if (isSuccess(statusCode)) {
       let body: CappedBody;
       try {
         body = await readCapped(response.body);
@@ -254,12 +263,14 @@ export class AgentApiClient {
           `a body larger than the client's cap of ${MAX_RESPONSE_BYTES} bytes (an agent job record is under 1 KiB)`,
           body.text,
           null,
+          // The same record comes again at every read: not a blip to wait out.
+          FailureKind.InvalidRecord,
         );
       }
       return this.#parseRecord(call, statusCode, body.text);
     }
     const text = await this.#readErrorBody(call, response);
-    throw this.#httpFailure(call, statusCode, response.headers['retry-after'], text);
+    throw this.#httpFailure(call, statusCode, response.headers, text);
   }
 
   /** Arguments that would address another URL or make an invalid header fail before any request. */
@@ -267,11 +278,10 @@ export class AgentApiClient {
     const problem = argumentProblem(call);
     if (problem === null) return null;
     return new AgentApiError({
-      type: ApiFailureType.InvalidRequest,
+      kind: FailureKind.NotSendable,
       operation: call.operation,
       status: null,
       retryAfterMs: null,
-      requestMayHaveTakenEffect: false,
       message: `${describe(call)} was not sent: ${problem}`,
     });
   }
@@ -296,24 +306,24 @@ export class AgentApiClient {
     }
     if (call.signal?.aborted) {
       return new AgentApiError({
-        type: ApiFailureType.RequestTimeout,
+        kind: FailureKind.NoAnswerInTime,
         operation: call.operation,
         status: null,
         retryAfterMs: null,
-        requestMayHaveTakenEffect: true,
         message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.#origin}${ambiguity(call)}`,
         cause: reason,
       });
     }
-    const kind = classifyNetworkError(err);
-    const mayHaveTakenEffect = afterResponse || kind.mayHaveTakenEffect;
+    const { kind, what } = kindOfNetworkError(err);
+    const mayHaveTakenEffect = afterResponse || verdictOf(kind, call.operation).mayHaveBeenApplied;
+    const notSent = mayHaveTakenEffect ? ambiguity(call) : `; nothing was sent${tlsHint(kind)}`;
     return new AgentApiError({
-      type: kind.type,
+      kind,
       operation: call.operation,
       status: null,
       retryAfterMs: null,
-      requestMayHaveTakenEffect: mayHaveTakenEffect,
-      message: `${describe(call)} failed: ${kind.what} (${this.#origin})${mayHaveTakenEffect ? ambiguity(call) : ''}`,
+      applied: mayHaveTakenEffect,
+      message: `${describe(call)} failed: ${what} (${this.#origin})${notSent}`,
       cause: err,
     });
   }
@@ -328,7 +338,7 @@ export class AgentApiClient {
       return (await readCapped(response.body)).text;
     } catch (err) {
       if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
-      return `(body unreadable: ${classifyNetworkError(err).what})`;
+      return `(body unreadable: ${kindOfNetworkError(err).what})`;
     }
   }
 
@@ -337,7 +347,7 @@ export class AgentApiClient {
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw this.#unexpected(call, status, 'a body that is not JSON', text, err);
+      throw this.#unexpected(call, status, 'a body that is not JSON', text, err, FailureKind.NotARecord);
     }
     try {
       return parseAgentJobRecord(json);
@@ -349,22 +359,30 @@ export class AgentApiClient {
         `a body that is not an agent job record (${err.message})`,
         text,
         err,
+        FailureKind.InvalidRecord,
       );
     }
   }
 
   /** A 2xx whose body is not a record: retryable for a get, {@link #unreadable} for a create or message. */
-  #unexpected(call: Call, status: number, what: string, text: string, err: unknown): AgentApiError {
+  #unexpected(
+    call: Call,
+    status: number,
+    what: string,
+    text: string,
+    err: unknown,
+    kind: FailureKind,
+  ): AgentApiError {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
-    if (call.method === 'POST') return this.#unreadable(call, status, what, text, cause);
+    if (call.method === 'POST') return this.#unreadable(call, status, what, text, cause, kind);
     return new AgentApiError({
-      type: ApiFailureType.UnexpectedResponse,
+      kind,
       operation: call.operation,
       status,
       retryAfterMs: null,
       // A 2xx means the server took the request; only the body got lost.
-      requestMayHaveTakenEffect: true,
+      applied: true,
       message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.#excerpt(text))}`,
       cause: cause ?? undefined,
     });
@@ -375,7 +393,14 @@ export class AgentApiClient {
    * effect, and the API documents no idempotency key: it must not be sent again. The failure names
    * the agent job when the call or the answer does, so the caller can go on with it.
    */
-  #unreadable(call: Call, status: number, what: string, text: string, cause: unknown): AgentApiError {
+  #unreadable(
+    call: Call,
+    status: number,
+    what: string,
+    text: string,
+    cause: unknown,
+    kind: FailureKind = FailureKind.NotARecord,
+  ): AgentApiError {
     const jobId = call.jobId ?? readableJobId(text);
     const project = quote(call.projectId);
     let effect: string;
@@ -388,11 +413,10 @@ export class AgentApiClient {
     }
     const excerpt = text === '' ? '' : `: ${JSON.stringify(this.#excerpt(text))}`;
     return new AgentApiError({
-      type: ApiFailureType.UnreadableAnswer,
+      kind,
       operation: call.operation,
       status,
       retryAfterMs: null,
-      requestMayHaveTakenEffect: true,
       jobId,
       message: `${describe(call)} got HTTP ${status} with ${what}; ${effect}${excerpt}`,
       cause: cause ?? undefined,
@@ -402,24 +426,43 @@ export class AgentApiClient {
   #httpFailure(
     call: Call,
     status: number,
-    retryAfter: string | string[] | undefined,
+    headers: Dispatcher.ResponseData['headers'],
     text: string,
   ): AgentApiError {
-    const kind = classifyStatus(status, call.operation);
-    const retryAfterMs = kind.readsRetryAfter ? parseRetryAfter(firstValue(retryAfter)) : null;
-    const serverMessage = this.#excerpt(serverText(text));
+    const kind = kindOfStatus(status);
+    const verdict = verdictOf(kind, call.operation);
+    const retryAfterMs = verdict.readsRetryAfter ? parseRetryAfter(firstValue(headers['retry-after'])) : null;
+    const serverMessage = namesLocation(kind) ? '' : this.#excerpt(serverText(text));
     const parts = [`${describe(call)} failed with HTTP ${status}`];
     if (serverMessage !== '') parts[0] += `: ${serverMessage}`;
-    parts.push(hint(kind.type, call, retryAfterMs));
-    if (kind.mayHaveTakenEffect && call.method === 'POST') parts.push('The request may have been applied.');
+    parts.push(
+      namesLocation(kind)
+        ? this.#redirectHint(call, kind, firstValue(headers.location))
+        : hint(kind, call, retryAfterMs),
+    );
+    if (verdict.mayHaveBeenApplied && call.method === 'POST')
+      parts.push('The request may have been applied.');
     return new AgentApiError({
-      type: kind.type,
+      kind,
       operation: call.operation,
       status,
       retryAfterMs,
-      requestMayHaveTakenEffect: kind.mayHaveTakenEffect,
       message: parts.filter((part) => part !== '').join('. '),
     });
+  }
+
+  /**
+   * What a person should know of a redirect: where it points and where the client was sent. Not
+   * followed: a create or message sent on to another host would carry the key there, and the API
+   * never redirects.
+   */
+  #redirectHint(call: Call, kind: FailureKind, location: string | undefined): string {
+    const to = location === undefined ? 'no Location' : `Location ${JSON.stringify(this.#excerpt(location))}`;
+    const sent =
+      call.method === 'POST' && verdictOf(kind, call.operation).mayHaveBeenApplied
+        ? 'a 303 means the server processed the request'
+        : 'the request was not processed and is not sent again';
+    return `The server redirected (${to}): AGENT_API_BASE_URL (${this.#origin}) does not point at the API itself; ${sent}`;
   }
 
   /** One line, at most {@link EXCERPT_LENGTH} characters, with any key cut out should a server echo it. */
@@ -427,7 +470,8 @@ export class AgentApiClient {
     const line = this.#key
       .known()
       .reduce((redacted, key) => redacted.split(key).join('[redacted]'), text)
-      .replace(/[\s\p{Cc}]+/gu, ' ')
+      // Control and format characters (escape sequences, bidi overrides) never reach a person raw.
+      .replace(/[\s\p{Cc}\p{Cf}]+/gu, ' ')
       .trim();
     return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
   }
@@ -510,26 +554,39 @@ function ambiguity(call: Call): string {
   return call.method === 'POST' ? '; the request may have been applied' : '';
 }
 
-/** What a person should do about a failure of this type. */
-function hint(type: ApiFailureType, call: Call, retryAfterMs: number | null): string {
+/** What a person should do about a failure of this kind. */
+function hint(kind: FailureKind, call: Call, retryAfterMs: number | null): string {
   const after =
     retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
-  switch (type) {
-    case ApiFailureType.Unauthorized:
-      return 'The API refused the admin API key: check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
-    case ApiFailureType.ProjectNotFound:
-      return 'Check the project ID, and that the admin API key belongs to the organization that owns it';
-    case ApiFailureType.JobNotFound:
-      return `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
-    case ApiFailureType.InvalidRequest:
+  switch (kind) {
+    case FailureKind.KeyRefused:
+      return 'The API refused the admin API key (unknown, expired or revoked): check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
+    case FailureKind.Forbidden:
+      return "The API refused the admin API key for this request (a missing read or write scope, or a caller outside the key's IP allow-list): check the key's scopes and allow-list";
+    case FailureKind.NotFound:
+      return call.operation === 'createJob'
+        ? 'Check the project ID, and that the admin API key belongs to the organization that owns it'
+        : `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
+    case FailureKind.Malformed:
       return 'The API rejected the request as invalid; repeating it will not help';
-    case ApiFailureType.RateLimited:
+    case FailureKind.ProxyRefused:
+      return 'The egress proxy refused the request (nothing reached the API): check the credentials in HTTPS_PROXY or HTTP_PROXY';
+    case FailureKind.RateLimited:
       return `Rate limited (the API allows 100 creates per project per hour)${after}`;
-    case ApiFailureType.ServiceUnavailable:
+    case FailureKind.Unavailable:
+    case FailureKind.NotProcessed:
+    case FailureKind.ServerError:
       return `The API is unavailable for now${after}`;
     default:
       return '';
   }
+}
+
+/** What to check after a failed TLS handshake. */
+function tlsHint(kind: FailureKind): string {
+  return kind === FailureKind.TlsRejected
+    ? ": check that AGENT_API_BASE_URL is the API's https address, and for a private CA set NODE_EXTRA_CA_CERTS"
+    : '';
 }
 
 /**

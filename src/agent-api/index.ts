@@ -7,15 +7,16 @@ export {
   type AgentApiClientOptions,
   type CallOptions,
 } from './client.js';
+export { AgentApiError, type AgentApiErrorInit } from './errors.js';
 export {
-  AgentApiError,
-  classifyNetworkError,
-  classifyStatus,
-  type AgentApiErrorInit,
+  FailureKind,
+  kindOfNetworkError,
+  kindOfStatus,
+  verdictOf,
   type ApiOperation,
-  type NetworkClass,
-  type StatusClass,
-} from './errors.js';
+  type NetworkKind,
+  type Verdict,
+} from './failure-policy.js';
 export {
   agentJobRecordSchema,
   InvalidAgentJobRecordError,

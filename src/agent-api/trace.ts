@@ -8,6 +8,7 @@
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AgentApiError, type ApiOperation } from './errors.js';
+import { isSuccess } from './failure-policy.js';
 
 const tracer = trace.getTracer('agent-job-orchestrator/agent-api');
 
@@ -50,7 +51,8 @@ export function tracedHttpCall<T>(
       try {
         return await send(traceHeaders, (status) => {
           span.setAttribute('http.response.status_code', status);
-          if (status >= 400) span.setStatus({ code: SpanStatusCode.ERROR });
+          // Anything but a 2xx failed the call (a redirect too: it is never followed).
+          if (!isSuccess(status)) span.setStatus({ code: SpanStatusCode.ERROR });
         });
       } catch (err) {
         // The failure's type only: messages are for people and may quote a response body.

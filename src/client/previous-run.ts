@@ -5,7 +5,8 @@
  * second again. Pure: it reads the run's search attribute and history events, no server.
  */
 import type { temporal } from '@temporalio/proto';
-import { FailureType, type ApiErrorDetails } from '../contract.js';
+import type { ApiErrorDetails } from '../contract.js';
+import { outcomeUnknown } from '../agent-api/failure-policy.js';
 
 /** What the next run under the key starts from. */
 export type PreviousRun =
@@ -57,8 +58,7 @@ function outcomeOf(event: HistoryEvent): (PreviousRun & { scheduledEventId: stri
   if (failed) {
     const info = failed.failure?.applicationFailureInfo;
     const details = decoded(info?.details?.payloads?.[0]?.data) as ApiErrorDetails | null;
-    const surelyNot =
-      details?.mayHaveBeenApplied === false && info?.type !== FailureType.CreateOutcomeUnknown;
+    const surelyNot = details?.mayHaveBeenApplied === false && !outcomeUnknown(info?.type ?? undefined);
     return surelyNot
       ? { kind: 'nothing', scheduledEventId: String(failed.scheduledEventId) }
       : {

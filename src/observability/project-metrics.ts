@@ -11,6 +11,13 @@ import type { Sinks } from '@temporalio/workflow';
 import type { QuotaUsage, QuotaUseKind } from '../quota/messages.js';
 import { utf8Prefix } from '../ids.js';
 
+/**
+ * How long a workflow counts as waiting for a key after its last report: a waiting workflow reports
+ * at every refusal, at most the longest backoff (2 minutes) apart, so one silent for 10 minutes has
+ * ended (cancelled, terminated) or moved to another worker.
+ */
+export const KEY_WAIT_STALE_MS = 10 * 60_000;
+
 /** The label of every project past the first {@link ProjectLabels} keeps. */
 export const OTHER_PROJECTS = '_other';
 
@@ -48,6 +55,7 @@ export const PROJECT_METRICS = {
   quotaUsed: 'agent_project_quota_used_uses',
   quotaQueued: 'agent_project_quota_queued_jobs',
   quotaWaitSeconds: 'agent_project_quota_wait_seconds',
+  keyWaiting: 'agent_project_workflows_waiting_for_key',
 } as const;
 
 /**
@@ -73,6 +81,9 @@ export class ProjectMetrics {
   readonly #quotaUsed;
   readonly #quotaQueued;
   readonly #quotaWait;
+  readonly #keyWaiting;
+  /** The workflows waiting for a working key, by workflow ID: their project and when they said so. */
+  readonly #keyWaits = new Map<string, { projectId: string; sinceMs: number }>();
 
   constructor(meter: MetricMeter, maxProjects: number) {
     this.#labels = new ProjectLabels(maxProjects);
@@ -116,6 +127,32 @@ export class ProjectMetrics {
       's',
       'Wait for a use of the quota: 0 when taken at once, else the time in the queue until a grant',
     );
+    this.#keyWaiting = meter.createGauge(
+      m.keyWaiting,
+      'int',
+      'workflows',
+      'Workflows waiting for a working Agent Job API key after a 401 or 403 (alert on it)',
+    );
+  }
+
+  /**
+   * A workflow started or stopped waiting for a working key. Counted per workflow ID, so a
+   * workflow's repeated reports count once; one that ends, or moves to another worker, without
+   * saying so is dropped after {@link KEY_WAIT_STALE_MS}.
+   */
+  keyWait(workflowId: string, projectId: string, waiting: boolean, nowMs = Date.now()): void {
+    if (waiting) this.#keyWaits.set(workflowId, { projectId, sinceMs: nowMs });
+    else this.#keyWaits.delete(workflowId);
+    const counts = new Map<string, number>([[projectId, 0]]);
+    for (const [id, wait] of this.#keyWaits) {
+      if (nowMs - wait.sinceMs > KEY_WAIT_STALE_MS) {
+        this.#keyWaits.delete(id);
+        counts.set(wait.projectId, counts.get(wait.projectId) ?? 0);
+        continue;
+      }
+      counts.set(wait.projectId, (counts.get(wait.projectId) ?? 0) + 1);
+    }
+    for (const [project, count] of counts) this.#keyWaiting.set(count, this.#tags(project));
   }
 
   #tags(projectId: string, extra: Record<string, string> = {}) {
@@ -152,6 +189,9 @@ export class ProjectMetrics {
         quotaWaited: {
           fn: (_info, projectId, seconds) => this.quotaWaited(projectId, seconds),
         },
+        keyWait: {
+          fn: (info, projectId, waiting) => this.keyWait(info.workflowId, projectId, waiting),
+        },
         quotaState: {
           fn: (_info, projectId, usage) => {
             const tags = this.#tags(projectId);
@@ -177,5 +217,7 @@ export interface ProjectMetricsSinks extends Sinks {
     quotaWaited(projectId: string, seconds: number): void;
     /** The quota's state after a pass: the budget, the uses in its window, the queue. */
     quotaState(projectId: string, usage: QuotaUsage): void;
+    /** The workflow started (`true`) or stopped waiting for a working API key after a 401 or 403. */
+    keyWait(projectId: string, waiting: boolean): void;
   };
 }

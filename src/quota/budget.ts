@@ -22,7 +22,7 @@ import type {
 } from './messages.js';
 import { clamp, clampInt, clampLimit, MAX_LEASE_MS, MAX_WINDOW_MS, MIN_LEASE_MS } from './messages.js';
 import { idHash, utf8ByteLength } from '../ids.js';
-import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../retries.js';
+import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../agent-api/failure-policy.js';
 import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 
 /**
@@ -387,7 +387,7 @@ export class ProjectBudget {
 
   /**
    * A 429: `entry` asks again for the refused use, at the head of the queue; the refused grant is
-   * dropped, the project pauses as every retry waits (src/retries.ts) and the budget learns, unless
+   * dropped, the project pauses as every retry waits (src/agent-api/failure-policy.ts) and the budget learns, unless
    * the grant was gone already (its lease ran out during the call): then the 429 teaches nothing.
    */
   refuse(

@@ -24,6 +24,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { AgentJobActivities } from '../activities/index.js';
+import { refusesQuotaUse } from '../agent-api/failure-policy.js';
 import { FailureType, SearchAttributes, type QueuePlace } from '../contract.js';
 import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
 import {
@@ -386,7 +387,7 @@ export class ProjectQuotaRequester {
 /** The Retry-After (ms, or null without one) of a 429 answered by the API, or undefined for any other error. */
 function rateLimited(err: unknown): number | null | undefined {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return undefined;
-  if (err.cause.type !== FailureType.RateLimited) return undefined;
+  if (!refusesQuotaUse(err.cause.type)) return undefined;
   // `nextRetryDelay` does not survive the trip to the workflow; the activity puts it in the details.
   const detail = err.cause.details?.[0] as { retryAfterMs?: unknown } | undefined;
   return typeof detail?.retryAfterMs === 'number' ? detail.retryAfterMs : null;

@@ -6,7 +6,7 @@
  */
 import type { QueuePlace } from '../contract.js';
 import type { QuotaDeclined } from './messages.js';
-import { RETRY_JITTER } from '../retries.js';
+import { RETRY_JITTER } from '../agent-api/failure-policy.js';
 import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
 
 /**

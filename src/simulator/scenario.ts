@@ -56,8 +56,11 @@ export type FaultAction =
    * real body is truncated; with 502 it is not processed and a gateway's error body is truncated.
    */
   | { kind: 'truncated'; status: 200 | 502 }
-  /** Process the request (store the job, start the turn), then reset the connection without a response. */
-  | { kind: 'reset-after-store' }
+  /**
+   * Process the request (store the job, start the turn), then reset the connection without a
+   * response: at once, or `afterMs` later (a create held past a worker's shutdown, its answer lost).
+   */
+  | { kind: 'reset-after-store'; afterMs?: number }
   /**
    * Process the request and answer its real record padded with an unknown field `padding` of this
    * many bytes: a legal record, far larger than any real one.
@@ -181,7 +184,11 @@ const ruleSchema = z.discriminatedUnion('kind', [
     kind: z.literal('truncated'),
     status: z.union([z.literal(200), z.literal(502)]),
   }),
-  z.strictObject({ ...matchShape, kind: z.literal('reset-after-store') }),
+  z.strictObject({
+    ...matchShape,
+    kind: z.literal('reset-after-store'),
+    afterMs: z.number().int().nonnegative().optional(),
+  }),
   z.strictObject({ ...matchShape, kind: z.literal('slow'), ms: z.number().int().min(1).max(600_000) }),
   z.strictObject({
     ...matchShape,

@@ -353,7 +353,7 @@ class Simulator {
     const reply = this.#handleApi(req, route, body, scenario);
     if (fault?.kind === 'reset-after-store') {
       exchange.outcome = 'reset';
-      res.socket?.resetAndDestroy();
+      this.#after(fault.afterMs ?? 0, () => res.socket?.resetAndDestroy());
       return;
     }
     if (fault?.kind === 'slow') {

@@ -67,7 +67,13 @@ describe('activity failure policy', () => {
     );
     assert.equal(failure.type, FailureType.JobNotFound);
     assert.equal(failure.nonRetryable, true, 'not retried by Temporal');
-    assert.deepEqual(detailsOf(failure), { status: 404, retryAfterMs: null, attempt: 1, final: false });
+    assert.deepEqual(detailsOf(failure), {
+      status: 404,
+      retryAfterMs: null,
+      attempt: 1,
+      final: false,
+      bound: 'blip',
+    });
   });
 
   test('a body that is not a record goes back to the workflow with a short excerpt, not final', async () => {
@@ -125,7 +131,13 @@ describe('activity failure policy', () => {
     const failure = await failureAt(1, () => activities().getAgentJob({ projectId, jobId: 'job_x' }), 12_000);
     assert.equal(failure.type, FailureType.ServiceUnavailable);
     assert.equal(failure.nonRetryable, true, 'Temporal does not wait 45 s past a 12 s deadline');
-    assert.deepEqual(detailsOf(failure), { status: 503, retryAfterMs: 45_000, attempt: 1, final: false });
+    assert.deepEqual(detailsOf(failure), {
+      status: 503,
+      retryAfterMs: 45_000,
+      attempt: 1,
+      final: false,
+      bound: 'deadline',
+    });
   });
 
   describe('the poll activity keeps to the deadline in its input (it has no schedule-to-close timeout)', () => {

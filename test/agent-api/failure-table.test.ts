@@ -126,26 +126,29 @@ describe('HTTP status rows', () => {
     });
   });
 
-  test('401 (wrong key): Unauthorized, final, message points at the key settings but not at the key', async () => {
+  // A refused key is retryable for the client: the failure policy's `credentials` bound decides
+  // (a poll waits for a rotation, a create with a key that never worked fails at once).
+  test('401 (wrong key): Unauthorized, message points at the key settings but not at the key', async () => {
     const wrongKey = `mint_${uniqueId('wrong-secret')}`;
     const wrong = new AgentApiClient({ baseUrl: sim.url, apiKey: wrongKey, dispatcher: shortTimeouts });
     const err = await expectFailure(
       createIn(project(), wrong),
-      { type: FailureType.Unauthorized, retryable: false, requestMayHaveTakenEffect: false, status: 401 },
+      { type: FailureType.Unauthorized, retryable: true, requestMayHaveTakenEffect: false, status: 401 },
       wrongKey,
     );
     assert.match(err.message, /AGENT_API_KEY/);
     assert.match(err.message, /AGENT_API_KEY_FILE/);
   });
 
-  test('403: Unauthorized, final', async () => {
+  test('403: Unauthorized, message names scopes and the allow-list', async () => {
     const err = await expectFailure(client.getJob(failingOnce('get', 403), 'job-1'), {
       type: FailureType.Unauthorized,
-      retryable: false,
+      retryable: true,
       requestMayHaveTakenEffect: false,
       status: 403,
     });
-    assert.match(err.message, /AGENT_API_KEY/);
+    assert.match(err.message, /scope/);
+    assert.match(err.message, /allow-list/);
   });
 
   test('404 on create: ProjectNotFound, final', async () => {

@@ -4,13 +4,14 @@ import { describe, test } from 'node:test';
 import {
   AgentApiClient,
   AgentApiError,
-  classifyNetworkError,
-  classifyStatus,
+  FailureKind,
   InvalidAgentJobRecordError,
+  kindOfNetworkError,
+  kindOfStatus,
   parseAgentJobRecord,
   parseRetryAfter,
   RECORD_BUDGET_BYTES,
-  type ApiFailureType,
+  verdictOf,
 } from '../../src/agent-api/index.js';
 import { FailureType } from '../../src/contract.js';
 
@@ -129,7 +130,7 @@ describe('parseAgentJobRecord', () => {
   });
 });
 
-describe('failure tables', () => {
+describe('what the client reports of a status or a network error', () => {
   const rows: [number, 'createJob' | 'getJob', FailureType, boolean][] = [
     [400, 'createJob', FailureType.InvalidRequest, false],
     [422, 'createJob', FailureType.InvalidRequest, false],
@@ -146,55 +147,51 @@ describe('failure tables', () => {
     [504, 'createJob', FailureType.ServiceUnavailable, true],
     [409, 'createJob', FailureType.InvalidRequest, false],
     [507, 'createJob', FailureType.ServiceUnavailable, true],
-    [302, 'createJob', FailureType.UnexpectedResponse, true],
+    [302, 'createJob', FailureType.Redirected, false],
+    [308, 'getJob', FailureType.Redirected, false],
+    [303, 'createJob', FailureType.UnexpectedResponse, true],
+    [304, 'getJob', FailureType.UnexpectedResponse, true],
   ];
   for (const [status, operation, type, ambiguous] of rows) {
     test(`${status} on ${operation} → ${type}${ambiguous ? ', ambiguous' : ''}`, () => {
-      const kind = classifyStatus(status, operation);
-      assert.equal(kind.type, type);
-      assert.equal(kind.mayHaveTakenEffect, ambiguous);
-      assert.equal(kind.readsRetryAfter, status === 429 || status === 503);
+      const verdict = verdictOf(kindOfStatus(status), operation);
+      assert.equal(verdict.type, type);
+      assert.equal(verdict.mayHaveBeenApplied, ambiguous);
+      assert.equal(verdict.readsRetryAfter, status === 429 || status === 503);
     });
   }
 
-  test('network codes', () => {
+  test('network codes: whether the request can have left', () => {
     const code = (c: string) => Object.assign(new Error(c), { code: c });
-    assert.deepEqual(pick(classifyNetworkError(code('ECONNREFUSED'))), [FailureType.NetworkError, false]);
-    assert.deepEqual(pick(classifyNetworkError(code('ENOTFOUND'))), [FailureType.NetworkError, false]);
-    assert.deepEqual(pick(classifyNetworkError(code('UND_ERR_CONNECT_TIMEOUT'))), [
-      FailureType.RequestTimeout,
-      false,
-    ]);
-    assert.deepEqual(pick(classifyNetworkError(code('UND_ERR_HEADERS_TIMEOUT'))), [
-      FailureType.RequestTimeout,
-      true,
-    ]);
-    assert.deepEqual(pick(classifyNetworkError(code('UND_ERR_BODY_TIMEOUT'))), [
-      FailureType.RequestTimeout,
-      true,
-    ]);
-    assert.deepEqual(pick(classifyNetworkError(code('ECONNRESET'))), [FailureType.NetworkError, true]);
-    assert.deepEqual(pick(classifyNetworkError(code('UND_ERR_SOCKET'))), [FailureType.NetworkError, true]);
-    assert.deepEqual(pick(classifyNetworkError(new Error('what'))), [FailureType.NetworkError, true]);
+    const of = (err: unknown) => {
+      const verdict = verdictOf(kindOfNetworkError(err).kind, 'createJob');
+      return [verdict.type, verdict.mayHaveBeenApplied];
+    };
+    assert.deepEqual(of(code('ECONNREFUSED')), [FailureType.NetworkError, false]);
+    assert.deepEqual(of(code('ENOTFOUND')), [FailureType.NetworkError, false]);
+    assert.deepEqual(of(code('UND_ERR_CONNECT_TIMEOUT')), [FailureType.RequestTimeout, false]);
+    assert.deepEqual(of(code('UND_ERR_HEADERS_TIMEOUT')), [FailureType.RequestTimeout, true]);
+    assert.deepEqual(of(code('UND_ERR_BODY_TIMEOUT')), [FailureType.RequestTimeout, true]);
+    assert.deepEqual(of(code('ECONNRESET')), [FailureType.NetworkError, true]);
+    assert.deepEqual(of(code('UND_ERR_SOCKET')), [FailureType.NetworkError, true]);
+    assert.deepEqual(of(new Error('what')), [FailureType.NetworkError, true]);
+    for (const tls of ['DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID']) {
+      assert.deepEqual(of(code(tls)), [FailureType.TlsHandshakeFailed, false], tls);
+    }
     const aggregate = new AggregateError([code('ECONNREFUSED'), code('ECONNREFUSED')]);
-    assert.deepEqual(pick(classifyNetworkError(aggregate)), [FailureType.NetworkError, false]);
+    assert.deepEqual(of(aggregate), [FailureType.NetworkError, false]);
   });
 
-  test('retryable follows the type', () => {
-    const make = (type: ApiFailureType) =>
-      new AgentApiError({
-        type,
-        operation: 'getJob',
-        status: null,
-        retryAfterMs: null,
-        requestMayHaveTakenEffect: false,
-        message: 'm',
-      });
-    assert.equal(make(FailureType.ProjectNotFound).retryable, false);
-    assert.equal(make(FailureType.JobNotFound).retryable, true);
-    assert.equal(make(FailureType.UnexpectedResponse).retryable, true);
-    assert.equal(make(FailureType.UnreadableAnswer).retryable, false);
-    assert.equal(make(FailureType.InvalidRequest).name, 'AgentApiError');
+  test('an error is retryable unless the policy says it is final', () => {
+    const make = (kind: FailureKind, operation: 'getJob' | 'createJob' = 'getJob') =>
+      new AgentApiError({ kind, operation, status: null, retryAfterMs: null, message: 'm' });
+    assert.equal(make(FailureKind.NotFound, 'createJob').retryable, false);
+    assert.equal(make(FailureKind.NotFound).retryable, true);
+    assert.equal(make(FailureKind.NotARecord).retryable, true);
+    assert.equal(make(FailureKind.NotARecord, 'createJob').retryable, false);
+    assert.equal(make(FailureKind.KeyRefused).retryable, true);
+    assert.equal(make(FailureKind.TlsRejected, 'createJob').retryable, false);
+    assert.equal(make(FailureKind.Malformed).name, 'AgentApiError');
   });
 });
 
@@ -220,7 +217,3 @@ describe('arguments', () => {
     });
   });
 });
-
-function pick(kind: { type: string; mayHaveTakenEffect: boolean }): [string, boolean] {
-  return [kind.type, kind.mayHaveTakenEffect];
-}

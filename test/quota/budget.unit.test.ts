@@ -24,7 +24,12 @@ import {
   readSpent,
   readWaiting,
 } from '../../src/quota/messages.js';
-import { CREATE_BACKOFF, MAX_RETRY_AFTER_MS, MESSAGE_BACKOFF, RETRY_JITTER } from '../../src/retries.js';
+import {
+  CREATE_BACKOFF,
+  MAX_RETRY_AFTER_MS,
+  MESSAGE_BACKOFF,
+  RETRY_JITTER,
+} from '../../src/agent-api/failure-policy.js';
 
 const T0 = Date.parse('2026-11-24T00:00:00Z');
 const W = 60_000;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AskSchedule, placeOf, QUOTA_REASK_MS, useNameOf } from '../../src/quota/waiting.js';
-import { RETRY_JITTER } from '../../src/retries.js';
+import { RETRY_JITTER } from '../../src/agent-api/failure-policy.js';
 
 const T0 = Date.parse('2026-11-25T12:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();

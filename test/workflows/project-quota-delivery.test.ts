@@ -17,7 +17,7 @@ import {
   quotaTakeUpdate,
   type QuotaLimit,
 } from '../../src/quota/messages.js';
-import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/retries.js';
+import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/agent-api/failure-policy.js';
 import type { projectQuotaWorkflow } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';

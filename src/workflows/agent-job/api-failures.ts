@@ -22,8 +22,15 @@ import {
 import { TimeoutType } from '@temporalio/common';
 import type { ApiErrorDetails, LastApiError } from '../../contract.js';
 import { POLL_PAST_DEADLINE } from '../../poll-schedule.js';
-import type { Backoff } from '../../retries.js';
+import {
+  legacyBound,
+  type ApiOperation,
+  type Backoff,
+  type StreakBound,
+  type Tolerances,
+} from '../../agent-api/failure-policy.js';
 import type { FailureStreak } from './failure-streak.js';
+import { markdownText } from '../../escape.js';
 
 /** What one call needs from the workflow, and where it reports what it saw. */
 export interface ApiCallContext {
@@ -31,13 +38,15 @@ export interface ApiCallContext {
   deadlineMs: number;
   /** The API's failures in a row; carried across continue-as-new. */
   streak: FailureStreak;
+  /** The call, as the failure policy's columns name it. */
+  operation: ApiOperation;
+  /** The tolerances the policy's time bounds use (`blipMs` null until the API answered for the job). */
+  tolerances: Tolerances;
   /**
-   * How long 404s and bodies that are not a record may last before they are final, once the API
-   * has answered for the job; null: a count in a row bounds them instead.
+   * Called with every failure, and after a success of the call `doing` (which clears its error).
+   * `waitingForKey`: the API refused the key and the call waits for a working one.
    */
-  blipToleranceMs: number | null;
-  /** Called with every failure, and after a success of the call `doing` (which clears its error). */
-  reportError(error: LastApiError | null, doing: string): void;
+  reportError(error: LastApiError | null, doing: string, waitingForKey: boolean): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
   timedOut(): ApplicationFailure;
   /** A create or message was sent again after an attempt that may have been applied (policy `retry`). */
@@ -69,7 +78,7 @@ export async function attempt<T>(
     const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
     const failedCalls = ctx.streak.succeeded();
     if (failedCalls > 0) log.info('the Agent Job API answers again', { doing, failedCalls });
-    ctx.reportError(null, doing);
+    ctx.reportError(null, doing, false);
     return { ok: true, value };
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -78,13 +87,16 @@ export async function attempt<T>(
       // API error (a poll activity's retries are the server's), not the timeout, nor a poll that
       // found the job still active.
       const last = apiFailureOf(err, doing);
-      if (last?.details !== undefined) ctx.reportError(last.error, doing);
+      if (last?.details !== undefined) ctx.reportError(last.error, doing, false);
       throw ctx.timedOut();
     }
     const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
-    ctx.reportError(failure.error, doing);
-    if (failure.details?.final) throw finalFailure(failure, doing);
+    const bound = boundOf(failure);
+    if (bound === 'final') {
+      ctx.reportError(failure.error, doing, false);
+      throw finalFailure(failure, doing);
+    }
     let attemptNumber = failure.details?.attempt ?? 1;
     if (options.afterUnseenAttempts && attemptNumber > 1) {
       // A poll activity's earlier attempts read the job (or met errors the server retried): the
@@ -92,7 +104,14 @@ export async function attempt<T>(
       ctx.streak.succeeded();
       attemptNumber = 1;
     }
-    const verdict = ctx.streak.failed(failure.error.type, attemptNumber, Date.now(), ctx.blipToleranceMs);
+    const counted = {
+      type: failure.error.type,
+      bound,
+      operation: ctx.operation,
+      keyAnsweredAgoMs: failure.details?.keyAnsweredAgoMs ?? null,
+    };
+    const verdict = ctx.streak.failed(counted, attemptNumber, Date.now(), ctx.tolerances);
+    ctx.reportError(failure.error, doing, bound === 'credentials' && verdict.boundReached === null);
     if (verdict.boundReached !== null) {
       throw finalFailure(failure, doing, `gave up after ${verdict.boundReached}`);
     }
@@ -112,6 +131,18 @@ export async function attempt<T>(
       uncertain: uncertaintyOf(failure),
     };
   }
+}
+
+/**
+ * How the policy bounds a streak of this failure: as the activity said, or for a failure from an
+ * earlier build (no `bound` in its details) as that build did. A failure with no API error below
+ * it (a timeout, a stopping worker) is retried until the deadline.
+ */
+function boundOf(failure: ApiFailure): StreakBound {
+  const details = failure.details;
+  if (details === undefined) return 'deadline';
+  if (details.final) return 'final';
+  return details.bound ?? legacyBound(failure.error.type);
 }
 
 /**
@@ -162,7 +193,9 @@ export async function untilAnswered<T>(
     }
     if (result.ok) return result.value;
     uncertain ??= result.uncertain;
-    await sleep(result.retryInMs, { summary: `wait ${Math.ceil(result.retryInMs / 1000)}s before ${doing}` });
+    // The summary is rendered as markdown in the UI, and `doing` may name a job ID the API sent.
+    const summary = `wait ${Math.ceil(result.retryInMs / 1000)}s before ${markdownText(doing)}`;
+    await sleep(result.retryInMs, { summary });
   }
 }
 

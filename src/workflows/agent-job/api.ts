@@ -9,14 +9,27 @@ import {
   ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  log,
   proxyActivities,
+  proxySinks,
+  setCurrentDetails,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
 import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../contract.js';
+import { markdownText, quoted } from '../../escape.js';
 import type { QuotaRequest, QuotaUseKind } from '../../quota/messages.js';
-import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../retries.js';
+import {
+  CREATE_BACKOFF,
+  GET_BACKOFF,
+  MESSAGE_BACKOFF,
+  refusesQuotaUse,
+  retryPolicyOf,
+  SDK_WORKER_SHUTDOWN_TYPE,
+  type ApiOperation,
+} from '../../agent-api/failure-policy.js';
+import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs, type ResolvedPollSettings } from '../../poll-schedule.js';
 import type { ProjectQuotaRequester } from '../../quota/requester.js';
 import { attempt, untilAnswered, type ApiCallContext, type AttemptResult } from './api-failures.js';
@@ -30,7 +43,15 @@ import type { RunState } from './run-state.js';
 // have died mid-request) is not retried by the server (the `TemporalTimeout:` types below), and an
 // ambiguous answer is handed back by the activity: the workflow retries those itself, telling the
 // next attempt that the one before may have been applied (./api-failures.ts).
-const RETRY_NO_TIMEOUTS = ['TemporalTimeout:StartToClose', 'TemporalTimeout:Heartbeat'];
+//
+// A stopping worker lets a create or message it already sent finish (src/activities/index.ts);
+// an attempt that let the SDK's `WorkerShutdown` failure out all the same comes back to the
+// workflow too, which treats it as one that may have been sent.
+const RETRY_NO_TIMEOUTS = [
+  'TemporalTimeout:StartToClose',
+  'TemporalTimeout:Heartbeat',
+  SDK_WORKER_SHUTDOWN_TYPE,
+];
 const createOptions: ActivityOptions = {
   // The HTTP client gives up well before this (the whole request within 60s).
   startToCloseTimeout: '75s',
@@ -67,6 +88,7 @@ const messageOptions: ActivityOptions = {
 };
 
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
+const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
@@ -89,8 +111,8 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
 export interface ApiContext {
   projectId: string;
   poll: ResolvedPollSettings;
-  /** The input's `blipTolerance`, in ms. */
-  blipToleranceMs: number;
+  /** The input's `blipTolerance` and `credentialTolerance`, in ms. */
+  tolerances: { blipMs: number; credentialMs: number };
   /** The run's deadline, progress (for the last error), failure streak and quota use count. */
   run: Pick<RunState, 'deadlineMs' | 'progress' | 'streak' | 'quotaUses'>;
   quota: ProjectQuotaRequester;
@@ -109,14 +131,14 @@ export class AgentJobApi {
   create(prompt: string, idempotencyKey: string, uncertain: string | null): Promise<AgentJobRecord> {
     const { projectId } = this.ctx;
     return untilAnswered(
-      this.#context('the agent job could not be created'),
+      this.#context('createJob', 'the agent job could not be created'),
       'creating the agent job',
       CREATE_BACKOFF,
       (_timeoutMs, uncertain) =>
         this.#withinQuota('create', ({ managed, takeAs }) =>
           createAgentJob.executeWithOptions(
             {
-              summary: `create agent job in project ${projectId}`,
+              summary: `create agent job in project ${markdownText(projectId)}`,
               scheduleToCloseTimeout: this.#timeLeftMs('the agent job could not be created'),
               ...quotaManaged(createOptions, managed),
             },
@@ -148,14 +170,18 @@ export class AgentJobApi {
       backoffCoefficient: poll.backoffCoefficient,
     };
     return attempt(
-      this.#context('the agent job could not be read'),
-      `reading agent job ${jobId}`,
+      this.#context('getJob', 'the agent job could not be read'),
+      // Plain text for failure messages and logs: the ID JSON-quoted (./outcomes.ts says why).
+      `reading agent job ${quoted(jobId)}`,
       GET_BACKOFF,
       // No schedule-to-close timeout: the deadline goes in the input, and the attempts keep to it
       // (src/poll-schedule.ts, POLL_PAST_DEADLINE).
       () =>
         pollAgentJob.executeWithOptions(
-          { summary: `poll agent job ${jobId}`, retry: pollRetryPolicy(poll.maxIntervalMs) },
+          {
+            summary: `poll agent job ${markdownText(jobId)}`,
+            retry: pollRetryPolicy(poll.maxIntervalMs),
+          },
           [{ projectId, jobId, schedule, deadlineMs: this.ctx.run.deadlineMs }],
         ),
       // Its attempts before the one that failed were answers (active records) the workflow never saw.
@@ -167,7 +193,7 @@ export class AgentJobApi {
   sendMessage(jobId: string, prompt: string, idempotencyKey: string, turn: number): Promise<AgentJobRecord> {
     const { projectId } = this.ctx;
     return untilAnswered(
-      this.#context('the follow-up message could not be sent'),
+      this.#context('sendMessage', 'the follow-up message could not be sent'),
       'sending the follow-up message',
       MESSAGE_BACKOFF,
       (_timeoutMs, uncertain) =>
@@ -225,17 +251,40 @@ export class AgentJobApi {
     }
   }
 
-  #context(whatTimedOut: string): ApiCallContext {
+  #context(operation: ApiOperation, whatTimedOut: string): ApiCallContext {
     const { progress, deadlineMs, streak } = this.ctx.run;
+    const { projectId } = this.ctx;
     return {
       deadlineMs,
       streak,
-      // Once the API has answered for the job, 404s and odd bodies are a blip until they last.
-      blipToleranceMs: progress.lastRecord === null ? null : this.ctx.blipToleranceMs,
+      operation,
+      tolerances: {
+        // Once the API has answered for the job, 404s and odd bodies are a blip until they last.
+        blipMs: progress.lastRecord === null ? null : this.ctx.tolerances.blipMs,
+        credentialMs: this.ctx.tolerances.credentialMs,
+      },
       // A success clears only its own call's error: a poll that works does not hide that follow-up
       // messages keep failing.
-      reportError: (error, doing) => {
+      reportError: (error, doing, waitingForKey) => {
         if (error !== null || progress.lastError?.during === doing) progress.lastError = error;
+        // The gauge counts the workflows waiting: each refusal reports, so a stale one drops out.
+        if (waitingForKey) projectMetrics.keyWait(projectId, true);
+        if (waitingForKey === progress.waitingForKey) return;
+        progress.waitingForKey = waitingForKey;
+        // One line when the wait starts and one when it ends, naming the project, for alerts.
+        if (waitingForKey) {
+          setCurrentDetails(
+            `Waiting for a working API key: the Agent Job API refused it (HTTP ${error?.status ?? '401/403'}); trying again with the key read afresh`,
+          );
+          log.warn('the Agent Job API refuses the API key; waiting for a working one', {
+            projectId,
+            doing,
+            status: error?.status ?? null,
+          });
+        } else {
+          log.info('the Agent Job API accepts the API key again', { projectId, doing });
+          projectMetrics.keyWait(projectId, false);
+        }
       },
       timedOut: () => this.ctx.timedOut(whatTimedOut),
       resent: () => {
@@ -253,7 +302,7 @@ export class AgentJobApi {
 function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null } | null {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
   if (err.cause.type === FailureType.ProjectQuotaQueue) return 'queue';
-  if (err.cause.type !== FailureType.RateLimited) return null;
+  if (!refusesQuotaUse(err.cause.type)) return null;
   const details = err.cause.details?.[0] as Partial<ApiErrorDetails> | undefined;
   if (details?.quotaTaken !== true) return null;
   return { retryAfterMs: typeof details.retryAfterMs === 'number' ? details.retryAfterMs : null };

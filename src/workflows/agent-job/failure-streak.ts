@@ -1,9 +1,17 @@
 /**
  * The Agent Job API's failures in a row, as the workflow counts them: they set the wait before
- * the next attempt and the bounds on answers that are final only when they persist. Pure: the
- * caller passes the random source (the workflow's seeded `Math.random`).
+ * the next attempt, and the failure policy (../../agent-api/failure-policy.ts) says when a streak of
+ * one type is over. Pure: the caller passes the time and the random source (the workflow's seeded
+ * `Math.random`).
  */
-import { CONSECUTIVE_ANSWER_BOUNDS, retryDelayMs, type Backoff } from '../../retries.js';
+import {
+  boundReached,
+  retryDelayMs,
+  type ApiOperation,
+  type Backoff,
+  type StreakBound,
+  type Tolerances,
+} from '../../agent-api/failure-policy.js';
 
 /** The streak, as carried across continue-as-new. */
 export interface FailureStreakState {
@@ -17,11 +25,23 @@ export interface FailureStreakState {
   sameTypeSinceMs?: number | null;
 }
 
+/** One failure as the streak counts it. */
+export interface CountedFailure {
+  /** Its failure type. */
+  type: string;
+  /** How the policy bounds a streak of it. */
+  bound: StreakBound;
+  /** The call that met it. */
+  operation: ApiOperation;
+  /** For a refused key: how long ago this worker last had another answer from the project. */
+  keyAnsweredAgoMs?: number | null;
+}
+
 /** What one failure means. */
 export interface FailureVerdict {
   /** The first failure after a success: worth one log line, where the rest are not. */
   startsStreak: boolean;
-  /** Set when the failure's type has a bound and reached it (what was reached): the failure is final. */
+  /** Set when the streak is over (what was reached): the failure is final. */
   boundReached: string | null;
 }
 
@@ -34,33 +54,29 @@ export class FailureStreak {
   }
 
   /**
-   * Counts a failure of `type` met at activity attempt `attempt`, at workflow time `nowMs`. At
-   * attempt 1 it follows the previous failure directly; at a later one, Temporal retried other
-   * answers in between, so a run of one type restarts.
-   *
-   * Answers with a bound (404, a body that is not a record) are final once they persist: for
-   * `toleranceMs` when it is set (a job the API has answered before: a failover or maintenance
-   * pages pass), else after the bound's count in a row (a job never seen: likely a wrong ID).
+   * Counts `failure`, met at activity attempt `attempt`, at workflow time `nowMs`. At attempt 1 it
+   * follows the previous failure directly; at a later one, Temporal retried other answers in
+   * between, so a run of one type restarts.
    */
-  failed(type: string, attempt: number, nowMs: number, toleranceMs: number | null = null): FailureVerdict {
+  failed(failure: CountedFailure, attempt: number, nowMs: number, tolerances: Tolerances): FailureVerdict {
     const s = this.state;
     const attempts = Math.max(1, attempt);
-    const continues = attempts === 1 && s.type === type;
+    const continues = attempts === 1 && s.type === failure.type;
     s.sameType = continues ? s.sameType + 1 : 1;
     if (!continues || s.sameTypeSinceMs == null) s.sameTypeSinceMs = nowMs;
-    s.type = type;
+    s.type = failure.type;
     s.failures += attempts;
-    return { startsStreak: s.failures === attempts, boundReached: this.#bound(type, nowMs, toleranceMs) };
-  }
-
-  #bound(type: string, nowMs: number, toleranceMs: number | null): string | null {
-    const s = this.state;
-    const count = CONSECUTIVE_ANSWER_BOUNDS[type as keyof typeof CONSECUTIVE_ANSWER_BOUNDS];
-    if (count === undefined) return null;
-    if (toleranceMs === null) return s.sameType >= count ? `${s.sameType} such answers in a row` : null;
-    const lastedMs = nowMs - (s.sameTypeSinceMs ?? nowMs);
-    if (lastedMs < toleranceMs) return null;
-    return `such answers for ${Math.round(lastedMs / 1000)}s (${s.sameType} in a row), past the blip tolerance of ${Math.round(toleranceMs / 1000)}s`;
+    const streak = { inARow: s.sameType, lastedMs: nowMs - s.sameTypeSinceMs };
+    return {
+      startsStreak: s.failures === attempts,
+      boundReached: boundReached(
+        failure.bound,
+        streak,
+        tolerances,
+        failure.keyAnsweredAgoMs ?? null,
+        failure.operation,
+      ),
+    };
   }
 
   /** A success ends the streak; returns how many failures it had. */

@@ -11,12 +11,13 @@ import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from '../.
 import { durationMs } from '../../duration.js';
 import { isWellFormed, utf8ByteLength } from '../../ids.js';
 import { DEFAULT_POLL, type ResolvedPollSettings } from '../../poll-schedule.js';
+import {
+  DEFAULT_BLIP_TOLERANCE_MS,
+  DEFAULT_CREDENTIAL_TOLERANCE_MS,
+} from '../../agent-api/failure-policy.js';
 
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
-
-/** The default {@link AgentJobInput.blipTolerance}: 30 minutes. */
-export const DEFAULT_BLIP_TOLERANCE_MS = 30 * 60 * 1000;
 
 /**
  * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
@@ -31,6 +32,7 @@ export type ResolvedInput = {
   timeoutMs: number;
   continueAsNewAfterPolls: number | undefined;
   blipToleranceMs: number;
+  credentialToleranceMs: number;
   previousCreate: string | null;
 } &
   // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
@@ -70,6 +72,13 @@ export function resolveInput(input: unknown): ResolvedInput {
   const blipToleranceMs =
     raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
   if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
+  const credentialToleranceMs =
+    raw.credentialTolerance === undefined
+      ? DEFAULT_CREDENTIAL_TOLERANCE_MS
+      : toMs(raw.credentialTolerance, 'credentialTolerance');
+  if (credentialToleranceMs < 1_000) {
+    throw new InvalidInputError('credentialTolerance', 'must be at least 1 second');
+  }
   const previousCreate = raw.previousCreate ?? null;
   if (previousCreate !== null && (typeof previousCreate !== 'string' || previousCreate.length > 500)) {
     throw new InvalidInputError('previousCreate', 'must be a string of at most 500 characters');
@@ -84,6 +93,7 @@ export function resolveInput(input: unknown): ResolvedInput {
     timeoutMs,
     continueAsNewAfterPolls,
     blipToleranceMs,
+    credentialToleranceMs,
     previousCreate,
   };
 }
@@ -110,10 +120,18 @@ function requireText(raw: Record<string, unknown>, field: string): string {
   return value;
 }
 
+/** A C0 or C1 control character, or DEL (Unicode category Cc). */
+const CONTROL_CHARACTER = /\p{Cc}/u;
+
 /**
- * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8: a lone surrogate has no UTF-8
- * form (it cannot go into a URL or a workflow ID), and a longer ID would break a workflow ID or a
- * search attribute at the server, after the workflow had started.
+ * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8, that names one thing in a URL
+ * path and in a workflow ID: a lone surrogate has no UTF-8 form (it cannot go into a URL or a
+ * workflow ID), and a longer ID would break a workflow ID or a search attribute at the server,
+ * after the workflow had started. `.` and `..` address another path (URL parsing removes dot
+ * segments even when percent-encoded; the API client refuses them too, but only once a project
+ * quota use has been taken). White space around an ID is refused, not trimmed: a trimmed ID would
+ * make a second workflow ID (and quota workflow) for one project or job. Control characters are
+ * refused as no one types them on purpose: they come from a broken paste or a template.
  */
 function requireId(raw: Record<string, unknown>, field: string, maxBytes: number): string {
   const value = requireText(raw, field);
@@ -123,6 +141,27 @@ function requireId(raw: Record<string, unknown>, field: string, maxBytes: number
   const bytes = utf8ByteLength(value);
   if (bytes > maxBytes) {
     throw new InvalidInputError(field, `is ${bytes} bytes of UTF-8; the limit is ${maxBytes}`);
+  }
+  const trimmed = value.trim();
+  if (trimmed === '.' || trimmed === '..') {
+    throw new InvalidInputError(
+      field,
+      `${JSON.stringify(value)} is not a usable ID: a URL path reads "." and ".." as the current and parent folder, so no API request could name it`,
+    );
+  }
+  if (trimmed !== value) {
+    throw new InvalidInputError(
+      field,
+      `${JSON.stringify(value)} has leading or trailing white space; send ${JSON.stringify(trimmed)}`,
+    );
+  }
+  const control = CONTROL_CHARACTER.exec(value);
+  if (control !== null) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    throw new InvalidInputError(
+      field,
+      `${JSON.stringify(value)} holds the control character U+${code}; an ID is printable text`,
+    );
   }
   return value;
 }

@@ -1,6 +1,14 @@
 /**
  * How a turn or the workflow ends: its result, or one of the workflow's own failures, each with a
  * type from the contract's `FailureType`, a message a person can act on, and the record in its details.
+ *
+ * A failure's message is plain text, not markdown: the starter prints it on a terminal, a caller's
+ * code and a Nexus caller read it, logs carry it (the Temporal UI renders markdown in details and
+ * summaries, not in a failure's message, as far as we know). So what came from the API or the
+ * caller (an agent job ID, a status, the project) goes in JSON-quoted (`quoted`): the quotes show
+ * where the value ends whatever it holds, control and format characters are `\u` escapes, and the
+ * value can be copied back exactly. Markdown's backslashes would garble every such ID (`job\_1`)
+ * for all of those readers; whoever renders a message as markdown escapes it there (src/escape.ts).
  */
 import { ApplicationFailure, ContinueAsNew, isCancellation, TemporalFailure } from '@temporalio/workflow';
 import {
@@ -10,18 +18,19 @@ import {
   type AgentJobRecord,
   type AgentJobResult,
 } from '../../contract.js';
+import { quoted } from '../../escape.js';
 
 /** What a result says besides the record. */
 export interface ResultContext {
   projectId: string;
-  progress: Pick<AgentJobProgress, 'polls' | 'turns'>;
+  progress: Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'>;
   /** This workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
 }
 
 /** The result of a turn that ended (the workflow's, or a follow-up's): `AgentJobFailed` for `failed`. */
 export function turnResult(ctx: ResultContext, record: AgentJobRecord): AgentJobResult {
-  if (record.status === 'failed') throw agentJobFailed(ctx.projectId, record);
+  if (record.status === 'failed') throw agentJobFailed(ctx.projectId, record, ctx.progress.resent);
   return {
     job: record,
     prLink: record.prLink,
@@ -29,7 +38,14 @@ export function turnResult(ctx: ResultContext, record: AgentJobRecord): AgentJob
     polls: ctx.progress.polls,
     turns: ctx.progress.turns,
     created: ctx.created,
+    resent: ctx.progress.resent,
   };
+}
+
+/** The sentence a failure's message ends with when calls were sent again, else nothing. */
+function resentNote(resent: number): string {
+  if (resent === 0) return '';
+  return ` ${resent} creates or messages were sent again after an attempt whose outcome was unknown: a duplicate agent job or turn is possible.`;
 }
 
 /** `InvalidInput` from the input check: nothing was created. */
@@ -42,13 +58,22 @@ export function invalidInput(err: InvalidInputError): ApplicationFailure {
   });
 }
 
-/** `AgentJobFailed`: the turn ended `failed`. */
-export function agentJobFailed(projectId: string, record: AgentJobRecord): ApplicationFailure {
+/**
+ * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
+ * result's count of calls sent again).
+ */
+export function agentJobFailed(
+  projectId: string,
+  record: AgentJobRecord,
+  resent: number,
+): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.AgentJobFailed,
-    message: `Agent job ${record.id} in project ${projectId} failed: the agent met an unrecoverable error. The final record is in the failure details.`,
+    message:
+      `Agent job ${quoted(record.id)} in project ${quoted(projectId)} failed: the agent met an unrecoverable error. ` +
+      `The final record is in the failure details.${resentNote(resent)}`,
     nonRetryable: true,
-    details: [record],
+    details: [record, { resent }],
   });
 }
 
@@ -56,31 +81,33 @@ export function agentJobFailed(projectId: string, record: AgentJobRecord): Appli
 export function unknownStatus(record: AgentJobRecord, reads: number): ApplicationFailure {
   return ApplicationFailure.create({
     type: FailureType.UnknownStatus,
-    message: `Agent job ${record.id} stayed in undocumented status "${record.status}" for ${reads} polls; it is not counted as done.`,
+    message: `Agent job ${quoted(record.id)} stayed in undocumented status ${quoted(record.status)} for ${reads} polls; it is not counted as done.`,
     nonRetryable: true,
     details: [record],
   });
 }
 
 /**
- * `AgentJobTimedOut`. Details: the last record, then `{ lastError }` (type, HTTP status, message)
- * so a caller can tell a slow agent job from an API that never answered.
+ * `AgentJobTimedOut`. Details: the last record, then `{ lastError, resent }` (type, HTTP status,
+ * message; the calls sent again) so a caller can tell a slow agent job from an API that never
+ * answered.
  */
 export function timedOut(
-  progress: Pick<AgentJobProgress, 'lastRecord' | 'lastError' | 'jobId' | 'polls'>,
+  progress: Pick<AgentJobProgress, 'lastRecord' | 'lastError' | 'jobId' | 'polls' | 'resent'>,
   what: string,
 ): ApplicationFailure {
-  const { lastRecord: record, lastError } = progress;
+  const { lastRecord: record, lastError, resent } = progress;
   const errorText = lastError
     ? `, last API error ${lastError.type}${lastError.status === null ? '' : ` (HTTP ${lastError.status})`} while ${lastError.during}`
     : '';
   return ApplicationFailure.create({
     type: FailureType.AgentJobTimedOut,
     message:
-      `Gave up at the workflow's deadline: ${what} (agent job ${progress.jobId ?? 'not created'}, ` +
-      `last status ${record?.status ?? 'unknown'}, ${progress.polls} polls${errorText}). Raise "timeout" in the input to wait longer.`,
+      `Gave up at the workflow's deadline: ${what} (agent job ${progress.jobId === null ? 'not created' : quoted(progress.jobId)}, ` +
+      `last status ${record ? quoted(record.status) : 'unknown'}, ${progress.polls} polls${errorText}). ` +
+      `Raise "timeout" in the input to wait longer.${resentNote(resent)}`,
     nonRetryable: true,
-    details: [record, { lastError }],
+    details: [record, { lastError, resent }],
   });
 }
 

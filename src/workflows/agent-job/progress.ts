@@ -4,6 +4,7 @@
  */
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { SearchAttributes, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
+import { markdownText, markdownUrl } from '../../escape.js';
 
 /** How a workflow ended, as its phase shows it. */
 export type EndPhase = 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
@@ -17,12 +18,15 @@ export interface RunProgress extends Omit<AgentJobProgress, 'phase'> {
   end: EndPhase | null;
   /** A create or message waits in the project quota's queue. */
   queued: boolean;
+  /** The API refused the key (401, 403) and the workflow waits for a working one. */
+  waitingForKey: boolean;
 }
 
 /** The phase, from the facts: an end, a wait in the quota's queue, no job yet, a message on its way. */
 export function phaseOf(progress: RunProgress, sendingMessage: boolean): AgentJobProgress['phase'] {
   if (progress.end !== null) return progress.end;
   if (progress.queued) return 'queued';
+  if (progress.waitingForKey) return 'waiting-for-api-key';
   if (progress.jobId === null) return 'creating';
   return sendingMessage ? 'sending-message' : 'polling';
 }
@@ -62,16 +66,35 @@ export function showJobId(jobId: string): void {
   upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
 }
 
+/**
+ * An agent job ID for the current details. The Temporal UI renders them as markdown, so what the
+ * API sent (the job's ID, status and link) goes in through src/escape.ts: it shows as the text it
+ * is, never as a link or markup of its own.
+ */
+function jobText(jobId: string | null): string {
+  return jobId === null ? '(not created)' : markdownText(jobId);
+}
+
+/** The details' warning when calls were sent again after an unknown outcome, kept to the end. */
+function resentDetails(resent: number): string {
+  return resent === 0
+    ? ''
+    : `; ${resent} calls sent again after an unknown outcome (a duplicate job or turn is possible)`;
+}
+
 /** Shows when the next poll comes. */
 export function showNextPoll(progress: RunProgress, waitMs: number): void {
   progress.nextPollAt = new Date(Date.now() + waitMs).toISOString();
-  const status = progress.lastRecord?.status ?? 'unknown';
-  const resent =
-    progress.resent === 0
-      ? ''
-      : `; ${progress.resent} calls sent again after an unknown outcome (a duplicate job or turn is possible)`;
+  const status = markdownText(progress.lastRecord?.status ?? 'unknown');
+  const resent = resentDetails(progress.resent);
+  if (progress.waitingForKey) {
+    setCurrentDetails(
+      `Waiting for a working API key: the Agent Job API refused it (HTTP ${progress.lastError?.status ?? '401/403'}); next try at ${progress.nextPollAt} with the key read afresh${resent}`,
+    );
+    return;
+  }
   setCurrentDetails(
-    `Agent job ${progress.jobId}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}${resent}`,
+    `Agent job ${jobText(progress.jobId)}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}${resent}`,
   );
 }
 
@@ -83,16 +106,20 @@ export function showEnd(
   progress.end = phase;
   progress.nextPollAt = null;
   const record = progress.lastRecord;
+  const resent = resentDetails(progress.resent);
   if (phase === 'cancelled') {
     setCurrentDetails(
       progress.jobId === null
-        ? 'Cancelled before the agent job was created: no create call succeeded.'
-        : `Cancelled. The agent job ${progress.jobId} goes on at the API.`,
+        ? `Cancelled before the agent job was created: no create call succeeded${resent}.`
+        : `Cancelled. The agent job ${jobText(progress.jobId)} goes on at the API${resent}.`,
     );
   } else if (phase === 'failed') {
-    setCurrentDetails(`Agent job ${record?.id} failed after ${progress.polls} polls`);
+    setCurrentDetails(
+      `Agent job ${jobText(record?.id ?? null)} failed after ${progress.polls} polls${resent}`,
+    );
   } else {
-    const pr = record?.prLink ? `: ${record.prLink}` : ' without a pull request';
-    setCurrentDetails(`Agent job ${record?.id} ${phase}${pr}`);
+    // The link is checked (src/agent-api/record.ts): an autolink a person can click, showing itself.
+    const pr = record?.prLink ? `: ${markdownUrl(record.prLink)}` : ' without a pull request';
+    setCurrentDetails(`Agent job ${jobText(record?.id ?? null)} ${phase}${pr}${resent}`);
   }
 }

@@ -67,6 +67,7 @@ export function startRun(resolved: ResolvedInput, carried: Continuation | undefi
     progress: {
       end: null,
       queued: false,
+      waitingForKey: false,
       jobId: carried?.jobId ?? resolved.jobId ?? null,
       lastRecord: carried?.progress.lastRecord ?? null,
       polls: carried?.progress.polls ?? 0,

@@ -33,6 +33,7 @@ import { resolveInput, type ResolvedInput } from './input.js';
 import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
 import { ProjectQuotaRequester } from '../../quota/requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
+import { markdownText } from '../../escape.js';
 import { AgentJobApi, createKey, startFollowUpKey } from './api.js';
 import { FollowUps } from './follow-ups.js';
 import { invalidInput, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
@@ -65,7 +66,7 @@ export async function agentJobWorkflow(
   const api = new AgentJobApi({
     projectId,
     poll: resolved.poll,
-    blipToleranceMs: resolved.blipToleranceMs,
+    tolerances: { blipMs: resolved.blipToleranceMs, credentialMs: resolved.credentialToleranceMs },
     run,
     quota,
     timedOut: deadline,
@@ -116,7 +117,7 @@ export async function agentJobWorkflow(
   }
 
   async function create(prompt: string): Promise<string> {
-    setCurrentDetails(`Creating the agent job in project ${projectId}`);
+    setCurrentDetails(`Creating the agent job in project ${markdownText(projectId)}`);
     // A run reset to a point before its create completed cannot know whether the run it replaces
     // had sent it, nor can a run started again after one ended with its create on the wire: the
     // ambiguous-call policy decides, as after a lost answer.

@@ -1,0 +1,110 @@
+/**
+ * docs/failure-policy.md, generated from the failure policy's table (src/agent-api/failure-policy.ts)
+ * by `tsx dev/check-failure-policy.ts --write`; the check in `npm run lint` fails when the page
+ * and the table differ.
+ */
+import {
+  ANSWERS_IN_A_ROW,
+  BACKOFFS,
+  DEFAULT_BLIP_TOLERANCE_MS,
+  DEFAULT_CREDENTIAL_TOLERANCE_MS,
+  FailureKind,
+  handedBack,
+  KIND_TEXT,
+  MAX_RETRY_AFTER_MS,
+  POLICY,
+  RETRY_JITTER,
+  type PolicyCall,
+  type StreakBound,
+  type Verdict,
+} from '../src/agent-api/failure-policy.js';
+
+const OPERATIONS = { create: 'createJob', poll: 'getJob', message: 'sendMessage' } as const;
+
+const BOUND_TEXT: Readonly<Record<StreakBound, string>> = {
+  final: 'final',
+  deadline: 'retried until the deadline',
+  'in-a-row': `final after ${ANSWERS_IN_A_ROW} in a row`,
+  blip: 'retried for `blipTolerance`',
+  credentials: 'waits for `credentialTolerance`',
+};
+
+function cell(verdict: Verdict, call: PolicyCall): string {
+  const parts = [`\`${verdict.type}\``, BOUND_TEXT[verdict.bound]];
+  if (verdict.bound === 'credentials' && call === 'create') parts[1] = 'waits only if the key worked lately';
+  if (verdict.mayHaveBeenApplied && call !== 'poll') parts.push('**may have been applied**');
+  if (verdict.readsRetryAfter) parts.push('honours `Retry-After`');
+  if (verdict.bound !== 'final' && !handedBack(verdict, OPERATIONS[call]))
+    parts.push('retried on the server');
+  return parts.join(', ');
+}
+
+const minutes = (ms: number) => `${ms / 60_000} min`;
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+/** The page. */
+export function policyPage(): string {
+  const rows = Object.values(FailureKind).map((kind) => {
+    const verdicts = POLICY[kind];
+    return `| ${KIND_TEXT[kind]} | ${cell(verdicts.create, 'create')} | ${cell(verdicts.poll, 'poll')} | ${cell(verdicts.message, 'message')} |`;
+  });
+  const backoffs = (Object.keys(BACKOFFS) as PolicyCall[]).map((call) => {
+    const b = BACKOFFS[call];
+    return `- ${call}: ${seconds(b.initialIntervalMs)}, ×${b.backoffCoefficient} per failure, at most ${seconds(b.maximumIntervalMs)}`;
+  });
+  return `<!-- Generated from src/agent-api/failure-policy.ts by \`tsx dev/check-failure-policy.ts --write\`. Do not edit. -->
+
+# What a failed Agent Job API call does
+
+One table decides it, in \`src/agent-api/failure-policy.ts\`; this page is generated from it, and
+\`npm run lint\` fails when the two differ or when another file compares an HTTP status or an API
+failure type. Each cell: the failure type the caller sees, how a streak of it ends, and whether a
+create or message **may have been applied** (a create that may have made an agent job, a message
+that may have started a turn).
+
+| What happened | create | poll | message |
+|---|---|---|---|
+${rows.join('\n')}
+
+## How a streak ends
+
+- **final**: at once, with the type shown; nothing is sent again.
+- **retried until the deadline**: the workflow's \`timeout\` (6 h by default) ends it as
+  \`AgentJobTimedOut\`, naming the last API error.
+- **final after ${ANSWERS_IN_A_ROW} in a row**: an answer that will not change (the same invalid or oversized record).
+- **retried for \`blipTolerance\`** (${minutes(DEFAULT_BLIP_TOLERANCE_MS)} by default): once the API has answered for the job (a
+  failover's 404s, a maintenance page); for a job never answered yet, ${ANSWERS_IN_A_ROW} in a row (a wrong job ID).
+- **waits for \`credentialTolerance\`** (${minutes(DEFAULT_CREDENTIAL_TOLERANCE_MS)} by default): a key that expired, was revoked,
+  lost a scope or left its IP allow-list while jobs run. Every try reads the key's source again
+  (\`AGENT_API_KEY_FILE\`), the \`status\` query's phase is \`waiting-for-api-key\`, the current
+  details say so, the gauge \`agent_project_workflows_waiting_for_key\` counts the workflows
+  waiting, and one log line names the project when a wait starts and one when it ends. A create
+  waits only when this worker had another answer from the project within the tolerance; otherwise
+  (a wrong key, a key of another organization) it fails \`Unauthorized\` at once, nothing created.
+
+## Who retries, and how it backs off
+
+"Retried on the server" means Temporal retries the activity itself (no history event per try);
+every other retryable failure goes back to the workflow, which waits on its own timer, counts it
+against its bound and shows it in the \`status\` query. A create or message that **may have been
+applied** always goes back: the next attempt follows \`AGENT_API_AMBIGUOUS_CREATE\` (\`retry\`: sent
+again, counted in \`resent\` and warned about, as the API honours no idempotency key; \`fail\`:
+\`CreateOutcomeUnknown\` or \`MessageOutcomeUnknown\`, nothing sent).
+
+Backoff of each call, before jitter (0 to +${RETRY_JITTER * 100}%), raised to the server's \`Retry-After\` (capped at ${minutes(MAX_RETRY_AFTER_MS)}):
+
+${backoffs.join('\n')}
+
+Polls wait between reads of an \`active\` job on their own schedule (\`poll\` in the input); the
+poll backoff above spaces retries after failures.
+
+## A stopping worker
+
+A create or message already sent when its worker stops is let finish (the HTTP timeouts bound it,
+within \`WORKER_SHUTDOWN_GRACE\`), and its answer decides as any other. One stopped before it sent
+anything is retried as surely not applied. An attempt that ends without an answer all the same
+(the worker killed mid-request, the SDK's \`WorkerShutdown\` failure) goes back to the workflow as
+one that may have been applied: the next attempt follows \`AGENT_API_AMBIGUOUS_CREATE\` under a new
+quota use.
+`;
+}
