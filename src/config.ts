@@ -4,13 +4,16 @@
  *
  * The Temporal connection itself is read by @temporalio/envconfig (TEMPORAL_ADDRESS,
  * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), so
- * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way.
+ * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way. One
+ * setting is this project's own: TEMPORAL_API_KEY_FILE, a key file re-read when it changes.
  */
 import { readFileSync } from 'node:fs';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
+import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
+import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
 import { durationMs } from './duration.js';
 import {
@@ -50,6 +53,11 @@ export interface TemporalSettings {
   taskQueue: string;
   /** Base URL of the Temporal UI, for links printed by the starter. */
   uiUrl: string | null;
+  /**
+   * TEMPORAL_API_KEY_FILE: the key in `connect` is the file's at start, and the entry points keep
+   * their connections on the file's current key (src/temporal-api-key.ts). Null without one.
+   */
+  apiKeyFile: string | null;
 }
 
 /** How to reach the Agent Job API. The key is kept out of logs and errors. */
@@ -96,6 +104,7 @@ export const WORKER_SETTINGS = [
   'TEMPORAL_WORKER_VERSIONING',
   'TEMPORAL_DEPLOYMENT_NAME',
   'TEMPORAL_WORKER_BUILD_ID',
+  'TEMPORAL_API_KEY_FILE',
   'AGENT_API_BASE_URL',
   'AGENT_API_ALLOW_INSECURE_HTTP',
   'AGENT_API_KEY',
@@ -143,11 +152,26 @@ export function workerOptionsFrom(config: WorkerConfig) {
   } satisfies Partial<WorkerOptions>;
 }
 
-/** Loads the Temporal connection settings (shared by the worker and the starter). */
+/**
+ * Loads the Temporal connection settings (shared by the worker and the starter). A key file's key
+ * goes to envconfig as TEMPORAL_API_KEY would, so it replaces a profile's `api_key` and turns TLS
+ * on alike.
+ */
 export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
+  const apiKeyFile = text(env, 'TEMPORAL_API_KEY_FILE') ?? null;
+  const overrideEnvVars = definedOnly(env);
+  if (apiKeyFile !== null) {
+    if (text(env, 'TEMPORAL_API_KEY') !== undefined) {
+      throw new ConfigError(
+        'TEMPORAL_API_KEY_FILE',
+        'set TEMPORAL_API_KEY or TEMPORAL_API_KEY_FILE, not both',
+      );
+    }
+    overrideEnvVars.TEMPORAL_API_KEY = temporalKeyFromFile(apiKeyFile);
+  }
   let connect: ClientConnectConfig;
   try {
-    connect = loadClientConnectConfig({ overrideEnvVars: definedOnly(env) });
+    connect = loadClientConnectConfig({ overrideEnvVars });
   } catch (err) {
     throw new ConfigError(
       'TEMPORAL_*',
@@ -162,7 +186,22 @@ export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
   const namespace = connect.namespace ?? 'default';
   const taskQueue = text(env, 'TEMPORAL_TASK_QUEUE') ?? DEFAULT_TASK_QUEUE;
   const uiUrl = url(env, 'TEMPORAL_UI_URL') ?? defaultUiUrl(address);
-  return { connect: { ...connect, namespace }, namespace, address, taskQueue, uiUrl };
+  return { connect: { ...connect, namespace }, namespace, address, taskQueue, uiUrl, apiKeyFile };
+}
+
+/**
+ * The key in TEMPORAL_API_KEY_FILE now, by the rules the worker re-reads it with (visible ASCII,
+ * trimmed). The error names the file and why, never the content.
+ */
+function temporalKeyFromFile(path: string): string {
+  try {
+    return new FileApiKey(path).current();
+  } catch (err) {
+    if (err instanceof ApiKeyFileError) {
+      throw new ConfigError('TEMPORAL_API_KEY_FILE', err.message, { cause: err });
+    }
+    throw err;
+  }
 }
 
 /** The dev server serves its UI on the gRPC port + 1000; other servers need TEMPORAL_UI_URL. */
@@ -182,6 +221,12 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
     );
   }
   refuseCleartextKey(env, baseUrl);
+  try {
+    checkProxyEnv(env);
+  } catch (err) {
+    // The message names the variable; its value may hold credentials and is never shown.
+    throw new ConfigError('HTTPS_PROXY/HTTP_PROXY', (err as Error).message, { cause: err });
+  }
   const direct = env.AGENT_API_KEY;
   const file = text(env, 'AGENT_API_KEY_FILE');
   if (direct && file)
@@ -414,16 +459,11 @@ function refuseCleartextKey(env: Env, baseUrl: string): void {
     throw new ConfigError('AGENT_API_ALLOW_INSECURE_HTTP', `must be "true" or "false", not "${allow}"`);
   }
   const url = new URL(baseUrl);
-  if (url.protocol !== 'http:' || allow === 'true' || isLoopback(url.hostname)) return;
+  if (url.protocol !== 'http:' || allow === 'true' || isLoopbackHost(url.hostname)) return;
   throw new ConfigError(
     'AGENT_API_BASE_URL',
     `${baseUrl} would send the admin API key in cleartext to ${url.hostname}: use https, or set AGENT_API_ALLOW_INSECURE_HTTP=true for a server on a network you trust (a simulator)`,
   );
-}
-
-/** `localhost`, 127.0.0.0/8 or ::1: a host name that never leaves the machine. */
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
 }
 
 function int(env: Env, name: string, fallback: number, min: number): number {

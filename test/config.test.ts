@@ -98,6 +98,60 @@ test('AGENT_API_KEY_FILE reads a mounted secret, trimmed', () => {
   assert.equal(config.agentApi.apiKey, 'mint_from_file');
 });
 
+test('TEMPORAL_API_KEY_FILE gives the connection the file\u2019s key, as TEMPORAL_API_KEY would (TLS on)', () => {
+  const file = join(dir, 'temporal-key');
+  writeFileSync(file, 'temporal_from_file\n');
+  const fromFile = loadTemporalSettings({ ...base, TEMPORAL_API_KEY_FILE: file });
+  const fromEnv = loadTemporalSettings({ ...base, TEMPORAL_API_KEY: 'temporal_from_file' });
+  assert.equal(fromFile.connect.connectionOptions.apiKey, 'temporal_from_file');
+  assert.deepEqual(fromFile.connect, fromEnv.connect);
+  assert.equal(fromFile.apiKeyFile, file);
+  assert.equal(fromEnv.apiKeyFile, null);
+  // A profile's api_key gives way to the file, as it does to TEMPORAL_API_KEY.
+  const profile = join(dir, 'profile.toml');
+  writeFileSync(profile, '[profile.default]\naddress = "x.tmprl.cloud:7233"\napi_key = "from_profile"\n');
+  const over = loadTemporalSettings({ ...base, TEMPORAL_CONFIG_FILE: profile, TEMPORAL_API_KEY_FILE: file });
+  assert.equal(over.address, 'x.tmprl.cloud:7233', 'the profile was read');
+  assert.equal(over.connect.connectionOptions.apiKey, 'temporal_from_file');
+  assert.equal(loadWorkerConfig({ ...base, TEMPORAL_API_KEY_FILE: file }).temporal.apiKeyFile, file);
+});
+
+test('TEMPORAL_API_KEY_FILE: both keys, a missing, empty or malformed file are ConfigErrors naming the file, never the key', () => {
+  const file = join(dir, 'temporal-key-2');
+  writeFileSync(file, 'secret_in_the_file');
+  const refused = (env: Record<string, string>, pattern: RegExp) =>
+    assert.throws(
+      () => loadTemporalSettings({ ...base, ...env }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError, String(err));
+        assert.equal(err.setting, 'TEMPORAL_API_KEY_FILE');
+        assert.match(err.message, pattern);
+        assert.ok(!err.message.includes('secret_'), err.message);
+        return true;
+      },
+    );
+  refused(
+    { TEMPORAL_API_KEY: 'secret_in_env', TEMPORAL_API_KEY_FILE: file },
+    /^TEMPORAL_API_KEY_FILE: set TEMPORAL_API_KEY or TEMPORAL_API_KEY_FILE, not both$/,
+  );
+  const missing = join(dir, 'no-such-key');
+  refused(
+    { TEMPORAL_API_KEY_FILE: missing },
+    /^TEMPORAL_API_KEY_FILE: \/.*\/no-such-key: cannot read it: ENOENT$/,
+  );
+  const empty = join(dir, 'empty-key');
+  writeFileSync(empty, ' \n');
+  refused({ TEMPORAL_API_KEY_FILE: empty }, /empty-key: it is empty$/);
+  const malformed = join(dir, 'malformed-key');
+  writeFileSync(malformed, 'secret_one secret_two');
+  refused({ TEMPORAL_API_KEY_FILE: malformed }, /malformed-key: the key must be visible ASCII/);
+  // The worker stops on it like on any setting (exit code 2).
+  assert.throws(
+    () => loadWorkerConfig({ ...base, TEMPORAL_API_KEY_FILE: missing }),
+    (err: unknown) => err instanceof ConfigError && err.setting === 'TEMPORAL_API_KEY_FILE',
+  );
+});
+
 test('each bad setting is a ConfigError naming it, and never echoes the key', () => {
   const cases: Array<[Record<string, string | undefined>, string]> = [
     [{ AGENT_API_BASE_URL: undefined }, 'AGENT_API_BASE_URL'],
@@ -190,4 +244,21 @@ test('tracing follows the standard OTEL_* variables: on with an OTLP endpoint, o
       (err: unknown) => err instanceof ConfigError && message.test(err.message),
     );
   }
+});
+
+test('a proxy variable that is not an http(s) URL is refused at start, naming it but not its value', () => {
+  const secret = 'p4ss-word-not-shown';
+  for (const [name, value] of [
+    ['HTTPS_PROXY', `socks5://user:${secret}@proxy:1080`],
+    ['http_proxy', `ftp://user:${secret}@proxy:21`],
+  ] as const) {
+    assert.throws(
+      () => loadWorkerConfig({ ...base, [name]: value }),
+      (err: unknown) =>
+        err instanceof ConfigError && err.message.includes(name) && !err.message.includes(secret),
+      name,
+    );
+  }
+  // A proxy given as host:port alone is taken as http://, as curl takes it.
+  assert.doesNotThrow(() => loadWorkerConfig({ ...base, HTTPS_PROXY: 'proxy.internal:3128' }));
 });

@@ -21,10 +21,11 @@ import { startHealthServer } from '../observability/health.js';
 import { applyWorkflowHeap } from './memory.js';
 import { agentJobsServiceHandler } from '../nexus/handler.js';
 import { formatQuotaLimit } from '../quota/settings.js';
-import { createJsonLogger, formatLogLine } from '../observability/logger.js';
+import { createJsonLogger, formatLogLine, logKeyFileEvents } from '../observability/logger.js';
 import { installTracing } from '../observability/tracing.js';
 import { PROJECT_HISTOGRAM_BUCKETS, ProjectMetrics } from '../observability/project-metrics.js';
 import { buildIdOf, workerDeploymentOptions } from './version.js';
+import { followApiKey, temporalApiKeySource, type ApiKeyFollower } from '../temporal-api-key.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
@@ -66,21 +67,34 @@ function apiKeySource(
 ): string | ApiKeySource {
   const file = config.agentApi.apiKeyFile;
   if (file === null) return config.agentApi.apiKey;
-  return new FileApiKey(file, {
-    // One line per change of state: the source reports a lasting problem once, not every check.
-    onEvent: (event) => {
-      if (event.kind === 'reloaded') {
-        logger.info('agent API key reloaded from AGENT_API_KEY_FILE', { path: event.path });
-      } else if (event.kind === 'recovered') {
-        logger.info('AGENT_API_KEY_FILE usable again; the key is unchanged', { path: event.path });
-      } else {
-        logger.warn('AGENT_API_KEY_FILE not usable; keeping the current key', {
-          path: event.path,
-          reason: event.reason,
-        });
-      }
-    },
+  // One line per change of state: the source reports a lasting problem once, not every check.
+  return new FileApiKey(file, { onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key') });
+}
+
+/**
+ * Connects to Temporal. With TEMPORAL_API_KEY_FILE the connection is opened with the file's key
+ * and follows the file: `NativeConnection` takes a new key only through `setApiKey`, which the
+ * follower calls when the key changed; it is stopped before the connection closes.
+ */
+async function connectTemporal(
+  config: WorkerConfig,
+  logger: ReturnType<typeof createJsonLogger>,
+): Promise<{ connection: NativeConnection; follower: ApiKeyFollower | null }> {
+  const options = config.temporal.connect.connectionOptions;
+  const source = temporalApiKeySource(
+    config.temporal,
+    logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
+  );
+  if (source === null) return { connection: await NativeConnection.connect(options), follower: null };
+  const key = source.current();
+  const connection = await NativeConnection.connect({ ...options, apiKey: key });
+  const follower = followApiKey(source, connection, key, {
+    onError: (err) =>
+      logger.warn('could not give the Temporal connection the new key; trying again at the next check', {
+        error: err instanceof Error ? err.message : String(err),
+      }),
   });
+  return { connection, follower };
 }
 
 async function run(config: WorkerConfig): Promise<void> {
@@ -109,7 +123,7 @@ async function run(config: WorkerConfig): Promise<void> {
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
   const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
-  const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
+  const { connection, follower } = await connectTemporal(config, logger);
   try {
     const api = new AgentApiClient({
       baseUrl: config.agentApi.baseUrl,
@@ -180,6 +194,7 @@ async function run(config: WorkerConfig): Promise<void> {
     }
     logger.info('worker stopped', { state: worker.getState() });
   } finally {
+    follower?.stop();
     await connection.close();
     await closeDispatcher();
     await tracing.shutdown();

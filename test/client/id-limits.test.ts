@@ -1,13 +1,14 @@
 /**
  * IDs against a server that takes workflow IDs of at most 255 bytes, as the compose file's does:
  * derived workflow IDs (the quota workflow's, a long key's) fit, and IDs that cannot work (too
- * long, not well-formed) are refused at input, by the client and by the workflow itself, before
- * anything is created. Its own dev server (the limit is a server setting), a real worker, the
- * simulator over HTTP.
+ * long, not well-formed, `.` and `..`, padded) are refused at input, by the client and by the
+ * workflow itself, before anything is created. Its own dev server (the limit is a server setting),
+ * a real worker, the simulator over HTTP.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
@@ -15,11 +16,14 @@ import { FailureType, InvalidInputError, type AgentJobInput } from '../../src/co
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
 import {
+  activitiesFor,
   FAST_POLL,
   onCleanup,
   runStarter,
   starterProcessEnv,
   startSimulatedSuite,
+  startTestSimulator,
+  startTestWorker,
   temporalEnv,
   uniqueId,
   workflowFailure,
@@ -31,15 +35,11 @@ const server = await startDevServer({ dynamicConfig: { 'limit.maxIDLength': 255 
 onCleanup(() => server.stop());
 // The suite's world on this server: temporalEnv keeps the first target it is given.
 await temporalEnv({ address: server.address, namespace: server.namespace });
-const suite = await startSimulatedSuite('id-limits', {
-  durationMs: 200,
-  activities: {
-    projectQuota: parseProjectQuotaSettings(
-      { quota: '100/1h' },
-      { quota: 'quota', overrides: 'overrides', lease: 'lease' },
-    ),
-  },
-});
+const projectQuota = parseProjectQuotaSettings(
+  { quota: '100/1h' },
+  { quota: 'quota', overrides: 'overrides', lease: 'lease' },
+);
+const suite = await startSimulatedSuite('id-limits', { durationMs: 200, activities: { projectQuota } });
 const { env, sim, worker } = suite;
 
 /** A project ID unique to the test: 8 hex digits, then `count` times `char`. */
@@ -99,6 +99,60 @@ describe('IDs that cannot work are refused at input', { concurrency: 3 }, () => 
       (err: unknown) => err instanceof InvalidInputError && err.field === 'jobId',
     );
     assert.equal(requestsTo(sim, projectId, 'create'), 0);
+  });
+
+  test('a workflow started with project ID "..", "." or a padded one fails InvalidInput: no quota use, no request', async () => {
+    // A simulator and a worker of this test's own, so "no request at all" can be counted.
+    const apiKey = uniqueId('dots-key');
+    const ownSim = await startTestSimulator({ apiKeys: [apiKey] });
+    const own = await startTestWorker(env, activitiesFor(ownSim, apiKey, { projectQuota }));
+    const padded = ` ${uniqueId('docs')} `;
+    for (const [projectId, message] of [
+      ['..', /projectId: "\.\." is not a usable ID/],
+      ['.', /projectId: "\." is not a usable ID/],
+      // `docs-` and 8 hex digits: nothing to escape in a pattern.
+      [
+        padded,
+        new RegExp(`projectId: "${padded}" has leading or trailing white space; send "${padded.trim()}"`),
+      ],
+    ] as const) {
+      const handle = await suite.startJob(
+        { projectId, prompt: 'Document it', poll: FAST_POLL, timeout: '15s' },
+        { taskQueue: own.taskQueue, workflowId: uniqueId('id-limits-dots') },
+      );
+      const failure = await workflowFailure(handle);
+      assert.equal(failure.type, FailureType.InvalidInput, failure.message);
+      assert.match(failure.message, message);
+      assert.deepEqual(failure.details, [{ field: 'projectId' }]);
+      const events = (await handle.fetchHistory()).events ?? [];
+      assert.ok(!events.some((e) => e.activityTaskScheduledEventAttributes), 'no activity was scheduled');
+      // The quota workflow is started by the first use a project takes: none was taken.
+      await assert.rejects(
+        env.client.workflow.getHandle(projectQuotaWorkflowId(projectId)).describe(),
+        WorkflowNotFoundError,
+      );
+    }
+    const requests = Object.values(ownSim.stats().requestsPerEndpoint).reduce((sum, n) => sum + n, 0);
+    assert.equal(requests, 0, 'the simulator saw no request');
+  });
+
+  test('the starter exits 2 for a padded project ID, saying what to send, and starts nothing', async () => {
+    const projectId = uniqueId('docs');
+    const run = await runStarter(
+      ['--project', ` ${projectId}`, '--prompt', 'Document it'],
+      starterProcessEnv(env, worker.taskQueue),
+    );
+    assert.equal(run.code, 2, run.stderr);
+    assert.ok(
+      run.stderr.includes(
+        `invalid input: projectId: " ${projectId}" has leading or trailing white space; send "${projectId}"`,
+      ),
+      run.stderr,
+    );
+    await assert.rejects(
+      env.client.workflow.getHandle(projectQuotaWorkflowId(` ${projectId}`)).describe(),
+      WorkflowNotFoundError,
+    );
   });
 
   test('the starter exits 2 naming the field, and starts nothing', async () => {

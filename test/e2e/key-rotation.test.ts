@@ -2,7 +2,9 @@
  * Key rotation on a running worker process: the worker reads its key from a Kubernetes-style
  * Secret volume (AGENT_API_KEY_FILE); mid-run the Secret is updated and, at the same moment, the
  * simulator stops accepting the old key (no overlap, the hardest case). Every workflow must still
- * complete with exactly one agent job, and no key may appear in the worker's output.
+ * complete with exactly one agent job, and no key may appear in the worker's output. The same for
+ * the Temporal key (TEMPORAL_API_KEY_FILE), as far as a dev server that checks no key can show:
+ * the worker gives its connection the new key and goes on working.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +13,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor } from '../harness.js';
+import {
+  startSimulatedWorld,
+  startTestSimulator,
+  startWorkerProcess,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+} from '../harness.js';
 import { SecretVolume } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';
 
@@ -87,4 +96,39 @@ test(`${JOBS} workflows complete across a key rotation with no overlap, without 
   process.stdout.write(
     `# key rotation: ${JOBS} workflows completed; ${refused} requests refused with the old key were sent again with the new one (the rest picked the new key up on the 1s check)\n`,
   );
+});
+
+test('a worker with TEMPORAL_API_KEY_FILE takes a rotated Temporal key without a restart and goes on working', async () => {
+  const [firstKey, secondKey] = [`temporal-first-${randomUUID()}`, `temporal-second-${randomUUID()}`];
+  const volume = new SecretVolume(root, `${firstKey}\n`);
+  // A simulator of its own: the test above rotates the world's agent API key.
+  const apiKey = `temporal-key-test-${randomUUID()}`;
+  const ownSim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
+  // A key turns TLS on; the dev server speaks plain text and ignores the key it is sent.
+  const fromFile = await workerProcessEnv(
+    env,
+    { url: ownSim.url, apiKey },
+    { TEMPORAL_API_KEY_FILE: volume.path, TEMPORAL_TLS: 'false' },
+  );
+  const worker = await startWorkerProcess(fromFile);
+  const projectId = uniqueId('docs-temporal-key');
+  const run = async (i: number) => {
+    const handle = await startAgentJob(
+      env.client,
+      { projectId, prompt: `Temporal key job ${i}`, poll: { initialInterval: 50 } },
+      { taskQueue: fromFile.taskQueue },
+    );
+    assert.equal((await handle.result()).status, 'completed');
+  };
+  await run(1);
+  volume.swap(`${secondKey}\n`);
+  await worker.waitForOutput(/Temporal API key reloaded from TEMPORAL_API_KEY_FILE/, 'the reload log line');
+  // The worker's pollers and the next job's activities run on the connection given the new key.
+  await run(2);
+  worker.child.kill('SIGTERM');
+  assert.equal(await worker.exited, 0);
+  const output = worker.stdout() + worker.stderr();
+  assert.doesNotMatch(output, /could not give the Temporal connection the new key/);
+  assert.ok(!output.includes(firstKey) && !output.includes(secondKey), 'no key in the worker output');
+  assert.equal(createdJobs(ownSim, projectId), 2);
 });
