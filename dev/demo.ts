@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
+import { jsonText, terminalText } from '../src/escape.js';
 import type { QuotaLimit } from '../src/quota/messages.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
@@ -168,20 +169,27 @@ async function main(): Promise<number> {
   const outcomes = await Promise.all(
     handles.map(async (handle, i) => {
       try {
+        // With the live API (AGENT_API_BASE_URL), what it sends reaches the terminal escaped.
         const result = await followAgentJob(handle, (p) =>
           say(
             p.phase === 'queued' && p.queue
               ? `${name(i)}queued for the project's API budget: position ${p.queue.position} of ` +
                   `${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`
-              : `${name(i)}${p.phase}: agent job ${p.jobId ?? '(creating)'} ${p.lastRecord?.status ?? ''} after ${p.polls} polls`,
+              : `${name(i)}${p.phase}: agent job ${terminalText(p.jobId ?? '(creating)')} ` +
+                  `${terminalText(p.lastRecord?.status ?? '')} after ${p.polls} polls`,
           ),
         );
-        if (options.jobs === 1) say(`final record:\n${JSON.stringify(result.job, null, 2)}`);
-        say(`${name(i)}prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);
+        if (options.jobs === 1) say(`final record:\n${jsonText(result.job, 2)}`);
+        say(`${name(i)}prLink: ${terminalText(result.prLink ?? '(none: the agent changed no files)')}`);
+        if (result.resent > 0) {
+          say(
+            `${name(i)}warning: ${result.resent} calls sent again after an unknown outcome: a duplicate job is possible`,
+          );
+        }
         return true;
       } catch (err) {
         if (!(err instanceof WorkflowFailedError)) throw err;
-        say(`${name(i)}the workflow failed: ${err.cause?.message ?? err.message}`);
+        say(`${name(i)}the workflow failed: ${terminalText(err.cause?.message ?? err.message)}`);
         return false;
       }
     }),

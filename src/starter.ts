@@ -24,7 +24,9 @@ import {
   type AgentJobHandle,
 } from './client/index.js';
 import { ConfigError, loadTemporalSettings, loadTracingSettings, type TemporalSettings } from './config.js';
+import { jsonText, terminalText } from './escape.js';
 import { installTracing } from './observability/tracing.js';
+import { clientConnectionOptions, temporalApiKeySource } from './temporal-api-key.js';
 import {
   ALL_SEARCH_ATTRIBUTES,
   FailureType,
@@ -83,13 +85,22 @@ interface StartOptions extends CommonOptions {
   pollInterval?: string;
 }
 
+/** The warning for calls sent again after an unknown outcome (`resent` of a result or the status). */
+function resentWarning(resent: number): string {
+  return (
+    `warning: ${resent} creates or messages were sent again after an attempt whose outcome was unknown: ` +
+    'a duplicate agent job or turn is possible; look for a second one in the project'
+  );
+}
+
 function describeProgress(p: AgentJobProgress): string {
   if (p.phase === 'queued' && p.queue) {
     return `[queued] waiting for the project's API budget: position ${p.queue.position} of ${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`;
   }
-  const status = p.lastRecord ? `status ${p.lastRecord.status}` : 'no record yet';
+  // What the API sent goes through terminalText: no escape sequence of its own reaches the terminal.
+  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
   const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
-  const error = p.lastError ? `, last error ${p.lastError.type}` : '';
+  const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
   return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
 }
 
@@ -112,9 +123,12 @@ async function withClient(
 ): Promise<number> {
   const settings = loadTemporalSettings();
   const tracingSettings = loadTracingSettings();
+  // With TEMPORAL_API_KEY_FILE every request reads the file's current key: a `--wait` of hours
+  // outlives a rotation.
+  const options = clientConnectionOptions(settings, temporalApiKeySource(settings));
   let connection: Connection;
   try {
-    connection = await Connection.connect({ ...settings.connect.connectionOptions, connectTimeout: 10_000 });
+    connection = await Connection.connect({ ...options, connectTimeout: 10_000 });
   } catch (e) {
     err(`error: cannot reach the Temporal server at ${settings.address}: ${(e as Error).message}`);
     return ExitCode.Connection;
@@ -138,19 +152,25 @@ async function report(
 ): Promise<number> {
   try {
     const result = await outcome();
-    if (json) out(JSON.stringify({ workflowId, ui, ...result }));
+    // A workflow that ended on a build before `resent` has none.
+    const resent = result.resent ?? 0;
+    if (json) out(jsonText({ workflowId, ui, ...result, resent }));
     else {
-      out(`final record: ${JSON.stringify(result.job, null, 2)}`);
-      out(`prLink: ${result.prLink ?? '(none: the agent changed no files)'}`);
+      out(`final record: ${jsonText(result.job, 2)}`);
+      const prLink =
+        result.prLink === null ? '(none: the agent changed no files)' : terminalText(result.prLink);
+      out(`prLink: ${prLink}`);
+      out(`resent: ${resent}`);
     }
+    if (resent > 0) err(resentWarning(resent));
     return ExitCode.Ok;
   } catch (e) {
     if (!(e instanceof WorkflowFailedError) && !(e instanceof WorkflowUpdateFailedError)) throw e;
     const { code, type } = classifyFailure(e);
     const message = e.cause?.message ?? e.message;
     const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
-    if (json) out(JSON.stringify({ workflowId, ui, error: { type, message, details } }));
-    else err(`workflow failed (${type}): ${message}`);
+    if (json) out(jsonText({ workflowId, ui, error: { type, message, details } }));
+    else err(`workflow failed (${terminalText(type)}): ${terminalText(message)}`);
     return code;
   }
 }
@@ -249,7 +269,7 @@ async function runStatus(workflowId: string, options: { json: boolean }): Promis
     const record = progress.lastRecord;
     if (options.json) {
       out(
-        JSON.stringify({
+        jsonText({
           workflowId,
           ui,
           workflowStatus: closed,
@@ -261,19 +281,25 @@ async function runStatus(workflowId: string, options: { json: boolean }): Promis
           prLink: record?.prLink ?? null,
           nextPollAt: progress.nextPollAt,
           lastError: progress.lastError,
+          resent: progress.resent,
         }),
       );
     } else {
       out(`workflow:   ${workflowId} (${closed.toLowerCase()})`);
       if (ui) out(`ui:         ${ui}`);
       out(`phase:      ${progress.phase}`);
-      out(`agent job:  ${progress.jobId ?? '(not created yet)'}`);
-      out(`job status: ${record?.status ?? '(not read yet)'}`);
+      out(`agent job:  ${progress.jobId === null ? '(not created yet)' : terminalText(progress.jobId)}`);
+      out(`job status: ${record ? terminalText(record.status) : '(not read yet)'}`);
       out(`polls:      ${progress.polls} (turns ${progress.turns})`);
-      out(`prLink:     ${record?.prLink ?? '(none yet)'}`);
+      out(`prLink:     ${record?.prLink ? terminalText(record.prLink) : '(none yet)'}`);
+      out(`resent:     ${progress.resent}`);
       if (progress.nextPollAt) out(`next poll:  ${progress.nextPollAt}`);
-      if (progress.lastError) out(`last error: ${progress.lastError.type}: ${progress.lastError.message}`);
+      if (progress.lastError) {
+        const { type, message } = progress.lastError;
+        out(`last error: ${terminalText(type)}: ${terminalText(message)}`);
+      }
     }
+    if (progress.resent > 0) err(resentWarning(progress.resent));
     // A closed workflow exits as `start --wait` would have.
     if (closed === 'RUNNING') return ExitCode.Ok;
     return handle.result().then(
@@ -334,8 +360,8 @@ async function runBatch(file: string, options: CommonOptions): Promise<number> {
     if (!options.wait) {
       for (const line of started) {
         if (options.json)
-          out(JSON.stringify({ line: line.line, key: line.key, workflowId: line.handle.workflowId }));
-        else out(`line ${line.line}: ${line.handle.workflowId}`);
+          out(jsonText({ line: line.line, key: line.key, workflowId: line.handle.workflowId }));
+        else out(`line ${line.line}: ${terminalText(line.handle.workflowId)}`);
       }
       if (!options.json) out(`${started.length} workflows started or attached`);
       return ExitCode.Ok;
@@ -364,19 +390,24 @@ async function runBatch(file: string, options: CommonOptions): Promise<number> {
         workflowId: line.handle.workflowId,
         status: outcome?.result?.status ?? 'failed',
         prLink: outcome?.result?.prLink ?? null,
+        // A workflow that ended on a build before `resent` has none.
+        resent: outcome?.result?.resent ?? 0,
         error: outcome?.failureType ? { type: outcome.failureType, message: outcome.failureMessage } : null,
       };
     });
-    if (options.json) for (const row of rows) out(JSON.stringify(row));
+    if (options.json) for (const row of rows) out(jsonText(row));
     else {
       out(
         table([
           ['KEY', 'STATUS', 'PRLINK OR FAILURE'],
-          ...rows.map((row) => [row.key, row.status, row.error?.type ?? row.prLink ?? '(no changes)']),
+          ...rows.map((row) =>
+            [row.key, row.status, row.error?.type ?? row.prLink ?? '(no changes)'].map(terminalText),
+          ),
         ]),
       );
       out(countsLine(countPhases(outcomes.map((o) => o.phase))));
     }
+    for (const row of rows) if (row.resent > 0) err(`${terminalText(row.key)}: ${resentWarning(row.resent)}`);
     return outcomes.every((o) => o.phase === 'completed') ? ExitCode.Ok : ExitCode.BatchIncomplete;
   });
 }
@@ -496,13 +527,16 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** The error's message followed by its causes', since the SDK's own messages are generic. */
+/**
+ * The error's message followed by its causes', since the SDK's own messages are generic; any of
+ * them may carry what the API or the server sent, so it reaches the terminal through terminalText.
+ */
 function explain(e: unknown): string {
   const parts: string[] = [];
   for (let cause: unknown = e; cause instanceof Error && parts.length < 5; cause = cause.cause) {
     if (!parts.includes(cause.message)) parts.push(cause.message);
   }
-  const text = parts.length > 0 ? parts.join(': ') : String(e);
+  const text = terminalText(parts.length > 0 ? parts.join(': ') : String(e));
   if (/no mapping defined for search attribute/.test(text)) {
     return (
       `${text}. Register the search attributes once per namespace: ` +

@@ -32,12 +32,59 @@ const jobIdSchema = z
   .string()
   .min(1)
   .refine((id) => id !== '.' && id !== '..', 'must not be "." or ".."')
+  // The workflow's input check refuses the same: a job ID the API sent is passed back as `jobId`.
+  .refine((id) => id.trim() === id, 'must not have leading or trailing white space')
+  .refine((id) => !/\p{Cc}/u.test(id), 'must not hold control characters')
   // With the `u` flag a surrogate pair is one code point: only a lone surrogate is `Cs`.
   .refine((id) => !/\p{Cs}/u.test(id), 'must be well-formed Unicode (no lone surrogate)')
   .refine(
     (id) => new TextEncoder().encode(id).length <= MAX_JOB_ID_BYTES,
     `must be at most ${MAX_JOB_ID_BYTES} UTF-8 bytes`,
   );
+
+/** Longest pull request link kept, normalized. */
+const MAX_PR_LINK_LENGTH = 4_096;
+
+/**
+ * What a pull request link never holds, and what would let it act where it is shown (the Temporal
+ * UI's markdown, a terminal): white space, control and format characters (ESC, bidi overrides),
+ * quotes, and what markdown and HTML build links, code and escapes with: `<>[]()`, backtick,
+ * backslash.
+ */
+const NOT_IN_PR_LINK = /[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}'"<>[\]()`\\]/u;
+
+/**
+ * A `prLink` as the project keeps it: an absolute http(s) URL, normalized by the WHATWG URL parser
+ * (`url.href`: the host lower-cased, in punycode, any other non-ASCII percent-encoded), with none of
+ * {@link NOT_IN_PR_LINK} and no user name or password before the host (`https://github.com@evil`).
+ * Nothing is trimmed or dropped silently: a link with any of these makes the body not a record.
+ * An issue names the position and code point at fault, never the link itself.
+ */
+function pullRequestLink(raw: string, ctx: z.RefinementCtx): string {
+  const refuse = (problem: string) => {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${problem}; a pull request link is a plain absolute http(s) URL`,
+    });
+    return z.NEVER;
+  };
+  const bad = NOT_IN_PR_LINK.exec(raw);
+  if (bad !== null) {
+    const codePoint = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
+    return refuse(`has U+${codePoint} at position ${bad.index + 1}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    // The parser's message quotes the input: the issue says what is wrong instead.
+    return refuse('is not an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return refuse('is not an http(s) URL');
+  if (url.username !== '' || url.password !== '') return refuse('names a user or password before the host');
+  if (url.href.length > MAX_PR_LINK_LENGTH) return refuse(`is over ${MAX_PR_LINK_LENGTH} characters`);
+  return url.href;
+}
 
 /**
  * Schema of one agent job record. `status` is any non-empty string: the live service may add values
@@ -50,8 +97,9 @@ export const agentJobRecordSchema = z.looseObject({
   status: z.string().min(1).max(100),
   // A missing prLink means "no pull request yet", the same as null.
   prLink: z
-    .url({ protocol: /^https?$/ })
-    .max(4_096)
+    .string()
+    .max(MAX_PR_LINK_LENGTH)
+    .transform(pullRequestLink)
     .nullish()
     .transform((value) => value ?? null),
   source: optional(sourceSchema),

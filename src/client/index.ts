@@ -35,6 +35,7 @@ import { taskPriority } from './priority.js';
 import { resolveInput } from '../workflows/agent-job/input.js';
 import { previousRun, type PreviousRun } from './previous-run.js';
 import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
+import { markdownText } from '../escape.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 
 /** A handle on an agent-job workflow, typed with its result. */
@@ -127,11 +128,15 @@ export function followUpUpdateId(key: string): string {
   return fitPart(encodeIdPart(key), key, MAX_WORKFLOW_ID_BYTES);
 }
 
-/** A one-line summary for the Temporal UI: the project and the start of the prompt. */
+/**
+ * A one-line summary for the Temporal UI: the project and the start of the prompt. The UI renders
+ * it as markdown, so both go in escaped (an agent job ID the API sent may stand in the prompt's
+ * place): it shows the text as it was given.
+ */
 export function agentJobSummary(projectId: string, prompt: string): string {
   const flat = prompt.replace(/\s+/g, ' ').trim();
   const excerpt = flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
-  return `Agent job in ${projectId}: "${excerpt}"`;
+  return `Agent job in ${markdownText(projectId)}: "${markdownText(excerpt)}"`;
 }
 
 /**

@@ -66,8 +66,9 @@ export interface FollowUpAccepted {
 
 /**
  * The service definition. `runAgentJob` starts the agent-job workflow (or attaches to the one
- * under the same key) and completes with its result, `prLink` included; cancelling it cancels the
- * workflow. `sendFollowUp` is synchronous: it answers once the follow-up is queued.
+ * under the same key) and completes with its result as the workflow returns it, `prLink` and
+ * `resent` included (more than 0: a duplicate agent job or turn is possible); cancelling it cancels
+ * the workflow. `sendFollowUp` is synchronous: it answers once the follow-up is queued.
  */
 export const agentJobsService = nexus.service(AGENT_JOBS_SERVICE, {
   runAgentJob: nexus.operation<RunAgentJobInput, AgentJobResult>(),

@@ -4,7 +4,9 @@
  * replaced before anything is written: the API key must never reach a log line.
  */
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
-import type { LogLevel, LogMetadata } from '@temporalio/common';
+import type { Logger, LogLevel, LogMetadata } from '@temporalio/common';
+import type { ApiKeyFileEvent } from '../agent-api/api-key.js';
+import { jsonText } from '../escape.js';
 
 const SECRET_FIELD = /^(api[-_]?key|authorization|token|password|secret|tlsKey|clientKey)$/i;
 
@@ -45,9 +47,14 @@ function redactValue(value: unknown, seen: Set<object>, depth: number): unknown 
   }
 }
 
-/** Formats one entry as a JSON line. */
+/**
+ * Formats one entry as a JSON line. `JSON.stringify` already writes C0 controls (ESC, CR, LF) in a
+ * string as `\u001b`-style escapes; jsonText does the same for what it writes raw (C1 controls,
+ * bidi and other format characters, U+2028), so a value the API sent cannot act on the terminal
+ * that shows the log, and a parser reads the same value back.
+ */
 export function formatLogLine(entry: Pick<LogEntry, 'level' | 'message' | 'meta'>, time: Date): string {
-  return JSON.stringify({
+  return jsonText({
     time: time.toISOString(),
     level: entry.level,
     msg: entry.message,
@@ -63,4 +70,28 @@ export function createJsonLogger(
   return new DefaultLogger(level, (entry) => {
     stream.write(`${formatLogLine(entry, new Date(Number(entry.timestampNanos / 1_000_000n)))}\n`);
   });
+}
+
+/**
+ * The log lines of a key file's events (`AGENT_API_KEY_FILE`, `TEMPORAL_API_KEY_FILE`): one per
+ * change of state, as the source reports them, with the path and never the key. `what` names the
+ * key (`agent API key`), `variable` the setting.
+ */
+export function logKeyFileEvents(
+  logger: Pick<Logger, 'info' | 'warn'>,
+  variable: string,
+  what: string,
+): (event: ApiKeyFileEvent) => void {
+  return (event) => {
+    if (event.kind === 'reloaded') {
+      logger.info(`${what} reloaded from ${variable}`, { path: event.path });
+    } else if (event.kind === 'recovered') {
+      logger.info(`${variable} usable again; the key is unchanged`, { path: event.path });
+    } else {
+      logger.warn(`${variable} not usable; keeping the current key`, {
+        path: event.path,
+        reason: event.reason,
+      });
+    }
+  };
 }

@@ -62,6 +62,89 @@ describe('record drift', () => {
   });
 });
 
+describe('prLink: a plain absolute http(s) URL, normalized, or the body is not a record', () => {
+  const refused = (prLink: unknown): InvalidAgentJobRecordError => {
+    let caught: unknown;
+    assert.throws(
+      () => parseAgentJobRecord({ ...base, status: 'completed', prLink }),
+      (err: unknown) => {
+        caught = err;
+        return err instanceof InvalidAgentJobRecordError;
+      },
+      JSON.stringify(prLink),
+    );
+    return caught as InvalidAgentJobRecordError;
+  };
+
+  test('an ordinary link is kept as the URL parser writes it', () => {
+    const link = 'https://github.com/sim-org/docs_site/pull/42?tab=files#diff-1';
+    assert.equal(parseAgentJobRecord({ ...base, prLink: link }).prLink, link);
+    assert.equal(
+      parseAgentJobRecord({ ...base, prLink: 'http://x.example/pr/1' }).prLink,
+      'http://x.example/pr/1',
+    );
+    assert.equal(
+      parseAgentJobRecord({ ...base, prLink: 'HTTPS://GitHub.COM/o/r/pull/1' }).prLink,
+      'https://github.com/o/r/pull/1',
+    );
+    assert.equal(
+      parseAgentJobRecord({ ...base, prLink: 'https://b\u00fccher.example/pr/\u00e9' }).prLink,
+      'https://xn--bcher-kva.example/pr/%C3%A9',
+    );
+    assert.equal(parseAgentJobRecord({ ...base, prLink: undefined }).prLink, null);
+  });
+
+  test('a markdown link, an escape sequence, white space, quotes or brackets: refused, never trimmed', () => {
+    for (const prLink of [
+      'https://x.example/pr/1 [Approve](https://evil.example)',
+      'https://x.example/pr/1)[Approve](https://evil.example',
+      'https://x.example/pr/1\u001b]8;;https://evil.example\u001b\\Approve\u001b]8;;\u001b\\',
+      'https://x.example/pr/1\u001b[31m',
+      'https://x.example/pr/1\u009b31m',
+      ' https://x.example/pr/1',
+      'https://x.example/pr/1\n',
+      'https://x.example/pr/1\t',
+      'https://x.example/pr/\u202e1',
+      'https://x.example/pr/\u200b1',
+      'https://x.example/pr/1\u00a0',
+      "https://x.example/pr/'1'",
+      'https://x.example/pr/"1"',
+      'https://x.example/<b>1</b>',
+      'https://x.example/pr/`1`',
+      'https:\\\\x.example\\pr\\1',
+    ]) {
+      refused(prLink);
+    }
+  });
+
+  test('not an absolute http(s) URL, or one with a user before the host: refused', () => {
+    for (const prLink of [
+      'not a url',
+      '/pr/1',
+      'javascript:alert(1)',
+      'ftp://x.example/pr/1',
+      'data:text/html,hi',
+      'https://github.com@evil.example/pr/1',
+      'https://user:pass@x.example/pr/1',
+      `https://x.example/${'a'.repeat(4_100)}`,
+      `https://x.example/${'\u00e9'.repeat(1_500)}`,
+      '',
+      42,
+    ]) {
+      refused(prLink);
+    }
+  });
+
+  test('the message names what is wrong, never the link', () => {
+    const err = refused('https://x.example/pr/1 [Approve](https://evil.example)\u001b]8;;x\u001b\\');
+    assert.match(err.message, /^prLink: has U\+0020 at position 23; /);
+    assert.ok(!err.message.includes('evil.example'), err.message);
+    assert.ok(!err.message.includes('\u001b'), err.message);
+    assert.match(refused('https://x.example/\u001b[31m').message, /U\+001B at position 19/);
+    assert.ok(!refused('javascript:alert(1)').message.includes('alert'));
+  });
+});
+
 describe('the job ID of an answer that is not a record', () => {
   test('a JSON object with a usable id, whatever else is wrong', () => {
     assert.equal(readableJobId(JSON.stringify({ id: 'job_7', status: 12 })), 'job_7');

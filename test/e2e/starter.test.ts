@@ -133,6 +133,41 @@ describe('starter CLI', { concurrency: 4 }, () => {
     assert.equal((JSON.parse(third.stdout) as { job: { id: string } }).job.id, a.job.id);
     assert.equal(createdJobs(sim, projectId), 1);
   });
+
+  test('a create sent again after an unknown outcome: the output says resent, with a warning', async () => {
+    const faults = {
+      rules: [{ endpoint: 'create' as const, first: 1, kind: 'truncated' as const, status: 502 as const }],
+    };
+    const text = await starter(startAndWaitArgs(project({ faults })));
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^resent: 1$/m);
+    assert.match(
+      text.stderr,
+      /warning: 1 creates or messages were sent again .*duplicate agent job or turn is possible/,
+    );
+    const json = await starter(startAndWaitArgs(project({ faults }), '--json'));
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal((JSON.parse(json.stdout) as { resent: number }).resent, 1);
+    const plain = await starter(startAndWaitArgs(project()));
+    assert.match(plain.stdout, /^resent: 0$/m);
+    assert.doesNotMatch(plain.stderr, /warning/);
+  });
+
+  test('a status with terminal escape sequences is printed escaped, never raw', async () => {
+    // Every read answers it for 3 s, so the progress the starter follows (every 500 ms) shows it.
+    const status = 'active\u001b]8;;https://evil.example\u001b\\\u001b[2J\u202e';
+    const projectId = project({
+      durationMs: 4_000,
+      faults: { rules: [{ endpoint: 'get', forMs: 3_000, kind: 'altered', set: { status } }] },
+    });
+    const run = await starter(startAndWaitArgs(projectId));
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(
+      run.stdout.includes('status active\\u{1b}]8;;https://evil.example\\u{1b}\\\\u{1b}[2J\\u{202e}'),
+      run.stdout,
+    );
+    assert.doesNotMatch(run.stdout + run.stderr, /(?!\n)[\p{Cc}\u202a-\u202e]/u, 'nothing raw but line ends');
+  });
 });
 
 describe('client library', () => {

@@ -143,6 +143,7 @@ describe('the agent-jobs Nexus service', { concurrency: 4 }, () => {
     assert.equal(first.status, 'completed');
     assert.match(first.prLink ?? '', /^https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+$/);
     assert.equal(first.created, true);
+    assert.equal(first.resent, 0, 'nothing was sent again');
     assert.ok(followUp !== null);
     assert.equal(followUp.job.id, first.job.id, 'the follow-up continues the same agent job');
     assert.equal(followUp.turns, 2);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { createJsonLogger, redact } from '../../src/observability/logger.js';
+import { createJsonLogger, formatLogLine, redact } from '../../src/observability/logger.js';
 
 const SECRET = 'mint_nested_secret';
 
@@ -42,4 +42,21 @@ test('a logger never writes a nested secret', () => {
   createJsonLogger('INFO', stream).info('connecting', { options: { apiKey: SECRET, address: 'a:1' } });
   assert.ok(!text.includes(SECRET), text);
   assert.match(text, /"address":"a:1"/);
+});
+
+test('a log line carries no raw control, C1 or bidi character, and parses back to the same value', () => {
+  const hostile = 'job_1\u001b]8;;https://evil.example\u001b\\x\u009b31m\u202eabc\u2028\n';
+  const line = formatLogLine(
+    { level: 'WARN', message: `read ${hostile}`, meta: { jobId: hostile } },
+    new Date(0),
+  );
+  assert.doesNotMatch(line, /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
+  const parsed = JSON.parse(line) as { msg: string; jobId: string };
+  assert.equal(parsed.msg, `read ${hostile}`);
+  assert.equal(parsed.jobId, hostile);
+  const plain = { level: 'INFO' as const, message: 'ok', meta: { jobId: 'job_1' } };
+  assert.equal(
+    formatLogLine(plain, new Date(0)),
+    JSON.stringify({ time: new Date(0).toISOString(), level: 'INFO', msg: 'ok', jobId: 'job_1' }),
+  );
 });

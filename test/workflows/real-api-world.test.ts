@@ -67,6 +67,13 @@ describe('one agent job per workflow, whatever the answer to its create', { conc
     assert.equal(requestsTo(sim, projectId, 'create'), 2, 'POSTs to create');
     const progress = await handle.query(statusQuery);
     assert.equal(progress.resent, 1, 'the status query counts the create sent again');
+    assert.equal(result.resent, 1, 'and so does the result');
+    const { currentDetails } = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
+    assert.match(
+      currentDetails,
+      /completed: .*; 1 calls sent again after an unknown outcome/,
+      'the final details keep it',
+    );
     await captureHistory(env, handle, 'create-resent-after-502');
   });
 
