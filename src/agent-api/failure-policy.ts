@@ -150,7 +150,7 @@ const unreadable = (pollBound: StreakBound): Record<PolicyCall, Verdict> => {
 
 const keyRefused = all({ type: ApiFailureType.Unauthorized, bound: 'credentials', refusesKey: true });
 
-/** The table. Its rows are explained on {@link FailureKind}; docs/failure-policy.md prints it. */
+/** The table. {@link KIND_TEXT} says what each row is; docs/failure-policy.md prints it. */
 export const POLICY: Readonly<Record<FailureKind, Readonly<Record<PolicyCall, Verdict>>>> = {
   [FailureKind.Malformed]: all({ type: ApiFailureType.InvalidRequest, bound: 'final' }),
   [FailureKind.NotSendable]: all({ type: ApiFailureType.InvalidRequest, bound: 'final' }),

@@ -104,7 +104,13 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   const limited = uniqueId('limited');
   const third = uniqueId('third');
   sim.setScenario(limited, {
-    faults: { rules: [{ endpoint: 'create', kind: 'status', status: 429, first: 1 }] },
+    faults: {
+      rules: [
+        { endpoint: 'create', kind: 'status', status: 429, first: 1 },
+        // One read refused (a key losing its scope for a moment): the workflow waits for the key.
+        { endpoint: 'get', kind: 'status', status: 403, first: 1 },
+      ],
+    },
   });
   // Its agent job fails: an end without a pull request, under the failure type.
   sim.setScenario(third, { outcome: 'failed' });
@@ -178,6 +184,8 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
   assert.ok(series('agent_project_time_to_pr_seconds_sum', { project: busy }) > 0);
   assert.equal(series('agent_project_api_uses_total', { project: busy, kind: 'create' }), 4);
   assert.equal(series('agent_project_rate_limited_total', { project: limited, operation: 'createJob' }), 1);
+  // The limited project's workflow waited for a working key, then went on: counted, then not.
+  assert.equal(series('agent_project_workflows_waiting_for_key', { project: limited }), 0);
   assert.equal(series('agent_project_quota_budget_uses', { project: busy }), 2);
   assert.ok(series('agent_project_quota_used_uses', { project: busy }) <= 2);
   assert.equal(series('agent_project_quota_queued_jobs', { project: busy }), 0);

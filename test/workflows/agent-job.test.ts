@@ -390,7 +390,7 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
     );
     // What the server keeps of each "still active" attempt: the answer, not where the code was.
     const lastFailure = pending[0]?.lastFailure;
-    assert.match(lastFailure?.message ?? '', /is active; polling again in \d+s$/);
+    assert.match(lastFailure?.message ?? '', /is "active"; polling again in \d+s$/);
     assert.doesNotMatch(lastFailure?.stackTrace ?? '', /\n\s+at /, 'no stack is captured per poll');
     assert.equal(requestsTo(sim, projectId, 'get'), 3, 'no poll besides the three asked for');
     const status = await handle.query(statusQuery);
