@@ -135,17 +135,23 @@ function settableSource(key: string): ApiKeySource & { key: string } {
   return source;
 }
 
-test('a setApiKey that fails is given again at the next check; two checks at once give the key once', async () => {
-  const source = settableSource('key-one');
+/** A connection whose first `failures` calls of setApiKey fail; `given` holds every key it was given. */
+function busyConnection(failures: number): { given: string[]; setApiKey(key: string): Promise<void> } {
   const given: string[] = [];
-  let failures = 1;
-  const connection = {
+  return {
+    given,
     setApiKey: (key: string) => {
       given.push(key);
       if (failures-- > 0) return Promise.reject(new Error('the connection is busy'));
       return Promise.resolve();
     },
   };
+}
+
+test('a setApiKey that fails is given again at the next check; two checks at once give the key once', async () => {
+  const source = settableSource('key-one');
+  const connection = busyConnection(1);
+  const { given } = connection;
   // An hour: only the checks this test makes run.
   const follower = followApiKey(source, connection, 'key-one', {
     intervalMs: 3_600_000,
@@ -165,16 +171,9 @@ test('a setApiKey that fails is given again at the next check; two checks at onc
 
 test('a failed periodic check goes to onError, and the key is given at a later one', async () => {
   const source = settableSource('key-one');
-  const given: string[] = [];
   const errors: unknown[] = [];
-  let failures = 1;
-  const connection = {
-    setApiKey: (key: string) => {
-      given.push(key);
-      if (failures-- > 0) return Promise.reject(new Error('the connection is busy'));
-      return Promise.resolve();
-    },
-  };
+  const connection = busyConnection(1);
+  const { given } = connection;
   const follower = followApiKey(source, connection, 'key-one', {
     intervalMs: 10,
     onError: (err) => errors.push(err),

@@ -170,15 +170,21 @@ describe('failures that never left are not ambiguous', () => {
     assert.equal(requests, 0, 'no request passed the handshake');
   });
 
-  test('a redirect: final Redirected naming Location and AGENT_API_BASE_URL, sent once', async () => {
+  /** A create against a server that answers every request `status` with `location`: its failure and POSTs. */
+  async function createRedirected(status: number, location: string) {
     let posts = 0;
     const server = createHttpServer((req, res) => {
       if (req.method === 'POST') posts++;
       req.resume();
-      res.writeHead(308, { location: 'https://api.elsewhere.example/v2/agent' }).end();
+      res.writeHead(status, { location }).end();
     });
-    const redirected = await workerFor(`http://${await listening(server)}`);
-    const failure = await workflowFailure(await start({ projectId: uniqueId('redirect') }, redirected));
+    const worker = await workerFor(`http://${await listening(server)}`);
+    const failure = await workflowFailure(await start({ projectId: uniqueId(`status-${status}`) }, worker));
+    return { failure, posts };
+  }
+
+  test('a redirect: final Redirected naming Location and AGENT_API_BASE_URL, sent once', async () => {
+    const { failure, posts } = await createRedirected(308, 'https://api.elsewhere.example/v2/agent');
     assert.equal(failure.type, FailureType.Redirected, failure.message);
     assert.match(failure.message, /api\.elsewhere\.example/);
     assert.match(failure.message, /AGENT_API_BASE_URL/);
@@ -186,14 +192,7 @@ describe('failures that never left are not ambiguous', () => {
   });
 
   test('a 303 after a create means it was processed: CreateOutcomeUnknown under "fail"', async () => {
-    let posts = 0;
-    const server = createHttpServer((req, res) => {
-      if (req.method === 'POST') posts++;
-      req.resume();
-      res.writeHead(303, { location: '/v2/agent/p/job/job_1' }).end();
-    });
-    const seeOther = await workerFor(`http://${await listening(server)}`);
-    const failure = await workflowFailure(await start({ projectId: uniqueId('see-other') }, seeOther));
+    const { failure, posts } = await createRedirected(303, '/v2/agent/p/job/job_1');
     assert.equal(failure.type, FailureType.CreateOutcomeUnknown, failure.message);
     assert.equal(posts, 1);
   });
