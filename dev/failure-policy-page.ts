@@ -96,7 +96,11 @@ Backoff of each call, before jitter (0 to +${RETRY_JITTER * 100}%), raised to th
 ${backoffs.join('\n')}
 
 Polls wait between reads of an \`active\` job on their own schedule (\`poll\` in the input); the
-poll backoff above spaces retries after failures.
+poll backoff above spaces retries after failures. A wait that would outlast the deadline goes back
+to the workflow whoever would have retried it, and so does a poll's \`Retry-After\` longer than the
+longest wait between polls (the workflow waits it on its own timer, where \`pollNow\` still
+applies). An attempt that timed out (start-to-close, or a heartbeat lost with its worker) may have
+been sent: the workflow retries a create or message after it as ambiguous.
 
 ## A stopping worker
 

@@ -113,6 +113,11 @@ export interface Verdict {
   refusesQuotaUse: boolean;
   /** The API refused the key: the key's source is read again before the next attempt. */
   refusesKey: boolean;
+  /**
+   * Never retried by Temporal, whatever the bound: the create's and message's retry policies
+   * exclude its type (the SDK's own `WorkerShutdown` shares it), so the workflow decides.
+   */
+  workflowRetries: boolean;
 }
 
 type Row = Partial<Verdict> & Pick<Verdict, 'type' | 'bound'>;
@@ -123,6 +128,7 @@ const row = (init: Row): Verdict => ({
   appliedWithoutRecord: false,
   refusesQuotaUse: false,
   refusesKey: false,
+  workflowRetries: false,
   ...init,
 });
 
@@ -211,7 +217,11 @@ export const POLICY: Readonly<Record<FailureKind, Readonly<Record<PolicyCall, Ve
     bound: 'deadline',
     mayHaveBeenApplied: true,
   }),
-  [FailureKind.ShutdownBeforeSend]: all({ type: ApiFailureType.WorkerShutdown, bound: 'deadline' }),
+  [FailureKind.ShutdownBeforeSend]: all({
+    type: ApiFailureType.WorkerShutdown,
+    bound: 'deadline',
+    workflowRetries: true,
+  }),
   // A maintenance page passes; the same invalid record, or one too large, comes again every time.
   [FailureKind.NotARecord]: unreadable('blip'),
   [FailureKind.InvalidRecord]: unreadable('in-a-row'),
@@ -240,7 +250,7 @@ export function isFinal(verdict: Verdict): boolean {
  * may send it again, and it tells the next attempt so).
  */
 export function handedBack(verdict: Verdict, operation: ApiOperation): boolean {
-  if (verdict.bound !== 'deadline') return true;
+  if (verdict.bound !== 'deadline' || verdict.workflowRetries) return true;
   return operation !== 'getJob' && verdict.mayHaveBeenApplied;
 }
 
