@@ -75,11 +75,10 @@ export interface PollSettings {
   /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
   backoffCoefficient?: number;
   /**
-   * Ignored since 1.1, accepted so 1.0 callers' inputs stay valid: every wait is one poll activity
-   * that the server retries once per poll (docs/PERFORMANCE.md measures it against 1.0's timer and
-   * local activity per poll).
+   * @deprecated Ignored since 1.1, whatever its value, so 1.0 callers' inputs stay valid: every
+   * wait is one poll activity that the server retries once per poll (decision 0010).
    */
-  localActivity?: boolean;
+  localActivity?: unknown;
 }
 
 /** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */

@@ -169,7 +169,7 @@ export function createActivities(deps: ActivityDeps) {
    * The fast path of the project quota: a create or message the workflow asked to take its own
    * use takes it now. True when it did (a 429 then goes back to the workflow, which tells the
    * quota); false when the quota is off or the workflow holds a grant already. A busy quota
-   * throws, with nothing sent (./project-quota.ts).
+   * throws, with nothing sent (../quota/activity.ts).
    */
   async function takeQuota(
     kind: 'create' | 'message',

@@ -1,6 +1,6 @@
 /**
  * The requesting side of the project quota, used by the agent-job workflow around its create and
- * follow-up message calls: it asks the project's quota workflow (./project-quota.ts) for a use,
+ * follow-up message calls: it asks the project's quota workflow (./workflow.ts) for a use,
  * waits for the grant with `condition()` (no API request while it waits), runs the call, and tells
  * the quota what became of the use. A 429 asks again at the head of the queue; silence, or a full
  * queue, asks again under the same request ID; {@link ProjectQuotaRequester.settle} waits for what
@@ -47,7 +47,7 @@ export { QUOTA_REASK_MS } from './waiting.js';
 
 /**
  * The longest one create or message attempt takes (its `startToCloseTimeout` in
- * ./agent-job/api.ts): a call can still reach the API this long after the deadline that bounds
+ * ../workflows/agent-job/api.ts): a call can still reach the API this long after the deadline that bounds
  * its activity, so a grant is held that long past it (`holdUntil`).
  */
 const CALL_ATTEMPT_MS = 75_000;
@@ -128,7 +128,7 @@ export class ProjectQuotaRequester {
    * Runs `call` within the project's budget. `call(true)` must not retry a 429 itself (the quota
    * decides when: the use goes back to the head of the queue); `call(false)` runs when the worker
    * has the quota off for this project. `refused`: the API refused (429) the use `use.name` took
-   * at once (the fast path, ./agent-job/api.ts), so this asks again at the head of the queue,
+   * at once (the fast path, ../workflows/agent-job/api.ts), so this asks again at the head of the queue,
    * under the next name, as after a refused grant.
    */
   async run<T>(

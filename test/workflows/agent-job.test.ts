@@ -509,11 +509,6 @@ describe('agent-job workflow', { concurrency: 4 }, () => {
       'poll.initialInterval',
     ],
     ['nonsense timeout', { projectId: 'x', prompt: 'p', timeout: -5 }, 'timeout'],
-    [
-      'localActivity not a boolean',
-      { projectId: 'x', prompt: 'p', poll: { localActivity: 'yes' } },
-      'poll.localActivity',
-    ],
   ];
   for (const [name, input, field] of invalidInputs) {
     test(`invalid input (${name}) fails with InvalidInput naming ${field} and creates no job`, async () => {

@@ -2,7 +2,7 @@
  * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
  * timeouts and retry policy, bounded by the deadline (./api-failures.ts), and the create and the
  * follow-up message within the project's quota: taken at once by the call itself when the quota
- * has room, else through the queue (../quota-requester.ts).
+ * has room, else through the queue (../../quota/requester.ts).
  */
 import {
   currentUpdateInfo,

@@ -192,9 +192,6 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
   if (backoffCoefficient < 1 || backoffCoefficient > 10) {
     throw new InvalidInputError('poll.backoffCoefficient', 'must be between 1 and 10');
   }
-  if (raw.localActivity !== undefined && typeof raw.localActivity !== 'boolean') {
-    throw new InvalidInputError('poll.localActivity', 'must be true or false');
-  }
   return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
 }
 
