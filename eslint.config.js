@@ -43,8 +43,9 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['@temporalio/*', '../*'],
-              message: 'src/agent-api/ knows nothing of Temporal or the rest of the project.',
+              group: ['@temporalio/*', '../*', '!../errors.js'],
+              message:
+                'src/agent-api/ knows nothing of Temporal or the rest of the project (but the errors base, src/errors.ts).',
             },
           ],
         },
@@ -56,6 +57,7 @@ export default tseslint.config(
       'src/workflows/**/*.ts',
       'src/contract.ts',
       'src/escape.ts',
+      'src/errors.ts',
       'src/nexus/service.ts',
       'examples/**/workflows.ts',
     ],
@@ -66,7 +68,7 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({
             name,
             message:
-              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract, src/escape.ts or the Nexus service definition.',
+              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract, src/escape.ts, src/errors.ts or the Nexus service definition.',
           })),
           patterns: [
             {

@@ -16,6 +16,7 @@ import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
 import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
 import { durationMs } from './duration.js';
+import { AgentJobError, ErrorName } from './errors.js';
 import {
   cgroupMemoryLimit,
   parseMemoryQuantity,
@@ -31,14 +32,13 @@ import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/versi
 import type { TracingSettings } from './observability/tracing.js';
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
-export class ConfigError extends Error {
+export class ConfigError extends AgentJobError {
   constructor(
     readonly setting: string,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`${setting}: ${message}`, options);
-    this.name = 'ConfigError';
+    super(ErrorName.Config, `${setting}: ${message}`, options);
   }
 }
 

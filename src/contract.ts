@@ -8,6 +8,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { ApiFailureType, type AgentJobRecord, type AgentJobStatus } from './agent-api/types.js';
+import { AgentJobError, ErrorName } from './errors.js';
 
 export {
   AGENT_JOB_STATUSES,
@@ -278,15 +279,14 @@ export const MAX_PROJECT_ID_BYTES = 200;
 export const MAX_PROMPT_LENGTH = 32_000;
 
 /** Thrown by the input check (`resolveInput`) and by the library; the workflow turns it into an `InvalidInput` failure. */
-export class InvalidInputError extends Error {
+export class InvalidInputError extends AgentJobError {
   constructor(
     /** The offending field, dotted (`poll.maxInterval`). */
     readonly field: string,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(`${field}: ${message}`, options);
-    this.name = 'InvalidInputError';
+    super(ErrorName.InvalidInput, `${field}: ${message}`, options);
   }
 }
 

@@ -25,6 +25,7 @@ import {
 } from './client/index.js';
 import { ConfigError, loadTemporalSettings, loadTracingSettings, type TemporalSettings } from './config.js';
 import { jsonText, terminalText } from './escape.js';
+import { UsageError } from './errors.js';
 import { installTracing } from './observability/tracing.js';
 import { clientConnectionOptions, temporalApiKeySource } from './temporal-api-key.js';
 import {
@@ -62,7 +63,6 @@ export const ExitCode = {
 } as const;
 
 /** Bad arguments found after the parser accepted them: printed with the command's help, exit 2. */
-class UsageError extends Error {}
 
 const out = (line: string) => process.stdout.write(`${line}\n`);
 const err = (line: string) => process.stderr.write(`${line}\n`);

@@ -11,6 +11,7 @@
  * No key ever appears in a message or an event of this module.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { AgentJobError, ErrorName } from '../errors.js';
 
 /** An HTTP header value made of visible ASCII only, which is what an API key is. */
 const TOKEN = /^[\x21-\x7e]+$/;
@@ -57,14 +58,13 @@ export interface FileApiKeyOptions {
 }
 
 /** The key file could not be read at start, or held no usable key. The message names the file only. */
-export class ApiKeyFileError extends Error {
+export class ApiKeyFileError extends AgentJobError {
   constructor(
     readonly path: string,
     readonly reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`${path}: ${reason}`, options);
-    this.name = 'ApiKeyFileError';
+    super(ErrorName.ApiKeyFile, `${path}: ${reason}`, options);
   }
 }
 

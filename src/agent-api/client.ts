@@ -21,6 +21,7 @@ import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from '
 import { parseRetryAfter } from './retry-after.js';
 import { tracedHttpCall } from './trace.js';
 import { withTimeout } from './abort.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 
 /** How to reach the API. */
 export interface AgentApiClientOptions {
@@ -486,13 +487,12 @@ interface CappedBody {
 }
 
 /** A body that stopped before its end: what arrived, and why it stopped (the `cause`). */
-class PartialBodyError extends Error {
+class PartialBodyError extends AgentJobError {
   constructor(
     readonly text: string,
     cause: unknown,
   ) {
-    super('the response body stopped before its end', { cause });
-    this.name = 'PartialBodyError';
+    super(ErrorName.PartialBody, 'the response body stopped before its end', { cause });
   }
 }
 

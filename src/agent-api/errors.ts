@@ -5,6 +5,7 @@
  */
 import { isFinal, verdictOf, type ApiOperation, type FailureKind, type Verdict } from './failure-policy.js';
 import type { ApiFailureType } from './types.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 
 export type { ApiOperation } from './failure-policy.js';
 
@@ -30,7 +31,7 @@ export interface AgentApiErrorInit {
  * which a bundler may rename). The message names the operation, the IDs, the status and the
  * server's short explanation; it never contains the API key or the Authorization header.
  */
-export class AgentApiError extends Error {
+export class AgentApiError extends AgentJobError {
   /** What happened, as the failure policy names it. */
   readonly kind: FailureKind;
   /** What the policy says it does, for this call. */
@@ -57,8 +58,7 @@ export class AgentApiError extends Error {
   readonly jobId: string | null;
 
   constructor(init: AgentApiErrorInit) {
-    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.name = 'AgentApiError';
+    super(ErrorName.AgentApi, init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.kind = init.kind;
     this.verdict = verdictOf(init.kind, init.operation);
     this.type = this.verdict.type;

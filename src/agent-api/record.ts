@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { MAX_JOB_ID_BYTES, type AgentJobRecord } from './types.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 
 /**
  * A field the API documents as optional. `null` is read as absent: a server that sends `"model": null`
@@ -121,10 +122,9 @@ export const RECORD_BUDGET_BYTES = 16 * 1024;
 const DOCUMENTED_FIELDS: ReadonlySet<string> = new Set(Object.keys(agentJobRecordSchema.shape));
 
 /** Thrown by {@link parseAgentJobRecord}; the message lists the first problems, never body content. */
-export class InvalidAgentJobRecordError extends Error {
+export class InvalidAgentJobRecordError extends AgentJobError {
   constructor(message: string) {
-    super(message);
-    this.name = 'InvalidAgentJobRecordError';
+    super(ErrorName.InvalidAgentJobRecord, message);
   }
 }
 

@@ -15,6 +15,7 @@ import {
 } from '../contract.js';
 import { resolveInput } from '../workflows/agent-job/input.js';
 import { isWellFormed } from '../ids.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';
 import { mapLimit } from './map-limit.js';
 
@@ -37,13 +38,13 @@ export interface BatchLineProblem {
 }
 
 /** The batch file is not valid; `problems` names every bad line. Nothing was started. */
-export class BatchFileError extends Error {
+export class BatchFileError extends AgentJobError {
   constructor(readonly problems: BatchLineProblem[]) {
     super(
+      ErrorName.BatchFile,
       `${problems.length} bad line${problems.length === 1 ? '' : 's'} in the batch file; nothing was started:\n` +
         problems.map((p) => `  line ${p.line}: ${p.message}`).join('\n'),
     );
-    this.name = 'BatchFileError';
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import type { QuotaLimit } from './messages.js';
 import { durationMs } from '../duration.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 
 /** The API's documented limit: 100 uses (creates and follow-up messages) per project per hour. */
 export const DEFAULT_PROJECT_QUOTA = '100/1h';
@@ -31,14 +32,13 @@ export interface ProjectQuotaSettings {
 }
 
 /** A quota setting that does not parse; `setting` names the variable, the message says what is wrong. */
-export class QuotaSettingError extends Error {
+export class QuotaSettingError extends AgentJobError {
   constructor(
     readonly setting: string,
     message: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = 'QuotaSettingError';
+    super(ErrorName.QuotaSetting, message, options);
   }
 }
 

@@ -6,6 +6,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseScenarioMap, type Scenario } from './scenario.js';
 import type { SimulatorOptions } from './server.js';
+import { UsageError } from '../errors.js';
+
+export { UsageError };
 
 /** The one usage line printed for `--help` and after a bad flag. */
 export const USAGE =
@@ -37,12 +40,6 @@ export const HELP = `${USAGE}
 `;
 
 /** A flag or environment value the simulator cannot use; `main.ts` prints it with {@link USAGE}. */
-export class UsageError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'UsageError';
-  }
-}
 
 /** What the command line asks for: options to start with, or help. */
 export type Command =

@@ -1,0 +1,51 @@
+/**
+ * Every error class the project throws, on one base with one map of names (the way undici's
+ * `lib/core/errors.js` gives each error a fixed name and code). The name is set explicitly, never
+ * read from the class, which a bundler may rename; callers and logs match on it.
+ *
+ * These are the project's own errors. Failures that leave an activity or a workflow are Temporal
+ * `ApplicationFailure`s whose `type` is a name of the contract's `FailureType`; these errors are
+ * what the code below them throws (a bad setting, a refused API call, a bad input).
+ *
+ * A leaf module: no imports, importable from workflow code and from the API client.
+ */
+
+/** The name of each error class, as `err.name` shows it. */
+export const ErrorName = {
+  /** A failed Agent Job API call (src/agent-api/errors.ts). */
+  AgentApi: 'AgentApiError',
+  /** A 2xx body that is not an agent job record (src/agent-api/record.ts). */
+  InvalidAgentJobRecord: 'InvalidAgentJobRecordError',
+  /** A body that stopped before its end, with the bytes that arrived (src/agent-api/client.ts). */
+  PartialBody: 'PartialBodyError',
+  /** An API key file with no usable key (src/agent-api/api-key.ts). */
+  ApiKeyFile: 'ApiKeyFileError',
+  /** A bad setting in the environment (src/config.ts). */
+  Config: 'ConfigError',
+  /** A bad project quota setting (src/quota/settings.ts). */
+  QuotaSetting: 'QuotaSettingError',
+  /** A bad workflow input field (src/contract.ts). */
+  InvalidInput: 'InvalidInputError',
+  /** Bad lines in a batch file (src/client/batch.ts). */
+  BatchFile: 'BatchFileError',
+  /** A command line that cannot be run: the starter's, the simulator's. */
+  Usage: 'UsageError',
+} as const;
+
+/** One of the {@link ErrorName} values. */
+export type ErrorName = (typeof ErrorName)[keyof typeof ErrorName];
+
+/** The base of every error class of the project. */
+export class AgentJobError extends Error {
+  constructor(name: ErrorName, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = name;
+  }
+}
+
+/** A command line that cannot be run; the message says what to change. Programs exit 2 on it. */
+export class UsageError extends AgentJobError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorName.Usage, message, options);
+  }
+}

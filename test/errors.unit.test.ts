@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AgentApiError, ApiKeyFileError, InvalidAgentJobRecordError } from '../src/agent-api/index.js';
+import { FailureKind } from '../src/agent-api/failure-policy.js';
+import { BatchFileError } from '../src/client/batch.js';
+import { ConfigError } from '../src/config.js';
+import { InvalidInputError } from '../src/contract.js';
+import { AgentJobError, ErrorName, UsageError } from '../src/errors.js';
+import { QuotaSettingError } from '../src/quota/settings.js';
+
+test("every error the project throws has the base and its own name from the one map, whatever the bundler's class names", () => {
+  const made: Error[] = [
+    new AgentApiError({
+      kind: FailureKind.NotFound,
+      operation: 'getJob',
+      status: 404,
+      retryAfterMs: null,
+      message: 'm',
+    }),
+    new ApiKeyFileError('/run/key', 'it is empty'),
+    new InvalidAgentJobRecordError('id: required'),
+    new BatchFileError([{ line: 1, message: 'not JSON' }]),
+    new ConfigError('AGENT_API_BASE_URL', 'is required'),
+    new InvalidInputError('projectId', 'is required'),
+    new QuotaSettingError('AGENT_API_PROJECT_QUOTA', 'not a limit'),
+    new UsageError('--prompt is required'),
+  ];
+  const names = made.map((err) => err.name);
+  for (const err of made) assert.ok(err instanceof AgentJobError, `${err.name} has the base`);
+  // Each a different name, every one from the map (PartialBodyError is the client's own, not exported).
+  assert.equal(new Set(names).size, made.length);
+  const known = new Set<string>(Object.values(ErrorName));
+  for (const name of names) assert.ok(known.has(name), `${name} is in ErrorName`);
+  assert.deepEqual(
+    [...known].filter((name) => !names.includes(name)),
+    [ErrorName.PartialBody],
+  );
+});
