@@ -58,6 +58,7 @@ export default tseslint.config(
       'src/contract.ts',
       'src/escape.ts',
       'src/errors.ts',
+      'src/input.ts',
       'src/nexus/service.ts',
       'examples/**/workflows.ts',
     ],
@@ -68,7 +69,7 @@ export default tseslint.config(
           paths: nodeBuiltins.map((name) => ({
             name,
             message:
-              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract, src/escape.ts, src/errors.ts or the Nexus service definition.',
+              'Workflow code must be deterministic: no Node built-in modules in src/workflows/, the contract, src/escape.ts, src/errors.ts, src/input.ts or the Nexus service definition.',
           })),
           patterns: [
             {

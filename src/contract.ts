@@ -63,7 +63,7 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
 /**
  * A duration as callers write it in JSON: a Temporal duration string (`'10s'`, `'5 minutes'`) or
- * milliseconds. Strings are checked when the workflow starts (src/workflows/agent-job/input.ts).
+ * milliseconds. Strings are checked when the workflow starts (src/input.ts).
  */
 export type DurationInput = string | number;
 

@@ -10,7 +10,7 @@ export {
   MAX_TIMEOUT_MS,
   resolveInput,
   type ResolvedInput,
-} from './workflows/agent-job/input.js';
+} from './input.js';
 export { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
 export {
   agentJobIdWorkflowId,

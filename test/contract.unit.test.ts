@@ -12,7 +12,7 @@ import {
 } from '../src/contract.js';
 import type { Client } from '@temporalio/client';
 import { agentJobStartOptions, sendFollowUp, startAgentJob } from '../src/client/index.js';
-import { checkPrompt, resolveInput } from '../src/workflows/agent-job/input.js';
+import { checkPrompt, resolveInput } from '../src/input.js';
 import { projectQuotaWorkflowId } from '../src/quota/messages.js';
 
 function refused(input: Record<string, unknown>, field: string, pattern: RegExp): void {

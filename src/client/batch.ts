@@ -13,7 +13,7 @@ import {
   type AgentJobResult,
   type StartPriority,
 } from '../contract.js';
-import { resolveInput } from '../workflows/agent-job/input.js';
+import { resolveInput } from '../input.js';
 import { isWellFormed } from '../ids.js';
 import { AgentJobError, ErrorName } from '../errors.js';
 import { startAgentJob, type AgentJobHandle } from './index.js';

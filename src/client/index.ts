@@ -32,7 +32,7 @@ import {
   type StartPriority,
 } from '../contract.js';
 import { taskPriority } from './priority.js';
-import { resolveInput } from '../workflows/agent-job/input.js';
+import { resolveInput } from '../input.js';
 import { previousRun, type PreviousRun } from './previous-run.js';
 import { boundedWorkflowId, fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
 import { markdownText } from '../escape.js';

@@ -11,7 +11,7 @@ import {
   sendMessageUpdate,
   type AgentJobRecord,
 } from '../../contract.js';
-import { checkPrompt } from './input.js';
+import { checkPrompt } from '../../input.js';
 import type { AgentJobApi } from './api.js';
 import { FollowUpQueue, type SendWhen } from './follow-up-queue.js';
 import { updateMessageKey } from './api.js';

@@ -3,7 +3,7 @@
  * through continue-as-new. Workflow code (it reads the workflow clock).
  */
 import type { AgentJobProgress, AgentJobRecord } from '../../contract.js';
-import type { ResolvedInput } from './input.js';
+import type { ResolvedInput } from '../../input.js';
 import type { RunProgress } from './progress.js';
 import { FailureStreak, type FailureStreakState } from './failure-streak.js';
 import { PollSchedule } from '../../poll-schedule.js';

@@ -29,7 +29,7 @@ import {
   type AgentJobRecord,
   type AgentJobResult,
 } from '../../contract.js';
-import { resolveInput, type ResolvedInput } from './input.js';
+import { resolveInput, type ResolvedInput } from '../../input.js';
 import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
 import { ProjectQuotaRequester } from '../../quota/requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';

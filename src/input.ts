@@ -1,20 +1,18 @@
 /**
- * The agent-job workflow's input checked and completed with defaults: the workflow checks it before
- * any activity runs (a bad field fails the workflow with `InvalidInput` and creates no agent job),
- * and the library and the starter check it before they start one, so a person hears of a bad
- * field at once. The contract (src/contract.ts) says what each field means.
+ * The agent-job workflow's input checked and completed with defaults, one pure module both sides
+ * use: the workflow checks it before any activity runs (a bad field fails the workflow with
+ * `InvalidInput` and creates no agent job), and the library, the starter and the Nexus service
+ * check it before they start one, so a person hears of a bad field at once, without importing
+ * workflow internals. The contract (src/contract.ts) says what each field means.
  *
  * Importable from workflow code: no Node modules, no I/O, no clocks.
  */
-import { MAX_JOB_ID_BYTES } from '../../agent-api/types.js';
-import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from '../../contract.js';
-import { durationMs } from '../../duration.js';
-import { isWellFormed, utf8ByteLength } from '../../ids.js';
-import { DEFAULT_POLL, type ResolvedPollSettings } from '../../poll-schedule.js';
-import {
-  DEFAULT_BLIP_TOLERANCE_MS,
-  DEFAULT_CREDENTIAL_TOLERANCE_MS,
-} from '../../agent-api/failure-policy.js';
+import { MAX_JOB_ID_BYTES } from './agent-api/types.js';
+import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from './contract.js';
+import { durationMs } from './duration.js';
+import { isWellFormed, utf8ByteLength } from './ids.js';
+import { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
+import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
 
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
