@@ -10,8 +10,10 @@ import { FAST_POLL, onCleanup, startSimulatedSuite, uniqueId, waitFor } from '..
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
-/** Each turn stays `active` this long: long enough for several runs at 5 fast polls each. */
+/** Each follow-up's turn stays `active` this long: long enough for several runs at 5 fast polls each. */
 const TURN_MS = 6000;
+/** Waits for what the server and the worker do, on a busy two-core machine: generous, never the point. */
+const PATIENCE_MS = 120_000;
 /** Events one run may hold: 5 polls of about 6 events, two follow-ups' updates, start and end. */
 const EVENTS_PER_RUN = 80;
 
@@ -32,6 +34,20 @@ function keepPolling(handle: AgentJobHandle): () => void {
     }
   })();
   return () => (stopped = true);
+}
+
+/**
+ * Holds the project's agent jobs `active` in every read until the returned function is called:
+ * each GET is answered with the real record's status set to `active` (and no prLink). The turn in
+ * progress then ends when the test has seen what it needs, not when a clock says, however slow
+ * the machine; its real length is short, so it reads as ended at the first GET after the release.
+ */
+function holdTurn(projectId: string): () => void {
+  sim.setScenario(projectId, {
+    durationMs: 300,
+    faults: { rules: [{ endpoint: 'get', kind: 'altered', set: { status: 'active', prLink: null } }] },
+  });
+  return () => sim.setScenario(projectId, { durationMs: TURN_MS });
 }
 
 /** The runs of the workflow so far, from visibility. */
@@ -61,6 +77,9 @@ async function watchNewJob(projectId: string, continueAsNewAfterPolls: number) {
 test('follow-ups queued behind a long turn continue as new with the run, each sent once and answered', async () => {
   const projectId = suite.project();
   const { taskQueue } = suite.worker;
+  // Turn one lasts until the follow-ups have been carried into later runs and the same key sent
+  // again (the checks below): a clock-bound turn made those a race a loaded machine could lose.
+  const releaseTurn = holdTurn(projectId);
   const { watching, input } = await watchNewJob(projectId, 5);
   // One with a key (given to the running run itself) and one without (update-with-start).
   const firstKey = uniqueId('fu');
@@ -81,7 +100,7 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
       const { runId } = await watching.describe();
       return runId !== queuedIn ? runId : null;
     },
-    { what: 'a continue-as-new while the follow-ups are queued', timeoutMs: TURN_MS - 1000 },
+    { what: 'a continue-as-new while the follow-ups are queued', timeoutMs: PATIENCE_MS, intervalMs: 200 },
   );
   assert.equal(requestsTo(sim, projectId, 'message'), 0, 'both still queued when the run continued as new');
   const carried = await env.client.workflow.getHandle(watching.workflowId, nextRun).query(statusQuery);
@@ -94,6 +113,7 @@ test('follow-ups queued behind a long turn continue as new with the run, each se
     { taskQueue, key: firstKey },
   );
   assert.equal(requestsTo(sim, projectId, 'message'), 0, 'still queued');
+  releaseTurn();
 
   const [a, b, a2] = await Promise.all([first.result(), second.result(), again.result()]);
   stopPolling();
@@ -129,12 +149,14 @@ test('a caller back only after a later turn has started still gets its own turn,
   const second = await sendFollowUp(env.client, { ...input, prompt: 'Fix the typos' }, { taskQueue });
   const stopPolling = keepPolling(watching);
   onCleanup(stopPolling);
-  // Nobody waits for the first one's answer until the second one's turn is under way.
-  await waitFor(() => requestsTo(sim, projectId, 'message') === 2, {
-    what: 'the second message',
-    timeoutMs: 15_000,
-  });
-  assert.equal((await watching.query(statusQuery)).turns, 3);
+  // Nobody waits for the first one's answer until the second one's turn is under way: the second
+  // message sent, and its answer taken in (the query can come between the two).
+  await waitFor(
+    async () =>
+      requestsTo(sim, projectId, 'message') === 2 && (await watching.query(statusQuery)).turns === 3,
+    { what: 'the second message, its turn under way', timeoutMs: PATIENCE_MS, intervalMs: 200 },
+  );
+  assert.equal(requestsTo(sim, projectId, 'message'), 2);
 
   const a = await first.result();
   assert.equal(a.turns, 2, 'its own turn, not the one in progress');

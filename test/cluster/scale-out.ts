@@ -37,7 +37,8 @@ before(async () => {
     // again by the workflow under AGENT_API_AMBIGUOUS_CREATE=retry, which the live API would make a
     // second agent job (test/workflows/real-api-world.test.ts shows both policies against keys
     // ignored). Here the key is honoured, so "one agent job per workflow" counts lost and doubled
-    // workflows, not that resend.
+    // workflows, not that resend; the proof counts the resend itself from the creates accepted per
+    // key, each one beyond a workflow's first to be in its `resent` (test/scale-out.ts).
     honourIdempotencyKey: true,
     createsPerProjectPerHour: 0,
     // Long enough that jobs are still running through both kills and the server's restart.
@@ -82,7 +83,8 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker and a SIGKILLed Temporal Ser
   );
   summary(
     `scale-out on PostgreSQL: ${figures.completed}/${figures.jobs} workflows completed in ${figures.seconds.toFixed(1)}s; ` +
-      `agent jobs created ${figures.agentJobsCreated} (exactly one per workflow)`,
+      `agent jobs created ${figures.agentJobsCreated} (exactly one per workflow); POSTs to create ${figures.createPosts}, ` +
+      `creates sent again (resent) ${figures.resent}`,
   );
   summary(
     `workers: 3 started, worker-1 SIGKILLed with ${figures.activeAtWorkerKill} agent jobs active, worker-4 started; ` +

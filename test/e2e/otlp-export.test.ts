@@ -1,7 +1,8 @@
 /**
  * Tracing as a user turns it on: the standard OTEL_* variables on the real worker and starter
  * processes, and an OTLP/HTTP receiver on a socket in place of a collector. The starter's and the
- * worker's spans arrive in one trace; without the variables nothing is sent.
+ * worker's spans arrive in one trace; switched off, with the receiver's endpoint still set (where
+ * spans would go were the switch ignored), nothing is sent.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -10,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
 import { onCleanup, spawnTs, starterProcessEnv, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
+import { requestsTo } from '../simulator-stats.js';
 
 /** The parts of an OTLP/JSON span this test reads. */
 interface OtlpSpan {
@@ -57,8 +59,8 @@ async function startReceiver() {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, bodies };
 }
 
-test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export one trace over OTLP; without it, nothing', async () => {
-  const { env, apiKey, workerEnv } = await startSimulatedWorld('otlp', { durationMs: 200 });
+test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export one trace over OTLP; switched off with it still set, nothing', async () => {
+  const { env, sim, apiKey, workerEnv } = await startSimulatedWorld('otlp', { durationMs: 200 });
   const receiver = await startReceiver();
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
   const traced = await workerEnv(otel);
@@ -92,21 +94,35 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export on
   );
   assert.ok(!receiver.bodies.some((body) => body.includes(apiKey)), 'the API key was exported');
 
-  // The traced worker flushes what it holds as it stops; after that, a run without the variables
-  // sends nothing.
+  // The traced worker flushes what it holds as it stops; after that, a run with tracing switched
+  // off sends nothing. Both processes are still told this receiver's endpoint (and the short batch
+  // delay), so a switch they ignored would send their spans here: the worker is switched off with
+  // OTEL_SDK_DISABLED, the starter with OTEL_TRACES_EXPORTER=none. Without any endpoint the check
+  // could not fail: a worker tracing by mistake would send to the exporter's default
+  // (localhost:4318), never to this receiver.
   worker.child.kill('SIGTERM');
   assert.equal(await worker.exited, 0, worker.stderr());
   const before = receiver.bodies.length;
-  const untraced = await workerEnv();
+  const untraced = await workerEnv({ ...otel, OTEL_SDK_DISABLED: 'true' });
   const quiet = spawnTs('src/worker/main.ts', [], untraced.vars);
   await quiet.waitForOutput(/worker running/, 'the untraced worker to run');
   assert.match(quiet.stdout() + quiet.stderr(), /"tracing":"off"/);
-  const quietStart = spawnTs('src/starter.ts', ['--project', uniqueId('otlp-off'), ...args.slice(2)], {
+  const quietProject = uniqueId('otlp-off');
+  const quietStart = spawnTs('src/starter.ts', ['--project', quietProject, ...args.slice(2)], {
     ...starterVars,
+    ...otel,
+    OTEL_TRACES_EXPORTER: 'none',
     TEMPORAL_TASK_QUEUE: untraced.taskQueue,
   });
   assert.equal(await quietStart.exited, 0, quietStart.stderr());
+  // The untraced run did what the traced one exported spans for: a create and polls at the API.
+  assert.ok(requestsTo(sim, quietProject, 'create') >= 1, 'the untraced worker created its agent job');
+  // Stopping flushes any batch a tracing worker would hold.
   quiet.child.kill('SIGTERM');
   assert.equal(await quiet.exited, 0);
-  assert.equal(receiver.bodies.length, before, 'an untraced worker or starter sent spans');
+  assert.deepEqual(
+    receiver.bodies.slice(before).map((body) => body.slice(0, 200)),
+    [],
+    'a switched-off worker or starter sent spans',
+  );
 });

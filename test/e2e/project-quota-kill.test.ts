@@ -8,9 +8,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
+import type { AgentJobResult } from '../../src/contract.js';
 import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
 import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor, type TestProcess } from '../harness.js';
-import { createdJobs } from '../simulator-stats.js';
+import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const [N, K, W] = [9, 3, 4];
 const LEASE_MS = 3_000;
@@ -23,7 +24,8 @@ const TAKEOVER_MS = 20_000;
 // About the quota, not the key: a create in flight when its worker dies is sent again by the
 // workflow under AGENT_API_AMBIGUOUS_CREATE=retry (test/workflows/real-api-world.test.ts shows
 // both policies against a simulator that ignores the key). Here the key is honoured, so that
-// resend finds the same job and the count below is the quota's doing.
+// resend finds the same job and the count of jobs below is the quota's doing; the resend itself
+// is counted from the creates the simulator accepted per key.
 const { env, sim, workerEnv } = await startSimulatedWorld('quota-kill', {
   simulator: {
     honourIdempotencyKey: true,
@@ -98,27 +100,58 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
   }
   const stats = sim.stats();
   assert.equal(createdJobs(sim, projectId), N, 'exactly one agent job per workflow');
-  const keys = Object.entries(stats.jobsPerIdempotencyKey).filter(([key]) => key.includes(projectId));
-  assert.ok(keys.length === N && keys.every(([, count]) => count === 1), 'no idempotency key made two jobs');
+  // With the key honoured, jobs per key are 1 whatever the workflows send; the creates accepted per
+  // key (the workflow ID) are not. Each beyond a workflow's first must be a send it made knowingly,
+  // after an attempt whose outcome was unknown (one on the wire when its worker died), and counted
+  // in its `resent`. 429s are not accepted creates: the quota sends those again, as it should.
+  const resultsByWorkflow = await results;
+  const resent = resultsByWorkflow.reduce((sum, result) => sum + result.resent, 0);
+  const uncounted = handles.flatMap((handle, i) => {
+    const accepted = stats.createsPerIdempotencyKey[handle.workflowId] ?? 0;
+    const counted = (resultsByWorkflow[i] as AgentJobResult).resent;
+    return accepted >= 1 && accepted <= 1 + counted
+      ? []
+      : [`${handle.workflowId}: ${accepted} creates accepted, ${counted} counted as resent`];
+  });
+  assert.equal(
+    uncounted.length,
+    0,
+    `every create sent again is counted in resent; ${uncounted.length} not, e.g. ${uncounted.slice(0, 3).join('; ')}`,
+  );
 
   // A held use whose create was in flight on the dead worker waits for that activity's timeout;
-  // the budget does not: every other job is done within the windows it needed after the kill, plus
-  // one lease (the held uses coming back) and one takeover of the dead worker's workflows.
+  // the budget does not: every other job's create reaches the API within the windows it needed
+  // after the kill, plus one lease (the held uses coming back) and one takeover of the dead
+  // worker's workflows. Timed at the simulator's creates, not at the jobs' ends: a poll attempt
+  // lost with the dead worker can cost its 30 s start-to-close (POLL_ATTEMPT_TIMEOUT_MS) before it
+  // is tried again, which is polling, not the budget. Measured on 2026-11-27 (two shared cores,
+  // load 5 to 8): the ends came 31.8 s and 32.0 s after the kill in two of three runs, past the
+  // 31 s bound this once applied to them, and 19.4 s in the third.
   const holders = new Set(held.map((lease) => lease.workflowId));
   const remainingWindows = Math.ceil(N / K) - 1;
   const boundMs = remainingWindows * W * 1000 + LEASE_MS + TAKEOVER_MS;
-  const others = handles.filter((h) => !holders.has(h.workflowId));
-  const slowest = Math.max(...others.map((h) => (doneAt.get(h.workflowId) as number) - killedAt));
+  const createdAt = new Map(stats.jobs.map((job) => [job.id, job.createdAt]));
+  const others = handles.flatMap((handle, i) =>
+    holders.has(handle.workflowId)
+      ? []
+      : [{ handle, createdAt: createdAt.get((resultsByWorkflow[i] as AgentJobResult).job.id) as number }],
+  );
+  const slowest = Math.max(...others.map(({ createdAt: at }) => at - killedAt));
+  const slowestDone = Math.max(
+    ...others.map(({ handle }) => (doneAt.get(handle.workflowId) as number) - killedAt),
+  );
   const status = await quota.query(quotaStatusQuery);
   process.stdout.write(
-    `# quota kill: N=${N} K=${K} W=${W}s lease ${LEASE_MS}ms: ${held.length} uses held at the kill; the other jobs done ` +
-      `${(slowest / 1000).toFixed(1)}s after it (bound ${(boundMs / 1000).toFixed(1)}s), all ` +
-      `${((Math.max(...doneAt.values()) - killedAt) / 1000).toFixed(1)}s; 429s ${stats.requestsPerStatus['429'] ?? 0}; ` +
+    `# quota kill: N=${N} K=${K} W=${W}s lease ${LEASE_MS}ms: ${held.length} uses held at the kill; the other jobs created ` +
+      `${(slowest / 1000).toFixed(1)}s after it at the latest (bound ${(boundMs / 1000).toFixed(1)}s), done ` +
+      `${(slowestDone / 1000).toFixed(1)}s after it; all done ` +
+      `${((Math.max(...doneAt.values()) - killedAt) / 1000).toFixed(1)}s; POSTs to create ${requestsTo(sim, projectId, 'create')}, ` +
+      `429s ${stats.requestsPerStatus['429'] ?? 0}, creates sent again (resent) ${resent}; ` +
       `quota totals ${JSON.stringify(status.totals)}\n`,
   );
   assert.ok(
     slowest <= boundMs,
-    `a job not held at the kill was done ${slowest}ms after it; bound ${boundMs}ms`,
+    `a job not held at the kill was created ${slowest}ms after it; bound ${boundMs}ms`,
   );
   assert.deepEqual(status.leases, [], 'no use is still held');
   assert.equal(status.queueLength, 0);

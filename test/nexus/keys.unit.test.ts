@@ -15,7 +15,7 @@ test('without a key, the request ID makes it: a retry with the same request ID g
   assert.equal(nexusKey(undefined, requestId), `nexus-${requestId}`);
   assert.equal(
     agentJobWorkflowId('docs', nexusKey(undefined, requestId)),
-    agentJobWorkflowId('docs', nexusKey(undefined, requestId)),
+    'agent-job/docs/nexus-3f0c9a52-6b1e-4d7a-9a0e-0b8f6c2d1e44',
   );
   assert.notEqual(nexusKey(undefined, requestId), nexusKey(undefined, `${requestId.slice(0, -1)}5`));
 });
