@@ -1,11 +1,9 @@
 /**
  * Where a run was taken: the machine, how busy it was, and the versions of everything measured.
  */
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { findTemporalCli } from '../dev/temporal-cli.js';
 import { ROOT } from './build.js';
 
 /** The machine and the versions. */
@@ -15,7 +13,11 @@ export interface MachineInfo {
   totalMemoryGiB: number;
   kernel: string;
   node: string;
-  temporalCli: string;
+  /**
+   * The Temporal CLI whose dev server the older runs measured; the server is now Temporal Server
+   * itself (dev/dev-server.ts), and `temporalServer` says which release.
+   */
+  temporalCli?: string;
   temporalServer: string;
   temporalSdk: string;
   /** 1-minute load average when the run started and when it ended. */
@@ -69,7 +71,6 @@ export function describeMachine(serverVersion: string): MachineInfo {
     totalMemoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
     kernel: release(),
     node: process.version,
-    temporalCli: cliVersion(),
     temporalServer: serverVersion,
     temporalSdk: pkg.dependencies?.['@temporalio/worker'] ?? 'unknown',
     loadAverageAtStart: loadavg()[0] ?? Number.NaN,
@@ -82,11 +83,4 @@ export function describeMachine(serverVersion: string): MachineInfo {
 /** The current 1-minute load average. */
 export function currentLoad(): number {
   return loadavg()[0] ?? Number.NaN;
-}
-
-function cliVersion(): string {
-  const cli = findTemporalCli();
-  if (!cli) return 'SDK download (no CLI found)';
-  const out = spawnSync(cli.path, ['--version'], { encoding: 'utf8' });
-  return out.status === 0 ? out.stdout.trim() : 'unknown';
 }

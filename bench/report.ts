@@ -276,7 +276,7 @@ function header(result: BenchResult, format: Format): string {
     `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Linux ${m.kernel}; shared with other work while measured ` +
       `(1-minute load average ${m.loadAverageAtStart.toFixed(2)} at the start, ${m.loadAverageAtEnd?.toFixed(2) ?? '?'} at the end; ` +
       `cores busy ${m.cpuBusyPercent?.toFixed(0) ?? '?'}% of the run, ${m.cpuStealPercent?.toFixed(1) ?? '?'}% stolen by the hypervisor).`,
-    `Versions: Node ${m.node}, Temporal CLI ${m.temporalCli}, server ${m.temporalServer}${result.server === 'postgres' ? ' on PostgreSQL' : ''}, TypeScript SDK ${m.temporalSdk}.`,
+    `Versions: Node ${m.node}, ${m.temporalCli ? `Temporal CLI ${m.temporalCli}, ` : ''}server ${m.temporalServer}${result.server === 'postgres' ? ' on PostgreSQL' : ''}, TypeScript SDK ${m.temporalSdk}.`,
     `Load points: ${result.settings.points
       .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? result.settings.repeats}`)
       .join(
@@ -916,9 +916,10 @@ What the remaining difference to (c) buys (the ratios are in the tables above):
 
 const DOC_METHOD = `## How the figures are taken
 
-Everything runs on this machine: the real Temporal dev server (\`temporal server start-dev\` of the
-CLI that dev/temporal-cli.ts resolves, in-memory SQLite), the API simulator (in the benchmark's
-process, create limit off), and each implementation in a process of its own, started fresh for
+Everything runs on this machine: the real Temporal server (dev/dev-server.ts: Temporal Server of the
+compose file's release, built from source, every service in one process on in-memory SQLite; a run
+whose versions line names a Temporal CLI ran on its \`temporal server start-dev\`, Server 1.29.1),
+the API simulator (in the benchmark's process, create limit off), and each implementation in a process of its own, started fresh for
 every run, on its own task queue and simulator project. Each load run and each wake run also gets a
 Temporal server of its own (runs before 2026-11-27 shared one, as their headers say): the dev
 server slows over a session of heavy runs (it keeps every closed workflow in its one shard; which

@@ -21,7 +21,7 @@ import { jsonText, terminalText } from '../src/escape.js';
 import type { QuotaLimit } from '../src/quota/messages.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { startDevServer, freePorts, type DevServer } from './dev-server.js';
+import { startDevServer, freePorts, sdkVersion, type DevServer } from './dev-server.js';
 
 const DEFAULT_PROMPT = 'Add a "Quickstart" page that shows how to install the CLI and run a first command.';
 const DEMO_KEY = 'demo-local-key';
@@ -96,12 +96,16 @@ async function main(): Promise<number> {
   let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
   if (!temporalAddress) {
     say(
-      'starting a local Temporal dev server with the UI (the first run builds the Temporal CLI, which takes minutes)',
+      'starting a local Temporal server with the UI (the first run on a machine builds Temporal Server and the UI server, which takes minutes)',
     );
     server = await startDevServer({ ui: true, log: (line) => say(line) });
     cleanups.push(() => server!.stop());
     temporalAddress = server.address;
     uiUrl = server.uiUrl;
+    say(
+      `versions: Temporal Server ${server.version}, Temporal UI ${server.uiVersion ?? '(none)'}, ` +
+        `TypeScript SDK ${sdkVersion()}, Node ${process.version}`,
+    );
   } else {
     say(`using the Temporal server at ${temporalAddress}`);
   }

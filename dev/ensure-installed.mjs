@@ -1,6 +1,9 @@
 // Runs before `npm test` and `npm run demo` (as their pre-scripts), so that the README's two
 // commands work on a fresh clone without a separate setup step:
-// - installs the locked npm dependencies with `npm ci` when node_modules is missing or stale;
+// - installs the locked npm dependencies with `npm ci` when node_modules is missing or stale,
+//   among them the npm registry's `node` package (a devDependency): Node 24, the release the
+//   Dockerfile runs, as node_modules/.bin/node, which npm puts first on PATH for every script, so
+//   the tests and the demo run on it whatever Node runs npm;
 // - with --for-tests, makes sure Debian's docker-compose (1.29) is there, which the deploy tests
 //   use to validate docker-compose.yml without a Docker engine, and Debian's Prometheus, whose
 //   promtool checks the compose stack's Prometheus files and whose server runs the dashboard's
@@ -11,7 +14,7 @@
 // elsewhere it says what to install.
 // Plain JavaScript on purpose: it must run before the TypeScript tooling is installed.
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 
 function run(command, args, env = process.env) {
   return spawnSync(command, args, { stdio: 'inherit', env }).status === 0;
@@ -29,6 +32,17 @@ if (!fresh) {
     process.stderr.write('[setup] npm ci failed; see the output above\n');
     process.exit(1);
   }
+}
+
+// The `node` package installs its binary from its preinstall script; where npm is set to skip
+// install scripts, the scripts would run on the machine's Node instead, so say so.
+const scriptNode = spawnSync('node_modules/.bin/node', ['--version'], { encoding: 'utf8' });
+const wantedNode = JSON.parse(readFileSync('package.json', 'utf8')).devDependencies.node;
+if (scriptNode.status !== 0 || scriptNode.stdout.trim() !== `v${wantedNode}`) {
+  process.stderr.write(
+    `[setup] node_modules/.bin/node is not Node ${wantedNode} (${scriptNode.stdout?.trim() || scriptNode.error?.message || 'it did not run'}): ` +
+      `the npm scripts run on ${process.version} instead; npm must run install scripts for the node package (npm ci without --ignore-scripts)\n`,
+  );
 }
 
 let aptUpdated = false;

@@ -6,40 +6,35 @@
  * are, with the environment docker-compose.yml gives their services (only hosts, ports and paths
  * differ), so a mistake in them fails `npm run test:cluster` before it fails a `docker compose up`.
  *
- * Temporal Server and its SQL tool are built once with `go install` and cached for every clone,
- * like the CLI (dev/temporal-cli.ts). PostgreSQL comes from the Debian package: `initdb` and
+ * Temporal Server and its SQL tool are built once with `go install` and cached for every clone
+ * (dev/temporal-builds.ts), the same build the dev server runs. PostgreSQL comes from the Debian package: `initdb` and
  * `pg_ctl` run it in a temporary directory on a free port, never as a system service.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  accessSync,
-  chmodSync,
   chownSync,
-  constants,
-  cpSync,
   createWriteStream,
   existsSync,
-  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, posix } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { parse } from 'yaml';
 import { freePorts } from './dev-server.js';
+import { allSettledOrThrow, exitCode, findOnPath, isExecutable } from './go-install.js';
+import { dynamicConfigProblems, resolveTemporalServer } from './temporal-builds.js';
 import { resolveTemporalCli } from './temporal-cli.js';
-import { GO_TOOLCHAIN, goBuildEnv, TEMPORAL_SERVER_VERSION } from './temporal-versions.js';
+import { TEMPORAL_SERVER_VERSION } from './temporal-versions.js';
 
 export { TEMPORAL_SERVER_VERSION };
-const SERVER_MODULE = 'go.temporal.io/server';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const COMPOSE_FILE = join(ROOT, 'docker-compose.yml');
@@ -56,142 +51,6 @@ export class ClusterUnavailableError extends Error {
 }
 
 type Log = (line: string) => void;
-
-/** The built server: its binaries and the PostgreSQL schema files of the same release. */
-export interface TemporalServerBuild {
-  server: string;
-  sqlTool: string;
-  /** `schema/postgresql/v12` of the release, the directory the admin-tools image ships. */
-  postgresSchemaDir: string;
-}
-
-/** The cache directory of the server build, shared by every clone on the machine. */
-export function serverCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'agent-job-orchestrator', `temporal-server-${TEMPORAL_SERVER_VERSION}`);
-}
-
-function buildIn(dir: string): TemporalServerBuild {
-  return {
-    server: join(dir, 'temporal-server'),
-    sqlTool: join(dir, 'temporal-sql-tool'),
-    postgresSchemaDir: join(dir, 'schema', 'postgresql', 'v12'),
-  };
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
-  for (const dir of (env.PATH ?? '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return null;
-}
-
-/**
- * The cached server build, or a fresh `go install` of the server command and the SQL tool (a few
- * minutes the first time). The build goes to a private directory, with the schema files copied
- * from the module cache, and is renamed into place whole, so a concurrent clone never sees half.
- */
-export async function resolveTemporalServer(
-  env: NodeJS.ProcessEnv = process.env,
-  log: Log = defaultLog,
-): Promise<TemporalServerBuild> {
-  const target = serverCacheDir(env);
-  const cached = buildIn(target);
-  if (isExecutable(cached.server) && isExecutable(cached.sqlTool) && existsSync(cached.postgresSchemaDir)) {
-    log(`using cached Temporal Server v${TEMPORAL_SERVER_VERSION}: ${target}`);
-    return cached;
-  }
-  const go = findOnPath('go', env);
-  if (!go) {
-    throw new ClusterUnavailableError(
-      `no Go toolchain on PATH to build Temporal Server v${TEMPORAL_SERVER_VERSION}: install Go 1.21+ (the build runs ${GO_TOOLCHAIN}, which the go command fetches from the module proxy)`,
-    );
-  }
-  const parent = join(target, '..');
-  mkdirSync(parent, { recursive: true });
-  const scratch = mkdtempSync(join(parent, '.build-server-'));
-  log(
-    `building Temporal Server v${TEMPORAL_SERVER_VERSION} and its SQL tool with ${go} and ${GO_TOOLCHAIN} (first time only)`,
-  );
-  const started = Date.now();
-  const ticker = setInterval(
-    () => log(`still building Temporal Server (${Math.round((Date.now() - started) / 1000)}s)`),
-    30_000,
-  );
-  try {
-    const bin = join(scratch, 'bin');
-    const version = `@v${TEMPORAL_SERVER_VERSION}`;
-    const code = await exitCode(
-      spawn(
-        go,
-        ['install', `${SERVER_MODULE}/cmd/server${version}`, `${SERVER_MODULE}/cmd/tools/sql${version}`],
-        {
-          env: goBuildEnv(env, bin),
-          stdio: ['ignore', 'inherit', 'inherit'],
-        },
-      ),
-    );
-    if (code !== 0)
-      throw new ClusterUnavailableError(`go install ${SERVER_MODULE}${version} exited with ${code}`);
-    const built = buildIn(join(scratch, 'out'));
-    mkdirSync(join(scratch, 'out'));
-    renameSync(join(bin, 'server'), built.server);
-    renameSync(join(bin, 'sql'), built.sqlTool);
-    // The module cache holds the release's schema files: the ones the admin-tools image ships.
-    const modCache = spawnSync(go, ['env', 'GOMODCACHE'], {
-      encoding: 'utf8',
-      env: goBuildEnv(env, bin),
-    }).stdout.trim();
-    const schemaSource = join(
-      modCache,
-      `${SERVER_MODULE}@v${TEMPORAL_SERVER_VERSION}`,
-      'schema',
-      'postgresql',
-      'v12',
-    );
-    cpSync(schemaSource, built.postgresSchemaDir, { recursive: true });
-    // Module cache files are read-only; the copy must stay removable with the cache.
-    makeWritable(join(scratch, 'out', 'schema'));
-    try {
-      renameSync(join(scratch, 'out'), target);
-    } catch (err) {
-      // Another clone finished first; its build is the same release.
-      if (!existsSync(cached.server)) throw err;
-    }
-    log(`built Temporal Server in ${Math.round((Date.now() - started) / 1000)}s: ${target}`);
-    return cached;
-  } finally {
-    clearInterval(ticker);
-    makeWritable(scratch);
-    rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-function makeWritable(path: string): void {
-  if (!existsSync(path)) return;
-  chmodSync(path, 0o755);
-  for (const entry of readdirSync(path, { withFileTypes: true })) {
-    const child = join(path, entry.name);
-    if (entry.isDirectory()) makeWritable(child);
-    else chmodSync(child, 0o644 | (isExecutable(child) ? 0o111 : 0));
-  }
-}
-
-function exitCode(child: ChildProcess): Promise<number | string> {
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
-  });
-}
 
 /** The newest PostgreSQL server binaries on this machine (Debian's layout), or $PG_BIN_DIR. */
 export function findPostgres(env: NodeJS.ProcessEnv = process.env): string {
@@ -387,10 +246,12 @@ export interface ClusterOptions {
 export async function startCluster(options: ClusterOptions = {}): Promise<TemporalCluster> {
   const log = options.log ?? defaultLog;
   const services = composeServices();
-  const build = await resolveTemporalServer(process.env, log);
-  const cli = await resolveTemporalCli(process.env, log);
-  if (!cli.path)
-    throw new ClusterUnavailableError('temporal-init.sh needs the Temporal CLI binary: install Go 1.24+');
+  // Side by side on a fresh machine: the two builds overlap their downloads with compiling.
+  // temporal-init.sh needs the CLI, as the admin-tools image has it.
+  const [build, cli] = await allSettledOrThrow([
+    resolveTemporalServer(process.env, log),
+    resolveTemporalCli(process.env, log),
+  ]);
   if (!findOnPath('nc')) {
     throw new ClusterUnavailableError(
       'temporal-schema.sh waits with `nc`, which is not installed (Debian: apt-get install netcat-openbsd)',
@@ -542,16 +403,12 @@ async function freeLowPorts(count: number): Promise<number[]> {
   }
 }
 
-/**
- * The server's own check of a dynamic config file. The server logs an unknown key or a value of
- * the wrong type as a warning and runs on without it, so any warning fails here instead.
- */
+/** Fails when the server's own check finds a problem in a dynamic config file. */
 function validateDynamicConfig(server: string, file: string): void {
-  const result = spawnSync(server, ['validate-dynamic-config', file], { encoding: 'utf8' });
-  const output = `${result.stdout}${result.stderr}`;
-  if (result.status !== 0 || /warning|error/i.test(output)) {
+  const problems = dynamicConfigProblems(server, file);
+  if (problems) {
     throw new ClusterUnavailableError(
-      `${file.slice(ROOT.length)} does not pass the server's validation:\n${output}`,
+      `${file.slice(ROOT.length)} does not pass the server's validation:\n${problems}`,
     );
   }
 }
@@ -622,13 +479,4 @@ function tail(file: string): string {
 
 function defaultLog(line: string): void {
   process.stderr.write(`[cluster] ${line}\n`);
-}
-
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  resolveTemporalServer()
-    .then((build) => process.stdout.write(`${build.server}\n`))
-    .catch((err: unknown) => {
-      process.stderr.write(`[cluster] ${err instanceof Error ? err.message : String(err)}\n`);
-      process.exit(1);
-    });
 }

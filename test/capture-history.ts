@@ -1,12 +1,11 @@
 /**
  * Keeps the history of a run under test/histories for the replay test, when CAPTURE_HISTORIES is
- * set. The Temporal CLI writes it, in the same JSON form as `temporal workflow show` gives operators.
+ * set, in the JSON form `temporal workflow show --output json` gives operators (the SDK's
+ * `historyToJSON`), so a history an operator exported replays the same way.
  */
-import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import type { WorkflowHandle } from '@temporalio/client';
-import { findTemporalCli } from '../dev/temporal-cli.js';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import type { TemporalTestEnv } from './harness.js';
 
 /** Whether this run refreshes the saved histories. */
@@ -21,12 +20,6 @@ export async function captureHistory(
 ): Promise<void> {
   if (!capturing) return;
   if (options.waitForClose !== false) await handle.result().catch(() => undefined);
-  const cli = findTemporalCli();
-  assert.ok(cli, 'capturing histories needs the Temporal CLI');
-  const args = ['workflow', 'show', '--address', env.address, '--namespace', env.namespace];
-  args.push('--workflow-id', handle.workflowId, '--output', 'json');
-  if (options.runId) args.push('--run-id', options.runId);
-  const shown = spawnSync(cli.path, args, { encoding: 'utf8' });
-  assert.equal(shown.status, 0, shown.stderr);
-  writeFileSync(new URL(`histories/${name}.json`, import.meta.url), shown.stdout);
+  const run = options.runId ? env.client.workflow.getHandle(handle.workflowId, options.runId) : handle;
+  writeFileSync(new URL(`histories/${name}.json`, import.meta.url), historyToJSON(await run.fetchHistory()));
 }

@@ -1,6 +1,6 @@
 /**
  * The suite's runner. First the unit layer (`*.unit.test.ts`: pure modules, no server, seconds);
- * it fails fast. Then it starts one real Temporal dev server (through the CLI resolver), bundles
+ * it fails fast. Then it starts one real Temporal server (dev/dev-server.ts), bundles
  * the workflow code once, runs every other test file under node:test against them, and stops the server.
  * Test files read the server's address from TEMPORAL_ADDRESS and the bundle from
  * AGENT_TEST_WORKFLOW_BUNDLE; run alone, a file starts what it needs itself (see harness.ts).
@@ -8,7 +8,8 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { startDevServer } from '../dev/dev-server.js';
+import { sdkVersion, startDevServer } from '../dev/dev-server.js';
+import { resolveTemporalCli } from '../dev/temporal-cli.js';
 import { bundleWorkflows, runNodeTest } from './harness.js';
 
 /** Longest any one test (or suite) may take; the slowest suite takes about 2 minutes. */
@@ -25,6 +26,10 @@ function testFiles(dir: string): string[] {
 }
 
 const isUnit = (file: string) => file.endsWith('.unit.test.ts');
+
+function log(line: string): void {
+  process.stderr.write(`[test] ${line}\n`);
+}
 
 /** Runs test files under node:test, two at a time; resolves with the exit code. */
 function nodeTest(files: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -51,8 +56,22 @@ async function main(): Promise<number> {
   }
   const files = layers.server ? all.filter((file) => !isUnit(file)) : [];
   if (files.length === 0) return 0;
+  // The CLI is a client of a few tests (the commands the docs give, the compose init script); on a
+  // fresh machine it builds side by side with the server.
+  const [serverStart, cliBuild] = await Promise.allSettled([
+    startDevServer(),
+    resolveTemporalCli(process.env, log),
+  ]);
+  if (serverStart.status === 'rejected') throw serverStart.reason;
+  const server = serverStart.value;
+  if (cliBuild.status === 'rejected') {
+    await server.stop();
+    throw cliBuild.reason;
+  }
+  process.stderr.write(
+    `[test] Temporal Server ${server.version}, TypeScript SDK ${sdkVersion()}, Node ${process.version}\n`,
+  );
   const scratch = mkdtempSync(join(tmpdir(), 'agent-job-test-'));
-  const server = await startDevServer();
   try {
     const started = Date.now();
     const bundlePath = join(scratch, 'workflow-bundle.js');

@@ -168,6 +168,15 @@ describe('Dockerfile', () => {
     }
   });
 
+  test('the tests run on the Node release the image runs (the `node` devDependency)', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
+    const image = dockerfile.globalArgs.get('NODE_IMAGE') ?? '';
+    assert.equal(image, `node:${pkg.devDependencies.node}-slim`);
+    assert.equal(process.version, `v${pkg.devDependencies.node}`, 'npm test runs on node_modules/.bin/node');
+  });
+
   test('the build stage installs every dependency and runs the build script', () => {
     const build = stage('build');
     assert.ok(

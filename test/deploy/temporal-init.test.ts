@@ -28,8 +28,8 @@ let cliDir = '';
 
 before(async () => {
   const log = (line: string) => process.stderr.write(`[temporal-init test] ${line}\n`);
+  // The script needs the Temporal CLI binary, as the admin-tools image has it.
   const cli = await resolveTemporalCli(process.env, log);
-  assert.ok(cli.path, 'the script needs the Temporal CLI binary: run `npm run temporal:cli` to build it');
   cliDir = dirname(cli.path);
   if (!address) {
     server = await startDevServer({ log });

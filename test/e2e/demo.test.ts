@@ -1,5 +1,5 @@
 /**
- * `npm run demo`, exactly as a newcomer runs it: it starts its own Temporal dev server with the UI,
+ * `npm run demo`, exactly as a newcomer runs it: it starts its own Temporal server with the UI,
  * the simulator and a worker, runs one agent job, prints the final record with its prLink and the
  * UI link, and stops everything it started.
  */
@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'node:test';
+import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../dev/temporal-versions.js';
 import { ROOT } from '../harness.js';
 
 /** Runs `npm run demo -- <args>` from nothing (no server, no API settings) and returns its exit code and output. */
@@ -39,11 +40,25 @@ async function runDemo(args: string[]): Promise<{ code: number | null; out: stri
 test('npm run demo prints a final record with a prLink and stops what it started', async () => {
   const { code, out } = await runDemo([]);
   assert.equal(code, 0, out);
-  assert.match(out, /started Temporal dev server pid \d+ from \S+temporal/);
+  // The releases the compose file deploys, and the Node the Dockerfile runs.
+  const server = TEMPORAL_SERVER_VERSION.replaceAll('.', '\\.');
+  const ui = TEMPORAL_UI_VERSION.replaceAll('.', '\\.');
+  assert.match(
+    out,
+    new RegExp(
+      `started Temporal Server ${server} pid \\d+ on 127\\.0\\.0\\.1:\\d+ with Temporal UI ${ui} on http://127`,
+    ),
+  );
+  assert.match(
+    out,
+    new RegExp(
+      `versions: Temporal Server ${server}, Temporal UI ${ui}, TypeScript SDK \\d+\\.\\d+\\.\\d+, Node v24\\.`,
+    ),
+  );
   assert.match(out, /"status": "completed"/);
   assert.match(out, /prLink: https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+/);
   assert.match(out, /workflow in the UI: http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\//);
-  assert.match(out, /stopped Temporal dev server pid \d+/);
+  assert.match(out, /stopped Temporal Server pid \d+/);
 });
 
 test('npm run demo -- --jobs 4 --budget 2/10s shows jobs queued for the project quota, and no 429', async () => {
@@ -52,5 +67,5 @@ test('npm run demo -- --jobs 4 --budget 2/10s shows jobs queued for the project 
   assert.match(out, /job \d: queued for the project's API budget: position \d of \d, earliest start \d{4}-/);
   assert.equal(out.match(/job \d: prLink: https:\/\/github\.com\//g)?.length, 4, out);
   assert.match(out, /the simulator saw 4 creates and 0 refused \(429\) for a budget of 2\/10s/);
-  assert.match(out, /stopped Temporal dev server pid \d+/);
+  assert.match(out, /stopped Temporal Server pid \d+/);
 });

@@ -12,7 +12,7 @@ import { describe, test } from 'node:test';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { findTemporalCli } from '../../dev/temporal-cli.js';
+import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { FailureType, SearchAttributes, statusQuery, type AgentJobInput } from '../../src/contract.js';
 import { quotaStatusQuery } from '../../src/quota/messages.js';
@@ -90,8 +90,7 @@ async function resetWithCli(
   type: 'FirstWorkflowTask' | 'LastWorkflowTask',
   reason: string,
 ): Promise<Handle> {
-  const cli = findTemporalCli();
-  assert.ok(cli, 'the Temporal CLI');
+  const cli = await resolveTemporalCli(process.env, () => {});
   const { runId: before } = await handle.describe();
   await promisify(execFile)(cli.path, [
     ...['workflow', 'reset', '--address', env.address, '--namespace', env.namespace],

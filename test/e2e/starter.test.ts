@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { agentJobWorkflowId, startAgentJob } from '../../src/client/index.js';
 import { InvalidInputError, WORKFLOW_TYPE } from '../../src/contract.js';
-import { findTemporalCli } from '../../dev/temporal-cli.js';
+import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { runStarter, starterProcessEnv, startSimulatedSuite, uniqueId } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
@@ -197,8 +197,7 @@ describe('client library', () => {
 
 describe('Temporal CLI alone', () => {
   test('`temporal workflow execute` with a JSON input returns the final record with its prLink', async () => {
-    const cli = findTemporalCli();
-    assert.ok(cli?.path, 'the suite resolved a Temporal CLI binary');
+    const cli = await resolveTemporalCli(process.env, () => {});
     const projectId = project();
     const input = JSON.stringify({ projectId, prompt: 'From the CLI', poll: { initialInterval: '100ms' } });
     // Asynchronously: the worker that runs the workflow lives in this process.

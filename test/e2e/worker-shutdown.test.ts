@@ -8,7 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FailureType, sendMessageUpdate, WORKFLOW_TYPE, type AgentJobInput } from '../../src/contract.js';
+import {
+  FailureType,
+  sendMessageUpdate,
+  statusQuery,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+} from '../../src/contract.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import {
   FAST_POLL,
@@ -57,7 +63,13 @@ test('a follow-up message on the wire at SIGTERM is let finish: one message, no 
   });
   const first = await worker(taskQueue);
   const handle = await start(taskQueue, { projectId, prompt: 'Turn one', poll: FAST_POLL });
-  await waitFor(() => createdJobs(sim, projectId) === 1, { what: 'the agent job created' });
+  // The workflow's own record of the job, not the simulator's: the job exists at the simulator a
+  // moment before the create's answer reaches the workflow, and a message sent in between is
+  // refused ("not created yet"), as it should be.
+  await waitFor(async () => (await handle.query(statusQuery)).jobId, {
+    what: 'the workflow to record its job',
+  });
+  assert.equal(createdJobs(sim, projectId), 1);
   const sent = handle.executeUpdate(sendMessageUpdate, { args: ['Turn two'] });
   await waitFor(() => requestsTo(sim, projectId, 'message') === 1, { what: 'the message on the wire' });
   const second = await rollOver(first, taskQueue);

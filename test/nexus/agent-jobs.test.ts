@@ -1,19 +1,17 @@
 /**
  * The `agent-jobs` Nexus service across two namespaces on the suite's dev server: the worker
- * process (`src/worker/main.ts`) serves it in the handler namespace, an endpoint made with the
- * Temporal CLI routes to its task queue, and the example caller workflow
- * (examples/nexus-caller/workflows.ts) runs in a namespace of its own, made with the CLI too.
+ * process (`src/worker/main.ts`) serves it in the handler namespace, an endpoint made through the
+ * operator API routes to its task queue, and the example caller workflow
+ * (examples/nexus-caller/workflows.ts) runs in a namespace of its own, made the same way.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { before, describe, test } from 'node:test';
 import { Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, NexusOperationFailure } from '@temporalio/common';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { HandlerError } from 'nexus-rpc';
-import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { workflowBundleOptions } from '../../src/worker/bundle-options.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { FailureType, SearchAttributes } from '../../src/contract.js';
@@ -30,38 +28,35 @@ let caller: Client;
 let callerTaskQueue: string;
 let endpoint: string;
 
-/** Runs the Temporal CLI against the suite's server; rejects with its output when it fails. */
-async function temporalCli(cliPath: string, args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)(cliPath, [...args, '--address', env.address], {
-    timeout: 30_000,
-  });
-  return stdout;
-}
-
 before(async () => {
-  const cli = await resolveTemporalCli(process.env, () => {});
-  if (cli.path === null) throw new Error('this test needs a Temporal CLI binary (npm run temporal:cli)');
-  const cliPath = cli.path;
-
   // The handler side: the worker process as deployed, which registers the service itself.
   const worker = await world.workerEnv();
   const handler = spawnTs('src/worker/main.ts', [], worker.vars);
   await handler.waitForOutput(/worker running/, 'the handler worker to run', 60_000);
 
-  // The caller's namespace and the endpoint, made as an operator would, and removed afterwards
-  // (registered first, so they go after the caller's worker has stopped).
+  // The caller's namespace and the endpoint, made through the operator API as an operator would
+  // (`temporal operator namespace create`, `temporal operator nexus endpoint create` send the same
+  // requests), and removed afterwards (registered first, so they go after the caller's worker has
+  // stopped).
+  const { workflowService, operatorService } = env.client.connection;
   const callerNamespace = uniqueId('nexus-caller');
   endpoint = uniqueId('agent-jobs');
-  await temporalCli(cliPath, ['operator', 'namespace', 'create', '--namespace', callerNamespace]);
-  onCleanup(async () => {
-    await temporalCli(cliPath, ['operator', 'namespace', 'delete', '--namespace', callerNamespace, '--yes']);
+  await workflowService.registerNamespace({
+    namespace: callerNamespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
   });
-  await temporalCli(cliPath, [
-    ...['operator', 'nexus', 'endpoint', 'create', '--name', endpoint],
-    ...['--target-namespace', env.namespace, '--target-task-queue', worker.taskQueue],
-  ]);
   onCleanup(async () => {
-    await temporalCli(cliPath, ['operator', 'nexus', 'endpoint', 'delete', '--name', endpoint]);
+    await operatorService.deleteNamespace({ namespace: callerNamespace });
+  });
+  const { endpoint: made } = await operatorService.createNexusEndpoint({
+    spec: {
+      name: endpoint,
+      target: { worker: { namespace: env.namespace, taskQueue: worker.taskQueue } },
+    },
+  });
+  assert.ok(made?.id, 'the server names the endpoint it made');
+  onCleanup(async () => {
+    await operatorService.deleteNexusEndpoint({ id: made.id, version: made.version });
   });
 
   // The caller side: the example workflow on a worker of the caller's namespace.
