@@ -19,7 +19,7 @@ import {
   type TemporalTestEnv,
   type TestProcess,
 } from './harness.js';
-import { createdJobs, requestsTo } from './simulator-stats.js';
+import { createdJobs, createsNotCounted, requestsTo } from './simulator-stats.js';
 
 /** What {@link runScaleOut} needs. */
 export interface ScaleOutOptions {
@@ -146,19 +146,15 @@ export async function runScaleOut(options: ScaleOutOptions): Promise<ScaleOutFig
   assert.equal(createdJobs(sim, projectId), total, 'exactly one agent job per workflow');
   const jobIds = new Set(results.map((result) => result.job.id));
   assert.equal(jobIds.size, total, 'no two workflows share an agent job');
-  // The callers' simulator honours the key, so a create sent again finds the same job, and jobs per
-  // key are 1 whatever the workflows send. The creates it accepted per key are not: each one beyond
-  // a workflow's first is a send the workflow must have made knowingly, after an attempt whose
-  // outcome was unknown (a worker killed mid-request), and counted in its `resent`. (A resend whose
-  // first attempt never left the dead worker reaches the simulator once: at most, not exactly.)
+  // Every create sent again (a worker killed mid-request) is counted in `resent`.
   const resent = results.reduce((sum, result) => sum + result.resent, 0);
-  const uncounted = handles.flatMap((handle, i) => {
-    const accepted = stats.createsPerIdempotencyKey[handle.workflowId] ?? 0;
-    const counted = (results[i] as AgentJobResult).resent;
-    return accepted >= 1 && accepted <= 1 + counted
-      ? []
-      : [`${handle.workflowId}: ${accepted} creates accepted, ${counted} counted as resent`];
-  });
+  const uncounted = createsNotCounted(
+    sim,
+    handles.map((handle, i) => ({
+      workflowId: handle.workflowId,
+      resent: (results[i] as AgentJobResult).resent,
+    })),
+  );
   assert.equal(
     uncounted.length,
     0,

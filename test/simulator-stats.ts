@@ -14,3 +14,24 @@ export function requestsTo(
 ): number {
   return sim.stats().requestsPerProjectEndpoint[projectId]?.[endpoint] ?? 0;
 }
+
+/**
+ * The workflows whose creates the simulator accepted under their key (the workflow ID) more often
+ * than once plus the resends they counted: each create beyond a workflow's first must be one it
+ * sent knowingly, after an attempt whose outcome was unknown, and counted in its `resent`. (With
+ * the key honoured, jobs per key are 1 whatever is sent; accepted creates per key are not. A resend
+ * whose first attempt never left a dead worker reaches the simulator once: at most, not exactly.)
+ * One line per such workflow; none when every create sent again was counted.
+ */
+export function createsNotCounted(
+  sim: RunningSimulator,
+  workflows: { workflowId: string; resent: number }[],
+): string[] {
+  const accepted = sim.stats().createsPerIdempotencyKey;
+  return workflows.flatMap(({ workflowId, resent }) => {
+    const creates = accepted[workflowId] ?? 0;
+    return creates >= 1 && creates <= 1 + resent
+      ? []
+      : [`${workflowId}: ${creates} creates accepted, ${resent} counted as resent`];
+  });
+}

@@ -11,7 +11,7 @@ import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { AgentJobResult } from '../../src/contract.js';
 import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
 import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor, type TestProcess } from '../harness.js';
-import { createdJobs, requestsTo } from '../simulator-stats.js';
+import { createdJobs, createsNotCounted, requestsTo } from '../simulator-stats.js';
 
 const [N, K, W] = [9, 3, 4];
 const LEASE_MS = 3_000;
@@ -100,19 +100,17 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
   }
   const stats = sim.stats();
   assert.equal(createdJobs(sim, projectId), N, 'exactly one agent job per workflow');
-  // With the key honoured, jobs per key are 1 whatever the workflows send; the creates accepted per
-  // key (the workflow ID) are not. Each beyond a workflow's first must be a send it made knowingly,
-  // after an attempt whose outcome was unknown (one on the wire when its worker died), and counted
-  // in its `resent`. 429s are not accepted creates: the quota sends those again, as it should.
+  // Every create sent again (one on the wire when its worker died) is counted in `resent`. 429s are
+  // not accepted creates: the quota sends those again, as it should.
   const resultsByWorkflow = await results;
   const resent = resultsByWorkflow.reduce((sum, result) => sum + result.resent, 0);
-  const uncounted = handles.flatMap((handle, i) => {
-    const accepted = stats.createsPerIdempotencyKey[handle.workflowId] ?? 0;
-    const counted = (resultsByWorkflow[i] as AgentJobResult).resent;
-    return accepted >= 1 && accepted <= 1 + counted
-      ? []
-      : [`${handle.workflowId}: ${accepted} creates accepted, ${counted} counted as resent`];
-  });
+  const uncounted = createsNotCounted(
+    sim,
+    handles.map((handle, i) => ({
+      workflowId: handle.workflowId,
+      resent: (resultsByWorkflow[i] as AgentJobResult).resent,
+    })),
+  );
   assert.equal(
     uncounted.length,
     0,
