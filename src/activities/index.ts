@@ -3,9 +3,10 @@
  * the API client and the policies, so the worker, the tests and the benchmark wire their own.
  *
  * Every API error leaves here as an `ApplicationFailure` whose `type` is a {@link FailureType}
- * name and whose details are an {@link ApiErrorDetails}. Short waits are left to Temporal's retries
- * (`nextRetryDelay` from src/agent-api/failure-policy.ts); everything the workflow must count or wait for itself is
- * handed back to it (non-retryable for Temporal, `final: false` in the details).
+ * name and whose details are an {@link ApiErrorDetails}, as the failure policy
+ * (src/agent-api/failure-policy.ts) says: short waits are left to Temporal's retries
+ * (`nextRetryDelay`); everything the workflow must count or wait for itself is handed back to it
+ * (non-retryable for Temporal, `final: false` and the policy's `bound` in the details).
  */
 import {
   activityInfo,
