@@ -41,7 +41,6 @@ import {
   type QuotaUseKind,
 } from './messages.js';
 import { AskSchedule, placeOf, useNameOf } from './waiting.js';
-import type { RunProgress } from '../workflows/agent-job/progress.js';
 
 export { QUOTA_REASK_MS } from './waiting.js';
 
@@ -100,10 +99,11 @@ export class ProjectQuotaRequester {
   /** The use being waited for, and whether the job shows as queued. */
   #waiting: { use: QuotaUse; shown: boolean } | null = null;
 
-  constructor(
-    private readonly projectId: string,
-    private readonly progress: Pick<RunProgress, 'queue' | 'queued' | 'lastRecord'>,
-  ) {
+  /** The job shows as queued (phase `queued`), and its place when the quota named one. */
+  #queued = false;
+  #queue: QueuePlace | null = null;
+
+  constructor(private readonly projectId: string) {
     setHandler(quotaGrantSignal, (grant) => {
       const name = useNameOf(grant);
       if (name === null || this.#grants.has(name)) return;
@@ -122,6 +122,16 @@ export class ProjectQuotaRequester {
       if (name === null || !DECLINE_REASONS.includes(declined.reason)) return;
       this.#declines.set(name, declined);
     });
+  }
+
+  /** A create or message waits in the project quota's queue: the run's phase is `queued`. */
+  get queued(): boolean {
+    return this.#queued;
+  }
+
+  /** The place in the queue the quota last named, while queued; null when it named none. */
+  get queue(): QueuePlace | null {
+    return this.#queue;
   }
 
   /**
@@ -265,8 +275,8 @@ export class ProjectQuotaRequester {
       const waited = this.#waiting;
       this.#waiting = null;
       if (waited?.shown) {
-        this.progress.queued = false;
-        this.progress.queue = null;
+        this.#queued = false;
+        this.#queue = null;
       }
       throw err;
     }
@@ -339,8 +349,8 @@ export class ProjectQuotaRequester {
   #show(place: QueuePlace | null, details: string | null): void {
     const waiting = this.#waiting;
     if (!waiting) return;
-    this.progress.queued = true;
-    this.progress.queue = place;
+    this.#queued = true;
+    this.#queue = place;
     if (!waiting.shown) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
     waiting.shown = true;
     setCurrentDetails(
@@ -355,8 +365,8 @@ export class ProjectQuotaRequester {
     const waited = this.#waiting;
     this.#waiting = null;
     if (!waited?.shown) return;
-    this.progress.queued = false;
-    this.progress.queue = null;
+    this.#queued = false;
+    this.#queue = null;
     upsertSearchAttributes([{ key: SearchAttributes.status, value: null }]);
   }
 

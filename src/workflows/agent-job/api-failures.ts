@@ -32,25 +32,34 @@ import {
 import type { FailureStreak } from './failure-streak.js';
 import { markdownText } from '../../escape.js';
 
-/** What one call needs from the workflow, and where it reports what it saw. */
-export interface ApiCallContext {
+/** The run a call is made for (./run.ts): its deadline and streak, and where a call reports. */
+export interface ApiCaller {
   /** Absolute deadline of the workflow, epoch ms. */
-  deadlineMs: number;
+  readonly deadlineMs: number;
   /** The API's failures in a row; carried across continue-as-new. */
-  streak: FailureStreak;
-  /** The call, as the failure policy's columns name it. */
-  operation: ApiOperation;
-  /** The tolerances the policy's time bounds use (`blipMs` null until the API answered for the job). */
-  tolerances: Tolerances;
+  readonly streak: FailureStreak;
+  /** The tolerances the policy's time bounds use now (`blipMs` null until the API answered for the job). */
+  tolerances(): Tolerances;
   /**
    * Called with every failure, and after a success of the call `doing` (which clears its error).
    * `waitingForKey`: the API refused the key and the call waits for a working one.
    */
-  reportError(error: LastApiError | null, doing: string, waitingForKey: boolean): void;
+  reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
-  timedOut(): ApplicationFailure;
+  timedOut(what: string): ApplicationFailure;
   /** A create or message was sent again after an attempt that may have been applied (policy `retry`). */
-  resent?(doing: string, why: string): void;
+  countResent(): void;
+}
+
+/** One call, as the failure policy's columns and the workflow's messages name it. */
+export interface ApiCall {
+  operation: ApiOperation;
+  /** What the call does, for logs and failure messages (plain text). */
+  doing: string;
+  /** Its waits between attempts. */
+  backoff: Backoff;
+  /** What could not be done, when the deadline comes during the call. */
+  whatTimedOut: string;
 }
 
 /**
@@ -68,17 +77,17 @@ export type AttemptResult<T> =
  * has come, and rethrows a cancellation.
  */
 export async function attempt<T>(
-  ctx: ApiCallContext,
-  doing: string,
-  backoff: Backoff,
+  run: ApiCaller,
+  call: ApiCall,
   invoke: (timeoutMs: number) => Promise<T>,
   options: { afterUnseenAttempts?: boolean } = {},
 ): Promise<AttemptResult<T>> {
+  const { doing } = call;
   try {
-    const value = await invoke(Math.max(1_000, ctx.deadlineMs - Date.now()));
-    const failedCalls = ctx.streak.succeeded();
+    const value = await invoke(Math.max(1_000, run.deadlineMs - Date.now()));
+    const failedCalls = run.streak.succeeded();
     if (failedCalls > 0) log.info('the Agent Job API answers again', { doing, failedCalls });
-    ctx.reportError(null, doing, false);
+    run.reportApiError(null, doing, false);
     return { ok: true, value };
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -87,36 +96,36 @@ export async function attempt<T>(
       // API error (a poll activity's retries are the server's), not the timeout, nor a poll that
       // found the job still active.
       const last = apiFailureOf(err, doing);
-      if (last?.details !== undefined) ctx.reportError(last.error, doing, false);
-      throw ctx.timedOut();
+      if (last?.details !== undefined) run.reportApiError(last.error, doing, false);
+      throw run.timedOut(call.whatTimedOut);
     }
     const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
     const bound = boundOf(failure);
     if (bound === 'final') {
-      ctx.reportError(failure.error, doing, false);
+      run.reportApiError(failure.error, doing, false);
       throw finalFailure(failure, doing);
     }
     let attemptNumber = failure.details?.attempt ?? 1;
     if (options.afterUnseenAttempts && attemptNumber > 1) {
       // A poll activity's earlier attempts read the job (or met errors the server retried): the
       // API answered in between, so this failure starts a streak of its own.
-      ctx.streak.succeeded();
+      run.streak.succeeded();
       attemptNumber = 1;
     }
     const counted = {
       type: failure.error.type,
       bound,
-      operation: ctx.operation,
+      operation: call.operation,
       keyAnsweredAgoMs: failure.details?.keyAnsweredAgoMs ?? null,
     };
-    const verdict = ctx.streak.failed(counted, attemptNumber, Date.now(), ctx.tolerances);
-    ctx.reportError(failure.error, doing, bound === 'credentials' && verdict.boundReached === null);
+    const verdict = run.streak.failed(counted, attemptNumber, Date.now(), run.tolerances());
+    run.reportApiError(failure.error, doing, bound === 'credentials' && verdict.boundReached === null);
     if (verdict.boundReached !== null) {
       throw finalFailure(failure, doing, `gave up after ${verdict.boundReached}`);
     }
-    const remainingMs = ctx.deadlineMs - Date.now();
-    if (remainingMs <= 0) throw ctx.timedOut();
+    const remainingMs = run.deadlineMs - Date.now();
+    if (remainingMs <= 0) throw run.timedOut(call.whatTimedOut);
     if (verdict.startsStreak) {
       log.warn('Agent Job API call failed; retrying until it answers or the deadline', {
         doing,
@@ -127,7 +136,7 @@ export async function attempt<T>(
     const retryAfterMs = failure.details?.retryAfterMs ?? null;
     return {
       ok: false,
-      retryInMs: ctx.streak.retryInMs(backoff, retryAfterMs, Math.random, remainingMs),
+      retryInMs: run.streak.retryInMs(call.backoff, retryAfterMs, Math.random, remainingMs),
       uncertain: uncertaintyOf(failure),
     };
   }
@@ -169,9 +178,8 @@ function uncertaintyOf(failure: ApiFailure): string | null {
  * succeed before the workflow can go on (create, follow-up message).
  */
 export async function untilAnswered<T>(
-  ctx: ApiCallContext,
-  doing: string,
-  backoff: Backoff,
+  run: ApiCaller,
+  call: ApiCall,
   invoke: (timeoutMs: number, uncertain: string | null) => Promise<T>,
   uncertainFromStart: string | null = null,
 ): Promise<T> {
@@ -182,19 +190,22 @@ export async function untilAnswered<T>(
   // so those are left to the activity's own log and metric.
   let uncertain: string | null = null;
   for (;;) {
-    if (Date.now() >= ctx.deadlineMs) throw ctx.timedOut();
+    if (Date.now() >= run.deadlineMs) throw run.timedOut(call.whatTimedOut);
     const sentAfter: string | null = uncertain;
-    const result: AttemptResult<T> = await attempt(ctx, doing, backoff, (timeoutMs) =>
+    const result: AttemptResult<T> = await attempt(run, call, (timeoutMs) =>
       invoke(timeoutMs, sentAfter ?? uncertainFromStart),
     );
     if (sentAfter !== null) {
-      log.warn('sent again after an attempt whose outcome is unknown', { doing, after: sentAfter });
-      ctx.resent?.(doing, sentAfter);
+      log.warn('sent again after an attempt whose outcome is unknown', {
+        doing: call.doing,
+        after: sentAfter,
+      });
+      run.countResent();
     }
     if (result.ok) return result.value;
     uncertain ??= result.uncertain;
     // The summary is rendered as markdown in the UI, and `doing` may name a job ID the API sent.
-    const summary = `wait ${Math.ceil(result.retryInMs / 1000)}s before ${markdownText(doing)}`;
+    const summary = `wait ${Math.ceil(result.retryInMs / 1000)}s before ${markdownText(call.doing)}`;
     await sleep(result.retryInMs, { summary });
   }
 }

@@ -4,6 +4,23 @@
  * for the turn in progress to end. Turns never interleave: one message is on its way at a time.
  * Pure: the workflow's loop asks {@link FollowUpQueue.next} at one point of each pass and sends.
  */
+import type { AgentJobRecord } from '../../contract.js';
+
+/** A queued follow-up: its prompt and key, and how to tell its sender what became of it. */
+export interface FollowUp {
+  prompt: string;
+  key: string;
+  /** The `followUp` update's ID; null for a `sendMessage` and the prompt of `{ jobId, prompt }`. */
+  updateId: string | null;
+  answered(sent: Sent): void;
+  failed(err: unknown): void;
+}
+
+/** A message the API answered, and the turn it started. */
+export interface Sent {
+  record: AgentJobRecord;
+  turn: number;
+}
 
 /** When a follow-up may be sent. */
 export type SendWhen = 'now' | 'after-turn';

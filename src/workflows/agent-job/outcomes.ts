@@ -20,25 +20,25 @@ import {
 } from '../../contract.js';
 import { quoted } from '../../escape.js';
 
-/** What a result says besides the record. */
-export interface ResultContext {
+/** What a result says besides the record: the run's counts, and whether it created the agent job. */
+export interface RunFacts extends Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'> {
   projectId: string;
-  progress: Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'>;
   /** This workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
 }
 
 /** The result of a turn that ended (the workflow's, or a follow-up's): `AgentJobFailed` for `failed`. */
-export function turnResult(ctx: ResultContext, record: AgentJobRecord): AgentJobResult {
-  if (record.status === 'failed') throw agentJobFailed(ctx.projectId, record, ctx.progress.resent);
+export function turnResult(run: RunFacts, record: AgentJobRecord): AgentJobResult {
+  if (record.status === 'failed') throw agentJobFailed(run.projectId, record, run.resent);
+  const { polls, turns, created, resent } = run;
   return {
     job: record,
     prLink: record.prLink,
     status: record.status as 'completed' | 'archived',
-    polls: ctx.progress.polls,
-    turns: ctx.progress.turns,
-    created: ctx.created,
-    resent: ctx.progress.resent,
+    polls,
+    turns,
+    created,
+    resent,
   };
 }
 

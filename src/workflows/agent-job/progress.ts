@@ -1,9 +1,11 @@
 /**
- * What operators see of a workflow: the `status` query's progress and the search attributes the
- * Temporal UI filters on. Workflow code.
+ * What operators see of a workflow: its phase, derived from the run's facts in one place, the
+ * `status` query's answer, the current details' text, and the search attributes the Temporal UI
+ * filters on (ID and project only: decision 0011). Reads the run, never assigns it (./run.ts does).
+ * Workflow code.
  */
-import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { SearchAttributes, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { SearchAttributes, type AgentJobProgress } from '../../contract.js';
 import { markdownText, markdownUrl } from '../../escape.js';
 
 /** How a workflow ended, as its phase shows it. */
@@ -13,13 +15,13 @@ export type EndPhase = 'completed' | 'archived' | 'failed' | 'timed-out' | 'canc
  * What a run knows of its job: the `status` query's fields, and the facts its phase follows from
  * (see {@link phaseOf}) instead of a phase that every step would have to keep right.
  */
-export interface RunProgress extends Omit<AgentJobProgress, 'phase'> {
+export interface RunProgress extends Readonly<Omit<AgentJobProgress, 'phase'>> {
   /** How the workflow ended; null while it runs. */
-  end: EndPhase | null;
+  readonly end: EndPhase | null;
   /** A create or message waits in the project quota's queue. */
-  queued: boolean;
+  readonly queued: boolean;
   /** The API refused the key (401, 403) and the workflow waits for a working one. */
-  waitingForKey: boolean;
+  readonly waitingForKey: boolean;
 }
 
 /** The phase, from the facts: an end, a wait in the quota's queue, no job yet, a message on its way. */
@@ -47,17 +49,6 @@ export function showProject(projectId: string): void {
 }
 
 /**
- * Records a record the API answered, and tags the workflow with its job's ID when it is not yet (a
- * continued or attached run has it). Only the ID: each upsert after the start is a billable action
- * on Temporal Cloud, and the job's status is in the `status` query, the current details and the
- * result (decision 0011).
- */
-export function showRecord(progress: RunProgress, record: AgentJobRecord): void {
-  progress.lastRecord = record;
-  showJobId(record.id);
-}
-
-/**
  * Sets the `AgentJobId` search attribute, unless the workflow has it already (its starter set it,
  * or the run before it did).
  */
@@ -82,44 +73,40 @@ function resentDetails(resent: number): string {
     : `; ${resent} calls sent again after an unknown outcome (a duplicate job or turn is possible)`;
 }
 
-/** Shows when the next poll comes. */
-export function showNextPoll(progress: RunProgress, waitMs: number): void {
-  progress.nextPollAt = new Date(Date.now() + waitMs).toISOString();
-  const status = markdownText(progress.lastRecord?.status ?? 'unknown');
-  const resent = resentDetails(progress.resent);
-  if (progress.waitingForKey) {
-    setCurrentDetails(
-      `Waiting for a working API key: the Agent Job API refused it (HTTP ${progress.lastError?.status ?? '401/403'}); next try at ${progress.nextPollAt} with the key read afresh${resent}`,
-    );
-    return;
-  }
-  setCurrentDetails(
-    `Agent job ${jobText(progress.jobId)}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}${resent}`,
-  );
+/**
+ * The details while the API refuses the key: the refusal's status, when the next try comes (null
+ * while a call retries), and the calls sent again.
+ */
+export function keyWaitDetails(status: number | null, nextTryAt: string | null, resent = 0): string {
+  const next = nextTryAt === null ? 'trying again' : `next try at ${nextTryAt}`;
+  return `Waiting for a working API key: the Agent Job API refused it (HTTP ${status ?? '401/403'}); ${next} with the key read afresh${resentDetails(resent)}`;
 }
 
-/** Shows how the workflow ended. */
-export function showEnd(
+/** The details while the workflow waits for its next poll. */
+export function nextPollDetails(progress: RunProgress): string {
+  if (progress.waitingForKey) {
+    return keyWaitDetails(progress.lastError?.status ?? null, progress.nextPollAt, progress.resent);
+  }
+  const status = markdownText(progress.lastRecord?.status ?? 'unknown');
+  return `Agent job ${jobText(progress.jobId)}: ${status} after ${progress.polls} polls; next poll at ${progress.nextPollAt}${resentDetails(progress.resent)}`;
+}
+
+/** The details once the workflow has ended in `phase`. */
+export function endDetails(
   progress: RunProgress,
   phase: 'completed' | 'archived' | 'failed' | 'cancelled',
-): void {
-  progress.end = phase;
-  progress.nextPollAt = null;
+): string {
   const record = progress.lastRecord;
   const resent = resentDetails(progress.resent);
   if (phase === 'cancelled') {
-    setCurrentDetails(
-      progress.jobId === null
-        ? `Cancelled before the agent job was created: no create call succeeded${resent}.`
-        : `Cancelled. The agent job ${jobText(progress.jobId)} goes on at the API${resent}.`,
-    );
-  } else if (phase === 'failed') {
-    setCurrentDetails(
-      `Agent job ${jobText(record?.id ?? null)} failed after ${progress.polls} polls${resent}`,
-    );
-  } else {
-    // The link is checked (src/agent-api/record.ts): an autolink a person can click, showing itself.
-    const pr = record?.prLink ? `: ${markdownUrl(record.prLink)}` : ' without a pull request';
-    setCurrentDetails(`Agent job ${jobText(record?.id ?? null)} ${phase}${pr}${resent}`);
+    return progress.jobId === null
+      ? `Cancelled before the agent job was created: no create call succeeded${resent}.`
+      : `Cancelled. The agent job ${jobText(progress.jobId)} goes on at the API${resent}.`;
   }
+  if (phase === 'failed') {
+    return `Agent job ${jobText(record?.id ?? null)} failed after ${progress.polls} polls${resent}`;
+  }
+  // The link is checked (src/agent-api/record.ts): an autolink a person can click, showing itself.
+  const pr = record?.prLink ? `: ${markdownUrl(record.prLink)}` : ' without a pull request';
+  return `Agent job ${jobText(record?.id ?? null)} ${phase}${pr}${resent}`;
 }

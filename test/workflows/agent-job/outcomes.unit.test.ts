@@ -45,10 +45,7 @@ const hostile = { id: 'job_\u001b]8;;https://evil.example\u001b\\x', status: 'fa
 
 test('the result carries resent: 0 normally, the count when calls were sent again', () => {
   for (const resent of [0, 2]) {
-    const result = turnResult(
-      { projectId: 'p', progress: { polls: 3, turns: 1, resent }, created: true },
-      record,
-    );
+    const result = turnResult({ projectId: 'p', polls: 3, turns: 1, resent, created: true }, record);
     assert.deepEqual(result, {
       job: record,
       prLink: record.prLink,
@@ -65,7 +62,7 @@ test('AgentJobFailed and AgentJobTimedOut carry resent in their details, and say
   assert.throws(
     () =>
       turnResult(
-        { projectId: 'p', progress: { polls: 1, turns: 1, resent: 1 }, created: true },
+        { projectId: 'p', polls: 1, turns: 1, resent: 1, created: true },
         { ...record, status: 'failed' },
       ),
     (err: unknown) =>

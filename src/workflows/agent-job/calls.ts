@@ -1,0 +1,299 @@
+/**
+ * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
+ * timeouts and retry policy, bounded by the deadline (./api-failures.ts), and the create and the
+ * follow-up message within the project's quota: taken at once by the call itself when the quota
+ * has room, else through the queue (../../quota/requester.ts).
+ */
+import {
+  currentUpdateInfo,
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  workflowInfo,
+  type ActivityOptions,
+} from '@temporalio/workflow';
+import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
+import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../contract.js';
+import { markdownText, quoted } from '../../escape.js';
+import type { QuotaRequest, QuotaUseKind } from '../../quota/messages.js';
+import {
+  CREATE_BACKOFF,
+  GET_BACKOFF,
+  MESSAGE_BACKOFF,
+  refusesQuotaUse,
+  retryPolicyOf,
+  SDK_WORKER_SHUTDOWN_TYPE,
+} from '../../agent-api/failure-policy.js';
+import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
+import { attempt, untilAnswered, type AttemptResult } from './api-failures.js';
+import type { AgentJobRun } from './run.js';
+
+// The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
+// whatever must be counted or waited for longer comes back to the workflow (./api-failures.ts).
+//
+// Creates and messages are retried by Temporal only after an attempt that surely did not reach the
+// API (a refused connection, a 503): the API honours no idempotency key. A timeout (the worker may
+// have died mid-request) is not retried by the server (the `TemporalTimeout:` types below), and an
+// ambiguous answer is handed back by the activity: the workflow retries those itself, telling the
+// next attempt that the one before may have been applied (./api-failures.ts).
+//
+// A stopping worker lets a create or message it already sent finish (src/activities/index.ts);
+// an attempt that let the SDK's `WorkerShutdown` failure out all the same comes back to the
+// workflow too, which treats it as one that may have been sent.
+const RETRY_NO_TIMEOUTS = [
+  'TemporalTimeout:StartToClose',
+  'TemporalTimeout:Heartbeat',
+  SDK_WORKER_SHUTDOWN_TYPE,
+];
+const createOptions: ActivityOptions = {
+  // The HTTP client gives up well before this (the whole request within 60s).
+  startToCloseTimeout: '75s',
+  retry: { ...retryPolicyOf(CREATE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
+  // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the
+  // request to finish, to record the job it may have made.
+  heartbeatTimeout: '10s',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+};
+// One poll activity covers a wait: its attempts poll by server-side retry, each with its own
+// `nextRetryDelay` (src/poll-schedule.ts). The policy's own backoff only spaces attempts
+// that timed out. TRY_CANCEL: a requested poll cancels it at once, also while the server waits
+// between attempts, and the workflow goes on without waiting for the worker.
+//
+// The server caps every retry delay, `nextRetryDelay` included, at the policy's maximum interval:
+// that is the schedule's longest wait with its jitter (set per call below). A timeout, whose delay
+// is the policy's own, retries after 1 s: an attempt lost with its worker costs its 30 s
+// start-to-close (the GET itself is bounded at 20 s in the activity), not that plus a minute.
+const pollOptions: ActivityOptions = {
+  startToCloseTimeout: POLL_ATTEMPT_TIMEOUT_MS,
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+};
+
+/** The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`. */
+function pollRetryPolicy(maxIntervalMs: number): ActivityOptions['retry'] {
+  const maximumInterval = pollRetryCapMs(maxIntervalMs);
+  // 1 s after a timeout, or less on a schedule faster than that.
+  return { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
+}
+// A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
+const messageOptions: ActivityOptions = {
+  startToCloseTimeout: '75s',
+  retry: { ...retryPolicyOf(MESSAGE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
+};
+
+const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
+const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
+const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
+
+/** How a create or message meets the quota: `takeAs` a request ID (the fast path), or `managed` by the queue. */
+interface CallQuota {
+  /** A grant from the queue covers the call: a 429 goes back to the queue, not to a retry. */
+  managed: boolean;
+  /** The call takes its use itself, under this request ID; null when the queue granted it or the quota is off. */
+  takeAs: string | null;
+}
+
+/** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
+function quotaManaged(options: ActivityOptions, managed: boolean): Partial<ActivityOptions> {
+  if (!managed) return {};
+  const types = options.retry?.nonRetryableErrorTypes ?? [];
+  return { retry: { ...options.retry, nonRetryableErrorTypes: [...types, FailureType.RateLimited] } };
+}
+
+/**
+ * Creates the agent job, waiting out transient failures until the deadline. `uncertain`: why a
+ * create may have been sent before this run's first attempt (a reset run), or null.
+ */
+export function createJob(
+  run: AgentJobRun,
+  prompt: string,
+  idempotencyKey: string,
+  uncertain: string | null,
+): Promise<AgentJobRecord> {
+  const { projectId } = run;
+  return untilAnswered(
+    run,
+    {
+      operation: 'createJob',
+      doing: 'creating the agent job',
+      backoff: CREATE_BACKOFF,
+      whatTimedOut: 'the agent job could not be created',
+    },
+    (_timeoutMs, uncertain) =>
+      withinQuota(run, 'create', ({ managed, takeAs }) =>
+        createAgentJob.executeWithOptions(
+          {
+            summary: `create agent job in project ${markdownText(projectId)}`,
+            scheduleToCloseTimeout: timeLeftMs(run, 'the agent job could not be created'),
+            ...quotaManaged(createOptions, managed),
+          },
+          [
+            {
+              projectId,
+              prompt,
+              idempotencyKey,
+              uncertain,
+              ...(takeAs !== null && { quotaRequestId: takeAs }),
+            },
+          ],
+        ),
+      ),
+    uncertain,
+  );
+}
+
+/**
+ * Polls the agent job until its record is not `active` (or the deadline is near): one activity,
+ * the server retrying it at the schedule's pace from `intervalMs`. Its record and the polls it
+ * made, or the wait before the next try after an answer the workflow must see.
+ */
+export function pollJob(
+  run: AgentJobRun,
+  jobId: string,
+  intervalMs: number,
+): Promise<AttemptResult<PolledRecord>> {
+  const { projectId, input, deadlineMs } = run;
+  const { maxIntervalMs, backoffCoefficient } = input.poll;
+  const schedule = { intervalMs, maxIntervalMs, backoffCoefficient };
+  return attempt(
+    run,
+    {
+      operation: 'getJob',
+      // Plain text for failure messages and logs: the ID JSON-quoted (./outcomes.ts says why).
+      doing: `reading agent job ${quoted(jobId)}`,
+      backoff: GET_BACKOFF,
+      whatTimedOut: 'the agent job could not be read',
+    },
+    // No schedule-to-close timeout: the deadline goes in the input, and the attempts keep to it
+    // (src/poll-schedule.ts, POLL_PAST_DEADLINE).
+    () =>
+      pollAgentJob.executeWithOptions(
+        { summary: `poll agent job ${markdownText(jobId)}`, retry: pollRetryPolicy(maxIntervalMs) },
+        [{ projectId, jobId, schedule, deadlineMs }],
+      ),
+    // Its attempts before the one that failed were answers (active records) the workflow never saw.
+    { afterUnseenAttempts: true },
+  );
+}
+
+/** Sends a follow-up message that starts turn `turn`, waiting out transient failures. */
+export function sendMessage(
+  run: AgentJobRun,
+  jobId: string,
+  prompt: string,
+  idempotencyKey: string,
+  turn: number,
+): Promise<AgentJobRecord> {
+  const { projectId } = run;
+  return untilAnswered(
+    run,
+    {
+      operation: 'sendMessage',
+      doing: 'sending the follow-up message',
+      backoff: MESSAGE_BACKOFF,
+      whatTimedOut: 'the follow-up message could not be sent',
+    },
+    (_timeoutMs, uncertain) =>
+      withinQuota(run, 'message', ({ managed, takeAs }) =>
+        sendAgentJobMessage.executeWithOptions(
+          {
+            summary: `send follow-up message (turn ${turn})`,
+            scheduleToCloseTimeout: timeLeftMs(run, 'the follow-up message could not be sent'),
+            ...quotaManaged(messageOptions, managed),
+          },
+          [
+            {
+              projectId,
+              jobId,
+              prompt,
+              idempotencyKey,
+              uncertain,
+              ...(takeAs !== null && { quotaRequestId: takeAs }),
+            },
+          ],
+        ),
+      ),
+  );
+}
+
+/**
+ * The time left until the deadline, read when the call is sent: a call that waited in the quota
+ * queue gets what is left then, not what was left when it was queued. Past the deadline nothing
+ * is sent.
+ */
+function timeLeftMs(run: AgentJobRun, whatTimedOut: string): number {
+  const leftMs = run.deadlineMs - Date.now();
+  if (leftMs <= 0) throw run.timedOut(whatTimedOut);
+  return Math.max(1_000, leftMs);
+}
+
+/**
+ * Each call is its own quota use, so a retry after another error asks again. The call first
+ * takes its use itself (one update from its activity, nothing in this history); only when the
+ * quota tells it to queue, or the API refused the use it took, does it go through the queue:
+ * then the call that follows the grant takes nothing.
+ */
+async function withinQuota<T>(
+  run: AgentJobRun,
+  kind: QuotaUseKind,
+  call: (quota: CallQuota) => Promise<T>,
+): Promise<T> {
+  const use = run.nextQuotaUse(kind);
+  const queued = (refused?: QuotaRequest['refused']) =>
+    run.quota.run(use, (managed) => call({ managed, takeAs: null }), run.deadlineMs, refused);
+  const requestId = `${workflowInfo().workflowId}/${use.name}`;
+  try {
+    return await call({ managed: false, takeAs: requestId });
+  } catch (err) {
+    const fallback = quotaFallbackOf(err);
+    if (fallback === null) throw err;
+    return queued(fallback === 'queue' ? undefined : { requestId, retryAfterMs: fallback.retryAfterMs });
+  }
+}
+
+/**
+ * What a create or message that took its own use asks of the queue: `queue` (the quota was busy
+ * and nothing was sent), the 429 that refused the use it took (the quota must hear it), or null
+ * for any other outcome, which the call's own handling reads (./api-failures.ts).
+ */
+function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null } | null {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
+  if (err.cause.type === FailureType.ProjectQuotaQueue) return 'queue';
+  if (!refusesQuotaUse(err.cause.type)) return null;
+  const details = err.cause.details?.[0] as Partial<ApiErrorDetails> | undefined;
+  if (details?.quotaTaken !== true) return null;
+  return { retryAfterMs: typeof details.retryAfterMs === 'number' ? details.retryAfterMs : null };
+}
+
+// The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
+// restarts and continue-as-new, so a server that honours it sees one intent as one. The live API
+// honours none: what keeps a create or message to one call is that the workflow sends it again only
+// under `AGENT_API_AMBIGUOUS_CREATE=retry` (./api-failures.ts, src/activities/index.ts).
+
+/** The create's key: the workflow ID, so one workflow never creates two agent jobs. */
+export function createKey(): string {
+  return headerValue(workflowInfo().workflowId);
+}
+
+/**
+ * The key of the prompt of `{ jobId, prompt }`: the workflow ID and its first run, so a later
+ * workflow with this ID is a new follow-up and gets a new key.
+ */
+export function startFollowUpKey(): string {
+  const { workflowId, firstExecutionRunId } = workflowInfo();
+  return headerValue(`${workflowId}/${firstExecutionRunId}/follow-up`);
+}
+
+/**
+ * The key of an update's message: one per update ID, so a client retrying the update (also after
+ * continue-as-new) sends the same key, and a new message never reuses a failed one's.
+ */
+export function updateMessageKey(turn: number): string {
+  const updateId = currentUpdateInfo()?.id ?? `turn-${turn + 1}`;
+  return headerValue(`${workflowInfo().workflowId}/message/${updateId}`);
+}
+
+/** Header values must be visible ASCII; an ID with spaces or any Unicode is percent-encoded. */
+function headerValue(id: string): string {
+  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(id);
+}

@@ -1,0 +1,541 @@
+/**
+ * One agent-job workflow run: all of its state, in one object whose methods are its message
+ * handlers (`status`, `pollNow`, `sendMessage`, `followUp`) and its steps (create or attach, poll,
+ * send a message, finish, carry over). Only this class assigns the run's state. The decisions it
+ * wires to timers, activities and messages are pure modules beside it: ./turn.ts (when a turn
+ * ends), ../../poll-schedule.ts (when to poll), ./follow-up-queue.ts (when a message goes),
+ * ./failure-streak.ts and ../../agent-api/failure-policy.ts (what a failure does), ./progress.ts
+ * (the phase and what operators read); ./calls.ts makes the API calls.
+ *
+ * Workflow code: time is the workflow clock, jitter its seeded `Math.random`.
+ */
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  currentUpdateInfo,
+  isCancellation,
+  log,
+  metricMeter,
+  proxySinks,
+  setCurrentDetails,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
+import {
+  FailureType,
+  followUpUpdate,
+  MAX_QUEUED_FOLLOW_UPS,
+  pollNowSignal,
+  sendMessageUpdate,
+  statusQuery,
+  type AgentJobInput,
+  type AgentJobProgress,
+  type AgentJobRecord,
+  type AgentJobResult,
+  type LastApiError,
+} from '../../contract.js';
+import { markdownText } from '../../escape.js';
+import { checkPrompt, type ResolvedInput } from '../../input.js';
+import type { Tolerances } from '../../agent-api/failure-policy.js';
+import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
+import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-schedule.js';
+import { ProjectQuotaRequester, type QuotaUse } from '../../quota/requester.js';
+import type { QuotaUseKind } from '../../quota/messages.js';
+import { createJob, createKey, pollJob, sendMessage, startFollowUpKey, updateMessageKey } from './calls.js';
+import { UnansweredFollowUps, type Continuation, type UnansweredFollowUp } from './continuation.js';
+import { FailureStreak } from './failure-streak.js';
+import { FollowUpQueue, type FollowUp, type SendWhen, type Sent } from './follow-up-queue.js';
+import { outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
+import { PollWait } from './poll-wait.js';
+import * as show from './progress.js';
+import { Turn, type EndStatus } from './turn.js';
+
+/**
+ * Poll activities per run before continue-as-new: each ends with about 6 history events (its own
+ * three and a workflow task), however many polls its attempts made. A job that stays `active` adds
+ * none while its poll activity waits on the server: what fills a run is pollNow, follow-ups, the
+ * failures the workflow handles and reads that are not `active`.
+ */
+export const POLLS_PER_RUN = 150;
+
+const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
+
+/** The state of one run, its handlers and its steps. */
+export class AgentJobRun implements show.RunProgress {
+  readonly projectId: string;
+  /** Absolute deadline, epoch ms, fixed by the first run. */
+  readonly deadlineMs: number;
+  /** This workflow created the agent job (false when it attached through `jobId`). */
+  readonly created: boolean;
+  readonly streak: FailureStreak;
+  readonly quota: ProjectQuotaRequester;
+  readonly turn: Turn;
+  readonly #schedule: PollSchedule;
+  readonly #wait: PollWait;
+  readonly #followUps = new FollowUpQueue<FollowUp>();
+  readonly #unanswered = new UnansweredFollowUps();
+
+  // The facts the status query and the phase read (./progress.ts): assigned only in this class.
+  jobId: string | null;
+  lastRecord: AgentJobRecord | null;
+  polls: number;
+  nextPollAt: string | null = null;
+  lastError: LastApiError | null;
+  resent: number;
+  end: show.EndPhase | null = null;
+  waitingForKey = false;
+  /** Quota uses asked for across runs, so no request name repeats. */
+  #quotaUses: number;
+
+  /**
+   * The run of `raw` (its checked form `input`), continued from `carried` when set; registers the
+   * handlers, so a message buffered for this run is taken as soon as it is built.
+   */
+  constructor(
+    private readonly raw: AgentJobInput,
+    readonly input: ResolvedInput,
+    private readonly carried: Continuation | undefined,
+  ) {
+    this.projectId = input.projectId;
+    this.jobId = carried?.jobId ?? input.jobId ?? null;
+    this.lastRecord = carried?.progress.lastRecord ?? null;
+    this.polls = carried?.progress.polls ?? 0;
+    this.lastError = carried?.progress.lastError ?? null;
+    this.resent = carried?.progress.resent ?? 0;
+    this.deadlineMs = carried?.deadlineMs ?? Date.now() + input.timeoutMs;
+    this.created = carried?.created ?? !input.jobId;
+    this.turn = new Turn(carried?.turn);
+    this.#schedule = new PollSchedule(input.poll, carried?.intervalMs);
+    this.#wait = new PollWait(carried?.pollRequested);
+    this.streak = new FailureStreak(carried?.streak);
+    this.#quotaUses = carried?.quotaUses ?? 0;
+    this.quota = new ProjectQuotaRequester(this.projectId);
+    setHandler(statusQuery, () => this.status());
+    setHandler(pollNowSignal, () => this.#wait.request());
+    for (const followUp of carried?.followUps ?? []) this.#track({ ...followUp });
+    setHandler(sendMessageUpdate, async (prompt) => (await this.#queueMessage(prompt, 'now')).record, {
+      validator: (prompt) => this.#checkSendMessage(prompt),
+      description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
+    });
+    setHandler(followUpUpdate, (prompt) => this.#followUp(prompt), {
+      validator: (prompt) => this.#checkFollowUp(prompt),
+      // A workflow that ends at its deadline leaves waiting follow-ups behind: their callers read
+      // the workflow's own failure instead. One that continues as new carries them: their
+      // callers re-attach to the next run with the same update ID.
+      unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
+      description:
+        'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
+    });
+  }
+
+  // What the run shows: the phase is derived here, from the facts, and nowhere else.
+
+  get turns(): number {
+    return this.turn.number;
+  }
+
+  get queued(): boolean {
+    return this.quota.queued;
+  }
+
+  get queue(): AgentJobProgress['queue'] {
+    return this.quota.queue;
+  }
+
+  /** What the `status` query answers. */
+  status(): AgentJobProgress {
+    return show.statusOf(this, this.#followUps.sending);
+  }
+
+  /** The API's tolerances for a call now: 404s and odd bodies are a blip once the API answered for the job. */
+  tolerances(): Tolerances {
+    const { blipToleranceMs, credentialToleranceMs } = this.input;
+    return { blipMs: this.lastRecord === null ? null : blipToleranceMs, credentialMs: credentialToleranceMs };
+  }
+
+  // The steps, in the order a run takes them.
+
+  /** Creates the agent job, or attaches to the one the input or the run before named; its ID. */
+  async createOrAttach(): Promise<string> {
+    show.showProject(this.projectId);
+    if (this.carried) return this.carried.jobId;
+    if (this.input.jobId !== undefined) {
+      show.showJobId(this.input.jobId);
+      // Attaching to an existing agent job: read it at once rather than after a first wait.
+      this.#wait.request();
+      return this.input.jobId;
+    }
+    setCurrentDetails(`Creating the agent job in project ${markdownText(this.projectId)}`);
+    // A run reset to a point before its create completed cannot know whether the run it replaces
+    // had sent it, nor can a run started again after one ended with its create on the wire: the
+    // ambiguous-call policy decides, as after a lost answer.
+    const { runId, originalExecutionRunId } = workflowInfo();
+    const uncertain =
+      runId === originalExecutionRunId
+        ? this.input.previousCreate
+        : 'the run this one was reset from (it may have created the agent job before the reset point)';
+    const record = await createJob(this, this.input.prompt, createKey(), uncertain);
+    this.jobId = record.id;
+    this.#recorded(record);
+    return record.id;
+  }
+
+  /**
+   * The prompt of `{ jobId, prompt }`, queued as a follow-up on the first run; resolves once it is
+   * sent (its failure fails the workflow). Null when there is none.
+   */
+  promptAtStart(): Promise<Sent> | null {
+    if (this.carried || !this.input.jobId || this.input.prompt === undefined) return null;
+    return this.#queue(this.input.prompt, 'after-turn', startFollowUpKey(), null);
+  }
+
+  /**
+   * Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN poll
+   * activities. Each pass waits (the schedule's timer, unless a poll is requested), then runs one
+   * poll activity, which polls by server-side retry until the job is no longer `active`.
+   */
+  async pollUntilDone(jobId: string): Promise<AgentJobResult> {
+    const pollsPerRun = this.input.continueAsNewAfterPolls ?? POLLS_PER_RUN;
+    // Failed poll activities count too: that bounds a run's history however long the API stays down.
+    let pollsThisRun = 0;
+    let retryInMs: number | null = null;
+    const schedule = this.#schedule;
+    for (;;) {
+      if ((this.polls > 0 || pollsThisRun > 0) && Date.now() >= this.deadlineMs) {
+        // A message on its way ends at the same deadline: `failed` waits for its error.
+        throw this.timedOut('the agent job was still working');
+      }
+      if (this.#followUps.ready(this.turn.idle)) this.#wait.request();
+      const waitMs = schedule.waitMs(Date.now(), this.deadlineMs, Math.random, retryInMs);
+      const timed = !this.#wait.requested;
+      if (timed) this.#showNextPoll(waitMs);
+      await this.#wait.for(waitMs, `wait ${Math.round(waitMs / 1000)}s before polling`);
+      // After a wait of the schedule, the poll activity's first wait is the schedule's next one.
+      if (timed && retryInMs === null) schedule.grow();
+      this.nextPollAt = null;
+      retryInMs = null;
+      // Messages start only here, after a wait: the same point whichever task brought them.
+      if (this.#sendNext(jobId)) continue;
+      const turnOfRead = this.turn.number;
+      const startedAt = Date.now();
+      const intervalMs = schedule.intervalMs;
+      const read = await this.#wait.poll(() => pollJob(this, jobId, intervalMs));
+      pollsThisRun++;
+      const pollSchedule = { ...this.input.poll, intervalMs };
+      if (read === null || !read.value.ok) {
+        // Cancelled for a requested poll, its attempts unseen: the schedule goes on from where
+        // they would have brought it (and a failure waits as the workflow decided).
+        const reached = scheduleAfter(pollSchedule, Date.now() - startedAt);
+        if (read === null) this.polls += reached.polls;
+        else if (!read.value.ok) retryInMs = read.value.retryInMs;
+        // A message answered meanwhile restarted the schedule for its turn: that one stands.
+        if (turnOfRead === this.turn.number) schedule.intervalMs = reached.intervalMs;
+      } else {
+        const { record, polls } = read.value.value;
+        this.polls += polls;
+        if (turnOfRead !== this.turn.number) {
+          // A message was answered while this poll was under way: it may show the turn before.
+          this.#wait.request();
+        } else {
+          schedule.intervalMs = intervalAfterAttempt(pollSchedule, polls);
+          this.#recorded(record);
+          const ended = this.#endOf(record);
+          if (ended !== null && !this.#messagesPending) {
+            await condition(allHandlersFinished);
+            return this.#finish(ended, record);
+          }
+        }
+      }
+      const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
+      if (runIsLong && !this.#holdsRun) return await this.#continueAsNew(jobId);
+    }
+  }
+
+  /**
+   * The run ends with `err`: reports the outcome and shows the end. A message on its way ends at
+   * the same deadline (its activity's schedule-to-close is the time left): its update fails with
+   * its own error before the run closes, whichever of the poll and the message reached the
+   * deadline first; otherwise its caller would hear only that the workflow completed.
+   */
+  async failed(err: unknown): Promise<void> {
+    if (err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut) {
+      await condition(() => !this.#followUps.sending);
+    }
+    const outcome = outcomeOf(err);
+    if (outcome !== null) this.#reportEnd(outcome, false);
+    if (isCancellation(err)) this.#showEnd('cancelled');
+    // The quota's deadline and final API errors end the workflow too: the phase says so.
+    else if (err instanceof ApplicationFailure) {
+      this.end = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
+      this.nextPollAt = null;
+    }
+  }
+
+  // What the API calls (./calls.ts) report to the run.
+
+  /** `AgentJobTimedOut` naming `what` was under way; the run shows it has timed out. */
+  timedOut(what: string): ApplicationFailure {
+    this.end = 'timed-out';
+    this.nextPollAt = null;
+    return timedOut(this, what);
+  }
+
+  /**
+   * Every failure of call `doing`, and its success (`error` null, which clears only its own
+   * error: a poll that works does not hide that follow-up messages keep failing). `waitingForKey`:
+   * the API refused the key and the call waits for a working one.
+   */
+  reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void {
+    if (error !== null || this.lastError?.during === doing) this.lastError = error;
+    // The gauge counts the workflows waiting: each refusal reports, so a stale one drops out.
+    if (waitingForKey) projectMetrics.keyWait(this.projectId, true);
+    if (waitingForKey === this.waitingForKey) return;
+    this.waitingForKey = waitingForKey;
+    // One line when the wait starts and one when it ends, naming the project, for alerts.
+    if (waitingForKey) {
+      setCurrentDetails(show.keyWaitDetails(error?.status ?? null, null));
+      log.warn('the Agent Job API refuses the API key; waiting for a working one', {
+        projectId: this.projectId,
+        doing,
+        status: error?.status ?? null,
+      });
+    } else {
+      log.info('the Agent Job API accepts the API key again', { projectId: this.projectId, doing });
+      projectMetrics.keyWait(this.projectId, false);
+    }
+  }
+
+  /** A create or message was sent again after an attempt that may have been applied. */
+  countResent(): void {
+    this.resent++;
+  }
+
+  /** The next quota use of `kind`: unique within the workflow, across continue-as-new. */
+  nextQuotaUse(kind: QuotaUseKind): QuotaUse {
+    return { kind, name: `${kind}-${this.turns}-${++this.#quotaUses}` };
+  }
+
+  // The run's own steps and bookkeeping.
+
+  /** Records a record the API answered, and tags the workflow with its job's ID (decision 0011). */
+  #recorded(record: AgentJobRecord): void {
+    this.lastRecord = record;
+    show.showJobId(record.id);
+  }
+
+  #showNextPoll(waitMs: number): void {
+    this.nextPollAt = new Date(Date.now() + waitMs).toISOString();
+    setCurrentDetails(show.nextPollDetails(this));
+  }
+
+  #showEnd(phase: 'completed' | 'archived' | 'failed' | 'cancelled'): void {
+    this.end = phase;
+    this.nextPollAt = null;
+    setCurrentDetails(show.endDetails(this, phase));
+  }
+
+  /** The status that ends the turn, or null to poll on. */
+  #endOf(record: AgentJobRecord): EndStatus | null {
+    const reading = this.turn.read(record, this.#followUps.sending, Date.now());
+    if (reading.kind === 'unknown-status') {
+      log.warn('agent job in an undocumented status; polling on', {
+        status: record.status,
+        jobId: record.id,
+      });
+      if (reading.giveUp) throw unknownStatus(record, reading.inARow);
+    }
+    if (reading.kind !== 'ended') return null;
+    this.#unanswered.turnEnded(this.turn.state.ended, record);
+    return reading.status;
+  }
+
+  #finish(status: EndStatus, record: AgentJobRecord): AgentJobResult {
+    metricMeter
+      .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
+      .add(1, { status });
+    this.#showEnd(status);
+    // Throws AgentJobFailed for `failed`, which `failed` above reports.
+    const result = turnResult(this, record);
+    this.#reportEnd(status, result.prLink !== null);
+    return result;
+  }
+
+  /** Tells the per-project metrics how the job ended, counted from the first run's start. */
+  #reportEnd(outcome: string, hasPrLink: boolean): void {
+    const startedAtMs = this.deadlineMs - this.input.timeoutMs;
+    projectMetrics.jobEnded(this.projectId, outcome, Math.max(0, Date.now() - startedAtMs) / 1000, hasPrLink);
+  }
+
+  async #continueAsNew(jobId: string): Promise<never> {
+    // `followUp` handlers still waiting are left behind (ABANDON): the next run carries them.
+    await condition(() => allHandlersFinished() || !this.#holdsRun);
+    // A follow-up message may have held the run until the deadline: end here, not in a new run.
+    if (Date.now() >= this.deadlineMs) throw this.timedOut('the agent job was still working');
+    log.info('continuing as new to keep the history bounded', { polls: this.polls });
+    const followUps = this.#unanswered.carried(this.#queuedIds);
+    const next: Continuation = {
+      jobId,
+      created: this.created,
+      deadlineMs: this.deadlineMs,
+      progress: {
+        polls: this.polls,
+        lastRecord: this.lastRecord,
+        lastError: this.lastError,
+        resent: this.resent,
+      },
+      turn: this.turn.state,
+      intervalMs: this.#schedule.intervalMs,
+      streak: this.streak.state,
+      pollRequested: this.#wait.requested,
+      quotaUses: this.#quotaUses,
+      // Left out when empty: a run without follow-ups carries what it always did.
+      ...(followUps.length > 0 ? { followUps } : {}),
+    };
+    return continueAsNew<(input: AgentJobInput, carried?: Continuation) => Promise<AgentJobResult>>(
+      this.raw,
+      next,
+    );
+  }
+
+  // Follow-up messages: the `sendMessage` and `followUp` updates queue them, and the poll loop
+  // sends the next one whose time has come. No handler starts a call itself (decision 0002).
+
+  /** Messages wait to be sent, or one is on its way: the turn that ended is not the last. */
+  get #messagesPending(): boolean {
+    return this.#followUps.queued > 0 || this.#followUps.sending;
+  }
+
+  /**
+   * The run cannot continue as new yet: a message is on its way or a `sendMessage` (or the prompt
+   * of `{ jobId, prompt }`) waits. `followUp`s waiting to be sent, or for their turn to end, do
+   * not hold it: the next run takes them and their callers re-attach there.
+   */
+  get #holdsRun(): boolean {
+    if (this.#followUps.holdsRun((followUp) => followUp.updateId !== null)) return true;
+    return this.#unanswered.tooLargeToCarry(this.#queuedIds);
+  }
+
+  /** The update IDs of the follow-ups waiting to be sent. */
+  get #queuedIds(): Set<string | null> {
+    return new Set(this.#followUps.waiting.map((followUp) => followUp.updateId));
+  }
+
+  #checkSendMessage(prompt: unknown): void {
+    checkPrompt(prompt, 'sendMessage prompt');
+    if (this.jobId === null) throw new Error('the agent job is not created yet; try again in a moment');
+    if (this.#followUps.busy) throw new Error('a follow-up message is already being sent; wait for it');
+    const phase = show.phaseOf(this, this.#followUps.sending);
+    if (!['polling', 'creating'].includes(phase))
+      throw new Error(`the workflow is ${phase}; it takes no more messages`);
+  }
+
+  #checkFollowUp(prompt: unknown): void {
+    checkPrompt(prompt, 'followUp prompt');
+    // One this workflow already took (a caller re-attaching): answered whatever the phase.
+    if (this.#unanswered.get(updateIdNow()) !== undefined) return;
+    if (this.end !== null) throw new Error(`the workflow is ${this.end}; it takes no more follow-ups`);
+    if (this.#followUps.queued >= MAX_QUEUED_FOLLOW_UPS) {
+      throw new Error(`${MAX_QUEUED_FOLLOW_UPS} follow-ups are already queued; wait for them`);
+    }
+  }
+
+  /** The `followUp` update: its own turn's result, once that turn ends. */
+  async #followUp(prompt: string): Promise<AgentJobResult> {
+    const updateId = updateIdNow();
+    try {
+      // A caller re-attaching after continue-as-new: its follow-up is already here, not queued again.
+      const followUp =
+        this.#unanswered.get(updateId) ??
+        this.#track({
+          updateId,
+          prompt,
+          key: updateMessageKey(this.turn.number),
+          turn: null,
+          ended: null,
+          failed: null,
+        });
+      await condition(
+        () => followUp.turn !== null || followUp.error !== undefined || followUp.failed !== null,
+      );
+      // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
+      if (followUp.error !== undefined) throw followUp.error as Error;
+      if (followUp.failed !== null) {
+        throw ApplicationFailure.create({
+          type: followUp.failed.type ?? undefined,
+          message: `${followUp.failed.message} (the message failed in an earlier run of this workflow)`,
+          nonRetryable: true,
+        });
+      }
+      const turn = followUp.turn as number;
+      await condition(() => followUp.ended !== null);
+      // Its own turn's, also for a caller that re-attaches after a later turn has started.
+      return { ...turnResult(this, followUp.ended as AgentJobRecord), turns: turn };
+    } finally {
+      this.#unanswered.answered(updateId);
+    }
+  }
+
+  /** Queues `prompt` from a `sendMessage`; resolves once it is sent, rejects with the message's failure. */
+  #queueMessage(prompt: string, when: SendWhen): Promise<Sent> {
+    return this.#queue(prompt, when, updateMessageKey(this.turn.number), null);
+  }
+
+  #queue(prompt: string, when: SendWhen, key: string, updateId: string | null): Promise<Sent> {
+    return new Promise<Sent>((resolve, reject) => {
+      this.#add({ prompt, key, updateId, answered: resolve, failed: reject }, when);
+    });
+  }
+
+  #add(followUp: FollowUp, when: SendWhen): void {
+    this.#followUps.add(followUp, when);
+    if (this.#followUps.ready(this.turn.idle)) this.#wait.request();
+  }
+
+  /** Keeps `followUp` until its caller is answered, and queues it unless it was sent already. */
+  #track(followUp: UnansweredFollowUp): UnansweredFollowUp {
+    this.#unanswered.add(followUp);
+    if (followUp.turn !== null || followUp.failed !== null) return followUp;
+    const { updateId, prompt, key } = followUp;
+    const answered = (sent: Sent) => (followUp.turn = sent.turn);
+    const failed = (err: unknown) => (followUp.error = err);
+    this.#add({ prompt, key, updateId, answered, failed }, 'after-turn');
+    return followUp;
+  }
+
+  /**
+   * Starts sending the next message to `jobId` if its time has come; true when it did. Polls go on
+   * meanwhile, as the message may wait for the project's quota.
+   */
+  #sendNext(jobId: string): boolean {
+    const followUp = this.#followUps.next(this.turn.idle);
+    if (followUp === null) return false;
+    void this.#send(followUp, jobId);
+    return true;
+  }
+
+  async #send(followUp: FollowUp, jobId: string): Promise<void> {
+    try {
+      const record = await sendMessage(this, jobId, followUp.prompt, followUp.key, this.turn.number + 1);
+      this.turn.messageAnswered(record, this.lastRecord);
+      this.#recorded(record);
+      this.#schedule.restart();
+      // Look again soon rather than at the end of the wait that ran before the message.
+      this.#wait.request();
+      followUp.answered({ record, turn: this.turn.number });
+    } catch (err) {
+      followUp.failed(err);
+    } finally {
+      this.#followUps.sent();
+    }
+  }
+}
+
+/** The ID of the update being handled or validated. */
+function updateIdNow(): string {
+  const info = currentUpdateInfo();
+  if (info === undefined) throw new Error('not in an update handler');
+  return info.id;
+}
