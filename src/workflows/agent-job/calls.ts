@@ -26,8 +26,18 @@ import {
   SDK_WORKER_SHUTDOWN_TYPE,
 } from '../../agent-api/failure-policy.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
-import { attempt, untilAnswered, type AttemptResult } from './api-failures.js';
-import type { AgentJobRun } from './run.js';
+import type { ResolvedInput } from '../../input.js';
+import type { ProjectQuotaRequester, QuotaUse } from '../../quota/requester.js';
+import { attempt, untilAnswered, type ApiCaller, type AttemptResult } from './api-failures.js';
+
+/** What the calls read of the run (./run.ts), besides what ./api-failures.ts reports to it. */
+export interface CallingRun extends ApiCaller {
+  readonly projectId: string;
+  readonly input: Pick<ResolvedInput, 'poll'>;
+  readonly quota: ProjectQuotaRequester;
+  /** The next quota use of `kind`, named uniquely within the workflow. */
+  nextQuotaUse(kind: QuotaUseKind): QuotaUse;
+}
 
 // The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
 // whatever must be counted or waited for longer comes back to the workflow (./api-failures.ts).
@@ -105,7 +115,7 @@ function quotaManaged(options: ActivityOptions, managed: boolean): Partial<Activ
  * create may have been sent before this run's first attempt (a reset run), or null.
  */
 export function createJob(
-  run: AgentJobRun,
+  run: CallingRun,
   prompt: string,
   idempotencyKey: string,
   uncertain: string | null,
@@ -148,7 +158,7 @@ export function createJob(
  * made, or the wait before the next try after an answer the workflow must see.
  */
 export function pollJob(
-  run: AgentJobRun,
+  run: CallingRun,
   jobId: string,
   intervalMs: number,
 ): Promise<AttemptResult<PolledRecord>> {
@@ -178,7 +188,7 @@ export function pollJob(
 
 /** Sends a follow-up message that starts turn `turn`, waiting out transient failures. */
 export function sendMessage(
-  run: AgentJobRun,
+  run: CallingRun,
   jobId: string,
   prompt: string,
   idempotencyKey: string,
@@ -221,7 +231,7 @@ export function sendMessage(
  * queue gets what is left then, not what was left when it was queued. Past the deadline nothing
  * is sent.
  */
-function timeLeftMs(run: AgentJobRun, whatTimedOut: string): number {
+function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
   const leftMs = run.deadlineMs - Date.now();
   if (leftMs <= 0) throw run.timedOut(whatTimedOut);
   return Math.max(1_000, leftMs);
@@ -234,7 +244,7 @@ function timeLeftMs(run: AgentJobRun, whatTimedOut: string): number {
  * then the call that follows the grant takes nothing.
  */
 async function withinQuota<T>(
-  run: AgentJobRun,
+  run: CallingRun,
   kind: QuotaUseKind,
   call: (quota: CallQuota) => Promise<T>,
 ): Promise<T> {
