@@ -1,12 +1,16 @@
 /**
- * Two rules about imports that ESLint does not check here, run by `npm run lint`:
+ * Three rules about imports that ESLint does not check here, run by `npm run lint`:
  *
+ * - Imports in src/ run down {@link LAYERS}: a module imports only from its own layer or the ones
+ *   below it, and every module of src/ is in the table (a new one is placed on purpose). The
+ *   simulator stands apart: nothing else in src/ imports it, and it imports only the two lowest
+ *   layers (it plays the API; it is not part of the worker).
  * - No import circle anywhere in the project's TypeScript (type-only imports count: a circle of
  *   types still ties the modules into one that must be read and changed together).
  * - No SDK internals in src/: nothing from `@temporalio/<package>/lib/...`, which the SDK may change
  *   in any release. Tests and the benchmark may load histories the way Temporal's replay docs show.
  *
- * Exits 1 with each circle and each internal import named.
+ * Exits 1 with each upward import, unplaced module, circle and internal import named.
  */
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -15,6 +19,61 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * The layers of src/, lowest first: a folder (ending in `/`) or a file. Type-only imports count, as
+ * for circles: a type from above still ties a module to the code above it.
+ */
+const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
+  { name: 'API client', members: ['src/errors.ts', 'src/agent-api/'] },
+  {
+    name: 'contract, IDs, durations and pure decisions',
+    members: [
+      'src/contract.ts',
+      'src/ids.ts',
+      'src/duration.ts',
+      'src/escape.ts',
+      'src/input.ts',
+      'src/poll-schedule.ts',
+    ],
+  },
+  { name: 'workflows and activities', members: ['src/workflows/', 'src/activities/', 'src/quota/'] },
+  {
+    name: 'observability and configuration',
+    members: ['src/observability/', 'src/config.ts', 'src/temporal-api-key.ts'],
+  },
+  {
+    name: 'worker, client, starter and Nexus',
+    members: ['src/worker.ts', 'src/worker/', 'src/client/', 'src/starter.ts', 'src/nexus/', 'src/index.ts'],
+  },
+];
+
+/** The simulator's folder: apart from the layers. */
+const SIMULATOR = 'src/simulator/';
+
+/** The layer index of a file of src/, or null when the table does not place it. */
+function layerOf(file: string): number | null {
+  const index = LAYERS.findIndex(({ members }) =>
+    members.some((member) => (member.endsWith('/') ? file.startsWith(member) : file === member)),
+  );
+  return index === -1 ? null : index;
+}
+
+/** What breaks the layering: an edge from `file` to `target` (both files of the project). */
+function layerProblem(file: string, target: string): string | null {
+  if (!file.startsWith('src/') || !target.startsWith('src/')) return null;
+  const fromSimulator = file.startsWith(SIMULATOR);
+  if (target.startsWith(SIMULATOR)) {
+    return fromSimulator ? null : `${file} imports the simulator (${target}): nothing in the worker may`;
+  }
+  const to = layerOf(target);
+  if (to === null) return null;
+  const from = fromSimulator ? 1 : layerOf(file);
+  if (from === null || to <= from) return null;
+  const name = (index: number) => LAYERS[index]?.name ?? '';
+  return `${file} (${fromSimulator ? 'the simulator' : name(from)}) imports up: ${target} (${name(to)})`;
+}
+
 const FOLDERS = ['src', 'test', 'bench', 'dev', 'examples'];
 
 /** The repository's TypeScript files, as git lists them (tracked or new, not ignored). */
@@ -75,13 +134,20 @@ const files = sourceFiles();
 const known = new Set(files);
 const graph = new Map<string, string[]>();
 const internals: string[] = [];
+const layering: string[] = [];
 for (const file of files) {
+  if (file.startsWith('src/') && !file.startsWith(SIMULATOR) && layerOf(file) === null) {
+    layering.push(`${file} is in no layer: add it to LAYERS in dev/check-imports.ts`);
+  }
   const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true);
   const edges: string[] = [];
   for (const { fileName } of importedFiles) {
     if (fileName.startsWith('.')) {
       const target = resolveRelative(file, fileName, known);
-      if (target !== null) edges.push(target);
+      if (target === null) continue;
+      edges.push(target);
+      const problem = layerProblem(file, target);
+      if (problem !== null) layering.push(problem);
     } else if (file.startsWith('src/') && /^@temporalio\/[^/]+\/lib\//.test(fileName)) {
       internals.push(`${file}: imports ${fileName}, an SDK internal; use the package's public API`);
     }
@@ -91,6 +157,8 @@ for (const file of files) {
 
 const found = circles(graph);
 for (const circle of found) console.error(`import circle: ${circle.join(' <-> ')}`);
-for (const line of internals) console.error(line);
-if (found.length > 0 || internals.length > 0) process.exit(1);
-console.log(`imports: ${files.length} files, no circle, no SDK internals in src/`);
+for (const line of [...internals, ...new Set(layering)]) console.error(line);
+if (found.length > 0 || internals.length > 0 || layering.length > 0) process.exit(1);
+console.log(
+  `imports: ${files.length} files, no circle, no SDK internals in src/, src/ imports run down its ${LAYERS.length} layers`,
+);

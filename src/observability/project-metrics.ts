@@ -2,13 +2,13 @@
  * Prometheus metrics per project, through the SDK's metric meter (served with the SDK's own at
  * METRICS_ADDRESS): outcomes, time to the pull request, API uses against the quota's budget, 429s,
  * the quota queue and its wait. Workflows report through the `projectMetrics` sink
- * (`ProjectMetricsSinks` in the contract), activities call this directly. The `project` label is
+ * (`ProjectMetricsSinks`, src/workflows/sinks.ts), activities call this directly. The `project` label is
  * bounded per process by {@link ProjectLabels}. deploy/grafana/ has the dashboard.
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
-import type { Sinks } from '@temporalio/workflow';
-import type { QuotaUsage, QuotaUseKind } from '../quota/messages.js';
+import type { QuotaUseKind } from '../quota/messages.js';
+import type { ProjectMetricsSinks } from '../workflows/sinks.js';
 import { utf8Prefix } from '../ids.js';
 
 /**
@@ -203,21 +203,4 @@ export class ProjectMetrics {
       },
     };
   }
-}
-
-/**
- * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
- * through the `projectMetrics` sink: never during replay, so each event counts once.
- */
-export interface ProjectMetricsSinks extends Sinks {
-  projectMetrics: {
-    /** A job's workflow ended: `outcome` is its end status or failure type; seconds since its start. */
-    jobEnded(projectId: string, outcome: string, seconds: number, hasPrLink: boolean): void;
-    /** A create or message waited this long in the project's quota queue before its grant. */
-    quotaWaited(projectId: string, seconds: number): void;
-    /** The quota's state after a pass: the budget, the uses in its window, the queue. */
-    quotaState(projectId: string, usage: QuotaUsage): void;
-    /** The workflow started (`true`) or stopped waiting for a working API key after a 401 or 403. */
-    keyWait(projectId: string, waiting: boolean): void;
-  };
 }

@@ -26,7 +26,7 @@ import {
 import type { AgentJobActivities } from '../activities/index.js';
 import { refusesQuotaUse } from '../agent-api/failure-policy.js';
 import { FailureType, SearchAttributes, type QueuePlace } from '../contract.js';
-import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
+import type { ProjectMetricsSinks } from '../workflows/sinks.js';
 import {
   projectQuotaWorkflowId,
   quotaDeclinedSignal,

@@ -24,7 +24,7 @@ import {
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
-import type { ProjectMetricsSinks } from '../observability/project-metrics.js';
+import type { ProjectMetricsSinks } from '../workflows/sinks.js';
 import {
   FOLLOWS_ROLLOUTS_MEMO,
   quotaDeclinedSignal,

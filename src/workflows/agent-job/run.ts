@@ -40,7 +40,7 @@ import {
 import { markdownText } from '../../escape.js';
 import { checkPrompt, type ResolvedInput } from '../../input.js';
 import type { Tolerances } from '../../agent-api/failure-policy.js';
-import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
+import type { ProjectMetricsSinks } from '../sinks.js';
 import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-schedule.js';
 import { ProjectQuotaRequester, type QuotaUse } from '../../quota/requester.js';
 import type { QuotaUseKind } from '../../quota/messages.js';
