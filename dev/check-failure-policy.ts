@@ -2,9 +2,9 @@
  * Keeps the failure policy (src/agent-api/failure-policy.ts) the one place that decides what a
  * failed Agent Job API call does. Run by `npm run lint`; exits 1 with every finding.
  *
- * - No other file in src/ (the simulator apart: it plays the API) compares an HTTP status or an API
- *   failure type: `status === 401`, `case 503:`, `err.type === ApiFailureType.RateLimited`,
- *   `type !== 'UnreadableAnswer'`. They ask the policy instead (a verdict's flags, or a named
+ * - No other file in src/ (the policy's other half, failure-kinds.ts, and the simulator apart: it
+ *   plays the API) compares an HTTP status or an API failure type: `status === 401`, `case 503:`,
+ *   `err.type === ApiFailureType.RateLimited`, `type !== 'UnreadableAnswer'`. They ask the policy instead (a verdict's flags, or a named
  *   question such as `refusesQuotaUse(type)`).
  * - docs/failure-policy.md is what `--write` generates from the policy's table, so the page and
  *   the code cannot drift.
@@ -21,6 +21,8 @@ import { policyPage } from './failure-policy-page.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const POLICY_FILE = 'src/agent-api/failure-policy.ts';
+/** The policy's other half: what happened, as kinds (statuses and network errors classified). */
+const KINDS_FILE = 'src/agent-api/failure-kinds.ts';
 const PAGE = 'docs/failure-policy.md';
 
 const API_TYPES: ReadonlySet<string> = new Set(Object.values(ApiFailureType));
@@ -35,7 +37,7 @@ const COMPARISONS: ReadonlySet<ts.SyntaxKind> = new Set([
   ts.SyntaxKind.GreaterThanEqualsToken,
 ]);
 
-/** The files that must not decide: src/ but the policy itself and the simulator. */
+/** The files that must not decide: src/ but the policy itself, its kinds and the simulator. */
 function checkedFiles(): string[] {
   const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'src'], {
     cwd: ROOT,
@@ -43,7 +45,13 @@ function checkedFiles(): string[] {
   });
   return out
     .split('\n')
-    .filter((file) => file.endsWith('.ts') && file !== POLICY_FILE && !file.startsWith('src/simulator/'));
+    .filter(
+      (file) =>
+        file.endsWith('.ts') &&
+        file !== POLICY_FILE &&
+        file !== KINDS_FILE &&
+        !file.startsWith('src/simulator/'),
+    );
 }
 
 /** An HTTP status literal (100 to 599). */

@@ -8,9 +8,7 @@ import {
   BACKOFFS,
   DEFAULT_BLIP_TOLERANCE_MS,
   DEFAULT_CREDENTIAL_TOLERANCE_MS,
-  FailureKind,
   handedBack,
-  KIND_TEXT,
   MAX_RETRY_AFTER_MS,
   POLICY,
   RETRY_JITTER,
@@ -18,6 +16,7 @@ import {
   type StreakBound,
   type Verdict,
 } from '../src/agent-api/failure-policy.js';
+import { FailureKind, KIND_TEXT } from '../src/agent-api/failure-kinds.js';
 
 const OPERATIONS = { create: 'createJob', poll: 'getJob', message: 'sendMessage' } as const;
 

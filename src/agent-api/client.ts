@@ -8,15 +8,8 @@ import { staticApiKey, type ApiKeySource } from './api-key.js';
 import type { AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
 import { AgentApiError } from './errors.js';
-import {
-  FailureKind,
-  isSuccess,
-  kindOfNetworkError,
-  kindOfStatus,
-  namesLocation,
-  verdictOf,
-  type ApiOperation,
-} from './failure-policy.js';
+import { verdictOf, type ApiOperation } from './failure-policy.js';
+import { FailureKind, isSuccess, kindOfNetworkError, kindOfStatus, namesLocation } from './failure-kinds.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 import { tracedHttpCall } from './trace.js';

@@ -3,7 +3,8 @@
  * failure policy's (./failure-policy.ts): the client says what happened (a {@link FailureKind}),
  * and the type, finality and ambiguity follow from the policy's table.
  */
-import { isFinal, verdictOf, type ApiOperation, type FailureKind, type Verdict } from './failure-policy.js';
+import { isFinal, verdictOf, type ApiOperation, type Verdict } from './failure-policy.js';
+import { type FailureKind } from './failure-kinds.js';
 import type { ApiFailureType } from './types.js';
 import { AgentJobError, ErrorName } from '../errors.js';
 

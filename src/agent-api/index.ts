@@ -8,15 +8,8 @@ export {
   type CallOptions,
 } from './client.js';
 export { AgentApiError, type AgentApiErrorInit } from './errors.js';
-export {
-  FailureKind,
-  kindOfNetworkError,
-  kindOfStatus,
-  verdictOf,
-  type ApiOperation,
-  type NetworkKind,
-  type Verdict,
-} from './failure-policy.js';
+export { verdictOf, type ApiOperation, type Verdict } from './failure-policy.js';
+export { FailureKind, kindOfNetworkError, kindOfStatus, type NetworkKind } from './failure-kinds.js';
 export {
   agentJobRecordSchema,
   InvalidAgentJobRecordError,
