@@ -7,11 +7,10 @@ import { request, type Dispatcher } from 'undici';
 import { staticApiKey, type ApiKeySource } from './api-key.js';
 import type { AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
+import { CallFailures, isTimeoutReason, type Call } from './call-failures.js';
 import { AgentApiError } from './errors.js';
-import { verdictOf, type ApiOperation } from './failure-policy.js';
-import { FailureKind, isSuccess, kindOfNetworkError, kindOfStatus, namesLocation } from './failure-kinds.js';
-import { InvalidAgentJobRecordError, parseAgentJobRecord, readableJobId } from './record.js';
-import { parseRetryAfter } from './retry-after.js';
+import { FailureKind, isSuccess, kindOfNetworkError } from './failure-kinds.js';
+import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
 import { tracedHttpCall } from './trace.js';
 import { withTimeout } from './abort.js';
 import { AgentJobError, ErrorName } from '../errors.js';
@@ -69,22 +68,8 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
-/** Longest project or job ID quoted in a message: IDs are opaque and could be anything. */
-const ID_LENGTH = 100;
 /** An HTTP header value made of visible ASCII only, which is what an API key or idempotency key is. */
 const TOKEN = /^[\x21-\x7e]+$/;
-
-/** One call, as the private helpers see it. */
-interface Call {
-  operation: ApiOperation;
-  method: 'GET' | 'POST';
-  projectId: string;
-  jobId: string | null;
-  prompt?: string;
-  idempotencyKey?: string;
-  signal?: AbortSignal;
-  timeoutMs?: number;
-}
 
 /**
  * Client of the three agent job endpoints. Holds no state besides its configuration; safe to share
@@ -97,6 +82,8 @@ export class AgentApiClient {
   readonly #key: ApiKeySource;
   readonly #dispatcher: Dispatcher | undefined;
   readonly #requestTimeoutMs: number;
+  /** What a failed call becomes, its messages redacted by {@link #excerpt}. */
+  readonly #failures: CallFailures;
 
   /** @throws {TypeError} for a base URL that is not absolute http(s), or an empty or malformed key */
   constructor(options: AgentApiClientOptions) {
@@ -122,6 +109,7 @@ export class AgentApiClient {
     this.#key = typeof options.apiKey === 'string' ? staticApiKey(options.apiKey) : options.apiKey;
     this.#dispatcher = options.dispatcher;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+    this.#failures = new CallFailures(this.#origin, (text) => this.#excerpt(text));
   }
 
   /**
@@ -227,7 +215,7 @@ export class AgentApiClient {
         dispatcher: this.#dispatcher ?? getDispatcher(),
       });
     } catch (err) {
-      throw this.#networkFailure(call, err, false);
+      throw this.#failures.network(call, err, false);
     }
 
     const { statusCode } = response;
@@ -240,9 +228,9 @@ export class AgentApiClient {
         // The server answered success, so the request was applied whatever happened to the body;
         // the bytes that did arrive may still name the job.
         const partial = err instanceof PartialBodyError ? err : null;
-        const failure = this.#networkFailure(call, partial?.cause ?? err, true);
+        const failure = this.#failures.network(call, partial?.cause ?? err, true);
         if (call.method !== 'POST' || !(failure instanceof AgentApiError)) throw failure;
-        throw this.#unreadable(
+        throw this.#failures.unreadable(
           call,
           statusCode,
           `a body that could not be read to its end (${failure.message})`,
@@ -251,7 +239,7 @@ export class AgentApiClient {
         );
       }
       if (body.overCap) {
-        throw this.#unexpected(
+        throw this.#failures.unexpected(
           call,
           statusCode,
           `a body larger than the client's cap of ${MAX_RESPONSE_BYTES} bytes (an agent job record is under 1 KiB)`,
@@ -264,20 +252,13 @@ export class AgentApiClient {
       return this.#parseRecord(call, statusCode, body.text);
     }
     const text = await this.#readErrorBody(call, response);
-    throw this.#httpFailure(call, statusCode, response.headers, text);
+    throw this.#failures.http(call, statusCode, response.headers, text);
   }
 
   /** Arguments that would address another URL or make an invalid header fail before any request. */
   #checkArguments(call: Call): AgentApiError | null {
     const problem = argumentProblem(call);
-    if (problem === null) return null;
-    return new AgentApiError({
-      kind: FailureKind.NotSendable,
-      operation: call.operation,
-      status: null,
-      retryAfterMs: null,
-      message: `${describe(call)} was not sent: ${problem}`,
-    });
+    return problem === null ? null : this.#failures.notSendable(call, problem);
   }
 
   #url(call: Call): string {
@@ -286,40 +267,6 @@ export class AgentApiClient {
       .replace('{projectId}', encodeURIComponent(call.projectId))
       .replace('{jobId}', encodeURIComponent(call.jobId ?? ''));
     return this.#base + path;
-  }
-
-  /**
-   * A failure without a usable response. `afterResponse` marks a failure while reading a success
-   * body: the request was applied, whatever the error code says.
-   */
-  #networkFailure(call: Call, err: unknown, afterResponse: boolean): unknown {
-    const reason: unknown = call.signal?.aborted ? call.signal.reason : undefined;
-    if (call.signal?.aborted && !isTimeoutReason(reason)) {
-      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
-      return reason;
-    }
-    if (call.signal?.aborted) {
-      return new AgentApiError({
-        kind: FailureKind.NoAnswerInTime,
-        operation: call.operation,
-        status: null,
-        retryAfterMs: null,
-        message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.#origin}${ambiguity(call)}`,
-        cause: reason,
-      });
-    }
-    const { kind, what } = kindOfNetworkError(err);
-    const mayHaveTakenEffect = afterResponse || verdictOf(kind, call.operation).mayHaveBeenApplied;
-    const notSent = mayHaveTakenEffect ? ambiguity(call) : `; nothing was sent${tlsHint(kind)}`;
-    return new AgentApiError({
-      kind,
-      operation: call.operation,
-      status: null,
-      retryAfterMs: null,
-      applied: mayHaveTakenEffect,
-      message: `${describe(call)} failed: ${what} (${this.#origin})${notSent}`,
-      cause: err,
-    });
   }
 
   /**
@@ -341,13 +288,20 @@ export class AgentApiClient {
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw this.#unexpected(call, status, 'a body that is not JSON', text, err, FailureKind.NotARecord);
+      throw this.#failures.unexpected(
+        call,
+        status,
+        'a body that is not JSON',
+        text,
+        err,
+        FailureKind.NotARecord,
+      );
     }
     try {
       return parseAgentJobRecord(json);
     } catch (err) {
       if (!(err instanceof InvalidAgentJobRecordError)) throw err;
-      throw this.#unexpected(
+      throw this.#failures.unexpected(
         call,
         status,
         `a body that is not an agent job record (${err.message})`,
@@ -356,107 +310,6 @@ export class AgentApiClient {
         FailureKind.InvalidRecord,
       );
     }
-  }
-
-  /** A 2xx whose body is not a record: retryable for a get, {@link #unreadable} for a create or message. */
-  #unexpected(
-    call: Call,
-    status: number,
-    what: string,
-    text: string,
-    err: unknown,
-    kind: FailureKind,
-  ): AgentApiError {
-    // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
-    const cause = err instanceof SyntaxError ? new SyntaxError(this.#excerpt(err.message)) : err;
-    if (call.method === 'POST') return this.#unreadable(call, status, what, text, cause, kind);
-    return new AgentApiError({
-      kind,
-      operation: call.operation,
-      status,
-      retryAfterMs: null,
-      // A 2xx means the server took the request; only the body got lost.
-      applied: true,
-      message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.#excerpt(text))}`,
-      cause: cause ?? undefined,
-    });
-  }
-
-  /**
-   * A create or follow-up message answered 2xx with a body that is not a record. The request took
-   * effect, and the API documents no idempotency key: it must not be sent again. The failure names
-   * the agent job when the call or the answer does, so the caller can go on with it.
-   */
-  #unreadable(
-    call: Call,
-    status: number,
-    what: string,
-    text: string,
-    cause: unknown,
-    kind: FailureKind = FailureKind.NotARecord,
-  ): AgentApiError {
-    const jobId = call.jobId ?? readableJobId(text);
-    const project = quote(call.projectId);
-    let effect: string;
-    if (call.operation === 'sendMessage') {
-      effect = `the follow-up message to agent job ${quote(jobId ?? '')} was applied, and was not sent again (a second message would start a second turn)`;
-    } else if (jobId === null) {
-      effect = `the agent job was created, but the answer names no job ID. The create was not sent again (the API documents no idempotency key, so a second create could make a second agent job): find the new job in project ${project} and pass its ID as jobId to follow it`;
-    } else {
-      effect = `agent job ${quote(jobId)} was created, and the create was not sent again (the API documents no idempotency key, so a second create could make a second agent job)`;
-    }
-    const excerpt = text === '' ? '' : `: ${JSON.stringify(this.#excerpt(text))}`;
-    return new AgentApiError({
-      kind,
-      operation: call.operation,
-      status,
-      retryAfterMs: null,
-      jobId,
-      message: `${describe(call)} got HTTP ${status} with ${what}; ${effect}${excerpt}`,
-      cause: cause ?? undefined,
-    });
-  }
-
-  #httpFailure(
-    call: Call,
-    status: number,
-    headers: Dispatcher.ResponseData['headers'],
-    text: string,
-  ): AgentApiError {
-    const kind = kindOfStatus(status);
-    const verdict = verdictOf(kind, call.operation);
-    const retryAfterMs = verdict.readsRetryAfter ? parseRetryAfter(firstValue(headers['retry-after'])) : null;
-    const serverMessage = namesLocation(kind) ? '' : this.#excerpt(serverText(text));
-    const parts = [`${describe(call)} failed with HTTP ${status}`];
-    if (serverMessage !== '') parts[0] += `: ${serverMessage}`;
-    parts.push(
-      namesLocation(kind)
-        ? this.#redirectHint(call, kind, firstValue(headers.location))
-        : hint(kind, call, retryAfterMs),
-    );
-    if (verdict.mayHaveBeenApplied && call.method === 'POST')
-      parts.push('The request may have been applied.');
-    return new AgentApiError({
-      kind,
-      operation: call.operation,
-      status,
-      retryAfterMs,
-      message: parts.filter((part) => part !== '').join('. '),
-    });
-  }
-
-  /**
-   * What a person should know of a redirect: where it points and where the client was sent. Not
-   * followed: a create or message sent on to another host would carry the key there, and the API
-   * never redirects.
-   */
-  #redirectHint(call: Call, kind: FailureKind, location: string | undefined): string {
-    const to = location === undefined ? 'no Location' : `Location ${JSON.stringify(this.#excerpt(location))}`;
-    const sent =
-      call.method === 'POST' && verdictOf(kind, call.operation).mayHaveBeenApplied
-        ? 'a 303 means the server processed the request'
-        : 'the request was not processed and is not sent again';
-    return `The server redirected (${to}): AGENT_API_BASE_URL (${this.#origin}) does not point at the API itself; ${sent}`;
   }
 
   /** One line, at most {@link EXCERPT_LENGTH} characters, with any key cut out should a server echo it. */
@@ -531,97 +384,9 @@ function argumentProblem(call: Call): string | null {
   return null;
 }
 
-/** An ID quoted for a message, cut to {@link ID_LENGTH} characters. */
-function quote(id: string): string {
-  return JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
-}
-
-/** `createJob (project "p", job "j")`: what and on what, for the start of every message. */
-function describe(call: Call): string {
-  const job = call.jobId === null ? '' : `, job ${quote(call.jobId)}`;
-  return `${call.operation} (project ${quote(call.projectId)}${job})`;
-}
-
-/** The warning that matters for a create (a second agent job) and a message (a second turn). */
-function ambiguity(call: Call): string {
-  return call.method === 'POST' ? '; the request may have been applied' : '';
-}
-
-/** What a person should do about a failure of this kind. */
-function hint(kind: FailureKind, call: Call, retryAfterMs: number | null): string {
-  const after =
-    retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
-  switch (kind) {
-    case FailureKind.KeyRefused:
-      return 'The API refused the admin API key (unknown, expired or revoked): check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
-    case FailureKind.Forbidden:
-      return "The API refused the admin API key for this request (a missing read or write scope, or a caller outside the key's IP allow-list): check the key's scopes and allow-list";
-    case FailureKind.NotFound:
-      return call.operation === 'createJob'
-        ? 'Check the project ID, and that the admin API key belongs to the organization that owns it'
-        : `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
-    case FailureKind.Malformed:
-      return 'The API rejected the request as invalid; repeating it will not help';
-    case FailureKind.ProxyRefused:
-      return 'The egress proxy refused the request (nothing reached the API): check the credentials in HTTPS_PROXY or HTTP_PROXY';
-    case FailureKind.RateLimited:
-      return `Rate limited (the API allows 100 creates per project per hour)${after}`;
-    case FailureKind.Unavailable:
-    case FailureKind.NotProcessed:
-    case FailureKind.ServerError:
-      return `The API is unavailable for now${after}`;
-    default:
-      return '';
-  }
-}
-
-/** What to check after a failed TLS handshake. */
-function tlsHint(kind: FailureKind): string {
-  return kind === FailureKind.TlsRejected
-    ? ": check that AGENT_API_BASE_URL is the API's https address, and for a private CA set NODE_EXTRA_CA_CERTS"
-    : '';
-}
-
-/**
- * The human part of an error body: `message`, `error` (a string or an object with a message) and
- * `code` of a JSON object, or the text as it is. Only ever used for the message.
- */
-function serverText(text: string): string {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON: a proxy's page or plain text is shown as it is.
-    return text;
-  }
-  if (typeof json !== 'object' || json === null) return text;
-  const fields = json as Record<string, unknown>;
-  const nested =
-    typeof fields.error === 'object' && fields.error !== null
-      ? (fields.error as Record<string, unknown>)
-      : {};
-  const message = [fields.message, fields.error, nested.message].find((value) => typeof value === 'string');
-  const code = [fields.code, nested.code].find(
-    (value) => typeof value === 'string' || typeof value === 'number',
-  );
-  if (typeof message !== 'string') return text;
-  return code === undefined ? message : `${message} [${String(code)}]`;
-}
-
-function firstValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The {@link CallOptions} a call carries. */
 function callOptions({ signal, timeoutMs }: CallOptions): Pick<Call, 'signal' | 'timeoutMs'> {
   return { signal, timeoutMs };
-}
-
-/** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
-function isTimeoutReason(reason: unknown): boolean {
-  return (
-    typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
-  );
 }
 
 /** The path of a call with its IDs as placeholders: the HTTP span's name and `url.template`. */

@@ -1,0 +1,264 @@
+/**
+ * What a failed Agent Job API call becomes: the {@link AgentApiError} of its kind, with a message
+ * a person can act on (what was called, what happened, whether it may have been applied, what to
+ * check). Split from ./client.ts, which sends; no I/O here.
+ */
+import type { Dispatcher } from 'undici';
+import { AgentApiError } from './errors.js';
+import { FailureKind, kindOfNetworkError, kindOfStatus, namesLocation } from './failure-kinds.js';
+import { verdictOf, type ApiOperation } from './failure-policy.js';
+import { readableJobId } from './record.js';
+import { parseRetryAfter } from './retry-after.js';
+
+/** Longest project or job ID quoted in a message: IDs are opaque and could be anything. */
+const ID_LENGTH = 100;
+/** One call, as the client's helpers see it. */
+export interface Call {
+  operation: ApiOperation;
+  method: 'GET' | 'POST';
+  projectId: string;
+  jobId: string | null;
+  prompt?: string;
+  idempotencyKey?: string;
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** Builds the failures of the calls of one client. */
+export class CallFailures {
+  constructor(
+    /** The API's origin, named in network failures. */
+    private readonly origin: string,
+    /** Cuts and redacts server text for a message (the client knows the keys to cut). */
+    private readonly excerpt: (text: string) => string,
+  ) {}
+
+  /** A call refused before any request: `problem` says why. */
+  notSendable(call: Call, problem: string): AgentApiError {
+    return new AgentApiError({
+      kind: FailureKind.NotSendable,
+      operation: call.operation,
+      status: null,
+      retryAfterMs: null,
+      message: `${describe(call)} was not sent: ${problem}`,
+    });
+  }
+
+  /**
+   * A failure without a usable response. `afterResponse` marks a failure while reading a success
+   * body: the request was applied, whatever the error code says.
+   */
+  network(call: Call, err: unknown, afterResponse: boolean): unknown {
+    const reason: unknown = call.signal?.aborted ? call.signal.reason : undefined;
+    if (call.signal?.aborted && !isTimeoutReason(reason)) {
+      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
+      return reason;
+    }
+    if (call.signal?.aborted) {
+      return new AgentApiError({
+        kind: FailureKind.NoAnswerInTime,
+        operation: call.operation,
+        status: null,
+        retryAfterMs: null,
+        message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.origin}${ambiguity(call)}`,
+        cause: reason,
+      });
+    }
+    const { kind, what } = kindOfNetworkError(err);
+    const mayHaveTakenEffect = afterResponse || verdictOf(kind, call.operation).mayHaveBeenApplied;
+    const notSent = mayHaveTakenEffect ? ambiguity(call) : `; nothing was sent${tlsHint(kind)}`;
+    return new AgentApiError({
+      kind,
+      operation: call.operation,
+      status: null,
+      retryAfterMs: null,
+      applied: mayHaveTakenEffect,
+      message: `${describe(call)} failed: ${what} (${this.origin})${notSent}`,
+      cause: err,
+    });
+  }
+
+  /** A 2xx whose body is not a record: retryable for a get, {@link unreadable} for a create or message. */
+  unexpected(
+    call: Call,
+    status: number,
+    what: string,
+    text: string,
+    err: unknown,
+    kind: FailureKind,
+  ): AgentApiError {
+    // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
+    const cause = err instanceof SyntaxError ? new SyntaxError(this.excerpt(err.message)) : err;
+    if (call.method === 'POST') return this.unreadable(call, status, what, text, cause, kind);
+    return new AgentApiError({
+      kind,
+      operation: call.operation,
+      status,
+      retryAfterMs: null,
+      // A 2xx means the server took the request; only the body got lost.
+      applied: true,
+      message: `${describe(call)} got HTTP ${status} with ${what}${ambiguity(call)}: ${JSON.stringify(this.excerpt(text))}`,
+      cause: cause ?? undefined,
+    });
+  }
+
+  /**
+   * A create or follow-up message answered 2xx with a body that is not a record. The request took
+   * effect, and the API documents no idempotency key: it must not be sent again. The failure names
+   * the agent job when the call or the answer does, so the caller can go on with it.
+   */
+  unreadable(
+    call: Call,
+    status: number,
+    what: string,
+    text: string,
+    cause: unknown,
+    kind: FailureKind = FailureKind.NotARecord,
+  ): AgentApiError {
+    const jobId = call.jobId ?? readableJobId(text);
+    const project = quote(call.projectId);
+    let effect: string;
+    if (call.operation === 'sendMessage') {
+      effect = `the follow-up message to agent job ${quote(jobId ?? '')} was applied, and was not sent again (a second message would start a second turn)`;
+    } else if (jobId === null) {
+      effect = `the agent job was created, but the answer names no job ID. The create was not sent again (the API documents no idempotency key, so a second create could make a second agent job): find the new job in project ${project} and pass its ID as jobId to follow it`;
+    } else {
+      effect = `agent job ${quote(jobId)} was created, and the create was not sent again (the API documents no idempotency key, so a second create could make a second agent job)`;
+    }
+    const excerpt = text === '' ? '' : `: ${JSON.stringify(this.excerpt(text))}`;
+    return new AgentApiError({
+      kind,
+      operation: call.operation,
+      status,
+      retryAfterMs: null,
+      jobId,
+      message: `${describe(call)} got HTTP ${status} with ${what}; ${effect}${excerpt}`,
+      cause: cause ?? undefined,
+    });
+  }
+
+  http(call: Call, status: number, headers: Dispatcher.ResponseData['headers'], text: string): AgentApiError {
+    const kind = kindOfStatus(status);
+    const verdict = verdictOf(kind, call.operation);
+    const retryAfterMs = verdict.readsRetryAfter ? parseRetryAfter(firstValue(headers['retry-after'])) : null;
+    const serverMessage = namesLocation(kind) ? '' : this.excerpt(serverText(text));
+    const parts = [`${describe(call)} failed with HTTP ${status}`];
+    if (serverMessage !== '') parts[0] += `: ${serverMessage}`;
+    parts.push(
+      namesLocation(kind)
+        ? this.#redirectHint(call, kind, firstValue(headers.location))
+        : hint(kind, call, retryAfterMs),
+    );
+    if (verdict.mayHaveBeenApplied && call.method === 'POST')
+      parts.push('The request may have been applied.');
+    return new AgentApiError({
+      kind,
+      operation: call.operation,
+      status,
+      retryAfterMs,
+      message: parts.filter((part) => part !== '').join('. '),
+    });
+  }
+
+  /**
+   * What a person should know of a redirect: where it points and where the client was sent. Not
+   * followed: a create or message sent on to another host would carry the key there, and the API
+   * never redirects.
+   */
+  #redirectHint(call: Call, kind: FailureKind, location: string | undefined): string {
+    const to = location === undefined ? 'no Location' : `Location ${JSON.stringify(this.excerpt(location))}`;
+    const sent =
+      call.method === 'POST' && verdictOf(kind, call.operation).mayHaveBeenApplied
+        ? 'a 303 means the server processed the request'
+        : 'the request was not processed and is not sent again';
+    return `The server redirected (${to}): AGENT_API_BASE_URL (${this.origin}) does not point at the API itself; ${sent}`;
+  }
+}
+
+/** An ID quoted for a message, cut to {@link ID_LENGTH} characters. */
+function quote(id: string): string {
+  return JSON.stringify(id.length > ID_LENGTH ? `${id.slice(0, ID_LENGTH)}…` : id);
+}
+
+/** `createJob (project "p", job "j")`: what and on what, for the start of every message. */
+function describe(call: Call): string {
+  const job = call.jobId === null ? '' : `, job ${quote(call.jobId)}`;
+  return `${call.operation} (project ${quote(call.projectId)}${job})`;
+}
+
+/** The warning that matters for a create (a second agent job) and a message (a second turn). */
+function ambiguity(call: Call): string {
+  return call.method === 'POST' ? '; the request may have been applied' : '';
+}
+
+/** What a person should do about a failure of this kind. */
+function hint(kind: FailureKind, call: Call, retryAfterMs: number | null): string {
+  const after =
+    retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
+  switch (kind) {
+    case FailureKind.KeyRefused:
+      return 'The API refused the admin API key (unknown, expired or revoked): check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
+    case FailureKind.Forbidden:
+      return "The API refused the admin API key for this request (a missing read or write scope, or a caller outside the key's IP allow-list): check the key's scopes and allow-list";
+    case FailureKind.NotFound:
+      return call.operation === 'createJob'
+        ? 'Check the project ID, and that the admin API key belongs to the organization that owns it'
+        : `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
+    case FailureKind.Malformed:
+      return 'The API rejected the request as invalid; repeating it will not help';
+    case FailureKind.ProxyRefused:
+      return 'The egress proxy refused the request (nothing reached the API): check the credentials in HTTPS_PROXY or HTTP_PROXY';
+    case FailureKind.RateLimited:
+      return `Rate limited (the API allows 100 creates per project per hour)${after}`;
+    case FailureKind.Unavailable:
+    case FailureKind.NotProcessed:
+    case FailureKind.ServerError:
+      return `The API is unavailable for now${after}`;
+    default:
+      return '';
+  }
+}
+
+/** What to check after a failed TLS handshake. */
+function tlsHint(kind: FailureKind): string {
+  return kind === FailureKind.TlsRejected
+    ? ": check that AGENT_API_BASE_URL is the API's https address, and for a private CA set NODE_EXTRA_CA_CERTS"
+    : '';
+}
+
+/**
+ * The human part of an error body: `message`, `error` (a string or an object with a message) and
+ * `code` of a JSON object, or the text as it is. Only ever used for the message.
+ */
+function serverText(text: string): string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // Not JSON: a proxy's page or plain text is shown as it is.
+    return text;
+  }
+  if (typeof json !== 'object' || json === null) return text;
+  const fields = json as Record<string, unknown>;
+  const nested =
+    typeof fields.error === 'object' && fields.error !== null
+      ? (fields.error as Record<string, unknown>)
+      : {};
+  const message = [fields.message, fields.error, nested.message].find((value) => typeof value === 'string');
+  const code = [fields.code, nested.code].find(
+    (value) => typeof value === 'string' || typeof value === 'number',
+  );
+  if (typeof message !== 'string') return text;
+  return code === undefined ? message : `${message} [${String(code)}]`;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
+export function isTimeoutReason(reason: unknown): boolean {
+  return (
+    typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
+  );
+}
