@@ -44,7 +44,15 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   },
   {
     name: 'worker, client, starter and Nexus',
-    members: ['src/worker.ts', 'src/worker/', 'src/client/', 'src/starter.ts', 'src/nexus/', 'src/index.ts'],
+    members: [
+      'src/worker.ts',
+      'src/worker/',
+      'src/client/',
+      'src/starter.ts',
+      'src/starter/',
+      'src/nexus/',
+      'src/index.ts',
+    ],
   },
 ];
 

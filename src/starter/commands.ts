@@ -1,0 +1,309 @@
+/**
+ * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes, the
+ * Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
+ * arguments and calls them; ./batch.ts is the `batch` command.
+ */
+import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  TerminatedFailure,
+  WorkflowNotFoundError,
+} from '@temporalio/common';
+import {
+  followAgentJob,
+  sendFollowUp,
+  startAgentJob,
+  workflowUiUrl,
+  type AgentJobHandle,
+} from '../client/index.js';
+import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config.js';
+import { jsonText, terminalText } from '../escape.js';
+import { UsageError } from '../errors.js';
+import { installTracing } from '../observability/tracing.js';
+import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
+import {
+  FailureType,
+  statusQuery,
+  type AgentJobInput,
+  type AgentJobProgress,
+  type AgentJobResult,
+  type StartPriority,
+} from '../contract.js';
+
+/** The starter's exit codes. */
+export const ExitCode = {
+  /** Started (without --wait), or the agent job ended `completed` or `archived`. */
+  Ok: 0,
+  /** Anything unexpected. */
+  Error: 1,
+  /** Bad arguments, invalid input or configuration: nothing was started. */
+  Usage: 2,
+  /** The agent job ended `failed`. */
+  AgentJobFailed: 3,
+  /** The agent job was still working at the workflow's deadline. */
+  TimedOut: 4,
+  /** The Temporal server could not be reached. */
+  Connection: 5,
+  /** The workflow failed for another reason (API refused the key, project not found, ...). */
+  WorkflowFailed: 6,
+  /** The workflow was cancelled or terminated. */
+  Cancelled: 7,
+  /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
+  BatchIncomplete: 8,
+} as const;
+
+/** A line on stdout, for results. */
+export const out = (line: string) => process.stdout.write(`${line}\n`);
+/** A line on stderr, for progress, warnings and errors. */
+export const err = (line: string) => process.stderr.write(`${line}\n`);
+
+/** Options every command that starts or follows workflows shares. */
+export interface CommonOptions {
+  taskQueue?: string;
+  wait: boolean;
+  json: boolean;
+  /** `interactive` or `batch` (START_PRIORITIES); each command has its own default. */
+  priority: StartPriority;
+}
+
+/** The flags of `start` and `message`. */
+export interface StartOptions extends CommonOptions {
+  project?: string;
+  prompt?: string;
+  key?: string;
+  jobId?: string;
+  timeout?: string;
+  pollInterval?: string;
+}
+
+/** The warning for calls sent again after an unknown outcome (`resent` of a result or the status). */
+export function resentWarning(resent: number): string {
+  return (
+    `warning: ${resent} creates or messages were sent again after an attempt whose outcome was unknown: ` +
+    'a duplicate agent job or turn is possible; look for a second one in the project'
+  );
+}
+
+/** One line of progress while a command follows a workflow. */
+function describeProgress(p: AgentJobProgress): string {
+  if (p.phase === 'queued' && p.queue) {
+    return `[queued] waiting for the project's API budget: position ${p.queue.position} of ${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`;
+  }
+  // What the API sent goes through terminalText: no escape sequence of its own reaches the terminal.
+  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
+  const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
+  const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
+  return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
+}
+
+/** Maps a workflow or update failure to an exit code and its failure type. */
+function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): { code: number; type: string } {
+  const cause = e.cause;
+  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
+    return { code: ExitCode.Cancelled, type: cause.name };
+  const type =
+    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
+  if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
+  if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
+  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
+  return { code: ExitCode.WorkflowFailed, type };
+}
+
+/** Connects, runs `fn` with a client, and closes: exit 5 when the server cannot be reached. */
+export async function withClient(
+  fn: (client: Client, settings: TemporalSettings) => Promise<number>,
+): Promise<number> {
+  const settings = loadTemporalSettings();
+  const tracingSettings = loadTracingSettings();
+  // With TEMPORAL_API_KEY_FILE every request reads the file's current key: a `--wait` of hours
+  // outlives a rotation.
+  const options = clientConnectionOptions(settings, temporalApiKeySource(settings));
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...options, connectTimeout: 10_000 });
+  } catch (e) {
+    err(`error: cannot reach the Temporal server at ${settings.address}: ${(e as Error).message}`);
+    return ExitCode.Connection;
+  }
+  const tracing = installTracing(tracingSettings, 'agent-job-starter');
+  try {
+    const interceptors = { workflow: tracing.clientInterceptors };
+    return await fn(new Client({ connection, namespace: settings.namespace, interceptors }), settings);
+  } finally {
+    await connection.close();
+    await tracing.shutdown();
+  }
+}
+
+/** Prints the end of a workflow or of a follow-up turn and returns the exit code. */
+async function report(
+  workflowId: string,
+  ui: string | null,
+  json: boolean,
+  outcome: () => Promise<AgentJobResult>,
+): Promise<number> {
+  try {
+    const result = await outcome();
+    // A workflow that ended on a build before `resent` has none.
+    const resent = result.resent ?? 0;
+    if (json) out(jsonText({ workflowId, ui, ...result, resent }));
+    else {
+      out(`final record: ${jsonText(result.job, 2)}`);
+      const prLink =
+        result.prLink === null ? '(none: the agent changed no files)' : terminalText(result.prLink);
+      out(`prLink: ${prLink}`);
+      out(`resent: ${resent}`);
+    }
+    if (resent > 0) err(resentWarning(resent));
+    return ExitCode.Ok;
+  } catch (e) {
+    if (!(e instanceof WorkflowFailedError) && !(e instanceof WorkflowUpdateFailedError)) throw e;
+    const { code, type } = classifyFailure(e);
+    const message = e.cause?.message ?? e.message;
+    const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
+    if (json) out(jsonText({ workflowId, ui, error: { type, message, details } }));
+    else err(`workflow failed (${terminalText(type)}): ${terminalText(message)}`);
+    return code;
+  }
+}
+
+/** The workflow input the start and message commands build from their flags. */
+function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
+  if (!options.project) throw new UsageError('--project is required');
+  const input: AgentJobInput = { projectId: options.project };
+  if (options.prompt !== undefined) input.prompt = options.prompt;
+  if (jobId) input.jobId = jobId;
+  // Durations are checked by the contract's resolveInput, with a message that names the field.
+  if (options.timeout) input.timeout = options.timeout;
+  if (options.pollInterval) input.poll = { initialInterval: options.pollInterval };
+  return input;
+}
+
+/** `start`: starts a workflow (or attaches with --job-id), and with --wait follows it to its end. */
+export async function runStart(options: StartOptions): Promise<number> {
+  if (!options.project) throw new UsageError('--project is required');
+  if (!options.jobId && options.prompt === undefined) throw new UsageError('--prompt is required');
+  // --job-id with --prompt is a follow-up: the same as the message command.
+  if (options.jobId && options.prompt !== undefined) return runMessage(options.jobId, options);
+  const input = inputFrom(options, options.jobId);
+  return withClient(async (client, settings) => {
+    const handle = await startAgentJob(client, input, {
+      key: options.key,
+      taskQueue: options.taskQueue ?? settings.taskQueue,
+      priority: options.priority,
+    });
+    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
+    if (!options.json) {
+      out(`workflow: ${handle.workflowId}`);
+      if (ui) out(`ui:       ${ui}`);
+    }
+    if (!options.wait) {
+      if (options.json) out(JSON.stringify({ workflowId: handle.workflowId, ui }));
+      return ExitCode.Ok;
+    }
+    return report(handle.workflowId, ui, options.json, () =>
+      followAgentJob(handle, (p) => {
+        if (!options.json) out(describeProgress(p));
+      }),
+    );
+  });
+}
+
+/** `message`: sends a follow-up, and with --wait follows its turn to its end. */
+export async function runMessage(jobId: string, options: StartOptions): Promise<number> {
+  if (options.prompt === undefined) throw new UsageError('--prompt is required');
+  const input = inputFrom(options, jobId);
+  return withClient(async (client, settings) => {
+    const followUp = await sendFollowUp(
+      client,
+      { ...input, jobId, prompt: options.prompt as string },
+      {
+        key: options.key,
+        taskQueue: options.taskQueue ?? settings.taskQueue,
+        priority: options.priority,
+      },
+    );
+    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, followUp.workflowId);
+    if (!options.json) {
+      out(`workflow: ${followUp.workflowId}`);
+      out(`follow-up: ${followUp.updateId} (queued behind any turn in progress)`);
+      if (ui) out(`ui:       ${ui}`);
+    }
+    if (!options.wait) {
+      if (options.json)
+        out(JSON.stringify({ workflowId: followUp.workflowId, updateId: followUp.updateId, ui }));
+      return ExitCode.Ok;
+    }
+    return report(followUp.workflowId, ui, options.json, () =>
+      Promise.race([
+        followUp.result(),
+        followAgentJob(followUp.workflow, (p) => {
+          if (!options.json) out(describeProgress(p));
+        }).then(() => followUp.result()),
+      ]),
+    );
+  });
+}
+
+/** `status`: where a workflow stands; a closed one exits as `start --wait` would have. */
+export async function runStatus(workflowId: string, options: { json: boolean }): Promise<number> {
+  return withClient(async (client, settings) => {
+    const handle: AgentJobHandle = client.workflow.getHandle(workflowId);
+    let progress: AgentJobProgress;
+    let closed: string;
+    try {
+      const description = await handle.describe();
+      closed = description.status.name;
+      progress = await handle.query(statusQuery);
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+      err(`error: no workflow ${workflowId} in namespace ${settings.namespace}`);
+      return ExitCode.Usage;
+    }
+    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, workflowId);
+    const record = progress.lastRecord;
+    if (options.json) {
+      out(
+        jsonText({
+          workflowId,
+          ui,
+          workflowStatus: closed,
+          phase: progress.phase,
+          jobId: progress.jobId,
+          jobStatus: record?.status ?? null,
+          polls: progress.polls,
+          turns: progress.turns,
+          prLink: record?.prLink ?? null,
+          nextPollAt: progress.nextPollAt,
+          lastError: progress.lastError,
+          resent: progress.resent,
+        }),
+      );
+    } else {
+      out(`workflow:   ${workflowId} (${closed.toLowerCase()})`);
+      if (ui) out(`ui:         ${ui}`);
+      out(`phase:      ${progress.phase}`);
+      out(`agent job:  ${progress.jobId === null ? '(not created yet)' : terminalText(progress.jobId)}`);
+      out(`job status: ${record ? terminalText(record.status) : '(not read yet)'}`);
+      out(`polls:      ${progress.polls} (turns ${progress.turns})`);
+      out(`prLink:     ${record?.prLink ? terminalText(record.prLink) : '(none yet)'}`);
+      out(`resent:     ${progress.resent}`);
+      if (progress.nextPollAt) out(`next poll:  ${progress.nextPollAt}`);
+      if (progress.lastError) {
+        const { type, message } = progress.lastError;
+        out(`last error: ${terminalText(type)}: ${terminalText(message)}`);
+      }
+    }
+    if (progress.resent > 0) err(resentWarning(progress.resent));
+    // A closed workflow exits as `start --wait` would have.
+    if (closed === 'RUNNING') return ExitCode.Ok;
+    return handle.result().then(
+      () => ExitCode.Ok,
+      (e: unknown) => {
+        if (e instanceof WorkflowFailedError) return classifyFailure(e).code;
+        throw e;
+      },
+    );
+  });
+}
