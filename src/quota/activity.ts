@@ -45,7 +45,7 @@ export interface QuotaTakeInput {
  * `granted` (the use is counted: send), or `off` (the quota is off for this project on this
  * worker: send, nothing was asked). Any other answer throws a non-retryable
  * {@link FailureType.ProjectQuotaQueue} failure, with nothing sent: the workflow then queues
- * (src/workflows/agent-job/api.ts). That covers a busy budget, a quota workflow running code
+ * (src/workflows/agent-job/calls.ts). That covers a busy budget, a quota workflow running code
  * without the take (a rollout from 1.0: the update is rejected as unknown) or continuing as new,
  * too many updates in flight, and any error reaching it: the queue path retries those itself.
  */

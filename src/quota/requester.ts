@@ -46,7 +46,7 @@ export { QUOTA_REASK_MS } from './waiting.js';
 
 /**
  * The longest one create or message attempt takes (its `startToCloseTimeout` in
- * ../workflows/agent-job/api.ts): a call can still reach the API this long after the deadline that bounds
+ * ../workflows/agent-job/calls.ts): a call can still reach the API this long after the deadline that bounds
  * its activity, so a grant is held that long past it (`holdUntil`).
  */
 const CALL_ATTEMPT_MS = 75_000;
@@ -138,7 +138,7 @@ export class ProjectQuotaRequester {
    * Runs `call` within the project's budget. `call(true)` must not retry a 429 itself (the quota
    * decides when: the use goes back to the head of the queue); `call(false)` runs when the worker
    * has the quota off for this project. `refused`: the API refused (429) the use `use.name` took
-   * at once (the fast path, ../workflows/agent-job/api.ts), so this asks again at the head of the queue,
+   * at once (the fast path, ../workflows/agent-job/calls.ts), so this asks again at the head of the queue,
    * under the next name, as after a refused grant.
    */
   async run<T>(
