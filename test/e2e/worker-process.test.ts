@@ -23,7 +23,7 @@ describe('worker process', { concurrency: 3 }, () => {
     [
       'an unreadable key file',
       { AGENT_API_KEY: '', AGENT_API_KEY_FILE: '/nonexistent/key' },
-      /AGENT_API_KEY_FILE: cannot read/,
+      /AGENT_API_KEY_FILE: \/nonexistent\/key: cannot read it/,
     ],
     [
       'a bad concurrency',
