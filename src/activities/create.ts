@@ -31,16 +31,20 @@ export interface CreateAgentJobInput {
   quotaRequestId?: string | null;
 }
 
-/** What the create activity needs. */
-export interface CreateDeps {
-  api: Pick<AgentApiClient, 'createJob'>;
+/** What an activity that sends needs, the create or the follow-up message (./message.ts). */
+export interface SendDeps<Input> {
   /** The ambiguous-call policy's gate (./ambiguous.ts). */
   mayResend: ResendGate;
-  /** Takes the create's use of the project quota when the workflow asked it to: true when it did. */
-  takeQuota: (input: CreateAgentJobInput) => Promise<boolean>;
+  /** Takes the send's use of the project quota when the workflow asked it to: true when it did. */
+  takeQuota: (input: Input) => Promise<boolean>;
   toFailure: ToFailure;
   keys: Pick<KeyAnswers, 'answered'>;
   projectMetrics?: Pick<ProjectMetrics, 'used'>;
+}
+
+/** What the create activity needs. */
+export interface CreateDeps extends SendDeps<CreateAgentJobInput> {
+  api: Pick<AgentApiClient, 'createJob'>;
 }
 
 /** How often a create in flight reports to the server, so a cancellation reaches it. */

@@ -7,11 +7,9 @@ import { withTimeout } from '../agent-api/abort.js';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import { FailureType, type AgentJobRecord } from '../contract.js';
 import { countUnreadableAnswer } from '../observability/activity-metrics.js';
-import type { ProjectMetrics } from '../observability/project-metrics.js';
-import type { ResendGate } from './ambiguous.js';
 import { timeLeftMs, workerStopping } from './attempt.js';
-import { apiFailure, stoppedBeforeSending, type ToFailure } from './failures.js';
-import type { KeyAnswers } from './key-answers.js';
+import type { SendDeps } from './create.js';
+import { apiFailure, stoppedBeforeSending } from './failures.js';
 
 /** Input of the follow-up message activity. */
 export interface SendAgentJobMessageInput {
@@ -26,15 +24,8 @@ export interface SendAgentJobMessageInput {
 }
 
 /** What the message activity needs. */
-export interface MessageDeps {
+export interface MessageDeps extends SendDeps<SendAgentJobMessageInput> {
   api: Pick<AgentApiClient, 'sendMessage' | 'getJob'>;
-  /** The ambiguous-call policy's gate (./ambiguous.ts). */
-  mayResend: ResendGate;
-  /** Takes the message's use of the project quota when the workflow asked it to: true when it did. */
-  takeQuota: (input: SendAgentJobMessageInput) => Promise<boolean>;
-  toFailure: ToFailure;
-  keys: Pick<KeyAnswers, 'answered'>;
-  projectMetrics?: Pick<ProjectMetrics, 'used'>;
 }
 
 /**
