@@ -58,4 +58,4 @@ EXPOSE 8080 9464
 # Slim images have no curl; node's own fetch does the request.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "lib/worker/main.js"]
+CMD ["node", "lib/worker.js"]

@@ -32,7 +32,7 @@ export interface Build {
   dir: string;
   /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
   workerEntry: string;
-  /** This worker's prebuilt workflow bundle, beside its entry where src/worker/main.ts looks for it. */
+  /** This worker's prebuilt workflow bundle, beside its entry (where src/worker/workflow-code.ts looks). */
   workerBundlePath: string;
   /** The baseline entries, emitted as JavaScript. */
   plainLoopEntry: string;
@@ -63,7 +63,7 @@ export async function buildForBench(): Promise<Build> {
       ...workflowBundleOptions(join(ROOT, 'src/workflows/index.ts')),
       logger,
     });
-    // The worker looks for `workflow-bundle.js` beside its own module (src/worker/main.ts, workflowSource()).
+    // The worker looks for `workflow-bundle.js` beside its entry (src/worker/workflow-code.ts, workflowCode()).
     const workerBundlePath = join(dir, 'src/workflow-bundle.js');
     writeFileSync(workerBundlePath, worker.code);
     // The baselines are bundled on the same terms, so (c) stays the floor of this design.
@@ -75,7 +75,7 @@ export async function buildForBench(): Promise<Build> {
     writeFileSync(baselineBundlePath, baselines.code);
     return {
       dir,
-      workerEntry: join(dir, 'src/worker/main.js'),
+      workerEntry: join(dir, 'src/worker.js'),
       workerBundlePath,
       plainLoopEntry: join(dir, 'bench/baselines/plain-loop.js'),
       baselineWorkerEntry: join(dir, 'bench/baselines/worker.js'),

@@ -225,7 +225,7 @@ export async function startBenchEnvironment(
 }
 
 /**
- * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker/main.js`, prebuilt
+ * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker.js`, prebuilt
  * bundle) or the one of the benchmark's own workflows. `overrides` are worker settings such as
  * WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry (the profiler's flags).
  */

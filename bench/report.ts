@@ -605,7 +605,7 @@ function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): 
 
 function startupTable(result: BenchResult, format: Format): string {
   const modes: Array<[StartupMode, string]> = [
-    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker/main.js`)'],
+    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker.js`)'],
     ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
     ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
   ];
@@ -928,7 +928,7 @@ too (at N = 2,000, (b) read a p99 detection of 36.3 s right after (c), 21.4 s on
 own). The repeats of a load point run the implementations in the rows of a balanced Latin square,
 so that none always follows the same one.
 
-- **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
+- **Implementations.** *This worker*: \`src/worker.ts\` emitted to JavaScript in a scratch
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run
   by plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
   loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the

@@ -57,7 +57,7 @@ function demoOptions(): { jobs: number; budget: QuotaLimit | null } {
 const cleanups: Array<() => Promise<void>> = [];
 
 async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const entry = fileURLToPath(new URL('../src/worker/main.ts', import.meta.url));
+  const entry = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -7,9 +7,7 @@
  * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way. One
  * setting is this project's own: TEMPORAL_API_KEY_FILE, a key file re-read when it changes.
  */
-import { readFileSync } from 'node:fs';
-import { loadClientConnectConfig } from '@temporalio/envconfig';
-import type { ClientConnectConfig } from '@temporalio/envconfig';
+import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
 import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
@@ -24,12 +22,12 @@ import {
   type MemoryLimit,
   type MemorySizing,
 } from './worker/memory.js';
-
-/** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
 import type { TracingSettings } from './observability/tracing.js';
+
+/** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
 
 /** A setting is missing or invalid. The message is the one line a person needs. */
 export class ConfigError extends AgentJobError {
@@ -159,27 +157,19 @@ export function workerOptionsFrom(config: WorkerConfig) {
  */
 export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
   const apiKeyFile = text(env, 'TEMPORAL_API_KEY_FILE') ?? null;
-  const overrideEnvVars = definedOnly(env);
-  if (apiKeyFile !== null) {
-    if (text(env, 'TEMPORAL_API_KEY') !== undefined) {
-      throw new ConfigError(
-        'TEMPORAL_API_KEY_FILE',
-        'set TEMPORAL_API_KEY or TEMPORAL_API_KEY_FILE, not both',
-      );
-    }
-    overrideEnvVars.TEMPORAL_API_KEY = temporalKeyFromFile(apiKeyFile);
-  }
+  const overrideEnvVars = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+  if (apiKeyFile !== null && text(env, 'TEMPORAL_API_KEY') !== undefined)
+    throw new ConfigError('TEMPORAL_API_KEY_FILE', 'set TEMPORAL_API_KEY or TEMPORAL_API_KEY_FILE, not both');
+  if (apiKeyFile !== null)
+    overrideEnvVars.TEMPORAL_API_KEY = keyFromFile('TEMPORAL_API_KEY_FILE', apiKeyFile);
   let connect: ClientConnectConfig;
   try {
     connect = loadClientConnectConfig({ overrideEnvVars });
   } catch (err) {
-    throw new ConfigError(
-      'TEMPORAL_*',
-      `cannot load the Temporal connection settings: ${(err as Error).message}`,
-      {
-        cause: err,
-      },
-    );
+    const why = `cannot load the Temporal connection settings: ${(err as Error).message}`;
+    throw new ConfigError('TEMPORAL_*', why, { cause: err });
   }
   const address = connect.connectionOptions.address ?? 'localhost:7233';
   connect.connectionOptions.address = address;
@@ -190,16 +180,14 @@ export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
 }
 
 /**
- * The key in TEMPORAL_API_KEY_FILE now, by the rules the worker re-reads it with (visible ASCII,
- * trimmed). The error names the file and why, never the content.
+ * The key in a key file now (TEMPORAL_API_KEY_FILE, AGENT_API_KEY_FILE), by the rules the worker
+ * re-reads it with (visible ASCII, trimmed). The error names the file and why, never the content.
  */
-function temporalKeyFromFile(path: string): string {
+function keyFromFile(setting: string, path: string): string {
   try {
     return new FileApiKey(path).current();
   } catch (err) {
-    if (err instanceof ApiKeyFileError) {
-      throw new ConfigError('TEMPORAL_API_KEY_FILE', err.message, { cause: err });
-    }
+    if (err instanceof ApiKeyFileError) throw new ConfigError(setting, err.message, { cause: err });
     throw err;
   }
 }
@@ -207,19 +195,15 @@ function temporalKeyFromFile(path: string): string {
 /** The dev server serves its UI on the gRPC port + 1000; other servers need TEMPORAL_UI_URL. */
 function defaultUiUrl(address: string): string | null {
   const match = /^(localhost|127\.0\.0\.1):(\d+)$/.exec(address);
-  if (!match) return null;
-  return `http://${match[1]}:${Number(match[2]) + 1000}`;
+  return match ? `http://${match[1]}:${Number(match[2]) + 1000}` : null;
 }
 
 /** Loads the Agent Job API settings. */
 export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
   const baseUrl = url(env, 'AGENT_API_BASE_URL');
-  if (!baseUrl) {
-    throw new ConfigError(
-      'AGENT_API_BASE_URL',
-      'is required (the live service is https://api.mintlify.com; `npm run simulator` serves http://127.0.0.1:8787)',
-    );
-  }
+  const where =
+    'the live service is https://api.mintlify.com; `npm run simulator` serves http://127.0.0.1:8787';
+  if (!baseUrl) throw new ConfigError('AGENT_API_BASE_URL', `is required (${where})`);
   refuseCleartextKey(env, baseUrl);
   try {
     checkProxyEnv(env);
@@ -228,35 +212,15 @@ export function loadAgentApiSettings(env: Env = process.env): AgentApiSettings {
     throw new ConfigError('HTTPS_PROXY/HTTP_PROXY', (err as Error).message, { cause: err });
   }
   const direct = env.AGENT_API_KEY;
-  const file = text(env, 'AGENT_API_KEY_FILE');
+  const file = text(env, 'AGENT_API_KEY_FILE') ?? null;
   if (direct && file)
     throw new ConfigError('AGENT_API_KEY', 'set AGENT_API_KEY or AGENT_API_KEY_FILE, not both');
-  let apiKey: string;
-  if (file) {
-    try {
-      apiKey = readFileSync(file, 'utf8').trim();
-    } catch (err) {
-      throw new ConfigError(
-        'AGENT_API_KEY_FILE',
-        `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
-        {
-          cause: err,
-        },
-      );
-    }
-    if (!apiKey) throw new ConfigError('AGENT_API_KEY_FILE', `${file} is empty`);
-  } else {
-    apiKey = (direct ?? '').trim();
-    if (!apiKey)
-      throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
-  }
-  if (/\s/.test(apiKey))
-    throw new ConfigError(file ? 'AGENT_API_KEY_FILE' : 'AGENT_API_KEY', 'must not contain white space');
-  const policy = text(env, 'AGENT_API_AMBIGUOUS_CREATE') ?? 'retry';
-  if (policy !== 'retry' && policy !== 'fail') {
-    throw new ConfigError('AGENT_API_AMBIGUOUS_CREATE', `must be "retry" or "fail", not "${policy}"`);
-  }
-  return { baseUrl, apiKey, apiKeyFile: file ?? null, ambiguousCreatePolicy: policy };
+  const apiKey = file === null ? (direct ?? '').trim() : keyFromFile('AGENT_API_KEY_FILE', file);
+  if (!apiKey)
+    throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
+  if (/\s/.test(apiKey)) throw new ConfigError('AGENT_API_KEY', 'must not contain white space');
+  const ambiguousCreatePolicy = setting(env, 'AGENT_API_AMBIGUOUS_CREATE', 'retry', oneOf('retry', 'fail'));
+  return { baseUrl, apiKey, apiKeyFile: file, ambiguousCreatePolicy };
 }
 
 /**
@@ -269,36 +233,30 @@ export function loadWorkerConfig(
 ): WorkerConfig {
   const agentApi = loadAgentApiSettings(env);
   const temporal = loadTemporalSettings(env);
-  const logLevel = (text(env, 'LOG_LEVEL') ?? 'INFO').toUpperCase();
-  if (!['DEBUG', 'INFO', 'WARN', 'ERROR'].includes(logLevel)) {
-    throw new ConfigError('LOG_LEVEL', `must be DEBUG, INFO, WARN or ERROR, not "${logLevel}"`);
-  }
-  // Loopback by default: health and metrics have no auth. Deployments whose probes or scrapers
-  // come from outside the process's host set 0.0.0.0 (deploy/k8s, docker-compose.yml).
-  const metrics = text(env, 'METRICS_ADDRESS') ?? '127.0.0.1:9464';
-  const explicitCache = text(env, 'WORKER_MAX_CACHED_WORKFLOWS');
   const memory = sizeForMemory({
-    limit: memoryLimit(env) ?? containerLimit(),
-    explicitCache:
-      explicitCache === undefined
-        ? undefined
-        : int(env, 'WORKER_MAX_CACHED_WORKFLOWS', DEFAULT_MAX_CACHED_WORKFLOWS, 0),
+    limit: setting(env, 'WORKER_MEMORY_LIMIT', null, MEMORY_LIMIT) ?? containerLimit(),
+    explicitCache: setting(env, 'WORKER_MAX_CACHED_WORKFLOWS', undefined, wholeNumber(0)),
     fallbackCache: DEFAULT_MAX_CACHED_WORKFLOWS,
   });
   const versioning = loadVersioningSettings(env);
   return {
     temporal,
     agentApi,
-    maxConcurrentActivities: int(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 200, 1),
-    maxConcurrentWorkflowTasks: int(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 100, 2),
+    maxConcurrentActivities: setting(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 200, wholeNumber(1)),
+    maxConcurrentWorkflowTasks: setting(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 100, wholeNumber(2)),
     maxCachedWorkflows: memory.maxCachedWorkflows,
     memory,
-    activitiesPerSecond: optionalNumber(env, 'WORKER_ACTIVITIES_PER_SECOND'),
-    shutdownGraceMs: duration(env, 'WORKER_SHUTDOWN_GRACE', 30_000),
-    healthAddress: hostPort(env, 'HEALTH_ADDRESS', '127.0.0.1:8080'),
-    metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
-    metricsMaxProjects: int(env, 'METRICS_MAX_PROJECTS', 100, 1),
-    logLevel: logLevel as WorkerConfig['logLevel'],
+    activitiesPerSecond: setting(env, 'WORKER_ACTIVITIES_PER_SECOND', undefined, POSITIVE),
+    shutdownGraceMs: setting(env, 'WORKER_SHUTDOWN_GRACE', 30_000, DURATION),
+    // Loopback by default: health and metrics have no auth. Deployments whose probes or scrapers
+    // come from outside the process's host set 0.0.0.0 (deploy/k8s, docker-compose.yml).
+    healthAddress: setting(env, 'HEALTH_ADDRESS', { host: '127.0.0.1', port: 8080 }, HOST_PORT),
+    metricsBindAddress: setting(env, 'METRICS_ADDRESS', '127.0.0.1:9464', {
+      parse: (value) => (value === 'off' ? null : HOST_PORT.parse(value) && value),
+      mustBe: 'host:port or off',
+    }),
+    metricsMaxProjects: setting(env, 'METRICS_MAX_PROJECTS', 100, wholeNumber(1)),
+    logLevel: setting(env, 'LOG_LEVEL', 'INFO', oneOf('DEBUG', 'INFO', 'WARN', 'ERROR')),
     // A versioned worker's quota workflows follow the current version (src/quota/workflow.ts).
     projectQuota: { ...loadProjectQuotaSettings(env), followsRollouts: versioning.enabled },
     versioning,
@@ -314,12 +272,9 @@ export function loadWorkerConfig(
 export function loadTracingSettings(env: Env = process.env): TracingSettings {
   const off: TracingSettings = { exporter: null, endpoint: null };
   if (text(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return off;
-  const exporter = (text(env, 'OTEL_TRACES_EXPORTER') ?? 'otlp').toLowerCase();
+  const exporter = setting(env, 'OTEL_TRACES_EXPORTER', 'otlp', oneOf('otlp', 'console', 'none'));
   if (exporter === 'none') return off;
   if (exporter === 'console') return { exporter: 'console', endpoint: null };
-  if (exporter !== 'otlp') {
-    throw new ConfigError('OTEL_TRACES_EXPORTER', `must be "otlp", "console" or "none", not "${exporter}"`);
-  }
   const endpointName = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
     ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
     : 'OTEL_EXPORTER_OTLP_ENDPOINT';
@@ -354,50 +309,34 @@ export function loadVersioningSettings(env: Env = process.env): VersioningSettin
   // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
   // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
   // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
-  const mode = (text(env, 'TEMPORAL_WORKER_VERSIONING') ?? 'off').toLowerCase();
-  if (mode !== 'on' && mode !== 'off') {
-    throw new ConfigError('TEMPORAL_WORKER_VERSIONING', `must be "on" or "off", not "${mode}"`);
-  }
-  const deploymentName = versionField(env, 'TEMPORAL_DEPLOYMENT_NAME') ?? DEFAULT_DEPLOYMENT_NAME;
-  if (/[.:]/.test(deploymentName)) {
-    throw new ConfigError(
-      'TEMPORAL_DEPLOYMENT_NAME',
-      `must not contain "." or ":" (the server joins name and build ID with them), not "${deploymentName}"`,
-    );
-  }
+  const mode = setting(env, 'TEMPORAL_WORKER_VERSIONING', 'off', oneOf('on', 'off'));
   return {
     enabled: mode === 'on',
-    deploymentName,
-    buildIdOverride: versionField(env, 'TEMPORAL_WORKER_BUILD_ID') ?? null,
+    deploymentName: setting(env, 'TEMPORAL_DEPLOYMENT_NAME', DEFAULT_DEPLOYMENT_NAME, DEPLOYMENT_NAME),
+    buildIdOverride: setting(env, 'TEMPORAL_WORKER_BUILD_ID', null, VERSION_FIELD),
   };
 }
 
-function versionField(env: Env, name: string): string | undefined {
-  const value = text(env, name);
-  if (value === undefined) return undefined;
-  if (value.startsWith('__')) throw new ConfigError(name, `must not start with "__", not "${value}"`);
-  if (value.length > MAX_VERSION_FIELD_LENGTH || /\s/.test(value)) {
-    throw new ConfigError(
-      name,
-      `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not "${value}"`,
-    );
-  }
-  return value;
-}
+/** A build ID or deployment name. */
+const VERSION_FIELD: Kind<string> = {
+  parse: (value) =>
+    value.length <= MAX_VERSION_FIELD_LENGTH && /^(?!__)\S+$/.test(value) ? value : undefined,
+  mustBe: `at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not starting with "__"`,
+};
+
+const DEPLOYMENT_NAME: Kind<string> = {
+  parse: (value) => (/[.:]/.test(value) ? undefined : VERSION_FIELD.parse(value)),
+  mustBe: `${VERSION_FIELD.mustBe}, without "." or ":" (the server joins name and build ID with them)`,
+};
 
 /** WORKER_MEMORY_LIMIT, a quantity such as `1Gi`, for a limit the cgroup does not show. */
-function memoryLimit(env: Env): MemoryLimit | null {
-  const value = text(env, 'WORKER_MEMORY_LIMIT');
-  if (value === undefined) return null;
-  const bytes = parseMemoryQuantity(value);
-  if (bytes === null) {
-    throw new ConfigError(
-      'WORKER_MEMORY_LIMIT',
-      `must be a memory size such as 1Gi or 1536Mi, not "${value}"`,
-    );
-  }
-  return { bytes, source: 'WORKER_MEMORY_LIMIT' };
-}
+const MEMORY_LIMIT: Kind<MemoryLimit> = {
+  parse: (value) => {
+    const bytes = parseMemoryQuantity(value);
+    return bytes === null ? undefined : { bytes, source: 'WORKER_MEMORY_LIMIT' };
+  },
+  mustBe: 'a memory size such as 1Gi or 1536Mi',
+};
 
 /** Loads AGENT_API_PROJECT_QUOTA (default 100/1h), its per-project overrides and the grant lease. */
 export function loadProjectQuotaSettings(env: Env = process.env): ProjectQuotaSettings {
@@ -418,12 +357,6 @@ export function loadProjectQuotaSettings(env: Env = process.env): ProjectQuotaSe
     if (err instanceof QuotaSettingError) throw new ConfigError(err.setting, err.message, { cause: err });
     throw err;
   }
-}
-
-function definedOnly(env: Env): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(env)) if (value !== undefined) out[key] = value;
-  return out;
 }
 
 function text(env: Env, name: string): string | undefined {
@@ -454,10 +387,7 @@ function url(env: Env, name: string): string | undefined {
  * it on purpose, for a simulator on a trusted network (docker-compose.yml).
  */
 function refuseCleartextKey(env: Env, baseUrl: string): void {
-  const allow = (text(env, 'AGENT_API_ALLOW_INSECURE_HTTP') ?? 'false').toLowerCase();
-  if (allow !== 'true' && allow !== 'false') {
-    throw new ConfigError('AGENT_API_ALLOW_INSECURE_HTTP', `must be "true" or "false", not "${allow}"`);
-  }
+  const allow = setting(env, 'AGENT_API_ALLOW_INSECURE_HTTP', 'false', oneOf('true', 'false'));
   const url = new URL(baseUrl);
   if (url.protocol !== 'http:' || allow === 'true' || isLoopbackHost(url.hostname)) return;
   throw new ConfigError(
@@ -466,36 +396,58 @@ function refuseCleartextKey(env: Env, baseUrl: string): void {
   );
 }
 
-function int(env: Env, name: string, fallback: number, min: number): number {
+/** A kind of setting: how its text is read (undefined when it is not one), and what it must be. */
+interface Kind<T> {
+  parse(value: string): T | undefined;
+  mustBe: string;
+}
+
+/**
+ * The one way a setting is read: absent or blank, `fallback`; else what its `kind` makes of it, or a
+ * {@link ConfigError} saying what it must be.
+ */
+function setting<T, F>(env: Env, name: string, fallback: F, kind: Kind<T>): T | F {
   const value = text(env, name);
   if (value === undefined) return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min)
-    throw new ConfigError(name, `must be a whole number of at least ${min}, not "${value}"`);
+  const parsed = kind.parse(value);
+  if (parsed === undefined) throw new ConfigError(name, `must be ${kind.mustBe}, not "${value}"`);
   return parsed;
 }
 
-function optionalNumber(env: Env, name: string): number | undefined {
-  const value = text(env, name);
-  if (value === undefined) return undefined;
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0)
-    throw new ConfigError(name, `must be a positive number, not "${value}"`);
-  return parsed;
+/** One of `options`, in any case. */
+function oneOf<const T extends string>(...options: T[]): Kind<T> {
+  const quoted = options.map((option) => `"${option}"`);
+  return {
+    parse: (value) => options.find((option) => option.toLowerCase() === value.toLowerCase()),
+    mustBe: `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`,
+  };
 }
 
-function duration(env: Env, name: string, fallback: number): number {
-  const value = text(env, name);
-  if (value === undefined) return fallback;
-  const ms = durationMs(/^\d+$/.test(value) ? Number(value) : value);
-  if (ms === undefined || ms < 0) throw new ConfigError(name, `"${value}" is not a duration such as "30s"`);
-  return ms;
+/** A number that passes `ok`. */
+function numeric(ok: (n: number) => boolean, mustBe: string): Kind<number> {
+  return { parse: (value) => (ok(Number(value)) ? Number(value) : undefined), mustBe };
 }
 
-function hostPort(env: Env, name: string, fallback: string): { host: string; port: number } {
-  const value = text(env, name) ?? fallback;
-  const match = /^(.*):(\d+)$/.exec(value);
-  const port = match ? Number(match[2]) : NaN;
-  if (!match || !match[1] || port > 65_535) throw new ConfigError(name, `must be host:port, not "${value}"`);
-  return { host: match[1], port };
-}
+/** A whole number of at least `min`. */
+const wholeNumber = (min: number) =>
+  numeric((n) => Number.isInteger(n) && n >= min, `a whole number of at least ${min}`);
+
+const POSITIVE = numeric((n) => Number.isFinite(n) && n > 0, 'a positive number');
+
+/** Milliseconds, from a plain number of them or a duration such as `30s`. */
+const DURATION: Kind<number> = {
+  parse: (value) => {
+    const ms = durationMs(/^\d+$/.test(value) ? Number(value) : value);
+    return ms !== undefined && ms >= 0 ? ms : undefined;
+  },
+  mustBe: 'a duration such as "30s"',
+};
+
+const HOST_PORT: Kind<{ host: string; port: number }> = {
+  parse: (value) => {
+    const match = /^(.*):(\d+)$/.exec(value);
+    const port = match ? Number(match[2]) : NaN;
+    return match?.[1] && port <= 65_535 ? { host: match[1], port } : undefined;
+  },
+  mustBe: 'host:port',
+};

@@ -98,6 +98,27 @@ test('AGENT_API_KEY_FILE reads a mounted secret, trimmed', () => {
   assert.equal(config.agentApi.apiKey, 'mint_from_file');
 });
 
+test('AGENT_API_KEY_FILE is read by the rules the worker re-reads it with: an empty or malformed file is refused, naming it', () => {
+  const empty = join(dir, 'agent-empty-key');
+  writeFileSync(empty, ' \n');
+  const malformed = join(dir, 'agent-malformed-key');
+  writeFileSync(malformed, 'secret_one secret_two');
+  for (const [file, pattern] of [
+    [empty, /agent-empty-key: it is empty$/],
+    [malformed, /agent-malformed-key: the key must be visible ASCII/],
+  ] as const) {
+    assert.throws(
+      () => loadWorkerConfig({ ...base, AGENT_API_KEY: undefined, AGENT_API_KEY_FILE: file }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.setting === 'AGENT_API_KEY_FILE' &&
+        pattern.test(err.message) &&
+        !err.message.includes('secret_'),
+      file,
+    );
+  }
+});
+
 test('TEMPORAL_API_KEY_FILE gives the connection the file\u2019s key, as TEMPORAL_API_KEY would (TLS on)', () => {
   const file = join(dir, 'temporal-key');
   writeFileSync(file, 'temporal_from_file\n');

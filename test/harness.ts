@@ -412,7 +412,7 @@ export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv):
   };
 }
 
-/** The environment of a worker process (`src/worker/main.ts`) for the suite's server and a simulator. */
+/** The environment of a worker process (`src/worker.ts`) for the suite's server and a simulator. */
 export interface WorkerProcessEnv {
   vars: NodeJS.ProcessEnv;
   taskQueue: string;
@@ -450,14 +450,14 @@ export async function workerProcessEnv(
 }
 
 /**
- * Spawns a worker process (`src/worker/main.ts` unless `script` says otherwise) with `worker`'s
+ * Spawns a worker process (`src/worker.ts` unless `script` says otherwise) with `worker`'s
  * environment and waits until its /readyz answers 200.
  */
 export async function startWorkerProcess(
   worker: Pick<WorkerProcessEnv, 'vars' | 'healthPort'>,
   options: { what?: string; timeoutMs?: number; script?: string } = {},
 ): Promise<TestProcess> {
-  const child = spawnTs(options.script ?? 'src/worker/main.ts', [], worker.vars);
+  const child = spawnTs(options.script ?? 'src/worker.ts', [], worker.vars);
   await waitFor(
     async () => (await fetch(`http://127.0.0.1:${worker.healthPort}/readyz`).catch(() => null))?.ok,
     {

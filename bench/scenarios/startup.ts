@@ -3,8 +3,8 @@
  * workflow that attaches to an existing agent job (it polls at once, with no create and no wait) is
  * started before the worker, so the first GET the simulator sees is the worker's first poll.
  *
- * Two ways to start, as people run the worker: `node lib/worker/main.js` beside the prebuilt bundle
- * (the image; here the scratch build), and `npm run worker`, i.e. `node --import tsx src/worker/main.ts`,
+ * Two ways to start, as people run the worker: `node lib/worker.js` beside the prebuilt bundle
+ * (the image; here the scratch build), and `npm run worker`, i.e. `node --import tsx src/worker.ts`,
  * which bundles the workflow code with webpack at every start.
  */
 import { randomUUID } from 'node:crypto';
@@ -59,7 +59,7 @@ export async function runStartup(
       const proc =
         mode === 'prebuilt-bundle'
           ? spawnMeasured([env.build.workerEntry], workerEnv)
-          : spawnMeasured(['--import', 'tsx', 'src/worker/main.ts'], workerEnv);
+          : spawnMeasured(['--import', 'tsx', 'src/worker.ts'], workerEnv);
       try {
         const running = await proc.waitForLine('worker running', 120_000);
         if (running.line.workflowCode !== mode) {

@@ -147,7 +147,7 @@ function makeNextBuild(): string {
       '',
     ].join('\n'),
   );
-  return join(dir, 'src/worker/main.ts');
+  return join(dir, 'src/worker.ts');
 }
 
 /** Starts `script` as a versioned worker with the quota on, and reads the build ID from its start line. */
@@ -247,7 +247,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
 
   const [a, b, c] = await Promise.all([
     startVersionWorker(env, api, makeRelease10(), { taskQueue, deploymentName }),
-    startVersionWorker(env, api, 'src/worker/main.ts', { taskQueue, deploymentName }),
+    startVersionWorker(env, api, 'src/worker.ts', { taskQueue, deploymentName }),
     startVersionWorker(env, api, makeNextBuild(), { taskQueue, deploymentName }),
   ]);
   // B runs this checkout's sources: its ID is the one `npm run build` gives the same bundle.

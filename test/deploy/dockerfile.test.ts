@@ -236,7 +236,7 @@ describe('Dockerfile', () => {
   });
 
   for (const [target, entry] of [
-    ['worker', 'lib/worker/main.js'],
+    ['worker', 'lib/worker.js'],
     ['simulator', 'lib/simulator/main.js'],
   ] as const) {
     test(`the ${target} image starts node itself (PID 1, exec form, not npm) on ${entry}`, () => {

@@ -64,7 +64,7 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export on
   const receiver = await startReceiver();
   const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100' };
   const traced = await workerEnv(otel);
-  const worker = spawnTs('src/worker/main.ts', [], traced.vars);
+  const worker = spawnTs('src/worker.ts', [], traced.vars);
   await worker.waitForOutput(/worker running/, 'the traced worker to run');
   assert.match(worker.stdout() + worker.stderr(), new RegExp(`"tracing":"${receiver.url}"`));
 
@@ -104,7 +104,7 @@ test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export on
   assert.equal(await worker.exited, 0, worker.stderr());
   const before = receiver.bodies.length;
   const untraced = await workerEnv({ ...otel, OTEL_SDK_DISABLED: 'true' });
-  const quiet = spawnTs('src/worker/main.ts', [], untraced.vars);
+  const quiet = spawnTs('src/worker.ts', [], untraced.vars);
   await quiet.waitForOutput(/worker running/, 'the untraced worker to run');
   assert.match(quiet.stdout() + quiet.stderr(), /"tracing":"off"/);
   const quietProject = uniqueId('otlp-off');

@@ -1,5 +1,5 @@
 /**
- * The worker as a real process (`src/worker/main.ts`): configuration errors, health and metrics
+ * The worker as a real process (`src/worker.ts`): configuration errors, health and metrics
  * endpoints, and a graceful drain on SIGTERM while an activity is in flight.
  */
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ describe('worker process', { concurrency: 3 }, () => {
     [
       'an unreadable key file',
       { AGENT_API_KEY: '', AGENT_API_KEY_FILE: '/nonexistent/key' },
-      /AGENT_API_KEY_FILE: cannot read/,
+      /AGENT_API_KEY_FILE: \/nonexistent\/key: cannot read it/,
     ],
     [
       'a bad concurrency',
@@ -50,7 +50,7 @@ describe('worker process', { concurrency: 3 }, () => {
     test(`refuses ${name} with one clear line and exit code 2, before connecting`, async () => {
       // An address nothing listens on: the process must stop before it tries to connect.
       const { vars } = await workerEnv({ TEMPORAL_ADDRESS: '127.0.0.1:1', ...overrides });
-      const worker = spawnTs('src/worker/main.ts', [], vars);
+      const worker = spawnTs('src/worker.ts', [], vars);
       assert.equal(await worker.exited, 2);
       const lines = worker.stderr().trim().split('\n');
       assert.equal(lines.length, 1, `one line, got:\n${worker.stderr()}`);
@@ -63,7 +63,7 @@ describe('worker process', { concurrency: 3 }, () => {
 
   test('serves health and metrics, runs a job, and drains an in-flight activity on SIGTERM, exiting 0', async () => {
     const { vars, taskQueue, healthPort, metricsPort } = await workerEnv();
-    const worker = spawnTs('src/worker/main.ts', [], vars);
+    const worker = spawnTs('src/worker.ts', [], vars);
     await worker.waitForOutput(/"worker running"/, 'the worker to run');
     const ready = await fetch(`http://127.0.0.1:${healthPort}/readyz`);
     assert.equal(ready.status, 200);
@@ -124,7 +124,7 @@ describe('worker process', { concurrency: 3 }, () => {
 
   test('an outage in the log: its start and its end, not a line per failed attempt', async () => {
     const { vars, taskQueue } = await workerEnv();
-    const worker = spawnTs('src/worker/main.ts', [], vars);
+    const worker = spawnTs('src/worker.ts', [], vars);
     await worker.waitForOutput(/"worker running"/, 'the worker to run');
     const projectId = uniqueId('docs');
     // A Retry-After past the longest poll wait comes back to the workflow, which waits it on its own

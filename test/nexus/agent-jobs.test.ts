@@ -1,6 +1,6 @@
 /**
  * The `agent-jobs` Nexus service across two namespaces on the suite's dev server: the worker
- * process (`src/worker/main.ts`) serves it in the handler namespace, an endpoint made through the
+ * process (`src/worker.ts`) serves it in the handler namespace, an endpoint made through the
  * operator API routes to its task queue, and the example caller workflow
  * (examples/nexus-caller/workflows.ts) runs in a namespace of its own, made the same way.
  */
@@ -31,7 +31,7 @@ let endpoint: string;
 before(async () => {
   // The handler side: the worker process as deployed, which registers the service itself.
   const worker = await world.workerEnv();
-  const handler = spawnTs('src/worker/main.ts', [], worker.vars);
+  const handler = spawnTs('src/worker.ts', [], worker.vars);
   await handler.waitForOutput(/worker running/, 'the handler worker to run', 60_000);
 
   // The caller's namespace and the endpoint, made through the operator API as an operator would

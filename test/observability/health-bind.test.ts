@@ -17,7 +17,7 @@ test('a health port already in use: exit 1 with the bind error, naming HEALTH_AD
   const address = squatter.address();
   assert.ok(address !== null && typeof address === 'object');
   const { vars } = await workerEnv({ HEALTH_ADDRESS: `127.0.0.1:${address.port}` });
-  const worker = spawnTs('src/worker/main.ts', [], vars);
+  const worker = spawnTs('src/worker.ts', [], vars);
   assert.equal(await worker.exited, 1, worker.stdout() + worker.stderr());
   const output = worker.stdout() + worker.stderr();
   assert.match(worker.stderr(), /EADDRINUSE/);

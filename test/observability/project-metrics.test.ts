@@ -118,7 +118,7 @@ test('per-project metrics: outcomes, time to PR, uses against the budget, 429s, 
     AGENT_API_PROJECT_QUOTA: '2/3s',
     METRICS_MAX_PROJECTS: '2',
   });
-  const worker = spawnTs('src/worker/main.ts', [], vars);
+  const worker = spawnTs('src/worker.ts', [], vars);
   await worker.waitForOutput(/worker running/, 'the worker to run');
   const prometheus = await startPrometheus(`127.0.0.1:${metricsPort}`);
 

@@ -1,69 +1,32 @@
 /**
- * The worker process (`npm run worker`, or `node lib/worker/main.js` in the image): reads its
+ * The worker process (`npm run worker`, or `node lib/worker.js` in the image): reads its
  * configuration, installs the runtime (JSON logs, Prometheus metrics, shutdown signals), serves
- * health, and runs until SIGTERM or SIGINT, then drains and exits 0.
+ * health, and runs until SIGTERM or SIGINT, then drains and exits 0. Its pieces are in src/worker/.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import type { Logger } from '@temporalio/common';
-import {
-  bundleWorkflowCode,
-  NativeConnection,
-  Runtime,
-  Worker,
-  type WorkflowBundleOption,
-} from '@temporalio/worker';
-import { createActivities } from '../activities/index.js';
-import { workflowBundleOptions } from './bundle-options.js';
-import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from '../agent-api/index.js';
-import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from '../config.js';
-import { startHealthServer } from '../observability/health.js';
-import { applyWorkflowHeap } from './memory.js';
-import { agentJobsServiceHandler } from '../nexus/handler.js';
-import { formatQuotaLimit } from '../quota/settings.js';
-import { createJsonLogger, formatLogLine, logKeyFileEvents } from '../observability/logger.js';
-import { installTracing } from '../observability/tracing.js';
-import { PROJECT_HISTOGRAM_BUCKETS, ProjectMetrics } from '../observability/project-metrics.js';
-import { buildIdOf, workerDeploymentOptions } from './version.js';
-import { followApiKey, temporalApiKeySource, type ApiKeyFollower } from '../temporal-api-key.js';
+import { Runtime, Worker } from '@temporalio/worker';
+import { createActivities } from './activities/index.js';
+import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
+import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
+import { agentJobsServiceHandler } from './nexus/handler.js';
+import { startHealthServer } from './observability/health.js';
+import { formatLogLine, logKeyFileEvents } from './observability/logger.js';
+import { ProjectMetrics } from './observability/project-metrics.js';
+import { installTracing } from './observability/tracing.js';
+import { formatQuotaLimit } from './quota/settings.js';
+import { temporalApiKeySource } from './temporal-api-key.js';
+import { applyWorkflowHeap } from './worker/memory.js';
+import { installRuntime } from './worker/runtime.js';
+import { connectTemporal } from './worker/temporal-connection.js';
+import { workerDeploymentOptions } from './worker/version.js';
+import { workflowCode } from './worker/workflow-code.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
 
-/** The workflow code the worker runs, and the build ID derived from it (src/worker/version.ts). */
-interface WorkflowCode {
-  workflowBundle: WorkflowBundleOption;
-  buildId: string;
-  /** Where it came from, for the start log line (and bench/scenarios/startup.ts). */
-  mode: 'prebuilt-bundle' | 'workflowsPath';
-}
-
-/**
- * The bundle prebuilt by `npm run build` (lib/workflow-bundle.js), else one bundled from the sources now,
- * with the options and so the build ID `npm run build` gives the same sources. The worker bundles
- * them itself rather than through `workflowsPath`, so that it can hash what it runs.
- */
-async function workflowCode(logger: Logger): Promise<WorkflowCode> {
-  const prebuilt = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
-  if (existsSync(prebuilt)) {
-    return {
-      workflowBundle: { codePath: prebuilt },
-      buildId: buildIdOf(readFileSync(prebuilt, 'utf8')),
-      mode: 'prebuilt-bundle',
-    };
-  }
-  const ext = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions(fileURLToPath(new URL(`../workflows/index.${ext}`, import.meta.url))),
-    logger,
-  });
-  return { workflowBundle: { code }, buildId: buildIdOf(code), mode: 'workflowsPath' };
-}
-
 /** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */
 function apiKeySource(
   config: WorkerConfig,
-  logger: ReturnType<typeof createJsonLogger>,
+  logger: ReturnType<typeof installRuntime>,
 ): string | ApiKeySource {
   const file = config.agentApi.apiKeyFile;
   if (file === null) return config.agentApi.apiKey;
@@ -71,59 +34,23 @@ function apiKeySource(
   return new FileApiKey(file, { onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key') });
 }
 
-/**
- * Connects to Temporal. With TEMPORAL_API_KEY_FILE the connection is opened with the file's key
- * and follows the file: `NativeConnection` takes a new key only through `setApiKey`, which the
- * follower calls when the key changed; it is stopped before the connection closes.
- */
-async function connectTemporal(
-  config: WorkerConfig,
-  logger: ReturnType<typeof createJsonLogger>,
-): Promise<{ connection: NativeConnection; follower: ApiKeyFollower | null }> {
-  const options = config.temporal.connect.connectionOptions;
-  const source = temporalApiKeySource(
-    config.temporal,
-    logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
-  );
-  if (source === null) return { connection: await NativeConnection.connect(options), follower: null };
-  const key = source.current();
-  const connection = await NativeConnection.connect({ ...options, apiKey: key });
-  const follower = followApiKey(source, connection, key, {
-    onError: (err) =>
-      logger.warn('could not give the Temporal connection the new key; trying again at the next check', {
-        error: err instanceof Error ? err.message : String(err),
-      }),
-  });
-  return { connection, follower };
-}
-
+/** Wires the worker from `config` and runs it until a shutdown signal has drained it. */
 async function run(config: WorkerConfig): Promise<void> {
-  const logger = createJsonLogger(config.logLevel);
-  Runtime.install({
-    logger,
-    telemetryOptions: {
-      // The SDK core's own log lines go through the JSON logger too, instead of to the console.
-      logging: { forward: {} },
-      metrics: config.metricsBindAddress
-        ? {
-            prometheus: {
-              bindAddress: config.metricsBindAddress,
-              countersTotalSuffix: true,
-              histogramBucketOverrides: PROJECT_HISTOGRAM_BUCKETS,
-            },
-          }
-        : undefined,
-    },
-    // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
-    shutdownSignals: ['SIGINT', 'SIGTERM'],
-  });
+  const logger = installRuntime(config.logLevel, config.metricsBindAddress);
   const tracing = installTracing(config.tracing, 'agent-job-worker');
   const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
   const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
-  const { connection, follower } = await connectTemporal(config, logger);
+  const { connection, follower } = await connectTemporal(
+    config.temporal.connect.connectionOptions,
+    temporalApiKeySource(
+      config.temporal,
+      logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
+    ),
+    logger,
+  );
   try {
     const api = new AgentApiClient({
       baseUrl: config.agentApi.baseUrl,

@@ -1,0 +1,119 @@
+/**
+ * The create activity: makes the agent job, at most once per attempt that may reach the API, and
+ * records a job that was made even when the workflow is being cancelled.
+ */
+import { cancellationSignal, heartbeat, log } from '@temporalio/activity';
+import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
+import type { AgentJobRecord } from '../contract.js';
+import { countCreated, countUnreadableAnswer } from '../observability/activity-metrics.js';
+import type { ProjectMetrics } from '../observability/project-metrics.js';
+import type { ResendGate } from './ambiguous.js';
+import { workerStopping } from './attempt.js';
+import { stoppedBeforeSending, type ToFailure } from './failures.js';
+import type { KeyAnswers } from './key-answers.js';
+
+/** Input of the create activity. The key is derived from the workflow ID by the workflow. */
+export interface CreateAgentJobInput {
+  projectId: string;
+  prompt: string;
+  idempotencyKey: string;
+  /**
+   * Set by the workflow when an earlier attempt of this call may have reached the API (it timed
+   * out, its worker died, its answer was lost): why. The ambiguous-call policy then decides whether
+   * this attempt may send at all. Absent or null: no earlier attempt could have been applied.
+   */
+  uncertain?: string | null;
+  /**
+   * Set by the workflow when the call is to take its use of the project quota itself, just before
+   * it sends (the fast path): the request ID of that use. Absent or null: the workflow holds a
+   * grant from the quota's queue already, or runs code from before the take.
+   */
+  quotaRequestId?: string | null;
+}
+
+/** What an activity that sends needs, the create or the follow-up message (./message.ts). */
+export interface SendDeps<Input> {
+  /** The ambiguous-call policy's gate (./ambiguous.ts). */
+  mayResend: ResendGate;
+  /** Takes the send's use of the project quota when the workflow asked it to: true when it did. */
+  takeQuota: (input: Input) => Promise<boolean>;
+  toFailure: ToFailure;
+  keys: Pick<KeyAnswers, 'answered'>;
+  projectMetrics?: Pick<ProjectMetrics, 'used'>;
+}
+
+/** What the create activity needs. */
+export interface CreateDeps extends SendDeps<CreateAgentJobInput> {
+  api: Pick<AgentApiClient, 'createJob'>;
+}
+
+/** How often a create in flight reports to the server, so a cancellation reaches it. */
+const CREATE_HEARTBEAT_MS = 1_000;
+
+/** Builds the create activity. */
+export function createCreateActivity(deps: CreateDeps) {
+  /**
+   * A create is not aborted by a cancellation: a POST in flight may already have made the agent
+   * job, and aborting it would lose the job's ID. The activity heartbeats so the cancellation
+   * reaches it, lets the request finish (the HTTP timeouts bound it), and returns the record when
+   * the job was made, so the workflow records its ID before it ends as cancelled.
+   */
+  async function createUnlessCancelled(input: CreateAgentJobInput): Promise<AgentJobRecord> {
+    deps.mayResend('createJob', input);
+    const cancelled = cancellationSignal();
+    heartbeat();
+    const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
+    let quotaTaken = false;
+    let sending = false;
+    try {
+      // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
+      quotaTaken = await deps.takeQuota(input);
+      sending = true;
+      // Not aborted by a cancellation or a stopping worker: once sent, only its answer says
+      // whether a job was made (the HTTP timeouts bound it, inside the shutdown grace).
+      const record = await deps.api.createJob(input.projectId, input.prompt, {
+        idempotencyKey: input.idempotencyKey,
+      });
+      deps.keys.answered(input.projectId);
+      return record;
+    } catch (err) {
+      // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
+      const created = err instanceof AgentApiError ? createdDespiteAnswer(err) : null;
+      if (created !== null) return created;
+      if (!sending && workerStopping()) throw stoppedBeforeSending('createJob');
+      // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
+      if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
+      if (!(err instanceof AgentApiError)) throw err;
+      throw deps.toFailure(err, 'createJob', input.projectId, { quotaTaken });
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  return {
+    /** Creates the agent job; an attempt after an ambiguous one passes the policy's gate first. */
+    createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
+      const record = await createUnlessCancelled(input);
+      countCreated();
+      deps.projectMetrics?.used(input.projectId, 'create');
+      log.info('agent job created', { projectId: input.projectId, jobId: record.id, status: record.status });
+      return record;
+    },
+  };
+}
+
+/**
+ * A create answered 2xx whose body was not a record but named the job: the job exists, and the
+ * workflow goes on with its ID. The record kept until the first poll holds what is known: that
+ * ID, and the status the API documents for a new job.
+ */
+function createdDespiteAnswer(err: AgentApiError): AgentJobRecord | null {
+  if (!err.verdict.appliedWithoutRecord || err.jobId === null) return null;
+  countUnreadableAnswer('createJob');
+  log.warn('agent job created, but the answer was not a record; going on with the job ID it names', {
+    jobId: err.jobId,
+    status: err.status,
+    problem: err.message,
+  });
+  return { id: err.jobId, status: 'active', prLink: null };
+}

@@ -1,0 +1,139 @@
+/**
+ * The read activities: `getAgentJob` reads the agent job once, and `pollAgentJob` polls it by
+ * server-side retry until it is no longer `active` or the deadline is near (../poll-schedule.ts).
+ */
+import { activityInfo, cancellationSignal } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
+import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
+import type { AgentJobRecord } from '../contract.js';
+import { quoted } from '../escape.js';
+import { pollCounter } from '../observability/activity-metrics.js';
+import {
+  afterRecord,
+  afterTransientError,
+  POLL_PAST_DEADLINE,
+  STILL_ACTIVE,
+  type PollScheduleInput,
+} from '../poll-schedule.js';
+import { remainingMs } from './attempt.js';
+import type { ToFailure } from './failures.js';
+import type { KeyAnswers } from './key-answers.js';
+
+/** Input of the get activity. */
+export interface GetAgentJobInput {
+  projectId: string;
+  jobId: string;
+}
+
+/** Input of the poll activity: the job, the schedule its attempts follow, and the deadline they keep to. */
+export interface PollAgentJobInput extends GetAgentJobInput {
+  schedule: PollScheduleInput;
+  /**
+   * The workflow's deadline, epoch ms: no attempt starts after it, no GET runs past it, no retry
+   * is set for it or later. Absent from poll activities that earlier builds scheduled with the
+   * deadline as their schedule-to-close timeout instead.
+   */
+  deadlineMs?: number;
+}
+
+/** What a poll activity returns: a record that is not `active` (or the deadline is near), and its attempts. */
+export interface PolledRecord {
+  record: AgentJobRecord;
+  /** Attempts this activity made: each one GET. */
+  polls: number;
+}
+
+/** What the read activities need. */
+export interface PollDeps {
+  api: Pick<AgentApiClient, 'getJob'>;
+  toFailure: ToFailure;
+  keys: Pick<KeyAnswers, 'answered'>;
+}
+
+/** Longest GET of a poll attempt, inside the poll activity's 30 s start-to-close timeout. */
+const POLL_REQUEST_MS = 20_000;
+
+/** Builds the get and poll activities. */
+export function createPollActivities({ api, toFailure, keys }: PollDeps) {
+  const countPoll = pollCounter();
+  return {
+    /** Reads the agent job once: one poll. */
+    getAgentJob: async (input: GetAgentJobInput): Promise<AgentJobRecord> => {
+      let record: AgentJobRecord;
+      try {
+        record = await api.getJob(input.projectId, input.jobId, { signal: cancellationSignal() });
+      } catch (err) {
+        if (!(err instanceof AgentApiError)) throw err;
+        throw toFailure(err, 'getJob', input.projectId);
+      }
+      keys.answered(input.projectId);
+      countPoll(record);
+      return record;
+    },
+
+    /**
+     * Polls the agent job by server-side retry (../poll-schedule.ts): one GET per attempt; while the
+     * job is `active` the attempt fails with a benign {@link STILL_ACTIVE} whose `nextRetryDelay`
+     * follows the schedule, so the server waits between polls and writes no history. Returns any
+     * other record, or the active one when the next poll would come after the deadline.
+     */
+    pollAgentJob: async (input: PollAgentJobInput): Promise<PolledRecord> => {
+      const info = activityInfo();
+      const leftMs = () => remainingMs(info, input.deadlineMs);
+      if (leftMs() <= 0) {
+        throw ApplicationFailure.create({
+          type: POLL_PAST_DEADLINE,
+          message: `agent job ${input.jobId}: this poll attempt started after the workflow's deadline`,
+          nonRetryable: true,
+        });
+      }
+      let record: AgentJobRecord;
+      try {
+        // Bounded well inside the poll activity's start-to-close timeout (30 s), and by the deadline:
+        // a GET that hangs is a transient RequestTimeout, retried at the schedule's pace like any other.
+        record = await api.getJob(input.projectId, input.jobId, {
+          signal: cancellationSignal(),
+          timeoutMs: Math.min(POLL_REQUEST_MS, leftMs()),
+        });
+      } catch (err) {
+        if (!(err instanceof AgentApiError)) throw err;
+        // A transient error the workflow need not see waits on the server at the schedule's pace.
+        throw toFailure(err, 'getJob', input.projectId, {
+          retry: (retryAfterMs) =>
+            afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+          deadlineMs: input.deadlineMs,
+        });
+      }
+      countPoll(record);
+      keys.answered(input.projectId);
+      const verdict = afterRecord(record.status, input.schedule, info.attempt, leftMs(), Math.random);
+      if (verdict.kind === 'return') return { record, polls: info.attempt };
+      throw withoutStack(() =>
+        ApplicationFailure.create({
+          type: STILL_ACTIVE,
+          // Shown as the pending poll's last failure in the UI and the CLI: the API's text quoted.
+          message: `agent job ${quoted(input.jobId)} is ${quoted(record.status)}; polling again in ${Math.round(verdict.delayMs / 1000)}s`,
+          nextRetryDelay: verdict.delayMs,
+          // Expected: the SDK logs it at DEBUG and does not count it as a failed activity.
+          category: ApplicationFailureCategory.BENIGN,
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * Builds an error without capturing a stack. The poll's "still active" failure is an answer, not a
+ * fault, and it is made at every poll: its stack said only where the poll activity is, yet the SDK
+ * formatted and trimmed it and the server stored it with the activity at each attempt (about 5%
+ * of a poll's worker CPU in bench:profile).
+ */
+function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * The worker process's Temporal runtime: JSON logs, Prometheus metrics and the shutdown signals.
+ * Installed once per process, before the first connection.
+ */
+import type { LogLevel } from '@temporalio/common';
+import { Runtime, type DefaultLogger } from '@temporalio/worker';
+import { createJsonLogger } from '../observability/logger.js';
+import { PROJECT_HISTOGRAM_BUCKETS } from '../observability/project-metrics.js';
+
+/**
+ * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics served at
+ * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown. Returns the
+ * logger.
+ */
+export function installRuntime(logLevel: LogLevel, metricsBindAddress: string | null): DefaultLogger {
+  const logger = createJsonLogger(logLevel);
+  Runtime.install({
+    logger,
+    telemetryOptions: {
+      // The SDK core's own log lines go through the JSON logger too, instead of to the console.
+      logging: { forward: {} },
+      metrics: metricsBindAddress
+        ? {
+            prometheus: {
+              bindAddress: metricsBindAddress,
+              countersTotalSuffix: true,
+              histogramBucketOverrides: PROJECT_HISTOGRAM_BUCKETS,
+            },
+          }
+        : undefined,
+    },
+    // The SDK turns these signals into worker.shutdown(): stop polling, drain, then resolve run().
+    shutdownSignals: ['SIGINT', 'SIGTERM'],
+  });
+  return logger;
+}
