@@ -40,7 +40,15 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   { name: 'workflows and activities', members: ['src/workflows/', 'src/activities/', 'src/quota/'] },
   {
     name: 'observability and configuration',
-    members: ['src/observability/', 'src/config.ts', 'src/temporal-api-key.ts'],
+    // The worker's sizing from its memory limit and its build ID from its bundle are what the
+    // configuration derives its settings from: they sit with it, beside the worker that uses them.
+    members: [
+      'src/observability/',
+      'src/config.ts',
+      'src/temporal-api-key.ts',
+      'src/worker/memory.ts',
+      'src/worker/version.ts',
+    ],
   },
   {
     name: 'worker, client, starter and Nexus',

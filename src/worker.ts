@@ -8,6 +8,7 @@ import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
 import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
+import { createActivityMetrics } from './observability/activity-metrics.js';
 import { startHealthServer } from './observability/health.js';
 import { formatLogLine, logKeyFileEvents } from './observability/logger.js';
 import { ProjectMetrics } from './observability/project-metrics.js';
@@ -74,6 +75,7 @@ async function run(config: WorkerConfig): Promise<void> {
         api,
         ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
         projectQuota: config.projectQuota,
+        metrics: createActivityMetrics(),
         projectMetrics,
       }),
       // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that

@@ -6,7 +6,7 @@
 import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { outcomeUnknownType } from '../agent-api/failure-policy.js';
-import { countAmbiguous } from '../observability/activity-metrics.js';
+import type { ActivityMetrics } from './metrics.js';
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
@@ -28,7 +28,7 @@ export type ResendGate = ReturnType<typeof createResendGate>;
  * follow. Temporal itself retries these activities only after attempts that surely did not reach
  * the API; after any other, the workflow does, and it passes what it knows.
  */
-export function createResendGate(policy: AmbiguousCreatePolicy) {
+export function createResendGate(policy: AmbiguousCreatePolicy, metrics: Pick<ActivityMetrics, 'ambiguous'>) {
   return function mayResend(
     operation: SendingOperation,
     input: { projectId: string; uncertain?: string | null },
@@ -43,7 +43,7 @@ export function createResendGate(policy: AmbiguousCreatePolicy) {
         details: [{ status: null, retryAfterMs: null, attempt: activityInfo().attempt, final: true }],
       });
     }
-    countAmbiguous(operation);
+    metrics.ambiguous(operation);
     log.warn(
       `${operation === 'createJob' ? 'create' : 'follow-up message'} sent again after an attempt whose outcome is unknown; the API honours no Idempotency-Key, so a second ${operation === 'createJob' ? 'agent job' : 'turn'} may follow`,
       { projectId: input.projectId, why },

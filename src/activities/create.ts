@@ -5,8 +5,7 @@
 import { cancellationSignal, heartbeat, log } from '@temporalio/activity';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
-import { countCreated, countUnreadableAnswer } from '../observability/activity-metrics.js';
-import type { ProjectMetrics } from '../observability/project-metrics.js';
+import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 import type { ResendGate } from './ambiguous.js';
 import { workerStopping } from './attempt.js';
 import { stoppedBeforeSending, type ToFailure } from './failures.js';
@@ -39,7 +38,8 @@ export interface SendDeps<Input> {
   takeQuota: (input: Input) => Promise<boolean>;
   toFailure: ToFailure;
   keys: Pick<KeyAnswers, 'answered'>;
-  projectMetrics?: Pick<ProjectMetrics, 'used'>;
+  metrics: Pick<ActivityMetrics, 'created' | 'unreadableAnswer'>;
+  projectMetrics?: Pick<ProjectUseMetrics, 'used'>;
 }
 
 /** What the create activity needs. */
@@ -78,7 +78,7 @@ export function createCreateActivity(deps: CreateDeps) {
       return record;
     } catch (err) {
       // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
-      const created = err instanceof AgentApiError ? createdDespiteAnswer(err) : null;
+      const created = err instanceof AgentApiError ? createdDespiteAnswer(err, deps.metrics) : null;
       if (created !== null) return created;
       if (!sending && workerStopping()) throw stoppedBeforeSending('createJob');
       // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
@@ -94,7 +94,7 @@ export function createCreateActivity(deps: CreateDeps) {
     /** Creates the agent job; an attempt after an ambiguous one passes the policy's gate first. */
     createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
       const record = await createUnlessCancelled(input);
-      countCreated();
+      deps.metrics.created();
       deps.projectMetrics?.used(input.projectId, 'create');
       log.info('agent job created', { projectId: input.projectId, jobId: record.id, status: record.status });
       return record;
@@ -107,9 +107,12 @@ export function createCreateActivity(deps: CreateDeps) {
  * workflow goes on with its ID. The record kept until the first poll holds what is known: that
  * ID, and the status the API documents for a new job.
  */
-function createdDespiteAnswer(err: AgentApiError): AgentJobRecord | null {
+function createdDespiteAnswer(
+  err: AgentApiError,
+  metrics: Pick<ActivityMetrics, 'unreadableAnswer'>,
+): AgentJobRecord | null {
   if (!err.verdict.appliedWithoutRecord || err.jobId === null) return null;
-  countUnreadableAnswer('createJob');
+  metrics.unreadableAnswer('createJob');
   log.warn('agent job created, but the answer was not a record; going on with the job ID it names', {
     jobId: err.jobId,
     status: err.status,

@@ -19,8 +19,7 @@ import {
   type Backoff,
 } from '../agent-api/failure-policy.js';
 import type { ErrorVerdict } from '../poll-schedule.js';
-import type { ProjectMetrics } from '../observability/project-metrics.js';
-import { countApiError } from '../observability/activity-metrics.js';
+import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 import { outcomeUnknownMessage, type AmbiguousCreatePolicy, type SendingOperation } from './ambiguous.js';
 import { remainingMs } from './attempt.js';
 import type { KeyAnswers } from './key-answers.js';
@@ -29,14 +28,15 @@ import type { KeyAnswers } from './key-answers.js';
 export interface ToFailureDeps {
   policy: AmbiguousCreatePolicy;
   keys: KeyAnswers;
-  projectMetrics?: Pick<ProjectMetrics, 'rateLimited'>;
+  metrics: Pick<ActivityMetrics, 'apiError'>;
+  projectMetrics?: Pick<ProjectUseMetrics, 'rateLimited'>;
 }
 
 /** How a call that failed is turned into the activity's failure (see {@link createToFailure}). */
 export type ToFailure = ReturnType<typeof createToFailure>;
 
 /** Builds `toFailure`, the one way an API error leaves an activity. */
-export function createToFailure({ policy, keys, projectMetrics }: ToFailureDeps) {
+export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFailureDeps) {
   /**
    * The activity's failure for an API error. `quotaTaken`: the call took its use of the project
    * quota itself, so a 429 goes back to the workflow. `retry` decides the wait of a transient one
@@ -64,7 +64,7 @@ export function createToFailure({ policy, keys, projectMetrics }: ToFailureDeps)
     if (verdict.refusesQuotaUse) projectMetrics?.rateLimited(projectId, operation);
     // Any answer but a refused key shows the key works for the project (a create may wait on it).
     if (err.status !== null && !verdict.refusesKey) keys.answered(projectId);
-    countApiError(err.type, operation);
+    metrics.apiError(err.type, operation);
     const details = (final: boolean): ApiErrorDetails => ({
       status: err.status,
       retryAfterMs: err.retryAfterMs,

@@ -4,11 +4,11 @@
  * file per concern, each a factory taking what it needs: the create (./create.ts), the reads
  * (./poll.ts), the follow-up message (./message.ts); what an API error becomes (./failures.ts),
  * the gate for sends whose outcome is unknown (./ambiguous.ts), and which projects' keys answered
- * lately (./key-answers.ts). Their metrics are in src/observability/activity-metrics.ts.
+ * lately (./key-answers.ts). What they count is passed in (./metrics.ts).
  */
 import type { AgentApiClient } from '../agent-api/index.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
-import type { ProjectMetrics } from '../observability/project-metrics.js';
+import { NO_METRICS, type ActivityMetrics, type ProjectUseMetrics } from './metrics.js';
 import { createProjectQuotaActivities, takeProjectQuotaUse } from '../quota/activity.js';
 import { createResendGate, type AmbiguousCreatePolicy } from './ambiguous.js';
 import { createCreateActivity } from './create.js';
@@ -18,6 +18,7 @@ import { createMessageActivity } from './message.js';
 import { createPollActivities } from './poll.js';
 
 export type { AmbiguousCreatePolicy } from './ambiguous.js';
+export type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 export type { CreateAgentJobInput } from './create.js';
 export type { SendAgentJobMessageInput } from './message.js';
 export type { GetAgentJobInput, PollAgentJobInput, PolledRecord } from './poll.js';
@@ -35,16 +36,19 @@ export interface ActivityDeps {
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
   projectQuota?: ProjectQuotaSettings | null;
+  /** The activities' own metrics (src/observability/activity-metrics.ts in the worker); absent: not counted. */
+  metrics?: ActivityMetrics;
   /** Per-project metrics (uses accepted, 429s); absent: not counted. */
-  projectMetrics?: Pick<ProjectMetrics, 'used' | 'rateLimited' | 'quotaWaited'>;
+  projectMetrics?: ProjectUseMetrics;
 }
 
 /** Builds the activities around an API client. Their names are in histories: they never change. */
 export function createActivities(deps: ActivityDeps) {
   const policy = deps.ambiguousCreatePolicy ?? 'retry';
   const keys = new KeyAnswers();
-  const toFailure = createToFailure({ policy, keys, projectMetrics: deps.projectMetrics });
-  const mayResend = createResendGate(policy);
+  const metrics = deps.metrics ?? NO_METRICS;
+  const toFailure = createToFailure({ policy, keys, metrics, projectMetrics: deps.projectMetrics });
+  const mayResend = createResendGate(policy, metrics);
 
   /**
    * The fast path of the project quota: a create or message the workflow asked to take its own
@@ -68,10 +72,10 @@ export function createActivities(deps: ActivityDeps) {
     return taken === 'granted';
   }
 
-  const sends = { api: deps.api, mayResend, toFailure, keys, projectMetrics: deps.projectMetrics };
+  const sends = { api: deps.api, mayResend, toFailure, keys, metrics, projectMetrics: deps.projectMetrics };
   return {
     ...createCreateActivity({ ...sends, takeQuota: (input) => takeQuota('create', input) }),
-    ...createPollActivities({ api: deps.api, toFailure, keys }),
+    ...createPollActivities({ api: deps.api, toFailure, keys, metrics }),
     ...createMessageActivity({ ...sends, takeQuota: (input) => takeQuota('message', input) }),
     ...createProjectQuotaActivities(deps.projectQuota),
   };

@@ -6,7 +6,6 @@ import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { withTimeout } from '../agent-api/abort.js';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import { FailureType, type AgentJobRecord } from '../contract.js';
-import { countUnreadableAnswer } from '../observability/activity-metrics.js';
 import { timeLeftMs, workerStopping } from './attempt.js';
 import type { SendDeps } from './create.js';
 import { apiFailure, stoppedBeforeSending } from './failures.js';
@@ -55,7 +54,7 @@ export function createMessageActivity(deps: MessageDeps) {
     answer: AgentApiError,
     cancelled: AbortSignal,
   ): Promise<AgentJobRecord> {
-    countUnreadableAnswer('sendMessage');
+    deps.metrics.unreadableAnswer('sendMessage');
     const info = activityInfo();
     // 5 s kept for the answer to reach the server before the attempt's timeout.
     const budgetMs = Math.min(READS_AFTER_ANSWER_BUDGET_MS, timeLeftMs(info) - 5_000);

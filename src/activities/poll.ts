@@ -7,7 +7,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
 import { quoted } from '../escape.js';
-import { pollCounter } from '../observability/activity-metrics.js';
+import type { ActivityMetrics } from './metrics.js';
 import {
   afterRecord,
   afterTransientError,
@@ -48,14 +48,14 @@ export interface PollDeps {
   api: Pick<AgentApiClient, 'getJob'>;
   toFailure: ToFailure;
   keys: Pick<KeyAnswers, 'answered'>;
+  metrics: Pick<ActivityMetrics, 'polled'>;
 }
 
 /** Longest GET of a poll attempt, inside the poll activity's 30 s start-to-close timeout. */
 const POLL_REQUEST_MS = 20_000;
 
 /** Builds the get and poll activities. */
-export function createPollActivities({ api, toFailure, keys }: PollDeps) {
-  const countPoll = pollCounter();
+export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps) {
   return {
     /** Reads the agent job once: one poll. */
     getAgentJob: async (input: GetAgentJobInput): Promise<AgentJobRecord> => {
@@ -67,7 +67,7 @@ export function createPollActivities({ api, toFailure, keys }: PollDeps) {
         throw toFailure(err, 'getJob', input.projectId);
       }
       keys.answered(input.projectId);
-      countPoll(record);
+      metrics.polled(record);
       return record;
     },
 
@@ -104,7 +104,7 @@ export function createPollActivities({ api, toFailure, keys }: PollDeps) {
           deadlineMs: input.deadlineMs,
         });
       }
-      countPoll(record);
+      metrics.polled(record);
       keys.answered(input.projectId);
       const verdict = afterRecord(record.status, input.schedule, info.attempt, leftMs(), Math.random);
       if (verdict.kind === 'return') return { record, polls: info.attempt };

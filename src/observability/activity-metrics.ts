@@ -3,20 +3,22 @@
  * @temporalio/activity), which the SDK tags with the namespace, task queue and activity type, and
  * serves with its own at METRICS_ADDRESS: agent jobs created, polls, API errors, sends after an
  * attempt whose outcome is unknown, and 2xx answers that were not a record. The per-project ones
- * are in ./project-metrics.ts. Call these from inside an activity only.
+ * are in ./project-metrics.ts. The worker passes them to the activities (`ActivityMetrics` in
+ * src/activities/metrics.ts); they work inside an activity only.
  */
 import { activityInfo, metricMeter } from '@temporalio/activity';
 import type { MetricCounter } from '@temporalio/common';
 import type { AgentApiError, ApiOperation } from '../agent-api/index.js';
+import type { ActivityMetrics } from '../activities/metrics.js';
 import { isTerminalStatus, type AgentJobRecord } from '../contract.js';
 
 /** An agent job created (`agent_jobs_created`). */
-export function countCreated(): void {
+function countCreated(): void {
   metricMeter.createCounter('agent_jobs_created', 'jobs', 'Agent jobs created').add(1);
 }
 
 /** An API error, by its failure type and the call that met it (`agent_job_api_errors`). */
-export function countApiError(type: AgentApiError['type'], operation: ApiOperation): void {
+function countApiError(type: AgentApiError['type'], operation: ApiOperation): void {
   metricMeter.createCounter('agent_job_api_errors', 'errors', 'Agent Job API errors by type').add(1, {
     type,
     operation,
@@ -24,7 +26,7 @@ export function countApiError(type: AgentApiError['type'], operation: ApiOperati
 }
 
 /** A create or message sent again after an attempt of unknown outcome (`agent_job_ambiguous_creates`). */
-export function countAmbiguous(operation: ApiOperation): void {
+function countAmbiguous(operation: ApiOperation): void {
   metricMeter
     .createCounter(
       'agent_job_ambiguous_creates',
@@ -35,7 +37,7 @@ export function countAmbiguous(operation: ApiOperation): void {
 }
 
 /** A create or message answered 2xx with a body that is not a record (`agent_job_unreadable_answers`). */
-export function countUnreadableAnswer(operation: ApiOperation): void {
+function countUnreadableAnswer(operation: ApiOperation): void {
   metricMeter
     .createCounter(
       'agent_job_unreadable_answers',
@@ -56,7 +58,7 @@ const POLL_COUNT_FLUSH_MS = 1_000;
  * The counter is made in the first activity of each namespace, task queue and type, so the SDK
  * tags it with those, as it tags any activity's metric.
  */
-export function pollCounter(): (record: AgentJobRecord) => void {
+function pollCounter(): (record: AgentJobRecord) => void {
   const pending = new Map<string, { counter: MetricCounter; active: number; terminal: number }>();
   let flushing: NodeJS.Timeout | undefined;
   const flush = () => {
@@ -84,5 +86,16 @@ export function pollCounter(): (record: AgentJobRecord) => void {
     else counts.active++;
     // Unref'd: a worker that is done exits without waiting a second for it.
     flushing ??= setTimeout(flush, POLL_COUNT_FLUSH_MS).unref();
+  };
+}
+
+/** The activities' metrics, for `createActivities({ metrics })`: one poll counter per worker. */
+export function createActivityMetrics(): ActivityMetrics {
+  return {
+    created: countCreated,
+    polled: pollCounter(),
+    apiError: countApiError,
+    ambiguous: countAmbiguous,
+    unreadableAnswer: countUnreadableAnswer,
   };
 }

@@ -1,0 +1,37 @@
+/**
+ * What the activities count, as dependencies they are given: the worker passes the SDK-backed
+ * implementations of src/observability/ (activity-metrics.ts, project-metrics.ts), so activity
+ * code imports nothing from the layers above it; a test or the benchmark may pass none.
+ */
+import type { AgentApiError, ApiOperation } from '../agent-api/index.js';
+import type { AgentJobRecord } from '../contract.js';
+
+/** The activities' own metrics, tagged by the SDK with namespace, task queue and activity type. */
+export interface ActivityMetrics {
+  /** An agent job created. */
+  created(): void;
+  /** A poll that returned a record. */
+  polled(record: AgentJobRecord): void;
+  /** An API error, by its failure type and the call that met it. */
+  apiError(type: AgentApiError['type'], operation: ApiOperation): void;
+  /** A create or message sent again after an attempt of unknown outcome. */
+  ambiguous(operation: ApiOperation): void;
+  /** A create or message answered 2xx with a body that is not a record. */
+  unreadableAnswer(operation: ApiOperation): void;
+}
+
+/** The per-project metrics the activities feed: uses the API accepted, 429s, waits for the quota. */
+export interface ProjectUseMetrics {
+  used(projectId: string, kind: 'create' | 'message'): void;
+  rateLimited(projectId: string, operation: string): void;
+  quotaWaited(projectId: string, seconds: number): void;
+}
+
+/** Counts nothing: for activities built without metrics. */
+export const NO_METRICS: ActivityMetrics = {
+  created: () => undefined,
+  polled: () => undefined,
+  apiError: () => undefined,
+  ambiguous: () => undefined,
+  unreadableAnswer: () => undefined,
+};
