@@ -1,20 +1,28 @@
 /**
  * The simulator's HTTP server: the three agent job endpoints with auth, validation, rate limit,
  * idempotency and faults, plus unauthenticated `/_sim/` admin endpoints. It binds to loopback by
- * default because those admin endpoints have no auth.
+ * default because those admin endpoints have no auth. It holds the state (keys, jobs, scenarios,
+ * fault counters, request counts) and decides each answer; `routes.ts` reads the request and
+ * `reply-writer.ts` writes the answer, with the latency and the fault.
  */
-import {
-  createServer,
-  STATUS_CODES,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { FaultState } from './faults.js';
 import { JobStore, type CreateResult, type JobStats } from './jobs.js';
-import { parseScenario, resolveScenario, type Endpoint, type FaultRule, type Scenario } from './scenario.js';
+import { ReplyWriter, type Exchange } from './reply-writer.js';
+import {
+  errorReply,
+  headerValue,
+  jsonReply,
+  matchRoute,
+  MAX_BODY_BYTES,
+  parseKeys,
+  readPrompt,
+  type Reply,
+  type Route,
+} from './routes.js';
+import { parseScenario, resolveScenario, type Endpoint, type Scenario } from './scenario.js';
 
 /** How to start a simulator. */
 export interface SimulatorOptions {
@@ -106,35 +114,6 @@ export interface RunningSimulator {
   stop(): Promise<void>;
 }
 
-/** Largest request body read; larger ones get 413. A prompt is text, not an upload. */
-const MAX_BODY_BYTES = 1024 * 1024;
-
-/** A decided answer. */
-interface Reply {
-  status: number;
-  body: string;
-  contentType?: string;
-  headers?: Record<string, string>;
-}
-
-/** What a request turned out to be, for the log line and the stats. */
-interface Exchange {
-  endpoint: Endpoint | 'admin' | 'unknown';
-  projectId: string | null;
-  outcome: string | null;
-  fault: FaultRule['kind'] | null;
-}
-
-/** A matched route. */
-type Route =
-  | { endpoint: 'create'; projectId: string }
-  | { endpoint: 'get'; projectId: string; jobId: string }
-  | { endpoint: 'message'; projectId: string; jobId: string }
-  | { endpoint: 'admin-stats' }
-  | { endpoint: 'admin-scenario'; projectId: string }
-  | { endpoint: 'admin-archive'; projectId: string; jobId: string }
-  | { endpoint: 'admin-keys' };
-
 /**
  * Starts a simulator of the Background Agent Job API.
  *
@@ -145,7 +124,7 @@ export async function startSimulator(options: SimulatorOptions): Promise<Running
   return simulator.listen(options.host ?? '127.0.0.1', options.port ?? 0);
 }
 
-/** Server state: jobs, scenarios, fault counters, request counts, pending latency timers. */
+/** Server state: keys, jobs, scenarios, fault counters, request counts. Pending timers are the writer's. */
 class Simulator {
   readonly #server: Server;
   #keys: ReadonlySet<string>;
@@ -156,7 +135,7 @@ class Simulator {
   readonly #perEndpoint = new Map<string, number>();
   readonly #perStatus = new Map<string, number>();
   readonly #perProject = new Map<string, Map<string, number>>();
-  readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #writer = new ReplyWriter((outcome) => this.#bump(this.#perStatus, outcome));
   readonly #log: ((line: string) => void) | null;
   readonly #retryAfter: boolean;
 
@@ -245,9 +224,7 @@ class Simulator {
   }
 
   async #stop(): Promise<void> {
-    // Latency timers and trickle intervals alike: clearTimeout clears both kinds.
-    for (const timer of this.#timers) clearTimeout(timer);
-    this.#timers.clear();
+    this.#writer.cancelPending();
     const closed = new Promise<void>((resolve, reject) => {
       this.#server.close((err) => (err === undefined ? resolve() : reject(err)));
     });
@@ -284,7 +261,7 @@ class Simulator {
     if (route === null || typeof route === 'number') {
       this.#count(exchange, 'unknown', null);
       const status = route ?? 404;
-      this.#send(
+      this.#writer.send(
         res,
         exchange,
         0,
@@ -294,7 +271,7 @@ class Simulator {
     }
     if (route.endpoint.startsWith('admin')) {
       exchange.endpoint = 'admin';
-      this.#send(res, exchange, 0, this.#admin(route, body));
+      this.#writer.send(res, exchange, 0, this.#admin(route, body));
       return;
     }
     this.#api(req, res, route, body, exchange);
@@ -338,91 +315,15 @@ class Simulator {
     if (route.endpoint !== 'create' && route.endpoint !== 'get' && route.endpoint !== 'message') return;
     this.#count(exchange, route.endpoint, route.projectId);
     if (!this.#authorized(req.headers.authorization)) {
-      this.#send(res, exchange, 0, errorReply(401, 'missing or invalid bearer token'));
+      this.#writer.send(res, exchange, 0, errorReply(401, 'missing or invalid bearer token'));
       return;
     }
     const scenario = this.#scenario(route.projectId);
     const fault = this.#faultState(route.projectId, scenario).pick(route.endpoint, Date.now());
     exchange.fault = fault?.kind ?? null;
-    const early = fault === null ? null : this.#faultBeforeHandling(fault, res, exchange);
-    if (early === 'done') return;
-    if (early !== null) {
-      this.#send(res, exchange, scenario.latencyMs, early);
-      return;
-    }
+    if (fault !== null && this.#writer.preempt(res, exchange, fault, scenario.latencyMs)) return;
     const reply = this.#handleApi(req, route, body, scenario);
-    if (fault?.kind === 'reset-after-store') {
-      exchange.outcome = 'reset';
-      this.#after(fault.afterMs ?? 0, () => res.socket?.resetAndDestroy());
-      return;
-    }
-    if (fault?.kind === 'slow') {
-      this.#send(res, exchange, scenario.latencyMs + fault.ms, reply);
-      return;
-    }
-    if (fault?.kind === 'oversized' && reply.status < 300) {
-      this.#send(res, exchange, scenario.latencyMs, { ...reply, body: pad(reply.body, fault.bytes) });
-      return;
-    }
-    if (fault?.kind === 'altered' && reply.status < 300) {
-      this.#send(res, exchange, scenario.latencyMs, { ...reply, body: alter(reply.body, fault) });
-      return;
-    }
-    if (fault?.kind === 'trickle' && reply.status < 300) {
-      this.#after(scenario.latencyMs, () => this.#trickle(res, exchange, reply, fault));
-      return;
-    }
-    if (fault?.kind === 'reset-mid-body' && reply.status < 300) {
-      this.#after(scenario.latencyMs, () => this.#resetMidBody(res, exchange, reply, fault.bytes));
-      return;
-    }
-    if (fault?.kind === 'truncated') {
-      this.#send(res, exchange, scenario.latencyMs, { ...reply, status: 200, body: truncate(reply.body) });
-      return;
-    }
-    this.#send(res, exchange, scenario.latencyMs, reply);
-  }
-
-  /** Faults that replace the handler: a reply, or 'done' when the socket was dealt with. */
-  #faultBeforeHandling(fault: FaultRule, res: ServerResponse, exchange: Exchange): Reply | 'done' | null {
-    switch (fault.kind) {
-      case 'status':
-        return errorReply(
-          fault.status,
-          fault.message ?? STATUS_CODES[fault.status] ?? 'error',
-          retryAfter(fault),
-        );
-      case 'hang':
-        // Nothing is written; stop() or the client's own timeout ends it.
-        exchange.outcome = 'hang';
-        this.#bump(this.#perStatus, 'hang');
-        return 'done';
-      case 'drop':
-        exchange.outcome = 'drop';
-        this.#bump(this.#perStatus, 'drop');
-        res.socket?.destroy();
-        return 'done';
-      case 'html':
-        return {
-          status: fault.status,
-          contentType: 'text/html; charset=utf-8',
-          body: htmlPage(fault.status),
-        };
-      case 'truncated':
-        return fault.status === 502
-          ? { status: 502, body: truncate(JSON.stringify({ error: 'bad gateway' })) }
-          : null;
-      case 'reset-after-store':
-        this.#bump(this.#perStatus, 'reset');
-        return null;
-      case 'altered':
-      case 'oversized':
-      case 'slow':
-      case 'trickle':
-      case 'reset-mid-body':
-        // Handled as usual; the change, the padding, the delay or the cut goes onto the real reply.
-        return null;
-    }
+    this.#writer.deliver(res, exchange, scenario.latencyMs, reply, fault);
   }
 
   #handleApi(req: IncomingMessage, route: Route, body: string | null, scenario: Scenario): Reply {
@@ -473,90 +374,6 @@ class Simulator {
     return match?.[1] !== undefined && this.#keys.has(match[1]);
   }
 
-  /** Writes `reply` after the scenario's latency. */
-  #send(res: ServerResponse, exchange: Exchange, latencyMs: number, reply: Reply): void {
-    this.#after(latencyMs, () => {
-      if (res.destroyed) return;
-      res.end(this.#writeHead(res, exchange, reply, String(reply.status)));
-    });
-  }
-
-  /** Runs `fn` after `ms`, at once for 0; stop() clears what is pending. */
-  #after(ms: number, fn: () => void): void {
-    if (ms <= 0) {
-      fn();
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      fn();
-    }, ms);
-    this.#timers.add(timer);
-  }
-
-  /** Writes the status and headers of `reply`, counting it under `outcome`; returns the body to write. */
-  #writeHead(res: ServerResponse, exchange: Exchange, reply: Reply, outcome: string): Buffer {
-    exchange.outcome = outcome;
-    if (exchange.endpoint !== 'admin') this.#bump(this.#perStatus, outcome);
-    const body = Buffer.from(reply.body, 'utf8');
-    res.writeHead(reply.status, {
-      'content-type': reply.contentType ?? 'application/json',
-      'content-length': body.length,
-      ...reply.headers,
-    });
-    return body;
-  }
-
-  /**
-   * Writes `reply` a few bytes at a time: the headers and the first chunk now, then a chunk every
-   * `intervalMs`. The interval ends with the body, when the socket closes, or at stop().
-   */
-  #trickle(
-    res: ServerResponse,
-    exchange: Exchange,
-    reply: Reply,
-    fault: FaultRule & { kind: 'trickle' },
-  ): void {
-    if (res.destroyed) return;
-    const body = this.#writeHead(res, exchange, reply, String(reply.status));
-    const step = fault.bytesPerChunk ?? 1;
-    let sent = 0;
-    const writeChunk = () => {
-      const chunk = body.subarray(sent, sent + step);
-      sent += chunk.length;
-      if (sent < body.length) res.write(chunk);
-      else res.end(chunk);
-    };
-    writeChunk();
-    if (sent >= body.length) return;
-    const interval = setInterval(() => {
-      writeChunk();
-      if (sent < body.length) return;
-      clearInterval(interval);
-      this.#timers.delete(interval);
-    }, fault.intervalMs ?? 2000);
-    this.#timers.add(interval);
-    res.once('close', () => {
-      clearInterval(interval);
-      this.#timers.delete(interval);
-    });
-  }
-
-  /**
-   * Writes the headers of `reply` with its full length and the first `bytes` bytes of its body (by
-   * default through the `"id":"..."` pair), then closes the socket. A plain close (FIN), not a TCP
-   * reset: a reset may discard what the client had received but not yet read.
-   */
-  #resetMidBody(res: ServerResponse, exchange: Exchange, reply: Reply, bytes: number | undefined): void {
-    if (res.destroyed) return;
-    const body = this.#writeHead(res, exchange, reply, 'reset');
-    const cut = Math.min(bytes ?? throughIdPair(body), body.length - 1);
-    res.flushHeaders();
-    if (cut > 0) res.write(body.subarray(0, cut));
-    // end() flushes what is queued, then closes our side; the client sees the body stop short.
-    res.socket?.end();
-  }
-
   #count(exchange: Exchange, endpoint: Exchange['endpoint'], projectId: string | null): void {
     exchange.endpoint = endpoint;
     exchange.projectId = projectId;
@@ -588,132 +405,4 @@ class Simulator {
     if (exchange.fault !== null) line.fault = exchange.fault;
     this.#log(JSON.stringify(line));
   }
-}
-
-/**
- * The route of a request: a {@link Route}, 405 when the path exists under another method, or null.
- * Path segments are percent-decoded; a malformed escape is no route.
- */
-function matchRoute(method: string, path: string): Route | 405 | null {
-  let parts: string[];
-  try {
-    parts = path.split('/').slice(1).map(decodeURIComponent);
-  } catch {
-    // A malformed percent escape names no resource.
-    return null;
-  }
-  const [a, b, c, d, e, f] = parts;
-  const want = (expected: string, route: Route): Route | 405 => (method === expected ? route : 405);
-  if (a === 'v2' && b === 'agent' && c && d === 'job') {
-    if (parts.length === 4) return want('POST', { endpoint: 'create', projectId: c });
-    if (parts.length === 5 && e) return want('GET', { endpoint: 'get', projectId: c, jobId: e });
-    if (parts.length === 6 && e && f === 'message')
-      return want('POST', { endpoint: 'message', projectId: c, jobId: e });
-  }
-  if (a === '_sim') {
-    if (parts.length === 2 && b === 'stats') return want('GET', { endpoint: 'admin-stats' });
-    if (parts.length === 2 && b === 'keys') return want('PUT', { endpoint: 'admin-keys' });
-    if (parts.length === 3 && b === 'scenarios' && c)
-      return want('PUT', { endpoint: 'admin-scenario', projectId: c });
-    if (parts.length === 5 && b === 'jobs' && c && d && e === 'archive') {
-      return want('POST', { endpoint: 'admin-archive', projectId: c, jobId: d });
-    }
-  }
-  return null;
-}
-
-/** The prompt of a create or message body, or the 400/413 reply that refuses it. */
-function readPrompt(req: IncomingMessage, body: string | null): string | Reply {
-  if (body === null) return errorReply(413, `body larger than ${MAX_BODY_BYTES} bytes`);
-  const mediaType = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (mediaType !== 'application/json') return errorReply(400, 'Content-Type must be application/json');
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    // The parser's own message would echo the body; a fixed one is enough.
-    return errorReply(400, 'body is not valid JSON');
-  }
-  const prompt =
-    typeof json === 'object' && json !== null ? (json as { prompt?: unknown }).prompt : undefined;
-  if (typeof prompt !== 'string' || prompt.length === 0) {
-    return errorReply(400, 'prompt is required and must be a non-empty string');
-  }
-  return prompt;
-}
-
-/** The keys of a `PUT /_sim/keys` body, or why it is refused (never quoting a key). */
-function parseKeys(body: string | null): string[] | string {
-  let json: unknown;
-  try {
-    json = JSON.parse(body ?? '');
-  } catch {
-    return 'body is not valid JSON';
-  }
-  const keys =
-    typeof json === 'object' && json !== null ? (json as { apiKeys?: unknown }).apiKeys : undefined;
-  if (!Array.isArray(keys) || keys.length === 0) return 'apiKeys must be a non-empty array of keys';
-  if (!keys.every((key): key is string => typeof key === 'string' && /^[\x21-\x7e]+$/.test(key))) {
-    return 'every key must be a non-empty string of visible ASCII characters';
-  }
-  return keys;
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function jsonReply(status: number, value: unknown): Reply {
-  return { status, body: JSON.stringify(value) };
-}
-
-function errorReply(status: number, error: string, headers?: Record<string, string>): Reply {
-  return { status, body: JSON.stringify({ error }), headers };
-}
-
-/** The fault's Retry-After header, in the form it asks for. */
-function retryAfter(fault: FaultRule & { kind: 'status' }): Record<string, string> | undefined {
-  if (fault.retryAfter === undefined) return undefined;
-  const { seconds, form } = fault.retryAfter;
-  if (form === 'http-date') return { 'retry-after': new Date(Date.now() + seconds * 1000).toUTCString() };
-  return { 'retry-after': String(seconds) };
-}
-
-/** A JSON record with an unknown field `padding` of `bytes` characters added. */
-function pad(body: string, bytes: number): string {
-  const record = JSON.parse(body) as Record<string, unknown>;
-  return JSON.stringify({ ...record, padding: 'x'.repeat(bytes) });
-}
-
-/** A JSON record with the fields of `set` replaced and those of `remove` left out. */
-function alter(body: string, fault: FaultRule & { kind: 'altered' }): string {
-  const record = { ...(JSON.parse(body) as Record<string, unknown>), ...fault.set };
-  for (const field of fault.remove ?? []) delete record[field];
-  return JSON.stringify(record);
-}
-
-/** The length of a JSON record's text up to and including its `"id":"..."` pair; half of it without one. */
-function throughIdPair(body: Buffer): number {
-  const text = body.toString('utf8');
-  const match = /"id"\s*:\s*"(?:[^"\\]|\\.)*"/.exec(text);
-  if (match === null) return Math.floor(body.length / 2);
-  return Buffer.byteLength(text.slice(0, match.index + match[0].length), 'utf8');
-}
-
-/** The HTML page of an `html` fault: a maintenance page with 200, a proxy's error page with 502. */
-function htmlPage(status: 200 | 502): string {
-  if (status === 200) {
-    return (
-      // The title stays "200 OK" (a status page's generic one): clients' error excerpts start with it.
-      '<html><head><title>200 OK</title></head><body><h1>Down for maintenance</h1>' +
-      '<p>We&rsquo;ll be back soon. The service is down for scheduled maintenance; ' +
-      'please try again in a few minutes.</p></body></html>'
-    );
-  }
-  return `<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><p>upstream said no</p></body></html>`;
-}
-
-/** The first half of a JSON text: what a client sees when a proxy cuts a response short. */
-function truncate(body: string): string {
-  return body.slice(0, Math.max(1, Math.floor(body.length / 2)));
 }
