@@ -43,8 +43,11 @@ async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const layers = { unit: !args.includes('--no-unit'), server: !args.includes('--unit') };
   const filter = args.filter((arg) => !arg.startsWith('--'));
-  const all = testFiles(join(root, 'test')).filter(
-    (file) => filter.length === 0 || filter.some((f) => file.includes(f)),
+  // Filters match the path under test/, not the absolute one: a clone in /work/simulator/ must not
+  // match every file for `simulator`.
+  const testDir = join(root, 'test');
+  const all = testFiles(testDir).filter(
+    (file) => filter.length === 0 || filter.some((f) => relative(testDir, file).includes(f)),
   );
   const units = layers.unit ? all.filter(isUnit) : [];
   if (units.length > 0) {
