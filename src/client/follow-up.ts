@@ -1,10 +1,16 @@
 /**
  * Follow-up delivery: `sendFollowUp` gives the job's workflow a `followUp` update, and its handle
- * answers with the follow-up's own turn.
+ * answers with the follow-up's own turn. Nothing here reads a history: what a run did with an
+ * update is asked of the server by update ID, and where a run went by `describe`
+ * (docs/decisions/0014-follow-up-delivery.md).
+ *
+ * No ask names a run: the server can leave an update admitted to a run that continues as new
+ * answering "admitted" to every later ask naming that run (seen on Servers 1.29.1 and 1.32.2,
+ * test/foundation/update-continue-as-new.test.ts). An ask goes to the workflow ID, or to the
+ * chain of runs that continue as new from one first run, which the server passes on.
  */
 import { randomUUID } from 'node:crypto';
 import {
-  isGrpcDeadlineError,
   WithStartWorkflowOperation,
   WorkflowIdConflictPolicy,
   WorkflowIdReusePolicy,
@@ -75,9 +81,9 @@ export interface FollowUpHandle {
   /**
    * The new turn's result once it ends, also when the workflow continued as new before (the
    * follow-up is carried into the next run, and this attaches there under the same update ID).
-   * Fails with `WorkflowUpdateFailedError` (cause `AgentJobFailed`, or the API error that refused
-   * the message), or with the workflow's own `WorkflowFailedError` when it ends first (its
-   * deadline, a cancellation).
+   * Fails with `WorkflowUpdateFailedError`: cause `AgentJobFailed`, or the API error that refused
+   * the message, or (the server's) `AcceptedUpdateCompletedWorkflow` when the workflow ended
+   * before the turn did (its deadline, a cancellation; the workflow's own failure says why).
    */
   result(): Promise<AgentJobResult>;
 }
@@ -103,30 +109,46 @@ export async function sendFollowUp(
   const key = checkedKey(options.key);
   const priority = priorityOf(resolved.projectId, options.priority);
   const workflowId = agentJobIdWorkflowId(resolved.projectId, input.jobId);
-  const updateId = key === undefined ? randomUUID() : followUpUpdateId(key);
-  // A workflow that closes between a look-up and the update's delivery makes the update fail as
-  // not found; the next attempt looks again. Three attempts cover that race.
+  const target: FollowUpTarget = {
+    client,
+    workflowId,
+    updateId: key === undefined ? randomUUID() : followUpUpdateId(key),
+    prompt,
+  };
+  // A chain that closes between the look-up and the ask answers not found: the next try looks
+  // again. A task that failed under the update (see {@link ask}) is asked again.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await deliverFollowUp(client, { workflowId, updateId, keyed: key !== undefined, prompt }, () => {
-        return new WithStartWorkflowOperation<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
-          workflowId,
-          taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
-          // Watch mode: the prompt travels in the update, so a running workflow and a new one are
-          // told the same thing in the same way.
-          args: [watch],
-          workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-          staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
-          typedSearchAttributes: startAttributes(resolved),
-          priority,
-        });
+      if (key !== undefined) {
+        const seen = await earlierFollowUp(target);
+        if (seen.earlier !== null) return seen.earlier;
+        // Given to the running chain itself: were it to close first, update-with-start would start
+        // a run that does not know the ID, which would send the message a second time.
+        if (seen.running !== null)
+          return followUpHandle(target, seen.running, await ask(seen.running, target));
+      }
+      const start = new WithStartWorkflowOperation<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+        workflowId,
+        taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+        // Watch mode: the prompt travels in the update, so a running workflow and a new one are
+        // told the same thing in the same way.
+        args: [watch],
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        staticSummary: agentJobSummary(resolved.projectId, `follow-up on ${input.jobId}: ${prompt}`),
+        typedSearchAttributes: startAttributes(resolved),
+        priority,
       });
+      const update = await client.workflow.startUpdateWithStart(followUpUpdate, {
+        args: [prompt],
+        updateId: target.updateId,
+        waitForStage: 'ACCEPTED',
+        startWorkflowOperation: start,
+      });
+      return followUpHandle(target, await start.workflowHandle(), update);
     } catch (err) {
-      // A run that is continuing as new takes no update for a moment: the next attempt finds the
-      // run it continued into.
-      if (refusedForAMoment(err) && attempt < CLOSING_TRIES) {
-        await closingPause(attempt);
+      if (failedUnderItsTask(err) && attempt < FAILED_TASK_TRIES) {
+        await pause(attempt);
         continue;
       }
       if (!(err instanceof WorkflowNotFoundError) || attempt >= 3) throw err;
@@ -134,43 +156,9 @@ export async function sendFollowUp(
   }
 }
 
-/**
- * One try at delivering a follow-up. With a caller's key, a closed run that took the update ID
- * answers instead (nothing is sent), and a run found running is given the update itself rather
- * than through update-with-start: were it to close before the update arrived, update-with-start
- * would start a new run that does not know the ID and would send the message a second time; the
- * targeted update fails as not found instead, and the next try finds the closed run's answer.
- */
-async function deliverFollowUp(
-  client: Client,
-  target: { workflowId: string; updateId: string; keyed: boolean; prompt: string },
-  operation: () => WithStartWorkflowOperation<typeof agentJobWorkflow>,
-): Promise<FollowUpHandle> {
-  const { workflowId, updateId, prompt } = target;
-  if (target.keyed) {
-    const seen = await earlierFollowUp(client, target);
-    if (seen.earlier !== null) return seen.earlier;
-    if (seen.runningRunId !== null) {
-      const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, seen.runningRunId);
-      const update = await acceptedBy(workflow, target);
-      return followUpHandle(target, workflow, update);
-    }
-  }
-  const start = operation();
-  const update = await client.workflow.startUpdateWithStart(followUpUpdate, {
-    args: [prompt],
-    updateId,
-    waitForStage: 'ACCEPTED',
-    startWorkflowOperation: start,
-  });
-  return followUpHandle(target, await start.workflowHandle(), update);
-}
-
-/** The history of one run, as `fetchHistory` reads it. */
-type RunHistory = Awaited<ReturnType<AgentJobHandle['fetchHistory']>>;
-
-/** What names a follow-up: its workflow, its update ID and its prompt. */
+/** What names a follow-up: its workflow, its update ID and its prompt, and who asks. */
 interface FollowUpTarget {
+  client: Client;
   workflowId: string;
   updateId: string;
   prompt: string;
@@ -178,7 +166,8 @@ interface FollowUpTarget {
 
 /**
  * The server's failure type for an update accepted by a run that closed before the update
- * completed: what a `followUp` left behind by continue-as-new (or by a run's end) answers.
+ * completed (`AcceptedUpdateCompletedWorkflowFailure` in its service/history/workflow/update):
+ * what a `followUp` carried on by continue-as-new, or left by a run's end, answers.
  */
 const UPDATE_LEFT_BY_ITS_RUN = 'AcceptedUpdateCompletedWorkflow';
 
@@ -188,209 +177,137 @@ function followUpHandle(
   workflow: AgentJobHandle,
   update: WorkflowUpdateHandle<AgentJobResult>,
 ): FollowUpHandle {
-  const { workflowId, updateId } = target;
   return {
-    workflowId,
-    updateId,
+    workflowId: target.workflowId,
+    updateId: target.updateId,
     workflow,
     result: async () => {
-      let run = workflow;
-      let pending = update;
-      // One pass per run the follow-up was carried into by continue-as-new.
-      for (;;) {
+      // One pass per run that continued as new with the follow-up.
+      for (let pending = update; ;) {
         try {
           return await pending.result();
         } catch (err) {
-          if (!(err instanceof WorkflowUpdateFailedError)) {
-            // The workflow ended without answering (deadline, cancellation): its outcome says why.
-            await run.result();
-            throw err;
-          }
-          const carried = await carriedInto(run, pending, err);
-          // Failed in its run, or left behind by a run that ended otherwise (the server's answer).
-          if (carried === null) throw err;
-          ({ run, update: pending } = await attach(target, run.client, carried));
+          const next = await carriedOn(target, pending, err);
+          if (next === null) throw err;
+          pending = next;
         }
       }
     },
   };
 }
 
-/** Where a run that continued as new carried a follow-up: the next run, and its chain's first run. */
-interface Carried {
-  next: string;
-  firstRunId: string;
-}
-
 /**
- * Where the run of `update` carried it, when `err` says that run closed before answering and the
- * run continued as new; else null.
+ * Where a follow-up went when its update failed with `err`: null when that is its outcome (its
+ * turn's failure, or a run that ended without answering), else its update in the run that took it
+ * on. A run that continues as new carries its waiting follow-ups, and the next run answers their
+ * update IDs with them (src/workflows/agent-job/follow-ups.ts); the run says by its status that it
+ * continued, and by its chain's first run where to ask. An error that is no update failure throws
+ * the workflow's own failure when it has one.
  */
-async function carriedInto(
-  run: AgentJobHandle,
-  update: WorkflowUpdateHandle<AgentJobResult>,
-  err: WorkflowUpdateFailedError,
-): Promise<Carried | null> {
-  const left = err.cause instanceof ApplicationFailure && err.cause.type === UPDATE_LEFT_BY_ITS_RUN;
-  // The run that left the update behind is the one the update went to, not the latest.
-  if (!left || update.workflowRunId === undefined) return null;
-  const history = await run.client.getHandle(update.workflowId, update.workflowRunId).fetchHistory();
-  const next = continuedAs(history);
-  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-  const firstRunId = started?.firstExecutionRunId || update.workflowRunId;
-  return next === null ? null : { next, firstRunId };
-}
-
-/** The run that a run with `history` continued as new into; null when it closed otherwise. */
-function continuedAs(history: RunHistory): string | null {
-  const last = history.events?.at(-1);
-  return last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-}
-
-/** `history` holds the acceptance of update `updateId`. */
-function accepted(history: RunHistory, updateId: string): boolean {
-  return (history.events ?? []).some(
-    (event) =>
-      event.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
-  );
-}
-
-/** Tries of an update on a run that is closing (about 30 s in all), before its error is the caller's. */
-const CLOSING_TRIES = 40;
-
-/**
- * The pause before asking a closing run again: 50 ms more each time, at most 1 s, so that the
- * {@link CLOSING_TRIES} cover about 30 s. A continue-as-new on a busy server can take seconds
- * (a loaded test run saw the 4 s this used to allow run out).
- */
-function closingPause(tries: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.min(50 * tries, 1_000)));
-}
-
-/**
- * The server refused an update for a moment, and the same ask succeeds a little later: the run is
- * closing (continue-as-new under way: gRPC 8, RESOURCE_EXHAUSTED), or the workflow task that was
- * to take the update failed (gRPC 9, FAILED_PRECONDITION; a task that met the update while it
- * continued as new fails that way, and the next task takes it).
- */
-function refusedForAMoment(err: unknown): boolean {
-  const cause = (err as { cause?: { code?: number; details?: string; message?: string } } | null)?.cause;
-  const text = `${cause?.details ?? ''} ${cause?.message ?? ''}`;
-  if (cause?.code === 8) return text.includes('workflow is closing');
-  return cause?.code === 9 && text.includes('unexpected workflow task failure');
-}
-
-/**
- * Attaches to the follow-up that a run carried into `carried.next`: the same update ID, to which
- * the running run's `followUp` answers with the carried follow-up (nothing is queued or sent again;
- * the server answers an ID a run already took with that update). The ask goes to the chain, not
- * to one run: every run carries the follow-up on, and a run that continues as new while the ask
- * waits passes it to the next, where an ask naming that run would wait on a closed run. Once the
- * chain has closed, the run that took the follow-up answers from its history.
- */
-async function attach(
+async function carriedOn(
   target: FollowUpTarget,
-  client: AgentJobHandle['client'],
-  carried: Carried,
-): Promise<{ run: AgentJobHandle; update: WorkflowUpdateHandle<AgentJobResult> }> {
-  const { workflowId, updateId } = target;
-  const chain: AgentJobHandle = client.getHandle(workflowId, undefined, {
-    firstExecutionRunId: carried.firstRunId,
-  });
-  let closed: unknown;
-  for (let tries = 1; ; tries++) {
-    try {
-      return { run: chain, update: await acceptedBy(chain, target) };
-    } catch (err) {
-      if (refusedForAMoment(err) && tries < CLOSING_TRIES) {
-        // The run is continuing as new: the next ask finds the run it continues into.
-        await closingPause(tries);
-        continue;
-      }
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-      closed = err;
-      break;
-    }
+  update: WorkflowUpdateHandle<AgentJobResult>,
+  err: unknown,
+): Promise<WorkflowUpdateHandle<AgentJobResult> | null> {
+  const run: AgentJobHandle = target.client.workflow.getHandle(target.workflowId, update.workflowRunId);
+  if (!(err instanceof WorkflowUpdateFailedError)) {
+    await run.result();
+    return null;
   }
-  for (let runId: string | null = carried.next; runId !== null;) {
-    const run: AgentJobHandle = client.getHandle(workflowId, runId);
-    const history = await run.fetchHistory();
-    if (accepted(history, updateId)) return { run, update: run.getUpdateHandle<AgentJobResult>(updateId) };
-    runId = continuedAs(history);
-  }
-  throw closed;
+  const cause = err.cause;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== UPDATE_LEFT_BY_ITS_RUN) return null;
+  const { status, raw, runId } = await run.describe();
+  if (status.name !== 'CONTINUED_AS_NEW') return null;
+  return ask(chainOf(target, raw.workflowExecutionInfo?.firstRunId || runId), target);
 }
 
-/**
- * Longest one ask of a run to accept a follow-up may take. A run that continues as new while it
- * holds the update admitted but not yet accepted leaves the server answering "admitted" (neither
- * accepted nor not found) to every later ask that names that run, and the SDK's `startUpdate`
- * asks again for as long as that lasts: a CI run hung ten minutes on it (Server 1.29.1). A
- * running workflow that is slower than this to accept is only asked again.
- */
-const ACCEPT_TRY_MS = 3_000;
+/** The runs that continue as new from `firstRunId`: an ask goes to the one running. */
+function chainOf(target: FollowUpTarget, firstRunId: string): AgentJobHandle {
+  return target.client.workflow.getHandle(target.workflowId, undefined, { firstExecutionRunId: firstRunId });
+}
+
+/** Tries of an ask whose workflow task failed under it, before its error is the caller's. */
+const FAILED_TASK_TRIES = 10;
 
 /**
- * Gives follow-up `target` to `run` (one run, or the running run of a chain) and resolves once it
- * has accepted it. Each ask is bounded ({@link ACCEPT_TRY_MS}); one that runs out when the run has
- * closed meanwhile throws WorkflowNotFoundError, as asking a closed run does, which the callers
- * follow. A run still running is asked again under the same update ID, which the server recognises.
+ * Gives follow-up `target` to the running run of `chain` and resolves once it has accepted it
+ * (or answered it: the same update ID again is the same follow-up). A run that is closing is
+ * asked again by the SDK (RESOURCE_EXHAUSTED, about a minute) and by the server, which passes the
+ * ask to the run the chain continued into. The task that took the update may fail while the run
+ * continues as new: the server then answers FAILED_PRECONDITION and leaves asking again to the
+ * caller; the next task takes it.
  */
-async function acceptedBy(
-  run: AgentJobHandle,
+async function ask(
+  chain: AgentJobHandle,
   target: FollowUpTarget,
 ): Promise<WorkflowUpdateHandle<AgentJobResult>> {
-  const { workflowId, updateId, prompt } = target;
-  for (;;) {
+  const { updateId, prompt } = target;
+  for (let tries = 1; ; tries++) {
     try {
-      return await run.client.withDeadline(Date.now() + ACCEPT_TRY_MS, () =>
-        run.startUpdate(followUpUpdate, { args: [prompt], updateId, waitForStage: 'ACCEPTED' }),
-      );
+      return await chain.startUpdate(followUpUpdate, { args: [prompt], updateId, waitForStage: 'ACCEPTED' });
     } catch (err) {
-      if (!isGrpcDeadlineError(err)) throw err;
-      const { status, runId } = await run.describe();
-      if (status.name !== 'RUNNING') {
-        throw new WorkflowNotFoundError(
-          `run ${runId} closed (${status.name}) before it accepted follow-up ${updateId}`,
-          workflowId,
-          runId,
-        );
-      }
+      if (!failedUnderItsTask(err) || tries >= FAILED_TASK_TRIES) throw err;
+      await pause(tries);
     }
   }
+}
+
+/** The pause before the next try: 100 ms more each time (4.5 s over {@link FAILED_TASK_TRIES}). */
+function pause(tries: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 100 * tries));
+}
+
+/** gRPC 9, FAILED_PRECONDITION, for an update the workflow task that took it failed under. */
+function failedUnderItsTask(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: number } } | null)?.cause;
+  return cause?.code === 9;
 }
 
 /**
  * The follow-up `updateId` in a closed run of the job's workflow, or null when no closed run took
- * it. The runs are every run the server's visibility lists for the workflow ID (earlier sends, and
- * runs that continued as new) and the latest one, which `describe` reads from the server itself
- * (visibility may lag a run that just closed); each is looked for in its history, newest first.
- * A running latest run is left to the server, which recognises an update ID it has seen.
+ * it; and the chain of the latest run when that one runs (the server recognises an update ID a
+ * running run has seen). The runs are every run the server's visibility lists for the workflow
+ * ID (earlier sends, and runs that continued as new) and the latest one, which `describe` reads
+ * from the server itself (visibility may lag a run that just closed). Each closed run is asked,
+ * newest first, for the update's outcome by its ID: a run that never took it answers not found.
  */
 async function earlierFollowUp(
-  client: Client,
   target: FollowUpTarget,
-): Promise<{ earlier: FollowUpHandle | null; runningRunId: string | null }> {
-  const { workflowId, updateId } = target;
+): Promise<{ earlier: FollowUpHandle | null; running: AgentJobHandle | null }> {
+  const { client, workflowId, updateId } = target;
   let latest: Awaited<ReturnType<AgentJobHandle['describe']>>;
   try {
     latest = await client.workflow.getHandle(workflowId).describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { earlier: null, runningRunId: null };
+    if (err instanceof WorkflowNotFoundError) return { earlier: null, running: null };
     throw err;
   }
-  const runningRunId = latest.status.name === 'RUNNING' ? latest.runId : null;
+  const isRunning = latest.status.name === 'RUNNING';
+  const running = isRunning
+    ? chainOf(target, latest.raw.workflowExecutionInfo?.firstRunId || latest.runId)
+    : null;
   const runs = new Map<string, number>([[latest.runId, latest.startTime.getTime()]]);
   for await (const run of client.workflow.list({ query: `WorkflowId = ${visibilityString(workflowId)}` })) {
     runs.set(run.runId, run.startTime.getTime());
   }
   const newestFirst = [...runs].sort(([, a], [, b]) => b - a).map(([runId]) => runId);
   for (const runId of newestFirst) {
-    if (runId === latest.runId && latest.status.name === 'RUNNING') continue;
+    if (runId === latest.runId && isRunning) continue;
     const workflow: AgentJobHandle = client.workflow.getHandle(workflowId, runId);
-    if (!accepted(await workflow.fetchHistory(), updateId)) continue;
-    const earlier = followUpHandle(target, workflow, workflow.getUpdateHandle<AgentJobResult>(updateId));
-    return { earlier, runningRunId };
+    const update = workflow.getUpdateHandle<AgentJobResult>(updateId);
+    if (await took(update)) return { earlier: followUpHandle(target, workflow, update), running };
   }
-  return { earlier: null, runningRunId };
+  return { earlier: null, running };
+}
+
+/** The closed run of `update` took it: the server has an outcome for its ID there. */
+async function took(update: WorkflowUpdateHandle<AgentJobResult>): Promise<boolean> {
+  try {
+    await update.result();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) return true;
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
+  }
 }
