@@ -231,11 +231,11 @@ const FAILED_TASK_TRIES = 10;
 
 /**
  * Gives follow-up `target` to the running run of `chain` and resolves once it has accepted it
- * (or answered it: the same update ID again is the same follow-up). A run that is closing is
- * asked again by the SDK (RESOURCE_EXHAUSTED: 10 attempts over about 40 s) and by the server, which passes the
- * ask to the run the chain continued into. The task that took the update may fail while the run
- * continues as new: the server then answers FAILED_PRECONDITION and leaves asking again to the
- * caller; the next task takes it.
+ * (or answered it: the same update ID again is the same follow-up). A run that is closing is asked
+ * again by the SDK (RESOURCE_EXHAUSTED: 10 attempts over about 40 s) and by the server, which
+ * passes the ask to the run the chain continued into. The task that took the update may fail
+ * while the run continues as new: the server then answers FAILED_PRECONDITION and leaves asking
+ * again to the caller; the next task takes it.
  */
 async function ask(
   chain: AgentJobHandle,
