@@ -96,8 +96,10 @@ export interface FollowUpHandle {
  * first. Resolves once the workflow has accepted the follow-up. With a `key` that a closed run of
  * the job's workflow already took, nothing is sent: the handle is that run's, with its outcome.
  *
- * Throws `InvalidInputError` before anything starts when the input or the key is invalid, and
- * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued).
+ * Throws `InvalidInputError` before anything starts when the input or the key is invalid,
+ * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued), and a
+ * RESOURCE_EXHAUSTED `ServiceError` when 10 updates wait in the run already (the server's default
+ * `history.maxInFlightUpdates`, which comes first).
  */
 export async function sendFollowUp(
   client: Client,
