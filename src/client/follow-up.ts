@@ -98,7 +98,7 @@ export interface FollowUpHandle {
  *
  * Throws `InvalidInputError` before anything starts when the input or the key is invalid,
  * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued), and a
- * RESOURCE_EXHAUSTED `ServiceError` when 10 updates wait in the run already (the server's default
+ * RESOURCE_EXHAUSTED gRPC error when 10 updates wait in the run already (the server's default
  * `history.maxInFlightUpdates`, which comes first).
  */
 export async function sendFollowUp(
