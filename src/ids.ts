@@ -99,9 +99,30 @@ export function fitPart(encoded: string, whole: string, maxBytes: number): strin
 }
 
 /**
- * A workflow ID built by `build` from percent-encoded parts, within {@link MAX_WORKFLOW_ID_BYTES}:
- * as it reads when it fits; else every part longer than an equal share of the bytes left is cut by
- * {@link fitPart}. `encode` must map distinct parts to distinct texts without `/` or `%~`.
+ * How a part goes into a workflow ID: `%` and `/` percent-encoded, nothing else, so a part never
+ * holds a separator (nor {@link CUT_MARK}). Stable, injective, and a part without `%` or `/` is
+ * unchanged: what the agent-job IDs use (`agent-job/<project>/<key>`).
+ */
+export function encodeIdPart(part: string): string {
+  return part.replaceAll('%', '%25').replaceAll('/', '%2F');
+}
+
+/**
+ * How a part goes into a workflow ID as a URI component (`encodeURIComponent`, a lone surrogate as
+ * U+FFFD, which {@link boundedWorkflowId} then always cuts): what the quota workflow's ID uses
+ * (`agent-api-quota/<project>`).
+ */
+export function encodeUriPart(part: string): string {
+  return encodeURIComponent(part.replace(/\p{Cs}/gu, '\ufffd'));
+}
+
+/**
+ * The one way a workflow ID is built here: from parts encoded by `encode` ({@link encodeIdPart},
+ * {@link encodeUriPart}), joined by `build`, within {@link MAX_WORKFLOW_ID_BYTES}. It reads as it
+ * is when it fits; else every part longer than an equal share of the bytes left is cut by
+ * {@link fitPart}. A part that is not well-formed Unicode is always cut: its encoding is not
+ * faithful (a lone surrogate reads as U+FFFD, as a part that holds U+FFFD would), the hash of the
+ * part itself is. `encode` must map distinct parts to distinct texts without `/` or `%~`.
  */
 export function boundedWorkflowId(
   parts: readonly string[],
@@ -110,10 +131,18 @@ export function boundedWorkflowId(
 ): string {
   const encoded = parts.map(encode);
   const readable = build(encoded);
-  if (utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
+  const faithful = parts.every(isWellFormed);
+  if (faithful && utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
   const fixed = utf8ByteLength(build(parts.map(() => '')));
   const share = Math.floor((MAX_WORKFLOW_ID_BYTES - fixed) / parts.length);
-  return build(encoded.map((part, index) => fitPart(part, parts[index] ?? '', share)));
+  return build(
+    encoded.map((part, index) => {
+      const whole = parts[index] ?? '';
+      // One byte short of the encoding forces the cut, whatever the share.
+      const bytes = isWellFormed(whole) ? share : Math.min(share, utf8ByteLength(part) - 1);
+      return fitPart(part, whole, bytes);
+    }),
+  );
 }
 
 function isHighSurrogate(unit: number): boolean {

@@ -89,6 +89,14 @@ describe('bounded workflow IDs', () => {
     }
   });
 
+  test('a part with a lone surrogate is always cut: its encoding reads like U+FFFD, its hash does not', () => {
+    const lone = id('docs', 'a\ud800b');
+    const replaced = id('docs', 'a\ufffdb');
+    assert.ok(lone.includes(CUT_MARK), lone);
+    assert.notEqual(lone, replaced);
+    assert.equal(replaced, 'wf/docs/a\ufffdb');
+  });
+
   test('distinct inputs never share an ID, a cut one and a readable one included', () => {
     const long = 'k'.repeat(400);
     const pairs: Array<[string, string]> = [

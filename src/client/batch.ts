@@ -16,7 +16,7 @@ import {
 import { resolveInput } from '../input.js';
 import { isWellFormed } from '../ids.js';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { startAgentJob, type AgentJobHandle } from './index.js';
+import { startAgentJob, type AgentJobHandle } from './start.js';
 import { mapLimit } from './map-limit.js';
 
 /** One valid line of a batch file. */

@@ -1,0 +1,43 @@
+/**
+ * Following a started workflow: its progress as it changes, its result, and its UI page.
+ */
+import { statusQuery, type AgentJobProgress } from '../contract.js';
+import type { AgentJobHandle } from './start.js';
+
+/**
+ * Follows a workflow until it closes, calling `onProgress` whenever the phase, the status or the
+ * poll count changes, and returns its result (or throws its failure).
+ */
+export async function followAgentJob(
+  handle: AgentJobHandle,
+  onProgress: (progress: AgentJobProgress) => void,
+  options: { intervalMs?: number } = {},
+): ReturnType<AgentJobHandle['result']> {
+  const result = handle.result();
+  let closed = false;
+  const settled = result.then(
+    () => (closed = true),
+    () => (closed = true),
+  );
+  let last = '';
+  while (!closed) {
+    try {
+      const progress = await handle.query(statusQuery);
+      const fingerprint = `${progress.phase}|${progress.lastRecord?.status}|${progress.polls}|${progress.turns}|${progress.queue?.position}`;
+      if (fingerprint !== last) {
+        last = fingerprint;
+        onProgress(progress);
+      }
+    } catch {
+      // A query can fail while the workflow closes or before its first task runs; the result decides.
+    }
+    await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 500))]);
+  }
+  return result;
+}
+
+/** The Temporal UI page of a workflow, when the UI's base URL is known. */
+export function workflowUiUrl(uiUrl: string | null, namespace: string, workflowId: string): string | null {
+  if (!uiUrl) return null;
+  return `${uiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}

@@ -1,0 +1,217 @@
+/**
+ * Starting agent-job workflows: the start options (the input checked, the workflow ID from the
+ * key, the policies, and what a run that ended before under the key left for the next), and the
+ * start itself, which attaches to a workflow already started with the same key.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdConflictPolicy,
+  WorkflowIdReusePolicy,
+  type Client,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import { WorkflowNotFoundError, type SearchAttributePair } from '@temporalio/common';
+import {
+  DEFAULT_TASK_QUEUE,
+  InvalidInputError,
+  SearchAttributes,
+  START_PRIORITIES,
+  WORKFLOW_TYPE,
+  type AgentJobInput,
+  type StartPriority,
+} from '../contract.js';
+import { resolveInput } from '../input.js';
+import type { agentJobWorkflow } from '../workflows/index.js';
+import {
+  agentJobIdWorkflowId,
+  agentJobSummary,
+  agentJobWorkflowId,
+  checkedKey,
+  visibilityString,
+} from './ids.js';
+import { previousRun, type PreviousRun } from './previous-run.js';
+import { taskPriority } from './priority.js';
+
+/** A handle on an agent-job workflow, typed with its result. */
+export type AgentJobHandle = WorkflowHandle<typeof agentJobWorkflow>;
+
+/** Options of {@link startAgentJob}. */
+export interface StartAgentJobOptions {
+  /**
+   * The caller's idempotency key: starting twice with the same project and key attaches to the
+   * same workflow, and so to the same agent job. Default: a random key (every call starts anew).
+   */
+  key?: string;
+  /** Task queue of the workers. Default `agent-jobs`. */
+  taskQueue?: string;
+  /**
+   * `interactive` (default) or `batch`: on busy workers, interactive jobs' tasks go first
+   * ({@link START_PRIORITIES}); within each, projects share the workers fairly.
+   */
+  priority?: StartPriority;
+}
+
+/** The start's task priority, from its class; `InvalidInputError` for a class that is not one. */
+export function priorityOf(projectId: string, priority: StartPriority | undefined) {
+  const name = priority ?? 'interactive';
+  if (!Object.hasOwn(START_PRIORITIES, name)) {
+    throw new InvalidInputError(
+      'priority',
+      `must be one of ${Object.keys(START_PRIORITIES).join(', ')}, not "${String(name)}"`,
+    );
+  }
+  return taskPriority(projectId, START_PRIORITIES[name]);
+}
+
+/**
+
+/**
+ * The search attributes a workflow starts with: set at start they cost no action, where an upsert
+ * from the workflow is one. The job's ID is known at start only when the input names the job.
+ */
+export function startAttributes(resolved: { projectId: string; jobId?: string }): SearchAttributePair[] {
+  const attributes: SearchAttributePair[] = [{ key: SearchAttributes.projectId, value: resolved.projectId }];
+  if (resolved.jobId !== undefined) attributes.push({ key: SearchAttributes.jobId, value: resolved.jobId });
+  return attributes;
+}
+
+/**
+ * Starts the agent-job workflow, or attaches to the one already started with the same key.
+ *
+ * - Running: the USE_EXISTING conflict policy attaches to it.
+ * - Completed: the reuse policy ALLOW_DUPLICATE_FAILED_ONLY refuses a new run and the handle of
+ *   the completed one is returned, whose result is the agent job's.
+ * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. When
+ *   the run before had created its agent job (its `AgentJobId` search attribute is set), the new
+ *   run goes on with that job instead of creating another (the API honours no idempotency key, so
+ *   a second create would be a second agent job and a second pull request): it watches the job to
+ *   the end of its turn, and its result says `created: false`. When the run ended with its create
+ *   on the wire (terminated, timed out), the new run's create follows `AGENT_API_AMBIGUOUS_CREATE`
+ *   (`previousCreate`): under `fail` it sends nothing and fails with `CreateOutcomeUnknown`.
+ *
+ * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
+ * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
+ * workflow already driving the job.
+ *
+ * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid
+ * or the key is blank.
+ */
+export async function startAgentJob(
+  client: Client,
+  input: AgentJobInput,
+  options: StartAgentJobOptions = {},
+): Promise<AgentJobHandle> {
+  const start = await agentJobStartOptions(client, input, options);
+  try {
+    return await client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, start);
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError)
+      return client.workflow.getHandle(start.workflowId);
+    throw err;
+  }
+}
+
+/** The start options of an agent-job workflow, as {@link agentJobStartOptions} plans them. */
+export type AgentJobStartOptions = WorkflowStartOptions<typeof agentJobWorkflow>;
+
+/**
+ * What {@link startAgentJob} starts, without starting it: the input checked, the workflow ID from
+ * the key, the policies, and the input of a run that starts again after one that ended (see
+ * {@link startAgentJob}). The Nexus service starts the same options through its own start, which
+ * attaches the caller's completion callback; a start refused because the run under the ID has
+ * completed (WorkflowExecutionAlreadyStartedError) is the caller's to answer with that run.
+ *
+ * Throws `InvalidInputError` before anything is read when the input, the key or the priority is
+ * invalid.
+ */
+export async function agentJobStartOptions(
+  client: Client,
+  input: AgentJobInput,
+  options: StartAgentJobOptions = {},
+): Promise<AgentJobStartOptions> {
+  const resolved = resolveInput(input);
+  const key = checkedKey(options.key);
+  const priority = priorityOf(resolved.projectId, options.priority);
+  if (resolved.jobId !== undefined && resolved.prompt !== undefined) {
+    throw new InvalidInputError(
+      'prompt',
+      'with jobId is a follow-up message: send it with sendFollowUp, which queues it behind a workflow already driving the job',
+    );
+  }
+  const workflowId =
+    resolved.jobId === undefined
+      ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
+      : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
+  // A random key cannot have been used before; a caller's key may have made a job already.
+  const previous =
+    key !== undefined && resolved.jobId === undefined
+      ? await endedRun(client, workflowId)
+      : ({ kind: 'nothing' } as const);
+  const args: [AgentJobInput] = [restartInput(input, previous)];
+  return {
+    workflowId,
+    taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
+    args,
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
+    typedSearchAttributes: startAttributes(resolved),
+    priority,
+  };
+}
+
+/** Closed statuses after which a new run may start under the same key (the reuse policy's). */
+const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
+
+/**
+ * What the latest run of `workflowId` left behind when it failed, timed out, was cancelled or
+ * terminated (./previous-run.ts); `nothing` when there is no such run. Describe reads the run's own
+ * state, not the eventually consistent visibility store, so a run that has just closed is seen as
+ * it is; its history is read only when it recorded no agent job.
+ */
+async function endedRun(client: Client, workflowId: string): Promise<PreviousRun> {
+  try {
+    const run = await client.workflow.getHandle(workflowId).describe();
+    if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
+    const jobId =
+      run.typedSearchAttributes.get(SearchAttributes.jobId) ?? (await jobOfEarlierRun(client, workflowId));
+    if (jobId !== null) return previousRun(jobId, []);
+    const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    return previousRun(null, events ?? []);
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
+    throw err;
+  }
+}
+
+/**
+ * The agent job an earlier run under this workflow ID recorded (a run that was reset: the reset
+ * run may not have reached its create yet), newest first; null when none did. Visibility may lag
+ * a run that closed a moment ago, but a reset or an earlier failure is not that recent.
+ */
+async function jobOfEarlierRun(client: Client, workflowId: string): Promise<string | null> {
+  const runs: { startedAt: number; jobId: string }[] = [];
+  for await (const run of client.workflow.list({ query: `WorkflowId = ${visibilityString(workflowId)}` })) {
+    const jobId = run.typedSearchAttributes.get(SearchAttributes.jobId);
+    if (jobId !== undefined) runs.push({ startedAt: run.startTime.getTime(), jobId });
+  }
+  return runs.sort((a, b) => b.startedAt - a.startedAt)[0]?.jobId ?? null;
+}
+
+/** The input of a run that starts again after `previous`. */
+function restartInput(input: AgentJobInput, previous: PreviousRun): AgentJobInput {
+  if (previous.kind === 'job') return { ...withoutPrompt(input), jobId: previous.jobId };
+  if (previous.kind === 'uncertain') {
+    return { ...input, previousCreate: `the run before under this key (${previous.why})` };
+  }
+  return input;
+}
+
+/** The input without its prompt: the prompt went out with the create of the run before. */
+function withoutPrompt(input: AgentJobInput): AgentJobInput {
+  const rest = { ...input };
+  delete rest.prompt;
+  return rest;
+}
