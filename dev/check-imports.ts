@@ -35,6 +35,7 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
       'src/escape.ts',
       'src/input.ts',
       'src/poll-schedule.ts',
+      'src/priority.ts',
     ],
   },
   { name: 'workflows and activities', members: ['src/workflows/', 'src/activities/', 'src/quota/'] },

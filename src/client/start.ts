@@ -32,7 +32,7 @@ import {
   visibilityString,
 } from './ids.js';
 import { previousRun, type PreviousRun } from './previous-run.js';
-import { taskPriority } from './priority.js';
+import { taskPriority } from '../priority.js';
 
 /** A handle on an agent-job workflow, typed with its result. */
 export type AgentJobHandle = WorkflowHandle<typeof agentJobWorkflow>;

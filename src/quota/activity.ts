@@ -10,7 +10,7 @@ import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/comm
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { withTimeout } from '../agent-api/abort.js';
 import { FailureType } from '../contract.js';
-import { taskPriority } from '../client/priority.js';
+import { taskPriority } from '../priority.js';
 import {
   FOLLOWS_ROLLOUTS_MEMO,
   PROJECT_QUOTA_WORKFLOW_TYPE,

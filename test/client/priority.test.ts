@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { startDevServer } from '../../dev/dev-server.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { InvalidInputError, type StartPriority } from '../../src/contract.js';
-import { taskPriority } from '../../src/client/priority.js';
+import { taskPriority } from '../../src/priority.js';
 import { onCleanup, startSimulatedWorld, temporalEnv, uniqueId } from '../harness.js';
 
 /** What a self-hosted server needs for both (docs/starting-jobs.md), plus one partition. */

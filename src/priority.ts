@@ -2,7 +2,7 @@
  * Task-queue priority and fairness for a start: which class goes first on a worker with a backlog,
  * and the project as the fairness key within it (docs/starting-jobs.md).
  */
-import { fitPart } from '../ids.js';
+import { fitPart } from './ids.js';
 
 /** The server's limit on a fairness key. */
 const MAX_FAIRNESS_KEY_BYTES = 64;
