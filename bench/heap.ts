@@ -30,7 +30,8 @@ import { mapLimit } from '../src/client/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startLoadJob } from './scenarios/load.js';
+import { startJob } from './scenarios/load.js';
+import { fixedSchedule } from './schedule.js';
 import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
@@ -112,7 +113,8 @@ try {
         },
       });
     };
-    const start = (index: number) => startLoadJob(env.client, { impl, cadenceMs }, project, index);
+    const how = { impl, taskQueue: project, schedule: fixedSchedule(cadenceMs) };
+    const start = (index: number) => startJob(env.client, how, project, index);
     await mapLimit(range(0, WARM_UP), WARM_UP, start);
     await pollsOf(WARM_UP);
     const base = heapMiB('base');

@@ -1,14 +1,14 @@
 /**
- * Writes a run down: the table printed at the end of `npm run bench`, the JSON under
- * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run, the
- * newest quick run and the newest quick run on PostgreSQL in bench/results/ (so a quick run in CI
- * never pushes the full run out of it). Writing a run removes the older runs of its kind that the
+ * Writes a run down: the JSON under bench/results/, and docs/PERFORMANCE.md, which is regenerated
+ * from the newest full run, the newest quick run and the newest quick run on PostgreSQL in
+ * bench/results/ (so a quick run in CI never pushes the full run out of it), and the same markdown
+ * that `npm run bench` prints at the end. Writing a run removes the older runs of its kind that the
  * page no longer reads, so bench/results/ does not grow.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
-import { ROOT } from './build.js';
+import { ROOT, WORKER_ENTRY } from './build.js';
 import {
   BASELINES,
   COST_VARIANTS,
@@ -20,21 +20,21 @@ import {
   QUICK_POINTS,
   type BenchResult,
   type BenchServer,
+  type DesignChoice,
   type Implementation,
   type LoadPoint,
   type QuotaCostSide,
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PART_NAMES, DETECTION_PARTS, DETECTION_SAMPLE, type DetectionParts } from './history.js';
-import { ratio, spread, type Spread } from './stats.js';
+import { DETECTION_PART_NAMES, DETECTION_PARTS, DETECTION_SAMPLE, type ActionCounts } from './history.js';
+import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
   evaluateAims,
+  quotaOwnCost,
   ratios,
   summarizeLoad,
-  type AimResult,
-  quotaOwnCost,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
@@ -43,8 +43,6 @@ import {
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The generated performance document. */
 const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
-
-type Format = 'text' | 'markdown';
 
 /** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
@@ -100,72 +98,96 @@ function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchR
   return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
 }
 
-/** The parts of a report; a run made with `--only` has some of them. */
-type Section = 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
-const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'wake', 'startup', 'choices'];
-
-function has(result: BenchResult, section: Section): boolean {
-  switch (section) {
-    case 'load':
-      return result.load.some(
-        (r) => r.variant === '' && result.settings.points.some((p) => p.jobs === r.jobs),
-      );
-    case 'cost':
-      return result.cost.length > 0;
-    case 'quota':
-      return (result.quota?.length ?? 0) > 0;
-    case 'wake':
-      return (result.wake?.length ?? 0) > 0;
-    case 'startup':
-      return result.startup.length > 0;
-    case 'choices':
-      return result.settings.choices.length > 0 && result.load.some((r) => r.variant !== '');
-  }
+/** `text` formatted by the project's Prettier settings, so that `prettier --check` passes on the page. */
+export async function formatMarkdown(text: string): Promise<string> {
+  const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
+  return prettier.format(text, { ...options, filepath: PERFORMANCE_DOC });
 }
 
 /**
- * Regenerates docs/PERFORMANCE.md from bench/results/, formatted by the project's Prettier settings
- * so that `prettier --check` passes on it. Each part comes from the newest run of its mode that
- * has it, so a later `--only choices` run replaces the design choices and leaves the rest; every
- * part is shown under the run it came from.
+ * Regenerates docs/PERFORMANCE.md from bench/results/. Each part comes from the newest run of its
+ * mode that has it, so a later `--only choices` run replaces the design choices and leaves the
+ * rest; every part is shown under the run it came from.
  */
 export async function writePerformanceDoc(): Promise<void> {
-  const parts = [DOC_INTRO];
-  parts.push('## Latest full run\n');
-  parts.push(renderNewest(results('full')) ?? 'No full run recorded yet: run `npm run bench -- --full`.\n');
-  parts.push('## Latest quick run\n');
-  parts.push(
+  const parts = [
+    DOC_INTRO,
+    '## Latest full run\n',
+    renderNewest(results('full')) ?? 'No full run recorded yet: run `npm run bench -- --full`.\n',
+    '## Latest quick run\n',
     renderNewest(results('quick')) ?? 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
-  );
-  parts.push('## Latest quick run on PostgreSQL\n');
-  parts.push(POSTGRES_INTRO);
-  parts.push(
+    '## Latest quick run on PostgreSQL\n',
+    POSTGRES_INTRO,
     renderNewest(results('quick', 'postgres')) ??
       'No run on PostgreSQL recorded yet: run `npm run bench -- --quick --server postgres`.\n',
-  );
-  parts.push(DOC_PROFILE);
-  parts.push(DOC_METHOD);
-  const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
-  writeFileSync(
-    PERFORMANCE_DOC,
-    await prettier.format(parts.join('\n'), { ...options, filepath: PERFORMANCE_DOC }),
-  );
+    DOC_PROFILE,
+    DOC_METHOD,
+  ];
+  writeFileSync(PERFORMANCE_DOC, await formatMarkdown(parts.join('\n')));
 }
 
-const POSTGRES_INTRO = `The same quick run on the production topology: Temporal Server v1.30.1 (the release of the
-compose images) with PostgreSQL, set up by the compose files as \`npm run test:cluster\` sets it up
-(dev/temporal-cluster.ts), with the dynamic config of \`deploy/compose/dynamicconfig.yaml\` and so the
-server's default rate limits, not the raised ones of the dev-server runs. Figures for users on a
-real cluster; PostgreSQL shares the machine's two cores with everything else here. Where the tables
-say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
-`;
+/** A heading at the level of the part it is written into. */
+type Heading = (title: string) => string;
+
+/** A part of a report: a run made with `--only` has some of them. */
+interface Section {
+  name: 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
+  has(result: BenchResult): boolean;
+  /** Its headings and tables. */
+  render(result: BenchResult, loads: LoadSummary[], h: Heading): string[];
+}
+
+/** The parts, in the order a report shows them. */
+const SECTIONS: readonly Section[] = [
+  {
+    name: 'load',
+    has: (r) =>
+      r.load.some((run) => run.variant === '' && r.settings.points.some((p) => p.jobs === run.jobs)),
+    render: (result, loads, h) => [
+      h('Throughput, detection latency, worker resources'),
+      loadTable(loads.filter((s) => s.variant === '' && IMPLEMENTATIONS.includes(s.impl))),
+      ...detectionTable(loads, h),
+      ...marginalMemory(loads),
+      ...(result.ladderStops.length === 0
+        ? []
+        : [
+            `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
+          ]),
+      h('This worker as ratios to the baselines'),
+      ratioTable(loads, result),
+    ],
+  },
+  { name: 'cost', has: (r) => r.cost.length > 0, render: (r, _, h) => [h('Cost per job'), costTable(r)] },
+  {
+    name: 'quota',
+    has: (r) => (r.quota?.length ?? 0) > 0,
+    render: (r, _, h) => [h('What the project quota adds per job'), quotaTable(r.quota ?? [])],
+  },
+  {
+    name: 'wake',
+    has: (r) => (r.wake?.length ?? 0) > 0,
+    render: (r, _, h) => [h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'), wakeTable(r)],
+  },
+  {
+    name: 'startup',
+    has: (r) => r.startup.length > 0,
+    render: (r, _, h) => [h('Start-up'), startupTable(r)],
+  },
+  {
+    name: 'choices',
+    has: (r) => r.settings.choices.length > 0 && r.load.some((run) => run.variant !== ''),
+    render: (r, loads, h) => [h('Design choices, both sides'), choiceTable(r.settings.choices, loads)],
+  },
+];
+
+type SectionName = Section['name'];
 
 /** The runs the report shows, newest first, each with the parts it is the newest run to have. */
-function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<Section>> {
-  const sources = new Map<BenchResult, Set<Section>>();
+function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<SectionName>> {
+  const sources = new Map<BenchResult, Set<SectionName>>();
   for (const section of SECTIONS) {
-    const source = runs.find((r) => has(r, section));
-    if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section]));
+    const source = runs.find((r) => section.has(r));
+    if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section.name]));
   }
   return sources;
 }
@@ -174,303 +196,242 @@ function renderNewest(runs: BenchResult[]): string | null {
   const sources = sourcesOf(runs);
   if (sources.size === 0) return null;
   if (sources.size === 1) {
-    const [[only, sections]] = [...sources] as [[BenchResult, Set<Section>]];
-    return render(only, 'markdown', 3, sections);
+    const [[only, sections]] = [...sources] as [[BenchResult, Set<SectionName>]];
+    return render(only, 3, sections);
   }
   // Parts from several runs: the aims are judged on them together, then each run is shown.
-  const pick = (section: Section) => [...sources].find(([, set]) => set.has(section))?.[0];
-  const loadRun = pick('load');
-  const [first] = sources.keys();
-  const base = loadRun ?? first;
-  if (!base) return null;
+  const pick = (section: SectionName) => [...sources].find(([, set]) => set.has(section))?.[0];
+  const base = pick('load') ?? [...sources.keys()][0]!;
   const combined: BenchResult = {
     ...base,
-    load: loadRun?.load ?? [],
+    load: pick('load')?.load ?? [],
     cost: pick('cost')?.cost ?? [],
     startup: pick('startup')?.startup ?? [],
     quota: pick('quota')?.quota ?? [],
     wake: pick('wake')?.wake ?? [],
   };
-  const out = [
-    '### Aims, judged on the runs below\n',
-    aimsTable(evaluateAims(combined, summarizeLoad(combined.load)), 'markdown'),
-  ];
+  const out = ['### Aims, judged on the runs below\n', aimsTable(combined, summarizeLoad(combined.load))];
   for (const [run, sections] of sources) {
-    out.push(`### Run of ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC: ${[...sections].join(', ')}\n`);
-    out.push(render(run, 'markdown', 4, sections, false));
+    out.push(`### Run of ${when(run)} UTC: ${[...sections].join(', ')}\n`);
+    out.push(render(run, 4, sections, false));
   }
   return out.join('\n');
 }
 
 /**
- * The report of one run, as console text or as markdown under headings of `level`: the sections
- * asked for, and the aims unless `withAims` is false.
+ * The report of one run, in markdown under headings of `level`: the sections asked for, and the
+ * aims unless `withAims` is false.
  */
 export function render(
   result: BenchResult,
-  format: Format,
   level = 2,
-  sections: ReadonlySet<Section> = new Set(SECTIONS),
+  sections: ReadonlySet<SectionName> = new Set(SECTIONS.map((s) => s.name)),
   withAims = true,
 ): string {
-  const h = (title: string) =>
-    format === 'markdown' ? `${'#'.repeat(level)} ${title}\n` : `\n== ${title} ==\n`;
+  const h: Heading = (title) => `${'#'.repeat(level)} ${title}\n`;
   const loads = summarizeLoad(result.load);
-  const out: string[] = [];
-  out.push(header(result, format));
-  if (withAims) {
-    out.push(h('Aims'));
-    out.push(aimsTable(evaluateAims(result, loads), format));
-  }
-  if (sections.has('load') && has(result, 'load')) {
-    out.push(h('Throughput, detection latency, worker resources'));
-    out.push(
-      loadTable(
-        loads.filter((s) => s.variant === '' && (IMPLEMENTATIONS as readonly string[]).includes(s.impl)),
-        format,
-      ),
-    );
-    const split = detectionTable(loads, format);
-    if (split !== null) {
-      out.push(h('Where detection latency goes'));
-      out.push(split);
-    }
-    const marginal = marginalMemory(loads);
-    if (marginal) out.push(marginal);
-    if (result.ladderStops.length > 0) {
-      out.push(
-        `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
-      );
-    }
-    out.push(h('This worker as ratios to the baselines'));
-    out.push(ratioTable(ratios(loads, result.cost), format));
-  }
-  if (sections.has('cost') && has(result, 'cost')) {
-    out.push(h('Cost per job'));
-    out.push(costTable(result, format));
-  }
-  if (sections.has('quota') && has(result, 'quota')) {
-    out.push(h('What the project quota adds per job'));
-    out.push(quotaTable(result, format));
-  }
-  if (sections.has('wake') && has(result, 'wake')) {
-    out.push(h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'));
-    out.push(wakeTable(result, format));
-  }
-  if (sections.has('startup') && has(result, 'startup')) {
-    out.push(h('Start-up'));
-    out.push(startupTable(result, format));
-  }
-  if (sections.has('choices') && has(result, 'choices')) {
-    out.push(h('Design choices, both sides'));
-    out.push(choiceTable(result, loads, format));
+  const out = [header(result)];
+  if (withAims) out.push(h('Aims'), aimsTable(result, loads));
+  for (const section of SECTIONS) {
+    if (sections.has(section.name) && section.has(result)) out.push(...section.render(result, loads, h));
   }
   return out.join('\n');
 }
 
-function header(result: BenchResult, format: Format): string {
-  const m = result.machine;
+/** When a run started, as its headings say it: "2026-11-27 10:54". */
+function when(result: BenchResult): string {
+  return result.startedAt.slice(0, 16).replace('T', ' ');
+}
+
+function header(result: BenchResult): string {
+  const { machine: m, settings } = result;
   const lines = [
-    `Mode: ${result.mode}, run ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${Math.round(result.durationSeconds)} s in all.`,
+    `Mode: ${result.mode}, run ${when(result)} UTC, ${Math.round(result.durationSeconds)} s in all.`,
     `Command: \`${result.command}\`.`,
     `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Linux ${m.kernel}; shared with other work while measured ` +
       `(1-minute load average ${m.loadAverageAtStart.toFixed(2)} at the start, ${m.loadAverageAtEnd?.toFixed(2) ?? '?'} at the end; ` +
       `cores busy ${m.cpuBusyPercent?.toFixed(0) ?? '?'}% of the run, ${m.cpuStealPercent?.toFixed(1) ?? '?'}% stolen by the hypervisor).`,
     `Versions: Node ${m.node}, ${m.temporalCli ? `Temporal CLI ${m.temporalCli}, ` : ''}server ${m.temporalServer}${result.server === 'postgres' ? ' on PostgreSQL' : ''}, TypeScript SDK ${m.temporalSdk}.`,
-    `Load points: ${result.settings.points
-      .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? result.settings.repeats}`)
-      .join(
-        ', ',
-      )}${result.settings.choices.length > 0 ? `; design choices ×${result.settings.repeats}` : ''} ` +
-      `(figures are medians, with min–max when repeated); cost: ${result.settings.costSamples} jobs per row, ` +
-      `schedules ${result.settings.costScale} times faster than real time.`,
-    result.settings.servers === 'per-run'
+    `Load points: ${settings.points
+      .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? settings.repeats}`)
+      .join(', ')}${settings.choices.length > 0 ? `; design choices ×${settings.repeats}` : ''} ` +
+      `(figures are medians, with min–max when repeated); cost: ${settings.costSamples} jobs per row, ` +
+      `schedules ${settings.costScale} times faster than real time.`,
+    settings.servers === 'per-run'
       ? 'Each load and wake run had a fresh Temporal server; each repeat ran the implementations in another order.'
       : 'All runs shared one Temporal server, the implementations in the same order in every repeat.',
     `Poll jitter: ±${Math.round(pollJitterOf(result) * 100)}% on every wait of this worker, (a) and (c).`,
   ];
   if (result.error) lines.push(`This run broke part-way, and exited 1: ${result.error.split('\n')[0]}`);
-  return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
+  return `${lines.join('\n')}\n`;
 }
 
-function aimsTable(aims: AimResult[], format: Format): string {
-  if (format === 'text') {
-    return aims
-      .map(
-        (a) =>
-          `${a.status.padEnd(12)} ${a.aim}\n             lands: ${a.landed}\n             limit: ${a.limits}`,
-      )
-      .join('\n');
-  }
-  return table(
-    ['Aim', 'Status', 'Where it lands', 'What limits it'],
-    aims.map((a) => [a.aim, a.status, a.landed, a.limits]),
-    format,
-  );
+/** A column of a table: its header, and its cell in a row. */
+export type Column<T> = [header: string, cell: (row: T) => string];
+
+/** A markdown table of `rows`, one column per entry of `columns`. */
+export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+  const line = (cells: string[]) => `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [
+    line(columns.map(([header]) => header)),
+    line(columns.map(() => '---')),
+    ...rows.map((row) => line(columns.map(([, cell]) => cell(row)))),
+    '',
+  ].join('\n');
+}
+
+function aimsTable(result: BenchResult, loads: LoadSummary[]): string {
+  return table(evaluateAims(result, loads), [
+    ['Aim', (a) => a.aim],
+    ['Status', (a) => a.status],
+    ['Where it lands', (a) => a.landed],
+    ['What limits it', (a) => a.limits],
+  ]);
+}
+
+/** At each N the baselines in the order of their marks, then this worker, right under (c). */
+function byPoint(a: LoadSummary, b: LoadSummary): number {
+  const order: readonly Implementation[] = [...BASELINES, 'worker'];
+  return a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl);
+}
+
+/** The columns a load point's figures show in, in the load table and the design choices' table. */
+const LOAD_COLUMNS = {
+  jobs: ['jobs/s', (s) => f(s.throughput, 1)],
+  p99: ['p99 s', (s) => f(s.p99, 2, 1000)],
+  polls: ['polls/s (asked)', (s) => `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`],
+  cpu: ['CPU s/1k polls', (s) => f(s.cpuMeasured, 2)],
+  serverCpu: ['server CPU s/1k polls', (s) => f(s.cpuServer, 2)],
+  cpuPerStart: ['CPU ms/start', (s) => f(s.cpuPerStartMs, 0)],
+  rss: ['peak RSS MiB', (s) => f(s.peakRssMiB, 0)],
+  events: ['events/job', (s) => f(s.eventsPerJob, 0)],
+  actions: ['actions/job', (s) => f(s.actionsPerJob, 1)],
+} satisfies Record<string, Column<LoadSummary>>;
+
+/** A load point's N, cadence and implementation. */
+const POINT_COLUMNS: Column<LoadSummary>[] = [
+  ['N', (s) => String(s.jobs)],
+  ['cadence', (s) => `${s.cadenceMs / 1000} s`],
+  ['implementation', (s) => label(s.impl)],
+];
+
+function loadTable(loads: LoadSummary[]): string {
+  const c = LOAD_COLUMNS;
+  return table([...loads].sort(byPoint), [
+    ...POINT_COLUMNS,
+    c.jobs,
+    ['ramp s', (s) => f(s.rampSeconds, 1)],
+    ['p50 s', (s) => f(s.p50, 2, 1000)],
+    ['p95 s', (s) => f(s.p95, 2, 1000)],
+    c.p99,
+    c.polls,
+    c.cpu,
+    c.serverCpu,
+    c.cpuPerStart,
+    c.rss,
+    ['RSS MiB/1k open', (s) => f(s.rssPer1000Open, 0)],
+    ['API req/job', (s) => f(s.apiRequestsPerJob, 2)],
+    c.events,
+    c.actions,
+    ['note', (s) => (s.broke.length > 0 ? `broke: ${s.broke[0]}` : '')],
+  ]);
 }
 
 /**
  * The detection split of each Temporal implementation's load runs (./history.ts), p50 / p99 of each
- * part in seconds; null when no run has one.
+ * part in seconds; nothing when no run has one.
  */
-function detectionTable(loads: LoadSummary[], format: Format): string | null {
-  const order: readonly Implementation[] = [...BASELINES, 'worker'];
-  const rows = loads
-    .filter((s) => s.variant === '' && s.detection !== null)
-    .sort((a, b) => a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl))
-    .map((s) => {
-      const d = s.detection as NonNullable<LoadSummary['detection']>;
-      const cell = (part: keyof DetectionParts) => `${f(d.p50[part], 2, 1000)} / ${f(d.p99[part], 2, 1000)}`;
-      return [String(s.jobs), `${s.cadenceMs / 1000} s`, label(s.impl), ...DETECTION_PARTS.map(cell)];
-    });
-  if (rows.length === 0) return null;
+function detectionTable(loads: LoadSummary[], h: Heading): string[] {
+  const rows = loads.filter((s) => s.variant === '' && s.detection !== null).sort(byPoint);
+  if (rows.length === 0) return [];
   const intro =
     `p50 / p99 of each part, in seconds, from the histories of up to ${DETECTION_SAMPLE} closed workflows per run ` +
     "((c)'s reads are local activities, which leave no start in a history, so it has no split; the job's end " +
     "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
     'from the same jobs.\n';
-  return `${intro}\n${table(
-    ['N', 'cadence', 'implementation', ...DETECTION_PARTS.map((part) => DETECTION_PART_NAMES[part])],
-    rows,
-    format,
-  )}`;
+  const parts = DETECTION_PARTS.map((part): Column<LoadSummary> => [
+    DETECTION_PART_NAMES[part],
+    ({ detection: d }) => `${f(d?.p50[part], 2, 1000)} / ${f(d?.p99[part], 2, 1000)}`,
+  ]);
+  return [h('Where detection latency goes'), `${intro}\n${table(rows, [...POINT_COLUMNS, ...parts])}`];
 }
 
-function loadTable(loads: LoadSummary[], format: Format): string {
-  // At each N the baselines in the order of their marks, then this worker, right under (c).
-  const order: readonly Implementation[] = [...BASELINES, 'worker'];
-  const rows = [...loads]
-    .sort((a, b) => a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl))
-    .map((s) => [
-      String(s.jobs),
-      `${s.cadenceMs / 1000} s`,
-      label(s.impl),
-      f(s.throughput, 1),
-      f(s.rampSeconds, 1),
-      f(s.p50, 2, 1000),
-      f(s.p95, 2, 1000),
-      f(s.p99, 2, 1000),
-      `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
-      f(s.cpuMeasured, 2),
-      f(s.cpuServer, 2),
-      f(s.cpuPerStartMs, 0),
-      f(s.peakRssMiB, 0),
-      f(s.rssPer1000Open, 0),
-      f(s.apiRequestsPerJob, 2),
-      f(s.eventsPerJob, 0),
-      f(s.actionsPerJob, 1),
-      s.broke.length > 0 ? `broke: ${s.broke[0]}` : '',
-    ]);
-  return table(
-    [
-      'N',
-      'cadence',
-      'implementation',
-      'jobs/s',
-      'ramp s',
-      'p50 s',
-      'p95 s',
-      'p99 s',
-      'polls/s (asked)',
-      'CPU s/1k polls',
-      'server CPU s/1k polls',
-      'CPU ms/start',
-      'peak RSS MiB',
-      'RSS MiB/1k open',
-      'API req/job',
-      'events/job',
-      'actions/job',
-      'note',
-    ],
-    rows,
-    format,
-  );
+/**
+ * Resident memory each further 1,000 open jobs adds, between the smallest and the largest N an
+ * implementation ran: free of what the process and its first workflows warm up once.
+ */
+function marginalMemory(loads: LoadSummary[]): string[] {
+  const parts = IMPLEMENTATIONS.flatMap((impl) => {
+    const own = loads
+      .filter((s) => s.impl === impl && s.variant === '' && s.peakRssMiB && s.broke.length === 0)
+      .sort((a, b) => a.jobs - b.jobs);
+    const [low, high] = [own[0], own.at(-1)];
+    if (!low?.peakRssMiB || !high?.peakRssMiB || high.jobs === low.jobs) return [];
+    const perThousand = ((high.peakRssMiB.median - low.peakRssMiB.median) / (high.jobs - low.jobs)) * 1000;
+    return [`${label(impl)} ${perThousand.toFixed(0)} MiB (N=${low.jobs} to ${high.jobs})`];
+  });
+  return parts.length === 0
+    ? []
+    : [`Resident memory each further 1,000 open jobs adds: ${parts.join('; ')}.\n`];
 }
 
-function ratioTable(rows: RatioRow[], format: Format): string {
+function ratioTable(loads: LoadSummary[], result: BenchResult): string {
+  const rows = ratios(loads, result.cost);
   // A baseline with no figure in any row did not run (runs recorded before it existed): no columns.
   const shown = BASELINES.filter((b) => rows.some((r) => r.values[b] !== null));
-  return table(
-    ['at', 'figure', label('worker'), ...shown.map(label), ...shown.map((b) => `÷ ${mark(b)}`)],
-    rows.map((r) => [
-      r.point === 'cost' ? 'cost' : `N=${r.point.jobs}, ${r.point.cadenceMs / 1000} s`,
-      r.figure,
-      num(r.values.worker),
-      ...shown.map((b) => num(r.values[b])),
-      ...shown.map((b) => times(r.ratios[b])),
+  return table(rows, [
+    ['at', (r) => (r.point === 'cost' ? 'cost' : `N=${r.point.jobs}, ${r.point.cadenceMs / 1000} s`)],
+    ['figure', (r) => r.figure],
+    ...(['worker', ...shown] as const).map((impl): Column<RatioRow> => [
+      label(impl),
+      (r) => num(r.values[impl]),
     ]),
-    format,
-  );
-}
-
-function costTable(result: BenchResult, format: Format): string {
-  const order = COST_VARIANTS.map((v) => v.name);
-  const rows = [...result.cost]
-    .sort((a, b) => order.indexOf(a.variant) - order.indexOf(b.variant) || a.jobLengthMs - b.jobLengthMs)
-    .map((r) => [
-      r.variant,
-      `${duration(r.jobLengthMs)}${r.measured ? '' : ' (extrapolated)'}`,
-      f(r.realTimePolls, 0),
-      f(r.polls, 0),
-      r.meanDetectionDelayS.toFixed(1),
-      f(r.events, 0),
-      r.maxRunEvents === null ? '' : String(r.maxRunEvents),
-      f(r.runs, 0),
-      f(r.actions, 0),
-      r.actionBreakdown ? breakdown(r.actionBreakdown) : '',
-      f(r.apiRequestsPerJob, 0),
-    ]);
-  return table(
-    [
-      'variant',
-      'job length',
-      'polls by the schedule',
-      'polls made',
-      'mean detection delay s',
-      'events',
-      'max events/run',
-      'runs',
-      'billable actions',
-      'actions by kind',
-      'API req/job',
-    ],
-    rows,
-    format,
-  );
-}
-
-function breakdown(a: NonNullable<BenchResult['cost'][number]['actionBreakdown']>): string {
-  const parts = [
-    `start ${a.workflowStarted}`,
-    a.timersStarted ? `timers ${a.timersStarted}` : '',
-    a.activityAttempts ? `activity attempts ${a.activityAttempts}` : '',
-    a.localActivityTasks ? `local activity tasks ${a.localActivityTasks}` : '',
-    a.searchAttributeUpserts ? `upserts ${a.searchAttributeUpserts}` : '',
-    a.signals ? `signals ${a.signals}` : '',
-    a.updates ? `updates ${a.updates}` : '',
-    a.other ? `other ${a.other}` : '',
-  ];
-  return parts.filter(Boolean).join(', ');
-}
-
-function quotaTable(result: BenchResult, format: Format): string {
-  const sides = result.quota ?? [];
-  const rows = sides.map((side) => [
-    side.quota === 'off' ? 'off' : `on (${side.quota}, never waits)`,
-    String(side.jobs),
-    f(side.jobEvents, 0),
-    f(side.jobActions, 1),
-    side.quotaWorkflow
-      ? `${side.quotaWorkflow.events} events, ${side.quotaWorkflow.actions} actions` +
-        (side.quotaWorkflow.updates === undefined
-          ? ''
-          : ` (${side.quotaWorkflow.updates} updates, ${side.quotaWorkflow.timers ?? 0} timers)`) +
-        `, ${side.quotaWorkflow.runs} run(s)`
-      : '',
-    num(side.eventsPerJob),
-    num(side.actionsPerJob),
-    f(side.startLatencyMs, 0),
+    ...shown.map((b): Column<RatioRow> => [`÷ ${mark(b)}`, (r) => times(r.ratios[b])]),
   ]);
+}
+
+/** Billable actions by kind, as the cost table names them; the start always, the others when any. */
+const ACTION_KINDS: Array<[keyof ActionCounts, string]> = [
+  ['workflowStarted', 'start'],
+  ['timersStarted', 'timers'],
+  ['activityAttempts', 'activity attempts'],
+  ['localActivityTasks', 'local activity tasks'],
+  ['searchAttributeUpserts', 'upserts'],
+  ['signals', 'signals'],
+  ['updates', 'updates'],
+  ['other', 'other'],
+];
+
+function costTable(result: BenchResult): string {
+  const order = COST_VARIANTS.map((v) => v.name);
+  const rows = [...result.cost].sort(
+    (a, b) => order.indexOf(a.variant) - order.indexOf(b.variant) || a.jobLengthMs - b.jobLengthMs,
+  );
+  const hours = (ms: number) => (ms >= 3_600_000 ? `${ms / 3_600_000} h` : `${ms / 60_000} min`);
+  return table(rows, [
+    ['variant', (r) => r.variant],
+    ['job length', (r) => `${hours(r.jobLengthMs)}${r.measured ? '' : ' (extrapolated)'}`],
+    ['polls by the schedule', (r) => f(r.realTimePolls, 0)],
+    ['polls made', (r) => f(r.polls, 0)],
+    ['mean detection delay s', (r) => r.meanDetectionDelayS.toFixed(1)],
+    ['events', (r) => f(r.events, 0)],
+    ['max events/run', (r) => (r.maxRunEvents === null ? '' : String(r.maxRunEvents))],
+    ['runs', (r) => f(r.runs, 0)],
+    ['billable actions', (r) => f(r.actions, 0)],
+    [
+      'actions by kind',
+      ({ actionBreakdown: a }) =>
+        a
+          ? ACTION_KINDS.filter(([kind]) => kind === 'workflowStarted' || a[kind])
+              .map(([kind, name]) => `${name} ${a[kind]}`)
+              .join(', ')
+          : '',
+    ],
+    ['API req/job', (r) => f(r.apiRequestsPerJob, 0)],
+  ]);
+}
+
+function quotaTable(sides: QuotaCostSide[]): string {
   const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
   const added =
     on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
@@ -479,22 +440,22 @@ function quotaTable(result: BenchResult, format: Format): string {
         )} billable actions per job all told (${times(ratio(on.actionsPerJob, off.actionsPerJob))} the actions), ` +
         `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
       : '';
-  return (
-    table(
-      [
-        'quota',
-        'jobs',
-        'events/job (own history)',
-        'actions/job (own history)',
-        'quota workflow, whole chain',
-        'events/job, all told',
-        'actions/job, all told',
-        'start to create at the API, ms',
-      ],
-      rows,
-      format,
-    ) + added
-  );
+  const chainText = ({ quotaWorkflow: q }: QuotaCostSide) =>
+    q
+      ? `${q.events} events, ${q.actions} actions` +
+        (q.updates === undefined ? '' : ` (${q.updates} updates, ${q.timers ?? 0} timers)`) +
+        `, ${q.runs} run(s)`
+      : '';
+  return table(sides, [
+    ['quota', (s) => (s.quota === 'off' ? 'off' : `on (${s.quota}, never waits)`)],
+    ['jobs', (s) => String(s.jobs)],
+    ['events/job (own history)', (s) => f(s.jobEvents, 0)],
+    ['actions/job (own history)', (s) => f(s.jobActions, 1)],
+    ['quota workflow, whole chain', chainText],
+    ['events/job, all told', (s) => num(s.eventsPerJob)],
+    ['actions/job, all told', (s) => num(s.actionsPerJob)],
+    ['start to create at the API, ms', (s) => f(s.startLatencyMs, 0)],
+  ]).concat(added);
 }
 
 /**
@@ -529,7 +490,7 @@ function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
   );
 }
 
-function wakeTable(result: BenchResult, format: Format): string {
+function wakeTable(result: BenchResult): string {
   const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
   const rows: string[][] = [];
   const notes: string[] = [];
@@ -539,30 +500,32 @@ function wakeTable(result: BenchResult, format: Format): string {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
     }
-    const got = (d: NonNullable<typeof w.pollNow>) => `${d.sent - d.missing} of ${d.sent}`;
-    const wakeRow = (what: string, d: typeof w.pollNow) => {
-      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got(d)]);
+    const got = (d: NonNullable<WakeRun['pollNow']>) => `${d.sent - d.missing} of ${d.sent}`;
+    const delays = (
+      what: string,
+      d: WakeRun['pollNow'],
+      arrived = (d: NonNullable<WakeRun['pollNow']>) => got(d),
+    ) => {
+      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), arrived(d)]);
     };
-    wakeRow('pollNow signal → its GET', w.pollNow);
-    wakeRow('sendMessage update → its POST', w.followUp);
-    if (w.restart) {
-      const r = w.restart;
-      rows.push([
-        point,
+    delays('pollNow signal → its GET', w.pollNow);
+    delays('sendMessage update → its POST', w.followUp);
+    const r = w.restart;
+    if (r) {
+      delays(
         "worker SIGKILLed → each job's next GET",
-        ms(r.resumed.p50),
-        ms(r.resumed.p99),
-        ms(r.resumed.max),
-        `${got(r.resumed)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+        r.resumed,
+        (d) =>
+          `${got(d)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
           `${r.late} of them more than a cadence after it`,
-      ]);
+      );
       notes.push(
         `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
           restartNote(w.impl ?? 'worker', r),
       );
     }
-    if (w.pollCounts) {
-      const c = w.pollCounts;
+    const c = w.pollCounts;
+    if (c) {
       notes.push(
         `${point}: ${c.sampled} jobs woken by pollNow, run to their end: the simulator received ${c.simulatorGets} GETs, ` +
           `their histories show ${c.historyAttempts} poll attempts. A poll activity cancelled while it waits between ` +
@@ -576,7 +539,11 @@ function wakeTable(result: BenchResult, format: Format): string {
       `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
       `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
   );
-  return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
+  const columns = ['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'];
+  return `${table(
+    rows,
+    columns.map((header, i): Column<string[]> => [header, (row) => row[i] ?? '']),
+  )}\n${notes.join('\n\n')}\n`;
 }
 
 /** How each implementation's polls come back after a SIGKILL, and the jobs that waited past a timeout. */
@@ -603,156 +570,62 @@ function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): 
   );
 }
 
-function startupTable(result: BenchResult, format: Format): string {
-  const modes: Array<[StartupMode, string]> = [
-    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker/main.js`)'],
-    ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
-    ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
-  ];
-  const rows = modes.map(([mode, name]) => {
-    const runs = result.startup.filter((r) => r.mode === mode);
-    return [
-      name,
-      String(runs.length),
-      f(spread(runs.map((r) => r.firstPollMs)), 0),
-      f(spread(runs.map((r) => r.runningMs)), 0),
-      f(spread(runs.map((r) => r.reportedStartupMs)), 0),
-    ];
-  });
-  return table(
-    [
-      'worker started with',
-      'starts',
-      'to first poll, ms',
-      'to "worker running" (or exit), ms',
-      'startupMs the worker logs',
-    ],
-    rows,
-    format,
-  );
+/** How each start-up mode is run, as the start-up table names it. */
+const STARTUP_MODES: Array<[StartupMode, string]> = [
+  ['prebuilt-bundle', `prebuilt bundle (\`node lib/${WORKER_ENTRY}.js\`)`],
+  ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
+  ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
+];
+
+function startupTable(result: BenchResult): string {
+  const of = (mode: StartupMode, pick: (r: BenchResult['startup'][number]) => number | null) =>
+    f(spread(result.startup.filter((r) => r.mode === mode).map(pick)), 0);
+  return table(STARTUP_MODES, [
+    ['worker started with', ([, name]) => name],
+    ['starts', ([mode]) => String(result.startup.filter((r) => r.mode === mode).length)],
+    ['to first poll, ms', ([mode]) => of(mode, (r) => r.firstPollMs)],
+    ['to "worker running" (or exit), ms', ([mode]) => of(mode, (r) => r.runningMs)],
+    ['startupMs the worker logs', ([mode]) => of(mode, (r) => r.reportedStartupMs)],
+  ]);
 }
 
-function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format): string {
-  const rows: string[][] = [];
-  for (const choice of result.settings.choices) {
-    let above: LoadSummary | null = null;
-    for (const side of choice.sides) {
-      const impl = side.impl ?? 'worker';
+/** One side of a design choice, with the side listed above it (none for the first). */
+type ChoiceRow = LoadSummary & { choice: string; side: string; above: LoadSummary | null };
+
+function choiceTable(choices: DesignChoice[], loads: LoadSummary[]): string {
+  const rows = choices.flatMap((choice) => {
+    const sides = choice.sides.flatMap((side) => {
       const s = loads.find(
         (l) =>
-          l.impl === impl &&
+          l.impl === 'worker' &&
           l.variant === side.variant &&
           l.jobs === choice.point.jobs &&
           l.cadenceMs === choice.point.cadenceMs,
       );
-      if (!s) continue;
-      rows.push([
-        choice.name,
-        side.variant || 'this worker, defaults',
-        `N=${s.jobs}, ${s.cadenceMs / 1000} s`,
-        f(s.throughput, 1),
-        f(s.p99, 2, 1000),
-        `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
-        f(s.cpuMeasured, 2),
-        f(s.cpuServer, 2),
-        above ? times(ratio(cpuInclServer(s), cpuInclServer(above))) : '',
-        above ? times(ratio(s.p99?.median, above.p99?.median)) : '',
-        f(s.cpuPerStartMs, 0),
-        f(s.peakRssMiB, 0),
-        f(s.apiRequestsPerJob, 1),
-        f(s.eventsPerJob, 0),
-        f(s.actionsPerJob, 1),
-      ]);
-      above = s;
-    }
-  }
-  return table(
-    [
-      'choice',
-      'side',
-      'at',
-      'jobs/s',
-      'p99 s',
-      'polls/s (asked)',
-      'CPU s/1k polls',
-      'server CPU s/1k polls',
-      'CPU incl. server, ÷ the row above',
-      'p99, ÷ the row above',
-      'CPU ms/start',
-      'peak RSS MiB',
-      'API req/job',
-      'events/job',
-      'actions/job',
-    ],
-    rows,
-    format,
-  );
-}
-
-/** A ratio as "1.23×"; blank when unknown. */
-function times(value: number | null): string {
-  return value === null ? '' : `${value.toFixed(2)}×`;
-}
-
-/**
- * Resident memory each further 1,000 open jobs adds, between the smallest and the largest N an
- * implementation ran: free of what the process and its first workflows warm up once.
- */
-function marginalMemory(loads: LoadSummary[]): string | null {
-  const parts: string[] = [];
-  for (const impl of IMPLEMENTATIONS) {
-    const own = loads
-      .filter((s) => s.impl === impl && s.variant === '' && s.peakRssMiB && s.broke.length === 0)
-      .sort((a, b) => a.jobs - b.jobs);
-    const low = own[0];
-    const high = own.at(-1);
-    if (!low || !high || high.jobs === low.jobs) continue;
-    const perThousand =
-      (((high.peakRssMiB as Spread).median - (low.peakRssMiB as Spread).median) / (high.jobs - low.jobs)) *
-      1000;
-    parts.push(`${label(impl)} ${perThousand.toFixed(0)} MiB (N=${low.jobs} to ${high.jobs})`);
-  }
-  return parts.length === 0
-    ? null
-    : `Resident memory each further 1,000 open jobs adds: ${parts.join('; ')}.\n`;
-}
-
-/** A spread as "median (min–max)", or the median alone for one reading; values divided by `unit`. */
-function f(s: Spread | null, digits: number, unit = 1): string {
-  if (!s) return '';
-  const v = (x: number) => (x / unit).toFixed(digits);
-  return s.n > 1 && s.min !== s.max ? `${v(s.median)} (${v(s.min)}–${v(s.max)})` : v(s.median);
-}
-
-function num(value: number | null): string {
-  if (value === null || !Number.isFinite(value)) return '';
-  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(2);
-}
-
-function duration(ms: number): string {
-  if (ms >= 3_600_000) return `${ms / 3_600_000} h`;
-  return `${ms / 60_000} min`;
-}
-
-function table(headers: string[], rows: string[][], format: Format): string {
-  if (format === 'markdown') {
-    const escape = (cell: string) => cell.replace(/\|/g, '\\|');
-    return [
-      `| ${headers.map(escape).join(' | ')} |`,
-      `| ${headers.map(() => '---').join(' | ')} |`,
-      ...rows.map((row) => `| ${row.map(escape).join(' | ')} |`),
-      '',
-    ].join('\n');
-  }
-  const widths = headers.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => Math.min(60, (r[i] ?? '').length))),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+      return s ? [{ ...s, choice: choice.name, side: side.variant || 'this worker, defaults' }] : [];
+    });
+    return sides.map((s, i): ChoiceRow => ({ ...s, above: sides[i - 1] ?? null }));
+  });
+  const c = LOAD_COLUMNS;
+  const vsAbove = (value: (s: LoadSummary) => number | null | undefined) => (r: ChoiceRow) =>
+    r.above ? times(ratio(value(r), value(r.above))) : '';
+  return table<ChoiceRow>(rows, [
+    ['choice', (r) => r.choice],
+    ['side', (r) => r.side],
+    ['at', (s) => `N=${s.jobs}, ${s.cadenceMs / 1000} s`],
+    c.jobs,
+    c.p99,
+    c.polls,
+    c.cpu,
+    c.serverCpu,
+    ['CPU incl. server, ÷ the row above', vsAbove(cpuInclServer)],
+    ['p99, ÷ the row above', vsAbove((s) => s.p99?.median)],
+    c.cpuPerStart,
+    c.rss,
+    ['API req/job', (s) => f(s.apiRequestsPerJob, 1)],
+    c.events,
+    c.actions,
+  ]);
 }
 
 /**
@@ -778,6 +651,14 @@ export function describePoints(points: readonly LoadPoint[]): string {
 function list(items: readonly string[]): string {
   return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
+
+const POSTGRES_INTRO = `The same quick run on the production topology: Temporal Server v1.30.1 (the release of the
+compose images) with PostgreSQL, set up by the compose files as \`npm run test:cluster\` sets it up
+(dev/temporal-cluster.ts), with the dynamic config of \`deploy/compose/dynamicconfig.yaml\` and so the
+server's default rate limits, not the raised ones of the dev-server runs. Figures for users on a
+real cluster; PostgreSQL shares the machine's two cores with everything else here. Where the tables
+say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
+`;
 
 const DOC_INTRO = `# Performance
 
@@ -928,7 +809,7 @@ too (at N = 2,000, (b) read a p99 detection of 36.3 s right after (c), 21.4 s on
 own). The repeats of a load point run the implementations in the rows of a balanced Latin square,
 so that none always follows the same one.
 
-- **Implementations.** *This worker*: \`src/worker/main.ts\` emitted to JavaScript in a scratch
+- **Implementations.** *This worker*: \`src/${WORKER_ENTRY}.ts\` emitted to JavaScript in a scratch
   directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run
   by plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
   loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the

@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
-import { spawnWorker, type BenchEnvironment } from '../environment.js';
+import type { BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
@@ -77,7 +77,7 @@ interface SideWorker {
 
 async function startWorker(env: BenchEnvironment, quota: string): Promise<SideWorker> {
   const taskQueue = `quota-cost-${randomUUID().slice(0, 8)}`;
-  const proc = await spawnWorker(env, 'worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
+  const proc = await env.spawnWorker('worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
   try {
     await proc.waitForLine('worker running', 60_000);
   } catch (err) {
