@@ -127,10 +127,12 @@ export class BenchEnvironment {
     return this.#temporal;
   }
 
+  /** A client of the current server. */
   get client(): Client {
     return this.#current.client;
   }
 
+  /** The current server's namespace. */
   get namespace(): string {
     return this.#current.namespace;
   }
@@ -165,7 +167,7 @@ export class BenchEnvironment {
   }
 
   /**
-   * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker/main.js`,
+   * Spawns a worker on `taskQueue`: this project's worker (`node` on the build's entry,
    * prebuilt bundle) or, for (b) and (c), the one of the benchmark's own workflows. `overrides` are
    * worker settings such as WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry
    * (the profiler's flags).

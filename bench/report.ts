@@ -27,7 +27,13 @@ import {
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PART_NAMES, DETECTION_PARTS, DETECTION_SAMPLE, type ActionCounts } from './history.js';
+import {
+  ACTION_KINDS,
+  DETECTION_PART_NAMES,
+  DETECTION_PARTS,
+  DETECTION_SAMPLE,
+  type ActionCounts,
+} from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
@@ -390,18 +396,6 @@ function ratioTable(loads: LoadSummary[], result: BenchResult): string {
   ]);
 }
 
-/** Billable actions by kind, as the cost table names them; the start always, the others when any. */
-const ACTION_KINDS: Array<[keyof ActionCounts, string]> = [
-  ['workflowStarted', 'start'],
-  ['timersStarted', 'timers'],
-  ['activityAttempts', 'activity attempts'],
-  ['localActivityTasks', 'local activity tasks'],
-  ['searchAttributeUpserts', 'upserts'],
-  ['signals', 'signals'],
-  ['updates', 'updates'],
-  ['other', 'other'],
-];
-
 function costTable(result: BenchResult): string {
   const order = COST_VARIANTS.map((v) => v.name);
   const rows = [...result.cost].sort(
@@ -421,8 +415,10 @@ function costTable(result: BenchResult): string {
     [
       'actions by kind',
       ({ actionBreakdown: a }) =>
+        // The start always, the other kinds when any.
         a
-          ? ACTION_KINDS.filter(([kind]) => kind === 'workflowStarted' || a[kind])
+          ? (Object.entries(ACTION_KINDS) as Array<[keyof ActionCounts, string]>)
+              .filter(([kind]) => kind === 'workflowStarted' || a[kind])
               .map(([kind, name]) => `${name} ${a[kind]}`)
               .join(', ')
           : '',

@@ -34,6 +34,7 @@ import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
 import { TEMPORAL_SERVER_VERSION } from '../dev/temporal-versions.js';
 import { AIM_JOBS } from './summary.js';
+import { fixed } from './stats.js';
 import { POLL_JITTER } from '../src/poll-schedule.js';
 
 const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'wake', 'choices'] as const;
@@ -44,9 +45,7 @@ interface Flags {
   full?: boolean;
   maxJobs: number;
   points?: LoadPoint[];
-  choicePoint?: LoadPoint;
   repeats?: number;
-  costLengths?: number[];
   costMaxPolls?: number;
   scale: number;
   wakeJobs?: number;
@@ -73,15 +72,7 @@ const program = new Command('npm run bench --')
     'load points instead of the mode\'s, e.g. "100@2s*3,1000@10s,2000@10s" (*R: repeats of that point)',
     parsePoints,
   )
-  .option('--choice-point <P>', 'where full mode measures the design choices (default 500@10s)', (text) =>
-    parsePoints(text).at(0),
-  )
   .option('--repeats <R>', 'repeats of each load run (quick 1, full 3)', positiveInt)
-  .option(
-    '--cost-lengths <list>',
-    'job lengths of the cost table (quick "1m,10m,1h", full "1m,10m,1h,6h")',
-    parseLengths,
-  )
   .option(
     '--cost-max-polls <P>',
     'run the cost of jobs up to P polls (quick 20, full 100) and extrapolate longer ones from them; each poll takes a second or more',
@@ -145,7 +136,7 @@ function plan(flags: Flags): Plan {
       points: flags.points ?? (quick ? [...QUICK_POINTS] : LADDER.filter((p) => p.jobs <= flags.maxJobs)),
       steadyCadences: quick ? 1 : 2,
       costScale: flags.scale,
-      costLengthsMs: flags.costLengths ?? [60_000, 10 * 60_000, HOUR_MS, ...(quick ? [] : [6 * HOUR_MS])],
+      costLengthsMs: [60_000, 10 * 60_000, HOUR_MS, ...(quick ? [] : [6 * HOUR_MS])],
       costSamples: quick ? 2 : 3,
       startupRepeats: quick
         ? { 'prebuilt-bundle': 2, workflowsPath: 1 }
@@ -154,9 +145,7 @@ function plan(flags: Flags): Plan {
       dynamicConfig: flags.server === 'dev' ? DYNAMIC_CONFIG : {},
       // Half the aim's N, at its cadence: big enough to fill the cache of 250 twice, small enough to
       // run five sides in a few minutes.
-      choices: quick
-        ? []
-        : designChoices(flags.choicePoint ?? { jobs: Math.min(500, flags.maxJobs), cadenceMs: 10_000 }),
+      choices: quick ? [] : designChoices({ jobs: Math.min(500, flags.maxJobs), cadenceMs: 10_000 }),
       servers: 'per-run',
       pollJitter: POLL_JITTER,
     },
@@ -192,14 +181,6 @@ function designChoices(point: LoadPoint): DesignChoice[] {
       ],
     },
   ];
-}
-
-function parseLengths(text: string): number[] {
-  return text.split(',').map((part) => {
-    const match = /^\s*(\d+(?:\.\d+)?)(m|h)\s*$/.exec(part);
-    if (!match) throw new InvalidArgumentError(`"${part}" is not a length such as 10m or 1h`);
-    return Number(match[1]) * (match[2] === 'h' ? HOUR_MS : 60_000);
-  });
 }
 
 function parsePoints(text: string): LoadPoint[] {
@@ -283,55 +264,49 @@ function cadenceNotHeld(run: LoadRun): string | null {
   return null;
 }
 
+/** One load run on a fresh server, this worker's defaults unless `side` says otherwise. */
 async function loadRun(
   env: BenchEnvironment,
   p: Plan,
   point: LoadPoint,
   impl: Implementation,
   repeat: number,
-  side: ChoiceSide = { variant: '' },
+  { variant, workerEnv = {} }: ChoiceSide = { variant: '' },
 ): Promise<LoadRun> {
-  const { variant } = side;
-  const what = `${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${point.repeats ?? p.settings.repeats})`;
   const started = Date.now();
-  say(`load ${what}`);
-  await env.renewServer();
-  const run = await runLoad(env, {
-    impl,
-    jobs: point.jobs,
-    cadenceMs: point.cadenceMs,
-    steadyCadences: p.settings.steadyCadences,
-    workerEnv: side.workerEnv ?? {},
-    variant,
-  });
+  const repeats = point.repeats ?? p.settings.repeats;
   say(
-    `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, p99 ${
-      run.latency ? (run.latency.p99 / 1000).toFixed(2) : '?'
-    } s, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, CPU ${run.cpuPer1000Polls.measured.toFixed(2)} s/1k polls` +
-      `${run.broke ? `, broke: ${run.broke}` : ''}`,
+    `load ${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${repeats})`,
+  );
+  await env.renewServer();
+  const { steadyCadences } = p.settings;
+  const run = await runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant });
+  say(
+    `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, ` +
+      `p99 ${fixed(run.latency?.p99, 2, ' s', 1000)}, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, ` +
+      `CPU ${run.cpuPer1000Polls.measured.toFixed(2)} s/1k polls${run.broke ? `, broke: ${run.broke}` : ''}`,
   );
   return run;
 }
 
+/** Each side of each design choice at its point, once per repeat: the defaults serve every choice. */
 async function runChoices(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
+  const sides = new Map(
+    p.settings.choices.flatMap(({ point, sides }) =>
+      sides.map((side) => [`${point.jobs}|${point.cadenceMs}|${side.variant}`, { point, side }] as const),
+    ),
+  );
   for (let repeat = 1; repeat <= p.settings.repeats; repeat++) {
-    const done = new Set<string>();
-    for (const { point, sides } of p.settings.choices) {
-      for (const side of sides) {
-        const key = `${point.jobs}|${point.cadenceMs}|${side.variant}`;
-        if (done.has(key)) continue;
-        done.add(key);
-        const ran = result.load.filter(
-          (r) =>
-            r.impl === 'worker' &&
-            r.variant === side.variant &&
-            r.jobs === point.jobs &&
-            r.cadenceMs === point.cadenceMs,
-        );
-        // The ladder may have run this worker's defaults at this point already.
-        if (ran.length >= repeat) continue;
-        result.load.push(await loadRun(env, p, point, 'worker', repeat, side));
-      }
+    for (const { point, side } of sides.values()) {
+      const ran = result.load.filter(
+        (r) =>
+          r.impl === 'worker' &&
+          r.variant === side.variant &&
+          r.jobs === point.jobs &&
+          r.cadenceMs === point.cadenceMs,
+      );
+      // The ladder may have run this worker's defaults at this point already.
+      if (ran.length < repeat) result.load.push(await loadRun(env, p, point, 'worker', repeat, side));
     }
   }
 }
@@ -349,8 +324,7 @@ async function runWakes(env: BenchEnvironment, p: Plan): Promise<BenchResult['wa
     await env.renewServer();
     const run = await runWake(env, { impl, jobs: p.wakeJobs, quick: p.mode === 'quick', log: say });
     runs.push(run);
-    const ms = (v: number | null | undefined) =>
-      v === null || v === undefined ? '?' : `${Math.round(v)} ms`;
+    const ms = (v: number | null | undefined) => fixed(v, 0, ' ms');
     say(
       `  ${Math.round((Date.now() - started) / 1000)} s: pollNow p99 ${ms(run.pollNow?.p99)}, ` +
         `follow-up p99 ${ms(run.followUp?.p99)}, restart p50 ${ms(run.restart?.resumed.p50)} ` +

@@ -16,6 +16,8 @@ import {
   type LoadPoint,
   type LoadRun,
   type QuotaCostSide,
+  type StartupMode,
+  type StartupRun,
   type WakeRun,
 } from './catalogue.js';
 import { DETECTION_PART_NAMES, DETECTION_PARTS, perPart, type DetectionParts } from './history.js';
@@ -198,16 +200,11 @@ const CPU_AIM_JOBS = [1_000, 2_000] as const;
 const AIM_WAKE_P99_MS = 1_000;
 const WAKE_AIM_JOBS = 1_000;
 
-/** A load point's summary, default variant, at the 10 s cadence. */
+/** The summaries of `impl`'s defaults at the aims' 10 s cadence, by N; at `jobs` alone when given. */
 function at10(loads: LoadSummary[], impl: Implementation, jobs?: number): LoadSummary[] {
+  const own = (s: LoadSummary) => s.impl === impl && s.variant === '' && s.cadenceMs === AIM_CADENCE_MS;
   return loads
-    .filter(
-      (s) =>
-        s.impl === impl &&
-        s.variant === '' &&
-        s.cadenceMs === AIM_CADENCE_MS &&
-        (jobs === undefined || s.jobs === jobs),
-    )
+    .filter((s) => own(s) && (jobs === undefined || s.jobs === jobs))
     .sort((x, y) => x.jobs - y.jobs);
 }
 
@@ -244,30 +241,17 @@ function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
   const limits = [
     // With the rate held, the CPU estimate below does not explain a p99 that misses; the split does.
     judged && retry && meetsRate(judged) && !p99Met ? p99Split(judged, retry) : null,
-    capacityEstimate(result, shown),
-    floor ? floorEstimate(result, floor) : null,
+    capacity(result, shown) ?? 'no CPU figures to estimate from',
+    floor ? capacity(result, floor, true) : null,
     judged && floor ? floorVerdict(meetsRate(judged), meetsRate(floor)) : null,
   ]
     .filter((part) => part !== null)
     .join(' ');
-  if (!judged) {
-    return {
-      aim,
-      status: 'not measured',
-      landed: `not run at N = ${AIM_JOBS} in this mode; largest: ${describe(shown)}${ratioText}${beside}`,
-      limits,
-    };
-  }
-  if (!retry) {
-    return {
-      aim,
-      status: 'not measured',
-      landed: `${describe(judged)}${beside}; ${label('poll-by-retry')} did not run at this point`,
-      limits,
-    };
-  }
-  const met = meetsRate(judged) && p99Met;
-  return { aim, status: met ? 'met' : 'MISSED', landed: `${describe(judged)}${ratioText}${beside}`, limits };
+  const landed =
+    `${judged ? '' : `not run at N = ${AIM_JOBS} in this mode; largest: `}${describe(shown)}${ratioText}${beside}` +
+    (judged && !retry ? `; ${label('poll-by-retry')} did not run at this point` : '');
+  const status = !judged || !retry ? 'not measured' : meetsRate(judged) && p99Met ? 'met' : 'MISSED';
+  return { aim, status, landed, limits };
 }
 
 /** Where this worker's p99 detection went against (b)'s at the same point, part by part. */
@@ -293,7 +277,7 @@ function meetsRate(s: LoadSummary): boolean {
 
 /** Issue 29: this worker's CPU per 1,000 polls against (b)'s, at each N, medians of the same run. */
 function cpuAims(loads: LoadSummary[]): AimResult[] {
-  return CPU_AIM_JOBS.map((jobs) => {
+  return CPU_AIM_JOBS.map((jobs): AimResult => {
     const aim =
       `worker CPU per 1,000 polls at most ${AIM_CPU_VS_RETRY}× ${label('poll-by-retry')}'s at N = ` +
       `${jobs.toLocaleString('en-US')}, 10 s cadence (issue 29)`;
@@ -304,23 +288,18 @@ function cpuAims(loads: LoadSummary[]): AimResult[] {
       'CPU of the measured process over the steady window ÷ the GETs the simulator answered in it ' +
       '(both sides poll by server-side retry: the worker runs one attempt per poll).';
     if (!worker?.cpuMeasured || !retry?.cpuMeasured) {
-      return {
-        aim,
-        status: 'not measured' as const,
-        landed: `${worker ? '' : 'this worker'}${!worker && !retry ? ' and ' : ''}${retry ? '' : label('poll-by-retry')} not run at this point in this mode`,
-        limits,
-      };
+      const missing = [worker ? null : 'this worker', retry ? null : label('poll-by-retry')];
+      const landed = `${missing.filter((m) => m !== null).join(' and ')} not run at this point in this mode`;
+      return { aim, status: 'not measured', landed, limits };
     }
-    const r = worker.cpuMeasured.median / retry.cpuMeasured.median;
+    const [w, r] = [worker.cpuMeasured.median, retry.cpuMeasured.median];
     const floorText = floor?.cpuMeasured
-      ? `, ${label('floor')} ${floor.cpuMeasured.median.toFixed(2)} s (${(worker.cpuMeasured.median / floor.cpuMeasured.median).toFixed(2)}×)`
+      ? `, ${label('floor')} ${floor.cpuMeasured.median.toFixed(2)} s (${(w / floor.cpuMeasured.median).toFixed(2)}×)`
       : '';
     return {
       aim,
-      status: r <= AIM_CPU_VS_RETRY && worker.broke.length === 0 ? ('met' as const) : ('MISSED' as const),
-      landed:
-        `this worker ${worker.cpuMeasured.median.toFixed(2)} s, ${label('poll-by-retry')} ` +
-        `${retry.cpuMeasured.median.toFixed(2)} s: ${r.toFixed(2)}×${floorText}`,
+      status: w / r <= AIM_CPU_VS_RETRY && worker.broke.length === 0 ? 'met' : 'MISSED',
+      landed: `this worker ${w.toFixed(2)} s, ${label('poll-by-retry')} ${r.toFixed(2)} s: ${(w / r).toFixed(2)}×${floorText}`,
       limits,
     };
   });
@@ -368,40 +347,29 @@ function floorVerdict(workerMet: boolean, floorMet: boolean): string {
     : `${floor} meets it, so what misses it is what this worker adds to the floor of its design.`;
 }
 
-/** CPU per poll at a load point, and the polls and jobs this machine's cores could sustain at it. */
-function capacity(result: BenchResult, s: LoadSummary) {
+/**
+ * The CPU each poll costs at a load point, and the polls and jobs this machine's cores could
+ * sustain at it, in words: for this worker in full, for `floor` (the floor of this design) beside
+ * it; null without CPU figures.
+ */
+function capacity(result: BenchResult, s: LoadSummary, floor = false): string | null {
   if (!s.cpuMeasured || !s.cpuServer) return null;
-  const perPoll = s.cpuMeasured.median + s.cpuServer.median + (s.cpuBench?.median ?? 0);
-  const pollsPerSecond = (result.machine.cpuCount / perPoll) * 1000;
-  return {
-    measured: s.cpuMeasured.median,
-    server: s.cpuServer.median,
-    bench: s.cpuBench?.median,
-    pollsPerSecond: Math.round(pollsPerSecond),
-    jobs: Math.round(pollsPerSecond * (s.cadenceMs / 1000)).toLocaleString('en-US'),
-  };
-}
-
-/** How many jobs this machine can poll at the cadence, from the CPU each of this worker's polls costs. */
-function capacityEstimate(result: BenchResult, s: LoadSummary): string {
-  const c = capacity(result, s);
-  if (!c) return 'no CPU figures to estimate from';
+  const [measured, server, bench] = [s.cpuMeasured.median, s.cpuServer.median, s.cpuBench?.median];
+  const pollsPerSecond = (result.machine.cpuCount / (measured + server + (bench ?? 0))) * 1000;
+  const polls = `about ${Math.round(pollsPerSecond)} polls/s`;
+  const jobs = `about ${Math.round(pollsPerSecond * (s.cadenceMs / 1000)).toLocaleString('en-US')} jobs`;
+  if (floor) {
+    return (
+      `${label('floor')}, at the same point: ${fixed(measured, 1)} ms in its worker and ${fixed(server, 1)} ms in the ` +
+      `dev server per poll, ${polls}, ${jobs}.`
+    );
+  }
   return (
-    `CPU. Each poll costs ${fixed(c.measured, 1)} ms in the worker, ${fixed(c.server, 1)} ms in the dev server ` +
-    `and ${fixed(c.bench, 1)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
-    `${result.machine.cpuCount} cores, all of them given to this, sustain about ${c.pollsPerSecond} polls/s, ` +
-    `about ${c.jobs} jobs at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
+    `CPU. Each poll costs ${fixed(measured, 1)} ms in the worker, ${fixed(server, 1)} ms in the dev server ` +
+    `and ${fixed(bench, 1)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
+    `${result.machine.cpuCount} cores, all of them given to this, sustain ${polls}, ` +
+    `${jobs} at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
     `${(AIM_JOBS / (AIM_CADENCE_MS / 1000)).toFixed(0)} polls/s).`
-  );
-}
-
-/** The same estimate for the floor of this design. */
-function floorEstimate(result: BenchResult, s: LoadSummary): string | null {
-  const c = capacity(result, s);
-  if (!c) return null;
-  return (
-    `${label('floor')}, at the same point: ${fixed(c.measured, 1)} ms in its worker and ${fixed(c.server, 1)} ms in the ` +
-    `dev server per poll, about ${c.pollsPerSecond} polls/s, about ${c.jobs} jobs.`
   );
 }
 
@@ -549,12 +517,10 @@ export function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): QuotaOwnCos
 
 function startupAim(result: BenchResult): AimResult {
   const aim = 'worker start to first poll under 2 s with the prebuilt bundle';
-  const prebuilt = spread(
-    result.startup.filter((r) => r.mode === 'prebuilt-bundle').map((r) => r.firstPollMs),
-  );
-  const source = spread(result.startup.filter((r) => r.mode === 'workflowsPath').map((r) => r.firstPollMs));
-  const running = spread(result.startup.filter((r) => r.mode === 'prebuilt-bundle').map((r) => r.runningMs));
-  const modules = spread(result.startup.filter((r) => r.mode === 'modules-only').map((r) => r.runningMs));
+  const of = (mode: StartupMode, pick: (r: StartupRun) => number | null) =>
+    spread(result.startup.filter((r) => r.mode === mode).map(pick));
+  const prebuilt = of('prebuilt-bundle', (r) => r.firstPollMs);
+  const source = of('workflowsPath', (r) => r.firstPollMs);
   if (!prebuilt) return { aim, status: 'not measured', landed: 'no start-up run', limits: '' };
   return {
     aim,
@@ -562,8 +528,9 @@ function startupAim(result: BenchResult): AimResult {
     landed: `${msSpread(prebuilt)} with the prebuilt bundle${source ? `; ${msSpread(source)} bundling at start` : ''}`,
     limits:
       `Start-up CPU on a shared 2-core machine: starting node and importing @temporalio/worker alone takes ` +
-      `${msSpread(modules)}; connecting and creating the worker bring "worker running" to ${msSpread(running)}; the ` +
-      `rest is the first workflow task and activity. Without the bundle, webpack runs at every start.`,
+      `${msSpread(of('modules-only', (r) => r.runningMs))}; connecting and creating the worker bring "worker running" ` +
+      `to ${msSpread(of('prebuilt-bundle', (r) => r.runningMs))}; the rest is the first workflow task and activity. ` +
+      `Without the bundle, webpack runs at every start.`,
   };
 }
 

@@ -17,7 +17,6 @@ import type { Client } from '@temporalio/client';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { workflowCost, type WorkflowCost } from '../history.js';
-import { mapLimit } from '../../src/client/map-limit.js';
 import { writeStdin, type MeasuredProcess } from '../processes.js';
 import { replay, scaleSchedule } from '../schedule.js';
 import { mean, spread, sum, type Spread } from '../stats.js';
@@ -80,13 +79,13 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
     }
   }
   const simulator = await startCountingSimulator(cells);
-  const workers: MeasuredProcess[] = [];
+  const processes: MeasuredProcess[] = [];
   try {
     const queues = new Map<WorkerImplementation, string>();
     for (const impl of ['worker', 'poll-by-retry'] as const) {
       const taskQueue = `cost-${impl}-${randomUUID().slice(0, 8)}`;
       const worker = await env.spawnWorker(impl, taskQueue, { AGENT_API_BASE_URL: simulator.url });
-      workers.push(worker);
+      processes.push(worker);
       await worker.waitForLine('worker running', 60_000);
       queues.set(impl, taskQueue);
     }
@@ -96,31 +95,31 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
       ),
     );
     const deadline = Date.now() + slowest + 60_000;
-    const byVariant = new Map<CostVariant, Cell[]>();
-    for (const cell of cells) byVariant.set(cell.variant, [...(byVariant.get(cell.variant) ?? []), cell]);
-    const outcomes = await Promise.all(
-      [...byVariant].map(async ([variant, own]) => {
-        const result =
-          variant.impl === 'plain-loop'
-            ? await runPlainLoop(env, simulator, own, params, workers, deadline)
-            : await runWorkflows(
-                env.client,
-                variant.impl,
-                queues.get(variant.impl) as string,
-                own,
-                params,
-                deadline,
-              );
-        params.log(`  cost: ${variant.name} done`);
-        return result;
-      }),
+    const measure = async (cell: Cell): Promise<WorkflowCost | { polls: number }> => {
+      const { impl } = cell.variant;
+      const schedule = scaleSchedule(cell.variant.schedule, params.scale);
+      if (impl !== 'plain-loop') {
+        const how = { impl, taskQueue: queues.get(impl) as string, schedule };
+        const { workflowId, runId } = await startJob(env.client, how, cell.project, 0);
+        return waitForCost(env.client, workflowId, runId, deadline);
+      }
+      // A plain-loop process per cell: the loop takes one project.
+      const proc = env.spawnPlainLoop(simulator.url, cell.project, 1, schedule);
+      processes.push(proc);
+      await proc.waitForLine('ready', 60_000);
+      await writeStdin(proc, 'go\n');
+      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
+      proc.child.stdin?.end();
+      return { polls: (line.outcomes as Array<{ polls: number }>)[0]?.polls ?? 0 };
+    };
+    const samples = new Map(
+      await Promise.all(cells.map(async (cell) => [cell, await measure(cell)] as const)),
     );
-    const samples = new Map<Cell, WorkflowCost | { polls: number }>();
-    for (const map of outcomes) for (const [cell, cost] of map) samples.set(cell, cost);
+    params.log(`  cost: ${cells.length} jobs done`);
     const rows = measuredRows(simulator, cells, samples, params);
     return [...rows, ...extrapolatedRows(rows, params)];
   } finally {
-    for (const worker of workers) await worker.stop();
+    for (const proc of processes) await proc.stop();
     await simulator.stop();
   }
 }
@@ -169,27 +168,6 @@ function startCountingSimulator(cells: Cell[]): Promise<RunningSimulator> {
   });
 }
 
-async function runWorkflows(
-  client: Client,
-  impl: WorkerImplementation,
-  taskQueue: string,
-  cells: Cell[],
-  params: CostParams,
-  deadline: number,
-): Promise<Map<Cell, WorkflowCost>> {
-  // All started first: each runs on its own while the others are awaited.
-  const started = await mapLimit(cells, 8, async (cell) => {
-    const schedule = scaleSchedule(cell.variant.schedule, params.scale);
-    return { cell, ...(await startJob(client, { impl, taskQueue, schedule }, cell.project, 0)) };
-  });
-  const costs = await mapLimit(
-    started,
-    8,
-    async (s) => [s.cell, await waitForCost(client, s.workflowId, s.runId, deadline)] as const,
-  );
-  return new Map(costs);
-}
-
 /** Waits for the workflow's chain to close and counts it. A failed workflow breaks the benchmark. */
 export async function waitForCost(
   client: Client,
@@ -212,31 +190,6 @@ export async function waitForCost(
       throw new BenchmarkBroken(`cost workflow ${workflowId} still running at the deadline`);
     },
   });
-}
-
-/** One plain-loop process per cell (the loop takes one project), all at once. */
-async function runPlainLoop(
-  env: BenchEnvironment,
-  simulator: RunningSimulator,
-  cells: Cell[],
-  params: CostParams,
-  processes: MeasuredProcess[],
-  deadline: number,
-): Promise<Map<Cell, { polls: number }>> {
-  const results = await Promise.all(
-    cells.map(async (cell) => {
-      const schedule = scaleSchedule(cell.variant.schedule, params.scale);
-      const proc = env.spawnPlainLoop(simulator.url, cell.project, 1, schedule);
-      processes.push(proc);
-      await proc.waitForLine('ready', 60_000);
-      await writeStdin(proc, 'go\n');
-      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
-      proc.child.stdin?.end();
-      const [outcome] = line.outcomes as Array<{ polls: number }>;
-      return [cell, { polls: outcome?.polls ?? 0 }] as const;
-    }),
-  );
-  return new Map(results);
 }
 
 function measuredRows(

@@ -275,9 +275,15 @@ export interface JobStart {
   schedule: Schedule;
 }
 
-/** Starts jobs 0 to `jobs` − 1 of `project`, {@link START_CONCURRENCY} at a time. */
-export function startJobs(client: Client, how: JobStart, project: string, jobs: number): Promise<Started[]> {
-  const indexes = Array.from({ length: jobs }, (_, i) => i);
+/** Starts `jobs` jobs of `project`, from index `from` on, {@link START_CONCURRENCY} at a time. */
+export function startJobs(
+  client: Client,
+  how: JobStart,
+  project: string,
+  jobs: number,
+  from = 0,
+): Promise<Started[]> {
+  const indexes = Array.from({ length: jobs }, (_, i) => from + i);
   return mapLimit(indexes, START_CONCURRENCY, (i) => startJob(client, how, project, i));
 }
 
