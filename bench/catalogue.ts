@@ -6,7 +6,7 @@
  */
 import { durationMs } from '../src/duration.js';
 import type { ActionCounts, DetectionParts } from './history.js';
-import type { MachineInfo } from './machine.js';
+import type { MachineInfo } from './resources.js';
 import { DEFAULT_SCHEDULE, type Schedule } from './schedule.js';
 import type { Spread } from './stats.js';
 
@@ -122,8 +122,6 @@ export interface LoadRun {
   drainSeconds: number;
   /** Agent jobs completed per second end to end: N / (ramp + drain), the hold left out. */
   throughput: number;
-  /** Most workflows (jobs) open at the same moment. */
-  peakOpen: number;
   /** From the simulator's terminal moment to the workflow's close (or the loop's detection). */
   latency: { p50: number; p95: number; p99: number; max: number } | null;
   /** Polls in the steady window, and per second. */
@@ -341,12 +339,10 @@ export interface LoadPoint {
   repeats?: number;
 }
 
-/** One side of a design choice. */
+/** One side of a design choice, on this worker. */
 export interface ChoiceSide {
-  /** '' with this worker: its defaults. */
+  /** '': its defaults. */
   variant: string;
-  /** Default: this worker. */
-  impl?: Implementation;
   /** Worker settings, as environment variables. */
   workerEnv?: Record<string, string>;
 }

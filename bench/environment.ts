@@ -8,10 +8,11 @@
 import { Client, Connection } from '@temporalio/client';
 import { freePort, startDevServer } from '../dev/dev-server.js';
 import { startCluster } from '../dev/temporal-cluster.js';
-import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
+import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 import { buildForBench, type Build } from './build.js';
-import type { BenchServer } from './catalogue.js';
+import type { BenchServer, WorkerImplementation } from './catalogue.js';
 import { spawnMeasured, type MeasuredProcess } from './processes.js';
+import type { Schedule } from './schedule.js';
 
 /** The bench's API key at the simulator; a made-up value that guards nothing. */
 export const BENCH_API_KEY = 'bench-local-key';
@@ -48,55 +49,31 @@ export const DYNAMIC_CONFIG: Record<string, number> = {
   'history.queueReaderStuckCriticalAttempts': 0,
 };
 
-/**
- * A running environment. The server's fields change when {@link BenchEnvironment.renewServer}
- * replaces it: read them at the time of use, and spawn workers after a renewal, not before.
- */
-export interface BenchEnvironment {
-  readonly address: string;
-  readonly namespace: string;
-  readonly client: Client;
-  simulator: RunningSimulator;
-  build: Build;
-  /** The server's process, for its CPU time; null when it came from the SDK's download. */
-  readonly serverPid: number | null;
-  /** Temporal server version as the server reports it. */
-  serverVersion: string;
-  /** Milliseconds to start the first server, emit and bundle. */
-  setupMs: { server: number; emit: number; bundle: number };
-  /** Environment of a worker process on `taskQueue` (ours or the baseline's), before overrides. */
-  workerEnv(taskQueue: string, overrides?: Record<string, string>): Promise<NodeJS.ProcessEnv>;
-  /**
-   * Stops the Temporal server and starts a fresh one of the same kind and settings (the simulator
-   * and the build stay). The dev server slows over a session of heavy runs (it keeps every closed
-   * workflow in its one shard; which of its state slows it is not measured): at N = 2,000, (b) right
-   * after (c) on one server read a p99 detection of 36.3 s, on a server of its own 21.4 s. A load run
-   * on a fresh server measures the implementation, not the runs before it. Nothing may run on the
-   * old server when this is called.
-   */
-  renewServer(): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** A running Temporal server of either kind, as the benchmark uses it. */
-interface BenchTemporal {
+/** A Temporal server of either kind, with the bench's client to it. */
+interface Temporal {
   address: string;
   namespace: string;
+  /** The server's process, for its CPU time; null when it came from the SDK's download. */
   pid: number | null;
-  stop(): Promise<void>;
-}
-
-/** A Temporal server with the bench's connection and client to it. */
-interface ConnectedTemporal {
-  server: BenchTemporal;
   client: Client;
+  /** Temporal server version as the server reports it. */
   version: string;
-  /** Closes the connection, then stops the server. */
+  /** Closes the client's connection, then stops the server. */
   stop(): Promise<void>;
 }
 
-async function connectedTemporal(kind: BenchServer, log: (line: string) => void): Promise<ConnectedTemporal> {
-  const server = await startTemporal(kind, log);
+/**
+ * The dev server with {@link DYNAMIC_CONFIG}, or Temporal Server on PostgreSQL as test:cluster
+ * runs it (with the compose file's dynamic config, so the server's default limits), and a client.
+ */
+async function startTemporal(kind: BenchServer, log: (line: string) => void): Promise<Temporal> {
+  const server =
+    kind === 'dev'
+      ? await startDevServer({ dynamicConfig: DYNAMIC_CONFIG, log: (line) => log(`[dev-server] ${line}`) })
+      : await startCluster({ log: (line) => log(`[cluster] ${line}`) }).then((c) => ({
+          ...c,
+          pid: c.serverPid(),
+        }));
   let connection: Connection | undefined;
   const stop = async () => {
     try {
@@ -109,79 +86,74 @@ async function connectedTemporal(kind: BenchServer, log: (line: string) => void)
     connection = await Connection.connect({ address: server.address });
     const info = await connection.workflowService.getSystemInfo({});
     const client = new Client({ connection, namespace: server.namespace });
-    return { server, client, version: info.serverVersion || 'unknown', stop };
+    const { address, namespace, pid } = server;
+    return { address, namespace, pid, client, version: info.serverVersion || 'unknown', stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
-/**
- * The dev server with {@link DYNAMIC_CONFIG}, or Temporal Server on PostgreSQL as test:cluster
- * runs it (with the compose file's dynamic config, so the server's default limits).
- */
-async function startTemporal(server: BenchServer, log: (line: string) => void): Promise<BenchTemporal> {
-  if (server === 'dev') {
-    return startDevServer({ dynamicConfig: DYNAMIC_CONFIG, log: (line) => log(`[dev-server] ${line}`) });
-  }
-  const cluster = await startCluster({ log: (line) => log(`[cluster] ${line}`) });
-  return {
-    address: cluster.address,
-    namespace: cluster.namespace,
-    pid: cluster.serverPid(),
-    stop: () => cluster.stop(),
-  };
+/** A simulator for the benchmark: its key, and no create limit (the API's 100 per project per hour would be the bottleneck of every run). */
+export function startBenchSimulator(
+  options: Omit<SimulatorOptions, 'apiKeys'> = {},
+): Promise<RunningSimulator> {
+  return startSimulator({ apiKeys: [BENCH_API_KEY], createsPerProjectPerHour: 0, log: false, ...options });
 }
 
-/** Starts the Temporal server, the simulator and the build. `log` receives progress lines. */
-export async function startBenchEnvironment(
-  log: (line: string) => void,
-  serverKind: BenchServer = 'dev',
-): Promise<BenchEnvironment> {
-  const closers: Array<() => Promise<void> | void> = [];
-  const close = async () => {
-    const errors: unknown[] = [];
-    for (const closer of closers.splice(0).reverse()) {
-      try {
-        await closer();
-      } catch (err) {
-        errors.push(err);
-      }
-    }
-    if (errors.length > 0) throw new AggregateError(errors, 'stopping the bench environment failed');
-  };
-  try {
-    let started = Date.now();
-    // Replaced by renewServer; the closer stops whichever server runs at the time.
-    let temporal: ConnectedTemporal | null = await connectedTemporal(serverKind, log);
-    closers.push(() => temporal?.stop());
-    const serverMs = Date.now() - started;
-    const current = () => {
-      if (temporal === null)
-        throw new Error('the bench environment has no Temporal server: its renewal failed');
-      return temporal;
-    };
+/**
+ * What every scenario runs against, started by {@link startBenchEnvironment}. The server changes
+ * when {@link BenchEnvironment.renewServer} replaces it: read its fields at the time of use, and
+ * spawn workers after a renewal, not before.
+ */
+export class BenchEnvironment {
+  #temporal: Temporal | null;
 
-    const simulator = await startSimulator({
-      apiKeys: [BENCH_API_KEY],
-      // The API's limit of 100 creates per project per hour would be the bottleneck of every run.
-      createsPerProjectPerHour: 0,
-      defaultScenario: { durationMs: 5_000, outcome: 'pr' },
-      log: false,
-    });
-    closers.push(() => simulator.stop());
+  constructor(
+    private readonly serverKind: BenchServer,
+    private readonly log: (line: string) => void,
+    temporal: Temporal,
+    readonly simulator: RunningSimulator,
+    readonly build: Build,
+    /** Milliseconds to start the first server, emit and bundle. */
+    readonly setupMs: { server: number; emit: number; bundle: number },
+  ) {
+    this.#temporal = temporal;
+  }
 
-    started = Date.now();
-    log('emitting the sources and bundling the workflow code');
-    const build = await buildForBench();
-    closers.push(() => build.remove());
-    log(`build ready in ${Date.now() - started}ms (emit ${build.emitMs}ms, bundles ${build.bundleMs}ms)`);
+  get #current(): Temporal {
+    if (this.#temporal === null)
+      throw new Error('the bench environment has no Temporal server: its renewal failed');
+    return this.#temporal;
+  }
 
-    const workerEnv = async (taskQueue: string, overrides: Record<string, string> = {}) => ({
-      TEMPORAL_ADDRESS: current().server.address,
-      TEMPORAL_NAMESPACE: current().server.namespace,
+  /** A client of the current server. */
+  get client(): Client {
+    return this.#current.client;
+  }
+
+  /** The current server's namespace. */
+  get namespace(): string {
+    return this.#current.namespace;
+  }
+
+  /** The server's process, for its CPU time; null when it came from the SDK's download. */
+  get serverPid(): number | null {
+    return this.#current.pid;
+  }
+
+  /** Temporal server version as the server reports it. */
+  get serverVersion(): string {
+    return this.#current.version;
+  }
+
+  /** Environment of a worker process on `taskQueue` (ours or the baselines'), before overrides. */
+  async workerEnv(taskQueue: string, overrides: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
+    return {
+      TEMPORAL_ADDRESS: this.#current.address,
+      TEMPORAL_NAMESPACE: this.namespace,
       TEMPORAL_TASK_QUEUE: taskQueue,
-      AGENT_API_BASE_URL: simulator.url,
+      AGENT_API_BASE_URL: this.simulator.url,
       AGENT_API_KEY: BENCH_API_KEY,
       HEALTH_ADDRESS: `127.0.0.1:${await freePort()}`,
       METRICS_ADDRESS: 'off',
@@ -191,55 +163,103 @@ export async function startBenchEnvironment(
       // the default quota (100 per project per hour) would measure the quota, not the worker.
       AGENT_API_PROJECT_QUOTA: 'off',
       ...overrides,
-    });
-    return {
-      get address() {
-        return current().server.address;
-      },
-      get namespace() {
-        return current().server.namespace;
-      },
-      get client() {
-        return current().client;
-      },
-      get serverPid() {
-        return current().server.pid;
-      },
-      simulator,
-      build,
-      serverVersion: current().version,
-      setupMs: { server: serverMs, emit: build.emitMs, bundle: build.bundleMs },
-      workerEnv,
-      async renewServer() {
-        const old = current();
-        temporal = null;
-        await old.stop();
-        temporal = await connectedTemporal(serverKind, log);
-      },
-      close,
     };
-  } catch (err) {
-    await close();
-    throw err;
+  }
+
+  /**
+   * Spawns a worker on `taskQueue`: this project's worker (`node` on the build's entry,
+   * prebuilt bundle) or, for (b) and (c), the one of the benchmark's own workflows. `overrides` are
+   * worker settings such as WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry
+   * (the profiler's flags).
+   */
+  async spawnWorker(
+    impl: WorkerImplementation,
+    taskQueue: string,
+    overrides: Record<string, string> = {},
+    nodeArgs: string[] = [],
+  ): Promise<MeasuredProcess> {
+    const env = await this.workerEnv(taskQueue, overrides);
+    if (impl === 'worker') return spawnMeasured([...nodeArgs, this.build.workerEntry], env);
+    return spawnMeasured([...nodeArgs, this.build.baselineWorkerEntry], {
+      ...env,
+      BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath,
+    });
+  }
+
+  /** Spawns (a), the plain loop, for `jobs` jobs of `project` at `simulatorUrl` on `schedule`. */
+  spawnPlainLoop(simulatorUrl: string, project: string, jobs: number, schedule: Schedule): MeasuredProcess {
+    return spawnMeasured(
+      [
+        this.build.plainLoopEntry,
+        ...['--base-url', simulatorUrl, '--project', project, '--jobs', String(jobs)],
+        ...[
+          '--interval-ms',
+          String(schedule.initialIntervalMs),
+          '--max-interval-ms',
+          String(schedule.maxIntervalMs),
+        ],
+        ...['--backoff', String(schedule.backoffCoefficient)],
+      ],
+      { AGENT_API_KEY: BENCH_API_KEY },
+      { stdin: 'pipe' },
+    );
+  }
+
+  /**
+   * Stops the Temporal server and starts a fresh one of the same kind and settings (the simulator
+   * and the build stay). The dev server slows over a session of heavy runs (it keeps every closed
+   * workflow in its one shard; which of its state slows it is not measured): at N = 2,000, (b) right
+   * after (c) on one server read a p99 detection of 36.3 s, on a server of its own 21.4 s. A load run
+   * on a fresh server measures the implementation, not the runs before it. Nothing may run on the
+   * old server when this is called.
+   */
+  async renewServer(): Promise<void> {
+    const old = this.#current;
+    this.#temporal = null;
+    await old.stop();
+    this.#temporal = await startTemporal(this.serverKind, this.log);
+  }
+
+  /** Stops everything started, newest first, each also when one before it failed. */
+  async close(): Promise<void> {
+    const errors: unknown[] = [];
+    const stops: Array<() => unknown> = [
+      () => this.build.remove(),
+      () => this.simulator.stop(),
+      () => this.#temporal?.stop(),
+    ];
+    for (const stop of stops) {
+      try {
+        await stop();
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length > 0) throw new AggregateError(errors, 'stopping the bench environment failed');
   }
 }
 
-/**
- * Spawns a worker on `taskQueue`: this project's worker (`node <build>/src/worker.js`, prebuilt
- * bundle) or the one of the benchmark's own workflows. `overrides` are worker settings such as
- * WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry (the profiler's flags).
- */
-export async function spawnWorker(
-  env: BenchEnvironment,
-  kind: 'worker' | 'baselines',
-  taskQueue: string,
-  overrides: Record<string, string> = {},
-  nodeArgs: string[] = [],
-): Promise<MeasuredProcess> {
-  const workerEnv = await env.workerEnv(taskQueue, overrides);
-  if (kind === 'worker') return spawnMeasured([...nodeArgs, env.build.workerEntry], workerEnv);
-  return spawnMeasured([...nodeArgs, env.build.baselineWorkerEntry], {
-    ...workerEnv,
-    BENCH_WORKFLOW_BUNDLE: env.build.baselineBundlePath,
-  });
+/** Starts the Temporal server, the simulator and the build. `log` receives progress lines. */
+export async function startBenchEnvironment(
+  log: (line: string) => void,
+  serverKind: BenchServer = 'dev',
+): Promise<BenchEnvironment> {
+  const started = Date.now();
+  const temporal = await startTemporal(serverKind, log);
+  const serverMs = Date.now() - started;
+  let simulator: RunningSimulator | undefined;
+  try {
+    simulator = await startBenchSimulator({ defaultScenario: { durationMs: 5_000, outcome: 'pr' } });
+    log('emitting the sources and bundling the workflow code');
+    const build = await buildForBench();
+    log(
+      `build ready in ${build.emitMs + build.bundleMs}ms (emit ${build.emitMs}ms, bundles ${build.bundleMs}ms)`,
+    );
+    const setupMs = { server: serverMs, emit: build.emitMs, bundle: build.bundleMs };
+    return new BenchEnvironment(serverKind, log, temporal, simulator, build, setupMs);
+  } catch (err) {
+    await simulator?.stop();
+    await temporal.stop();
+    throw err;
+  }
 }

@@ -26,11 +26,11 @@ import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
 import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
-import { mapLimit } from '../src/client/map-limit.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startLoadJob } from './scenarios/load.js';
+import { startJobs } from './scenarios/load.js';
+import { fixedSchedule } from './schedule.js';
 import { waitUntil } from './wait.js';
 
 const say = (line: string) => process.stderr.write(`[heap] ${line}\n`);
@@ -95,53 +95,48 @@ try {
           })
         : createBaselineActivities(api),
   });
-  const running = worker.run();
   try {
-    const gets = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
-    // Counted at the simulator: a poll is one GET of the project's jobs.
-    const pollsOf = async (count: number) => {
-      const target = gets() + count;
-      await waitUntil({
-        check: () => (gets() >= target ? true : undefined),
-        deadline: Date.now() + WAIT_LIMIT_MS,
-        everyMs: 200,
-        late: () => {
-          throw new Error(
-            `${target - gets()} of ${count} polls still missing after ${WAIT_LIMIT_MS / 60_000} min`,
-          );
-        },
-      });
-    };
-    const start = (index: number) => startLoadJob(env.client, { impl, cadenceMs }, project, index);
-    await mapLimit(range(0, WARM_UP), WARM_UP, start);
-    await pollsOf(WARM_UP);
-    const base = heapMiB('base');
-    say(`${jobs} workflows, polled every ${cadenceMs} ms`);
-    await mapLimit(range(WARM_UP, WARM_UP + jobs), 32, start);
-    await pollsOf(2 * (WARM_UP + jobs));
-    const open = heapMiB('open');
-    await pollsOf(polls * (WARM_UP + jobs));
-    const later = heapMiB('later');
-    const KiB = (mib: number) => (mib * 1024).toFixed(1);
-    process.stdout.write(
-      [
-        `${label(impl)}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
-        `  heap: base ${base.toFixed(1)} MiB, open ${open.toFixed(1)} MiB, after ${polls} more polls ${later.toFixed(1)} MiB`,
-        `  per open workflow: ${KiB((open - base) / jobs)} KiB`,
-        `  per poll, per workflow: ${Math.round(((later - open) / (WARM_UP + jobs) / Math.max(1, polls)) * 2 ** 20)} bytes`,
-        '',
-      ].join('\n'),
-    );
+    await worker.runUntil(async () => {
+      const gets = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
+      // Counted at the simulator: a poll is one GET of the project's jobs.
+      const pollsOf = async (count: number) => {
+        const target = gets() + count;
+        await waitUntil({
+          check: () => (gets() >= target ? true : undefined),
+          deadline: Date.now() + WAIT_LIMIT_MS,
+          everyMs: 200,
+          late: () => {
+            throw new Error(
+              `${target - gets()} of ${count} polls still missing after ${WAIT_LIMIT_MS / 60_000} min`,
+            );
+          },
+        });
+      };
+      const how = { impl, taskQueue: project, schedule: fixedSchedule(cadenceMs) };
+      await startJobs(env.client, how, project, WARM_UP);
+      await pollsOf(WARM_UP);
+      const base = heapMiB('base');
+      say(`${jobs} workflows, polled every ${cadenceMs} ms`);
+      await startJobs(env.client, how, project, jobs, WARM_UP);
+      await pollsOf(2 * (WARM_UP + jobs));
+      const open = heapMiB('open');
+      await pollsOf(polls * (WARM_UP + jobs));
+      const later = heapMiB('later');
+      const KiB = (mib: number) => (mib * 1024).toFixed(1);
+      process.stdout.write(
+        [
+          `${label(impl)}: ${jobs} workflows at a ${cadenceMs} ms cadence`,
+          `  heap: base ${base.toFixed(1)} MiB, open ${open.toFixed(1)} MiB, after ${polls} more polls ${later.toFixed(1)} MiB`,
+          `  per open workflow: ${KiB((open - base) / jobs)} KiB`,
+          `  per poll, per workflow: ${Math.round(((later - open) / (WARM_UP + jobs) / Math.max(1, polls)) * 2 ** 20)} bytes`,
+          '',
+        ].join('\n'),
+      );
+    });
   } finally {
-    worker.shutdown();
-    await running;
     await connection.close();
     await closeDispatcher();
   }
 } finally {
   await env.close();
-}
-
-function range(from: number, to: number): number[] {
-  return Array.from({ length: to - from }, (_, i) => from + i);
 }

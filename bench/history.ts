@@ -13,6 +13,7 @@
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { mapLimit } from '../src/client/map-limit.js';
+import { sum } from './stats.js';
 
 /** The marker the SDK core writes for each completed local activity. */
 const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
@@ -22,20 +23,22 @@ export type History = Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
 /** One event of it. */
 export type HistoryEvent = NonNullable<History['events']>[number];
 
-/** Billable actions by kind. */
-export interface ActionCounts {
-  workflowStarted: number;
-  timersStarted: number;
+/** The kinds of billable actions, each with its name in the cost table. */
+export const ACTION_KINDS = {
+  workflowStarted: 'start',
+  timersStarted: 'timers',
   /** Activity attempts: each start and each retry is one action. */
-  activityAttempts: number;
+  activityAttempts: 'activity attempts',
   /** Workflow tasks that recorded local activity markers (one action each). */
-  localActivityTasks: number;
-  searchAttributeUpserts: number;
-  signals: number;
-  updates: number;
-  other: number;
-  total: number;
-}
+  localActivityTasks: 'local activity tasks',
+  searchAttributeUpserts: 'upserts',
+  signals: 'signals',
+  updates: 'updates',
+  other: 'other',
+} as const;
+
+/** Billable actions by kind, and their `total`. */
+export type ActionCounts = Record<keyof typeof ACTION_KINDS | 'total', number>;
 
 /** Cost of one workflow: every run of its continue-as-new chain. */
 export interface WorkflowCost {
@@ -54,51 +57,48 @@ export interface WorkflowCost {
   result: unknown;
 }
 
-/** Zeroed counts. */
-function noActions(): ActionCounts {
-  return {
-    workflowStarted: 0,
-    timersStarted: 0,
-    activityAttempts: 0,
-    localActivityTasks: 0,
-    searchAttributeUpserts: 0,
-    signals: 0,
-    updates: 0,
-    other: 0,
-    total: 0,
-  };
-}
-
-/** Adds the billable actions of one run's events to `into`. */
-function countActions(events: readonly HistoryEvent[], into: ActionCounts = noActions()): ActionCounts {
+/**
+ * Adds one run's billable actions to `actions`, and each activity's attempts, by activity type, to
+ * `attempts`: regular and local activities alike.
+ */
+function count(
+  events: readonly HistoryEvent[],
+  actions: ActionCounts,
+  attempts: Record<string, number>,
+): void {
   const localActivityTasks = new Set<string>();
+  const typeByScheduledId = new Map<string, string>();
+  const attempted = (type: string | undefined, attempt: number | null | undefined) =>
+    (attempts[type ?? 'unknown'] = (attempts[type ?? 'unknown'] ?? 0) + Math.max(1, attempt ?? 1));
   for (const event of events) {
-    if (event.workflowExecutionStartedEventAttributes) into.workflowStarted++;
-    else if (event.timerStartedEventAttributes) into.timersStarted++;
-    // The started event of a retried activity is written once, at the end, with the last attempt's
-    // number: that number is how many attempts (actions) the activity took.
-    else if (event.activityTaskStartedEventAttributes)
-      into.activityAttempts += Math.max(1, event.activityTaskStartedEventAttributes.attempt ?? 1);
-    else if (event.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER)
-      localActivityTasks.add(String(event.markerRecordedEventAttributes.workflowTaskCompletedEventId));
-    else if (event.markerRecordedEventAttributes) into.other++;
-    else if (event.upsertWorkflowSearchAttributesEventAttributes) into.searchAttributeUpserts++;
-    else if (event.workflowExecutionSignaledEventAttributes) into.signals++;
-    else if (event.workflowExecutionUpdateAcceptedEventAttributes) into.updates++;
-    else if (event.startChildWorkflowExecutionInitiatedEventAttributes) into.other += 2;
-    else if (event.workflowExecutionOptionsUpdatedEventAttributes) into.other++;
+    const marker = event.markerRecordedEventAttributes;
+    const started = event.activityTaskStartedEventAttributes;
+    if (event.workflowExecutionStartedEventAttributes) actions.workflowStarted++;
+    else if (event.timerStartedEventAttributes) actions.timersStarted++;
+    else if (started) {
+      // The started event of a retried activity is written once, at the end, with the last attempt's
+      // number: that number is how many attempts (actions) the activity took.
+      actions.activityAttempts += Math.max(1, started.attempt ?? 1);
+      attempted(typeByScheduledId.get(String(started.scheduledEventId)), started.attempt);
+    } else if (marker?.markerName === LOCAL_ACTIVITY_MARKER) {
+      localActivityTasks.add(String(marker.workflowTaskCompletedEventId));
+      // The SDK core records a local activity's type and final attempt in the marker's "data".
+      const payload = marker.details?.data?.payloads?.[0];
+      const data = payload
+        ? defaultPayloadConverter.fromPayload<{ activity_type?: string; attempt?: number }>(payload)
+        : {};
+      attempted(data.activity_type, data.attempt);
+    } else if (marker) actions.other++;
+    else if (event.upsertWorkflowSearchAttributesEventAttributes) actions.searchAttributeUpserts++;
+    else if (event.workflowExecutionSignaledEventAttributes) actions.signals++;
+    else if (event.workflowExecutionUpdateAcceptedEventAttributes) actions.updates++;
+    else if (event.startChildWorkflowExecutionInitiatedEventAttributes) actions.other += 2;
+    else if (event.workflowExecutionOptionsUpdatedEventAttributes) actions.other++;
+    const scheduled = event.activityTaskScheduledEventAttributes;
+    if (scheduled) typeByScheduledId.set(String(event.eventId), scheduled.activityType?.name ?? 'unknown');
   }
-  into.localActivityTasks += localActivityTasks.size;
-  into.total =
-    into.workflowStarted +
-    into.timersStarted +
-    into.activityAttempts +
-    into.localActivityTasks +
-    into.searchAttributeUpserts +
-    into.signals +
-    into.updates +
-    into.other;
-  return into;
+  actions.localActivityTasks += localActivityTasks.size;
+  actions.total = sum(Object.keys(ACTION_KINDS).map((kind) => actions[kind as keyof ActionCounts]));
 }
 
 /**
@@ -110,26 +110,29 @@ export async function workflowCost(
   workflowId: string,
   firstRunId: string,
 ): Promise<WorkflowCost> {
-  const actions = noActions();
-  const attemptsByActivity: Record<string, number> = {};
-  let runs = 0;
-  let events = 0;
-  let maxRunEvents = 0;
-  let closedAt: number | null = null;
-  let result: unknown = undefined;
+  const cost: WorkflowCost = {
+    workflowId,
+    runs: 0,
+    events: 0,
+    maxRunEvents: 0,
+    actions: Object.fromEntries(
+      [...Object.keys(ACTION_KINDS), 'total'].map((kind) => [kind, 0]),
+    ) as ActionCounts,
+    attemptsByActivity: {},
+    closedAt: null,
+    result: undefined,
+  };
   for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
-    const runEvents: HistoryEvent[] = history.events ?? [];
-    runs++;
-    events += runEvents.length;
-    maxRunEvents = Math.max(maxRunEvents, runEvents.length);
-    countActions(runEvents, actions);
-    countAttempts(runEvents, attemptsByActivity);
-    const last: HistoryEvent | undefined = runEvents.at(-1);
-    if (last && isClose(last)) closedAt = timestampMs(last.eventTime);
-    const decoded = resultOf(runEvents);
-    if (decoded !== undefined) result = decoded;
+    const events: HistoryEvent[] = history.events ?? [];
+    cost.runs++;
+    cost.events += events.length;
+    cost.maxRunEvents = Math.max(cost.maxRunEvents, events.length);
+    count(events, cost.actions, cost.attemptsByActivity);
+    const last = events.at(-1);
+    if (last && isClose(last)) cost.closedAt = timestampMs(last.eventTime);
+    cost.result = resultOf(events) ?? cost.result;
   }
-  return { workflowId, runs, events, maxRunEvents, actions, attemptsByActivity, closedAt, result };
+  return cost;
 }
 
 /** The result a completed run's history ends with, decoded; undefined for a run that did not complete. */
@@ -149,30 +152,6 @@ export async function* chainHistories(
     const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     yield { runId, history };
     runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-  }
-}
-
-/** Adds each activity's attempts, by activity type, to `into`: regular and local activities alike. */
-function countAttempts(events: readonly HistoryEvent[], into: Record<string, number>): void {
-  const typeByScheduledId = new Map<string, string>();
-  for (const event of events) {
-    const marker = event.markerRecordedEventAttributes;
-    if (marker?.markerName === LOCAL_ACTIVITY_MARKER) {
-      // The SDK core records a local activity's type and final attempt in the marker's "data".
-      const payload = marker.details?.data?.payloads?.[0];
-      const data = payload
-        ? defaultPayloadConverter.fromPayload<{ activity_type?: string; attempt?: number }>(payload)
-        : {};
-      const type = data.activity_type ?? 'unknown';
-      into[type] = (into[type] ?? 0) + Math.max(1, data.attempt ?? 1);
-    }
-    const scheduled = event.activityTaskScheduledEventAttributes;
-    if (scheduled) typeByScheduledId.set(String(event.eventId), scheduled.activityType?.name ?? 'unknown');
-    const started = event.activityTaskStartedEventAttributes;
-    if (started) {
-      const type = typeByScheduledId.get(String(started.scheduledEventId)) ?? 'unknown';
-      into[type] = (into[type] ?? 0) + Math.max(1, started.attempt ?? 1);
-    }
   }
 }
 

@@ -21,26 +21,20 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import proto from '@temporalio/proto';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
-import {
-  javaVersion,
-  startTimeSkippingServer,
-  TEST_SERVER_VERSION,
-  type TimeSkippingServer,
-} from '../dev/time-skipping-server.js';
+import { javaVersion, startTimeSkippingServer, TEST_SERVER_VERSION } from '../dev/time-skipping-server.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient } from '../src/agent-api/index.js';
 import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
-import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
+import { startSimulator } from '../src/simulator/index.js';
 import { chainHistories, isClose, timestampMs, type HistoryEvent } from './history.js';
-import { removeResults, resultNames, writeResultFile } from './report.js';
-import { sum } from './stats.js';
+import { formatMarkdown, removeResults, resultNames, table, writeResultFile } from './report.js';
 import { waitUntil } from './wait.js';
 
 // @temporalio/proto is CommonJS without named exports Node can detect.
@@ -51,34 +45,18 @@ const WORKFLOWS_PATH = new URL('../src/workflows/index.ts', import.meta.url).pat
 /** How long the create may take in real time before the run is called broken. */
 const CREATE_DEADLINE_MS = 60_000;
 
-/** One run of the workflow's continue-as-new chain, as read at an hour mark. */
-interface RunFigures {
-  runId: string;
-  events: number;
-  /** Protobuf-encoded size of the run's history. */
-  bytes: number;
-  /** Length of the history as the JSON that `temporal workflow show --output json` writes. */
-  jsonBytes: number;
-  eventsByType: Record<string, number>;
-  /**
-   * Longest stretch of workflow time between two events of the run, in seconds. Longer than the
-   * poll interval means the test server skipped time with nothing recorded: with 1.0's local-activity
-   * polls it has timed out a workflow task the worker was still running, then held its retry back.
-   */
-  longestGapSeconds: number;
-}
-
 /** The whole chain at one hour mark. */
 interface Snapshot {
   /** Workflow time since the create succeeded (the outage so far), in hours. */
   outageHours: number;
   runs: number;
   events: number;
+  /** Protobuf-encoded size of the histories. */
   bytes: number;
+  /** Length of the histories as the JSON that `temporal workflow show --output json` writes. */
   jsonBytes: number;
-  largestRun: Pick<RunFigures, 'runId' | 'events' | 'bytes' | 'jsonBytes'>;
-  /** Every run, first to current. */
-  perRun: RunFigures[];
+  /** The run with the largest history. */
+  largestRun: { runId: string; events: number; bytes: number };
   /** Get requests the simulator answered (all 503). */
   gets: number;
   /** Real seconds since the workflow started. */
@@ -87,22 +65,11 @@ interface Snapshot {
   eventsByType: Record<string, number>;
 }
 
-/** The measurement. */
-interface OutageResult {
-  workflowId: string;
-  snapshots: Snapshot[];
-  /** Events per hour and bytes per hour, from the last snapshot over the whole outage. */
-  perHour: { events: number; bytes: number; jsonBytes: number; gets: number };
-  /** Events by type added in the last hour: what an hour of outage is made of. */
-  lastHourEventsByType: Record<string, number>;
-}
+const log = (line: string) => process.stderr.write(`[outage] ${line}\n`);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: {
-      hours: { type: 'string', default: '3' },
-      histories: { type: 'string' },
-    },
+    options: { hours: { type: 'string', default: '3' }, histories: { type: 'string' } },
   });
   const hours = Number(values.hours);
   if (!Number.isInteger(hours) || hours < 1 || hours > 24) {
@@ -113,123 +80,113 @@ async function main(): Promise<void> {
     telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } },
   });
   const startedAt = new Date().toISOString();
-  const stops: Array<() => Promise<void>> = [];
+  const server = await startTimeSkippingServer(log);
+  const simulator = await startSimulator({
+    apiKeys: [API_KEY],
+    log: false,
+    createsPerProjectPerHour: 0,
+  }).catch(async (err: unknown) => {
+    await server.stop();
+    throw err;
+  });
+  const id = randomUUID().slice(0, 8);
+  const projectId = `outage-${id}`;
+  const workflowId = `outage-history-${projectId}`;
+  simulator.setScenario(projectId, { faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503 }] } });
   try {
-    const server = await startTimeSkippingServer(log);
-    stops.push(() => server.stop());
-    const simulator = await startSimulator({ apiKeys: [API_KEY], log: false, createsPerProjectPerHour: 0 });
-    stops.push(() => simulator.stop());
-    log(`simulator on ${simulator.url}`);
-    const workflowBundle = await bundleWorkflowCode({
-      ...workflowBundleOptions(WORKFLOWS_PATH),
-      logger: new DefaultLogger('ERROR'),
+    const worker = await Worker.create({
+      connection: server.nativeConnection,
+      namespace: server.namespace,
+      taskQueue: projectId,
+      workflowBundle: await bundleWorkflowCode({
+        ...workflowBundleOptions(WORKFLOWS_PATH),
+        logger: new DefaultLogger('ERROR'),
+      }),
+      sinks: new ProjectMetrics(Runtime.instance().metricMeter, 100).sinks(),
+      activities: createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey: API_KEY }) }),
     });
-    const measured = await measure({
-      server,
-      simulator,
-      workflowBundle,
-      hours,
-      historiesDir: values.histories,
+    const snapshots = await worker.runUntil(async () => {
+      const realStart = Date.now();
+      const input: AgentJobInput = {
+        projectId,
+        prompt: 'Fix the broken links in the getting-started guide.',
+        // Longer than the measurement, so the deadline never ends the outage early.
+        timeout: `${hours + 1}h`,
+      };
+      const handle = await server.client.workflow.start(WORKFLOW_TYPE, {
+        taskQueue: projectId,
+        workflowId,
+        args: [input],
+      });
+      const chain = () => chainHistories(server.client, workflowId, handle.firstExecutionRunId);
+      // Time skipping stays locked outside `sleep`, so the create runs in real time: wait for it.
+      const createdAt = await waitForCreate(handle, realStart);
+      log(`agent job created; skipping through ${hours}h of outage`);
+      const taken: Snapshot[] = [];
+      for (let hour = 1; hour <= hours; hour++) {
+        const before = await server.currentTimeMs();
+        const untilMark = createdAt + hour * HOUR_MS - before;
+        if (untilMark > 0) await server.sleep(untilMark);
+        const now = await server.currentTimeMs();
+        log(
+          `asked to skip ${(untilMark / 1000).toFixed(0)}s, the server clock moved ${((now - before) / 1000).toFixed(0)}s`,
+        );
+        const s = await readChain(chain(), {
+          outageHours: (now - createdAt) / HOUR_MS,
+          gets: simulator.stats().requestsPerProjectEndpoint[projectId]?.get ?? 0,
+          realSeconds: (Date.now() - realStart) / 1000,
+        });
+        taken.push(s);
+        log(
+          `${s.outageHours.toFixed(2)}h of outage: ${s.events} events, ${s.bytes} bytes, ${s.runs} runs, ${s.gets} gets, ${s.realSeconds.toFixed(0)}s real`,
+        );
+      }
+      await handle.terminate('outage-history benchmark done');
+      if (values.histories) await writeHistories(chain(), workflowId, values.histories);
+      return taken;
     });
-    const result = {
+    const last = snapshots.at(-1) as Snapshot;
+    const perHour = (n: number) => Math.round(n / last.outageHours);
+    const path = writeResultFile(startedAt, 'outage', {
       startedAt,
       testServer: TEST_SERVER_VERSION,
       java: javaVersion(),
       hours,
       pollsPerRun: POLLS_PER_RUN,
       fault: 'every get answers 503 without Retry-After, from the first poll',
-      ...measured,
-    };
-    const path = writeResultFile(startedAt, 'outage', result);
-    // The newest outage run is the one kept; the report does not read it, people do.
-    removeResults(resultNames('outage').filter((name) => name !== basename(path)));
-    process.stdout.write(`${table(measured)}\nwrote ${path}\n`);
-  } finally {
-    for (const stop of stops.reverse()) await stop();
-  }
-}
-
-interface MeasureOptions {
-  server: TimeSkippingServer;
-  simulator: RunningSimulator;
-  workflowBundle: WorkflowBundle;
-  hours: number;
-  /** Where to write each run's history as JSON, for a closer look; none when undefined. */
-  historiesDir: string | undefined;
-}
-
-/** Runs one workflow through `hours` of outage and reads its histories at every hour mark. */
-async function measure(options: MeasureOptions): Promise<OutageResult> {
-  const { server, simulator, hours } = options;
-  const id = randomUUID().slice(0, 8);
-  const projectId = `outage-${id}`;
-  const taskQueue = `outage-${id}`;
-  simulator.setScenario(projectId, {
-    faults: { rules: [{ endpoint: 'get', kind: 'status', status: 503 }] },
-  });
-  const worker = await Worker.create({
-    connection: server.nativeConnection,
-    namespace: server.namespace,
-    taskQueue,
-    workflowBundle: options.workflowBundle,
-    sinks: new ProjectMetrics(Runtime.instance().metricMeter, 100).sinks(),
-    activities: createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey: API_KEY }) }),
-  });
-  const running = worker.run();
-  const workflowId = `outage-history-${projectId}`;
-  try {
-    const realStart = Date.now();
-    const input: AgentJobInput = {
-      projectId,
-      prompt: 'Fix the broken links in the getting-started guide.',
-      // Longer than the measurement, so the deadline never ends the outage early.
-      timeout: `${hours + 1}h`,
-    };
-    const handle = await server.client.workflow.start(WORKFLOW_TYPE, {
-      taskQueue,
-      workflowId,
-      args: [input],
-    });
-    // Time skipping stays locked outside `sleep`, so the create runs in real time: wait for it.
-    const createdAt = await waitForCreate(handle, realStart);
-    log(`agent job created; skipping through ${hours}h of outage`);
-    const snapshots: Snapshot[] = [];
-    for (let hour = 1; hour <= hours; hour++) {
-      const before = await server.currentTimeMs();
-      const untilMark = createdAt + hour * HOUR_MS - before;
-      if (untilMark > 0) await server.sleep(untilMark);
-      const now = await server.currentTimeMs();
-      log(
-        `asked to skip ${(untilMark / 1000).toFixed(0)}s, the server clock moved ${((now - before) / 1000).toFixed(0)}s`,
-      );
-      const snapshot = await readChain(server.client, workflowId, handle.firstExecutionRunId, {
-        outageHours: (now - createdAt) / HOUR_MS,
-        gets: simulator.stats().requestsPerProjectEndpoint[projectId]?.get ?? 0,
-        realSeconds: (Date.now() - realStart) / 1000,
-      });
-      snapshots.push(snapshot);
-      log(
-        `${snapshot.outageHours.toFixed(2)}h of outage: ${snapshot.events} events, ${snapshot.bytes} bytes, ${snapshot.runs} runs, ${snapshot.gets} gets, ${snapshot.realSeconds.toFixed(0)}s real`,
-      );
-    }
-    await handle.terminate('outage-history benchmark done');
-    if (options.historiesDir)
-      await writeHistories(server.client, workflowId, handle.firstExecutionRunId, options.historiesDir);
-    const last = snapshots.at(-1) as Snapshot;
-    return {
       workflowId,
       snapshots,
       perHour: {
-        events: Math.round(last.events / last.outageHours),
-        bytes: Math.round(last.bytes / last.outageHours),
-        jsonBytes: Math.round(last.jsonBytes / last.outageHours),
-        gets: Math.round(last.gets / last.outageHours),
+        events: perHour(last.events),
+        bytes: perHour(last.bytes),
+        jsonBytes: perHour(last.jsonBytes),
+        gets: perHour(last.gets),
       },
-      lastHourEventsByType: difference(last.eventsByType, snapshots.at(-2)?.eventsByType ?? {}),
-    };
+      // What the last hour of outage is made of: the events by type it added.
+      lastHourEventsByType: Object.fromEntries(
+        Object.entries(last.eventsByType)
+          .map(([type, n]) => [type, n - (snapshots.at(-2)?.eventsByType[type] ?? 0)] as const)
+          .filter(([, n]) => n !== 0),
+      ),
+    });
+    // The newest outage run is the one kept; the report does not read it, people do.
+    removeResults(resultNames('outage').filter((name) => name !== basename(path)));
+    const markdown = table(snapshots, [
+      ['outage h', (s) => s.outageHours.toFixed(2)],
+      ['events', (s) => String(s.events)],
+      ['events/h', (s) => String(Math.round(s.events / s.outageHours))],
+      ['bytes', (s) => String(s.bytes)],
+      ['bytes/h', (s) => String(Math.round(s.bytes / s.outageHours))],
+      ['JSON bytes/h', (s) => String(Math.round(s.jsonBytes / s.outageHours))],
+      ['runs', (s) => String(s.runs)],
+      ['largest run (events, bytes)', (s) => `${s.largestRun.events}, ${s.largestRun.bytes}`],
+      ['gets', (s) => String(s.gets)],
+      ['real s', (s) => s.realSeconds.toFixed(0)],
+    ]);
+    process.stdout.write(`${await formatMarkdown(markdown)}\nwrote ${path}\n`);
   } finally {
-    worker.shutdown();
-    await running;
+    await simulator.stop();
+    await server.stop();
   }
 }
 
@@ -237,12 +194,10 @@ async function measure(options: MeasureOptions): Promise<OutageResult> {
 async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise<number> {
   return waitUntil({
     check: async () => {
-      const history = await handle.fetchHistory();
-      const completed = history.events?.find((event) => event.activityTaskCompletedEventAttributes);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const completed = events.find((event) => event.activityTaskCompletedEventAttributes);
       if (completed) return timestampMs(completed.eventTime);
-      const closed = history.events?.find(
-        (event) => isClose(event) || event.workflowExecutionContinuedAsNewEventAttributes,
-      );
+      const closed = events.find((e) => isClose(e) || e.workflowExecutionContinuedAsNewEventAttributes);
       if (closed) throw new Error(`the workflow closed before the create succeeded: ${eventName(closed)}`);
       return undefined;
     },
@@ -256,122 +211,45 @@ async function waitForCreate(handle: WorkflowHandle, realStart: number): Promise
 
 /** Reads every run of the chain from the first, and sums them. */
 async function readChain(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
+  runs: ReturnType<typeof chainHistories>,
   at: Pick<Snapshot, 'outageHours' | 'gets' | 'realSeconds'>,
 ): Promise<Snapshot> {
-  const runs: RunFigures[] = [];
-  const eventsByType: Record<string, number> = {};
-  for await (const { runId, history } of chainHistories(client, workflowId, firstRunId)) {
-    const events = history.events ?? [];
-    runs.push({
-      runId,
-      events: events.length,
-      bytes: temporal.api.history.v1.History.encode(history).finish().length,
-      jsonBytes: Buffer.byteLength(historyToJSON(history)),
-      eventsByType: countByType(events, {}),
-      longestGapSeconds: longestGapSeconds(events),
-    });
-    countByType(events, eventsByType);
-  }
-  const largest = runs.reduce((a, b) => (b.bytes > a.bytes ? b : a));
-  const largestRun = {
-    runId: largest.runId,
-    events: largest.events,
-    bytes: largest.bytes,
-    jsonBytes: largest.jsonBytes,
-  };
-  return {
+  const snapshot: Snapshot = {
     ...at,
-    runs: runs.length,
-    perRun: runs,
-    events: sum(runs.map((run) => run.events)),
-    bytes: sum(runs.map((run) => run.bytes)),
-    jsonBytes: sum(runs.map((run) => run.jsonBytes)),
-    largestRun,
-    eventsByType,
+    runs: 0,
+    events: 0,
+    bytes: 0,
+    jsonBytes: 0,
+    largestRun: { runId: '', events: 0, bytes: 0 },
+    eventsByType: {},
   };
+  for await (const { runId, history } of runs) {
+    const events = history.events ?? [];
+    const bytes = temporal.api.history.v1.History.encode(history).finish().length;
+    snapshot.runs++;
+    snapshot.events += events.length;
+    snapshot.bytes += bytes;
+    snapshot.jsonBytes += Buffer.byteLength(historyToJSON(history));
+    if (bytes > snapshot.largestRun.bytes) snapshot.largestRun = { runId, events: events.length, bytes };
+    for (const name of events.map(eventName))
+      snapshot.eventsByType[name] = (snapshot.eventsByType[name] ?? 0) + 1;
+  }
+  return snapshot;
 }
 
 /** Writes each run's history as `<workflowId>-<n>.json`, the JSON `temporal workflow show` writes. */
-async function writeHistories(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
-  dir: string,
-): Promise<void> {
+async function writeHistories(runs: ReturnType<typeof chainHistories>, workflowId: string, dir: string) {
   mkdirSync(dir, { recursive: true });
   let n = 0;
-  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
+  for await (const { history } of runs)
     writeFileSync(join(dir, `${workflowId}-${++n}.json`), historyToJSON(history));
-  }
   log(`wrote the histories of ${workflowId} to ${dir}`);
-}
-
-function longestGapSeconds(events: readonly HistoryEvent[]): number {
-  let longest = 0;
-  for (let i = 1; i < events.length; i++) {
-    longest = Math.max(longest, timestampMs(events[i]?.eventTime) - timestampMs(events[i - 1]?.eventTime));
-  }
-  return Math.round(longest / 1000);
-}
-
-/** Counts in `to` minus those in `from`, without the types that did not grow. */
-function difference(to: Record<string, number>, from: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(to)
-      .map(([type, n]) => [type, n - (from[type] ?? 0)] as const)
-      .filter(([, n]) => n !== 0),
-  );
-}
-
-function countByType(events: readonly HistoryEvent[], into: Record<string, number>): Record<string, number> {
-  for (const event of events) {
-    const name = eventName(event);
-    into[name] = (into[name] ?? 0) + 1;
-  }
-  return into;
 }
 
 function eventName(event: HistoryEvent): string {
   const name = temporal.api.enums.v1.EventType[event.eventType ?? 0] ?? String(event.eventType);
   const marker = event.markerRecordedEventAttributes?.markerName;
   return `${name.replace(/^EVENT_TYPE_/, '')}${marker ? ` (${marker})` : ''}`;
-}
-
-function table(result: OutageResult): string {
-  const header = [
-    'outage h',
-    'events',
-    'events/h',
-    'bytes',
-    'bytes/h',
-    'JSON bytes/h',
-    'runs',
-    'largest run (events, bytes)',
-    'gets',
-    'real s',
-  ];
-  const rows = result.snapshots.map((s) => [
-    s.outageHours.toFixed(2),
-    String(s.events),
-    String(Math.round(s.events / s.outageHours)),
-    String(s.bytes),
-    String(Math.round(s.bytes / s.outageHours)),
-    String(Math.round(s.jsonBytes / s.outageHours)),
-    String(s.runs),
-    `${s.largestRun.events}, ${s.largestRun.bytes}`,
-    String(s.gets),
-    s.realSeconds.toFixed(0),
-  ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  const line = (cells: string[]) => cells.map((cell, i) => cell.padStart(widths[i] as number)).join('  ');
-  return [line(header), ...rows.map(line)].join('\n');
-}
-
-function log(line: string): void {
-  process.stderr.write(`[outage] ${line}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -1,14 +1,14 @@
 /**
- * Writes a run down: the table printed at the end of `npm run bench`, the JSON under
- * bench/results/, and docs/PERFORMANCE.md, which is regenerated from the newest full run, the
- * newest quick run and the newest quick run on PostgreSQL in bench/results/ (so a quick run in CI
- * never pushes the full run out of it). Writing a run removes the older runs of its kind that the
+ * Writes a run down: the JSON under bench/results/, and docs/PERFORMANCE.md, which is regenerated
+ * from the newest full run, the newest quick run and the newest quick run on PostgreSQL in
+ * bench/results/ (so a quick run in CI never pushes the full run out of it), and the same markdown
+ * that `npm run bench` prints at the end. Writing a run removes the older runs of its kind that the
  * page no longer reads, so bench/results/ does not grow.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as prettier from 'prettier';
-import { ROOT } from './build.js';
+import { ROOT, WORKER_ENTRY } from './build.js';
 import {
   BASELINES,
   COST_VARIANTS,
@@ -20,21 +20,27 @@ import {
   QUICK_POINTS,
   type BenchResult,
   type BenchServer,
+  type DesignChoice,
   type Implementation,
   type LoadPoint,
   type QuotaCostSide,
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PART_NAMES, DETECTION_PARTS, DETECTION_SAMPLE, type DetectionParts } from './history.js';
-import { ratio, spread, type Spread } from './stats.js';
+import {
+  ACTION_KINDS,
+  DETECTION_PART_NAMES,
+  DETECTION_PARTS,
+  DETECTION_SAMPLE,
+  type ActionCounts,
+} from './history.js';
+import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
   evaluateAims,
+  quotaOwnCost,
   ratios,
   summarizeLoad,
-  type AimResult,
-  quotaOwnCost,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
@@ -43,8 +49,6 @@ import {
 export const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The generated performance document. */
 const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
-
-type Format = 'text' | 'markdown';
 
 /** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
@@ -100,72 +104,106 @@ function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchR
   return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
 }
 
-/** The parts of a report; a run made with `--only` has some of them. */
-type Section = 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
-const SECTIONS: readonly Section[] = ['load', 'cost', 'quota', 'wake', 'startup', 'choices'];
-
-function has(result: BenchResult, section: Section): boolean {
-  switch (section) {
-    case 'load':
-      return result.load.some(
-        (r) => r.variant === '' && result.settings.points.some((p) => p.jobs === r.jobs),
-      );
-    case 'cost':
-      return result.cost.length > 0;
-    case 'quota':
-      return (result.quota?.length ?? 0) > 0;
-    case 'wake':
-      return (result.wake?.length ?? 0) > 0;
-    case 'startup':
-      return result.startup.length > 0;
-    case 'choices':
-      return result.settings.choices.length > 0 && result.load.some((r) => r.variant !== '');
-  }
+/** `text` formatted by the project's Prettier settings, so that `prettier --check` passes on the page. */
+export async function formatMarkdown(text: string): Promise<string> {
+  const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
+  return prettier.format(text, { ...options, filepath: PERFORMANCE_DOC });
 }
 
 /**
- * Regenerates docs/PERFORMANCE.md from bench/results/, formatted by the project's Prettier settings
- * so that `prettier --check` passes on it. Each part comes from the newest run of its mode that
- * has it, so a later `--only choices` run replaces the design choices and leaves the rest; every
- * part is shown under the run it came from.
+ * The page around the runs: its hand-written parts, as markdown, with a `{{part}}` where each
+ * generated one goes, and a comment at the top that the page leaves out.
+ */
+const PAGE_TEMPLATE = join(ROOT, 'bench', 'performance-page.md');
+
+/**
+ * Regenerates docs/PERFORMANCE.md from bench/results/. Each part comes from the newest run of its
+ * mode that has it, so a later `--only choices` run replaces the design choices and leaves the
+ * rest; every part is shown under the run it came from.
  */
 export async function writePerformanceDoc(): Promise<void> {
-  const parts = [DOC_INTRO];
-  parts.push('## Latest full run\n');
-  parts.push(renderNewest(results('full')) ?? 'No full run recorded yet: run `npm run bench -- --full`.\n');
-  parts.push('## Latest quick run\n');
-  parts.push(
-    renderNewest(results('quick')) ?? 'No quick run recorded yet: run `npm run bench -- --quick`.\n',
-  );
-  parts.push('## Latest quick run on PostgreSQL\n');
-  parts.push(POSTGRES_INTRO);
-  parts.push(
-    renderNewest(results('quick', 'postgres')) ??
-      'No run on PostgreSQL recorded yet: run `npm run bench -- --quick --server postgres`.\n',
-  );
-  parts.push(DOC_PROFILE);
-  parts.push(DOC_METHOD);
-  const options = (await prettier.resolveConfig(PERFORMANCE_DOC)) ?? {};
-  writeFileSync(
-    PERFORMANCE_DOC,
-    await prettier.format(parts.join('\n'), { ...options, filepath: PERFORMANCE_DOC }),
-  );
+  const parts: Record<string, string> = {
+    'quick points': describePoints(QUICK_POINTS),
+    ladder: describePoints(LADDER),
+    'worker entry': WORKER_ENTRY,
+    'full run': renderNewest(results('full')) ?? 'No full run recorded yet: run `npm run bench -- --full`.',
+    'quick run':
+      renderNewest(results('quick')) ?? 'No quick run recorded yet: run `npm run bench -- --quick`.',
+    'quick run on PostgreSQL':
+      renderNewest(results('quick', 'postgres')) ??
+      'No run on PostgreSQL recorded yet: run `npm run bench -- --quick --server postgres`.',
+  };
+  const page = readFileSync(PAGE_TEMPLATE, 'utf8')
+    .replace(/^<!--[\s\S]*?-->\n+/, '')
+    .replace(/\{\{([^}]+)\}\}/g, (_, name: string) => {
+      if (parts[name] === undefined) throw new Error(`${PAGE_TEMPLATE} names no part "${name}"`);
+      return parts[name];
+    });
+  writeFileSync(PERFORMANCE_DOC, await formatMarkdown(page));
 }
 
-const POSTGRES_INTRO = `The same quick run on the production topology: Temporal Server v1.30.1 (the release of the
-compose images) with PostgreSQL, set up by the compose files as \`npm run test:cluster\` sets it up
-(dev/temporal-cluster.ts), with the dynamic config of \`deploy/compose/dynamicconfig.yaml\` and so the
-server's default rate limits, not the raised ones of the dev-server runs. Figures for users on a
-real cluster; PostgreSQL shares the machine's two cores with everything else here. Where the tables
-say "dev server", read the Temporal Server process (its CPU; PostgreSQL's own is not counted).
-`;
+/** A heading at the level of the part it is written into. */
+type Heading = (title: string) => string;
+
+/** A part of a report: a run made with `--only` has some of them. */
+interface Section {
+  name: 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
+  has(result: BenchResult): boolean;
+  /** Its headings and tables. */
+  render(result: BenchResult, loads: LoadSummary[], h: Heading): string[];
+}
+
+/** The parts, in the order a report shows them. */
+const SECTIONS: readonly Section[] = [
+  {
+    name: 'load',
+    has: (r) =>
+      r.load.some((run) => run.variant === '' && r.settings.points.some((p) => p.jobs === run.jobs)),
+    render: (result, loads, h) => [
+      h('Throughput, detection latency, worker resources'),
+      loadTable(loads.filter((s) => s.variant === '' && IMPLEMENTATIONS.includes(s.impl))),
+      ...detectionTable(loads, h),
+      ...marginalMemory(loads),
+      ...(result.ladderStops.length === 0
+        ? []
+        : [
+            `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
+          ]),
+      h('This worker as ratios to the baselines'),
+      ratioTable(loads, result),
+    ],
+  },
+  { name: 'cost', has: (r) => r.cost.length > 0, render: (r, _, h) => [h('Cost per job'), costTable(r)] },
+  {
+    name: 'quota',
+    has: (r) => (r.quota?.length ?? 0) > 0,
+    render: (r, _, h) => [h('What the project quota adds per job'), quotaTable(r.quota ?? [])],
+  },
+  {
+    name: 'wake',
+    has: (r) => (r.wake?.length ?? 0) > 0,
+    render: (r, _, h) => [h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'), wakeTable(r)],
+  },
+  {
+    name: 'startup',
+    has: (r) => r.startup.length > 0,
+    render: (r, _, h) => [h('Start-up'), startupTable(r)],
+  },
+  {
+    name: 'choices',
+    has: (r) => r.settings.choices.length > 0 && r.load.some((run) => run.variant !== ''),
+    render: (r, loads, h) => [h('Design choices, both sides'), choiceTable(r.settings.choices, loads)],
+  },
+];
+
+type SectionName = Section['name'];
 
 /** The runs the report shows, newest first, each with the parts it is the newest run to have. */
-function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<Section>> {
-  const sources = new Map<BenchResult, Set<Section>>();
+function sourcesOf(runs: readonly BenchResult[]): Map<BenchResult, Set<SectionName>> {
+  const sources = new Map<BenchResult, Set<SectionName>>();
   for (const section of SECTIONS) {
-    const source = runs.find((r) => has(r, section));
-    if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section]));
+    const source = runs.find((r) => section.has(r));
+    if (source) sources.set(source, new Set([...(sources.get(source) ?? []), section.name]));
   }
   return sources;
 }
@@ -174,303 +212,232 @@ function renderNewest(runs: BenchResult[]): string | null {
   const sources = sourcesOf(runs);
   if (sources.size === 0) return null;
   if (sources.size === 1) {
-    const [[only, sections]] = [...sources] as [[BenchResult, Set<Section>]];
-    return render(only, 'markdown', 3, sections);
+    const [[only, sections]] = [...sources] as [[BenchResult, Set<SectionName>]];
+    return render(only, 3, sections);
   }
   // Parts from several runs: the aims are judged on them together, then each run is shown.
-  const pick = (section: Section) => [...sources].find(([, set]) => set.has(section))?.[0];
-  const loadRun = pick('load');
-  const [first] = sources.keys();
-  const base = loadRun ?? first;
-  if (!base) return null;
+  const pick = (section: SectionName) => [...sources].find(([, set]) => set.has(section))?.[0];
+  const base = pick('load') ?? [...sources.keys()][0]!;
   const combined: BenchResult = {
     ...base,
-    load: loadRun?.load ?? [],
+    load: pick('load')?.load ?? [],
     cost: pick('cost')?.cost ?? [],
     startup: pick('startup')?.startup ?? [],
     quota: pick('quota')?.quota ?? [],
     wake: pick('wake')?.wake ?? [],
   };
-  const out = [
-    '### Aims, judged on the runs below\n',
-    aimsTable(evaluateAims(combined, summarizeLoad(combined.load)), 'markdown'),
-  ];
+  const out = ['### Aims, judged on the runs below\n', aimsTable(combined, summarizeLoad(combined.load))];
   for (const [run, sections] of sources) {
-    out.push(`### Run of ${run.startedAt.slice(0, 16).replace('T', ' ')} UTC: ${[...sections].join(', ')}\n`);
-    out.push(render(run, 'markdown', 4, sections, false));
+    out.push(`### Run of ${when(run)} UTC: ${[...sections].join(', ')}\n`);
+    out.push(render(run, 4, sections, false));
   }
   return out.join('\n');
 }
 
 /**
- * The report of one run, as console text or as markdown under headings of `level`: the sections
- * asked for, and the aims unless `withAims` is false.
+ * The report of one run, in markdown under headings of `level`: the sections asked for, and the
+ * aims unless `withAims` is false.
  */
 export function render(
   result: BenchResult,
-  format: Format,
   level = 2,
-  sections: ReadonlySet<Section> = new Set(SECTIONS),
+  sections: ReadonlySet<SectionName> = new Set(SECTIONS.map((s) => s.name)),
   withAims = true,
 ): string {
-  const h = (title: string) =>
-    format === 'markdown' ? `${'#'.repeat(level)} ${title}\n` : `\n== ${title} ==\n`;
+  const h: Heading = (title) => `${'#'.repeat(level)} ${title}\n`;
   const loads = summarizeLoad(result.load);
-  const out: string[] = [];
-  out.push(header(result, format));
-  if (withAims) {
-    out.push(h('Aims'));
-    out.push(aimsTable(evaluateAims(result, loads), format));
-  }
-  if (sections.has('load') && has(result, 'load')) {
-    out.push(h('Throughput, detection latency, worker resources'));
-    out.push(
-      loadTable(
-        loads.filter((s) => s.variant === '' && (IMPLEMENTATIONS as readonly string[]).includes(s.impl)),
-        format,
-      ),
-    );
-    const split = detectionTable(loads, format);
-    if (split !== null) {
-      out.push(h('Where detection latency goes'));
-      out.push(split);
-    }
-    const marginal = marginalMemory(loads);
-    if (marginal) out.push(marginal);
-    if (result.ladderStops.length > 0) {
-      out.push(
-        `Where the ladder of N stopped: ${result.ladderStops.map((s) => `${s.impl} at N=${s.jobs}: ${s.reason}`).join('; ')}.\n`,
-      );
-    }
-    out.push(h('This worker as ratios to the baselines'));
-    out.push(ratioTable(ratios(loads, result.cost), format));
-  }
-  if (sections.has('cost') && has(result, 'cost')) {
-    out.push(h('Cost per job'));
-    out.push(costTable(result, format));
-  }
-  if (sections.has('quota') && has(result, 'quota')) {
-    out.push(h('What the project quota adds per job'));
-    out.push(quotaTable(result, format));
-  }
-  if (sections.has('wake') && has(result, 'wake')) {
-    out.push(h('Waking a waiting poll: pollNow, follow-ups, a worker SIGKILLed'));
-    out.push(wakeTable(result, format));
-  }
-  if (sections.has('startup') && has(result, 'startup')) {
-    out.push(h('Start-up'));
-    out.push(startupTable(result, format));
-  }
-  if (sections.has('choices') && has(result, 'choices')) {
-    out.push(h('Design choices, both sides'));
-    out.push(choiceTable(result, loads, format));
+  const out = [header(result)];
+  if (withAims) out.push(h('Aims'), aimsTable(result, loads));
+  for (const section of SECTIONS) {
+    if (sections.has(section.name) && section.has(result)) out.push(...section.render(result, loads, h));
   }
   return out.join('\n');
 }
 
-function header(result: BenchResult, format: Format): string {
-  const m = result.machine;
+/** When a run started, as its headings say it: "2026-11-27 10:54". */
+function when(result: BenchResult): string {
+  return result.startedAt.slice(0, 16).replace('T', ' ');
+}
+
+function header(result: BenchResult): string {
+  const { machine: m, settings } = result;
   const lines = [
-    `Mode: ${result.mode}, run ${result.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${Math.round(result.durationSeconds)} s in all.`,
+    `Mode: ${result.mode}, run ${when(result)} UTC, ${Math.round(result.durationSeconds)} s in all.`,
     `Command: \`${result.command}\`.`,
     `Machine: ${m.cpuCount} × ${m.cpuModel}, ${m.totalMemoryGiB} GiB, Linux ${m.kernel}; shared with other work while measured ` +
       `(1-minute load average ${m.loadAverageAtStart.toFixed(2)} at the start, ${m.loadAverageAtEnd?.toFixed(2) ?? '?'} at the end; ` +
       `cores busy ${m.cpuBusyPercent?.toFixed(0) ?? '?'}% of the run, ${m.cpuStealPercent?.toFixed(1) ?? '?'}% stolen by the hypervisor).`,
     `Versions: Node ${m.node}, ${m.temporalCli ? `Temporal CLI ${m.temporalCli}, ` : ''}server ${m.temporalServer}${result.server === 'postgres' ? ' on PostgreSQL' : ''}, TypeScript SDK ${m.temporalSdk}.`,
-    `Load points: ${result.settings.points
-      .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? result.settings.repeats}`)
-      .join(
-        ', ',
-      )}${result.settings.choices.length > 0 ? `; design choices ×${result.settings.repeats}` : ''} ` +
-      `(figures are medians, with min–max when repeated); cost: ${result.settings.costSamples} jobs per row, ` +
-      `schedules ${result.settings.costScale} times faster than real time.`,
-    result.settings.servers === 'per-run'
+    `Load points: ${settings.points
+      .map((p) => `N=${p.jobs} at ${p.cadenceMs / 1000} s ×${p.repeats ?? settings.repeats}`)
+      .join(', ')}${settings.choices.length > 0 ? `; design choices ×${settings.repeats}` : ''} ` +
+      `(figures are medians, with min–max when repeated); cost: ${settings.costSamples} jobs per row, ` +
+      `schedules ${settings.costScale} times faster than real time.`,
+    settings.servers === 'per-run'
       ? 'Each load and wake run had a fresh Temporal server; each repeat ran the implementations in another order.'
       : 'All runs shared one Temporal server, the implementations in the same order in every repeat.',
     `Poll jitter: ±${Math.round(pollJitterOf(result) * 100)}% on every wait of this worker, (a) and (c).`,
   ];
   if (result.error) lines.push(`This run broke part-way, and exited 1: ${result.error.split('\n')[0]}`);
-  return format === 'markdown' ? `${lines.join('\n')}\n` : lines.join('\n');
+  return `${lines.join('\n')}\n`;
 }
 
-function aimsTable(aims: AimResult[], format: Format): string {
-  if (format === 'text') {
-    return aims
-      .map(
-        (a) =>
-          `${a.status.padEnd(12)} ${a.aim}\n             lands: ${a.landed}\n             limit: ${a.limits}`,
-      )
-      .join('\n');
-  }
-  return table(
-    ['Aim', 'Status', 'Where it lands', 'What limits it'],
-    aims.map((a) => [a.aim, a.status, a.landed, a.limits]),
-    format,
-  );
+/** A column of a table: its header, and its cell in a row. */
+export type Column<T> = [header: string, cell: (row: T) => string];
+
+/** A markdown table of `rows`, one column per entry of `columns`. */
+export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+  const line = (cells: string[]) => `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [
+    line(columns.map(([header]) => header)),
+    line(columns.map(() => '---')),
+    ...rows.map((row) => line(columns.map(([, cell]) => cell(row)))),
+    '',
+  ].join('\n');
+}
+
+function aimsTable(result: BenchResult, loads: LoadSummary[]): string {
+  return table(evaluateAims(result, loads), [
+    ['Aim', (a) => a.aim],
+    ['Status', (a) => a.status],
+    ['Where it lands', (a) => a.landed],
+    ['What limits it', (a) => a.limits],
+  ]);
+}
+
+/** At each N the baselines in the order of their marks, then this worker, right under (c). */
+function byPoint(a: LoadSummary, b: LoadSummary): number {
+  const order: readonly Implementation[] = [...BASELINES, 'worker'];
+  return a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl);
+}
+
+/** The columns a load point's figures show in, in the load table and the design choices' table. */
+const LOAD_COLUMNS = {
+  jobs: ['jobs/s', (s) => f(s.throughput, 1)],
+  p99: ['p99 s', (s) => f(s.p99, 2, 1000)],
+  polls: ['polls/s (asked)', (s) => `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`],
+  cpu: ['CPU s/1k polls', (s) => f(s.cpuMeasured, 2)],
+  serverCpu: ['server CPU s/1k polls', (s) => f(s.cpuServer, 2)],
+  cpuPerStart: ['CPU ms/start', (s) => f(s.cpuPerStartMs, 0)],
+  rss: ['peak RSS MiB', (s) => f(s.peakRssMiB, 0)],
+  events: ['events/job', (s) => f(s.eventsPerJob, 0)],
+  actions: ['actions/job', (s) => f(s.actionsPerJob, 1)],
+} satisfies Record<string, Column<LoadSummary>>;
+
+/** A load point's N, cadence and implementation. */
+const POINT_COLUMNS: Column<LoadSummary>[] = [
+  ['N', (s) => String(s.jobs)],
+  ['cadence', (s) => `${s.cadenceMs / 1000} s`],
+  ['implementation', (s) => label(s.impl)],
+];
+
+function loadTable(loads: LoadSummary[]): string {
+  const c = LOAD_COLUMNS;
+  return table([...loads].sort(byPoint), [
+    ...POINT_COLUMNS,
+    c.jobs,
+    ['ramp s', (s) => f(s.rampSeconds, 1)],
+    ['p50 s', (s) => f(s.p50, 2, 1000)],
+    ['p95 s', (s) => f(s.p95, 2, 1000)],
+    c.p99,
+    c.polls,
+    c.cpu,
+    c.serverCpu,
+    c.cpuPerStart,
+    c.rss,
+    ['RSS MiB/1k open', (s) => f(s.rssPer1000Open, 0)],
+    ['API req/job', (s) => f(s.apiRequestsPerJob, 2)],
+    c.events,
+    c.actions,
+    ['note', (s) => (s.broke.length > 0 ? `broke: ${s.broke[0]}` : '')],
+  ]);
 }
 
 /**
  * The detection split of each Temporal implementation's load runs (./history.ts), p50 / p99 of each
- * part in seconds; null when no run has one.
+ * part in seconds; nothing when no run has one.
  */
-function detectionTable(loads: LoadSummary[], format: Format): string | null {
-  const order: readonly Implementation[] = [...BASELINES, 'worker'];
-  const rows = loads
-    .filter((s) => s.variant === '' && s.detection !== null)
-    .sort((a, b) => a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl))
-    .map((s) => {
-      const d = s.detection as NonNullable<LoadSummary['detection']>;
-      const cell = (part: keyof DetectionParts) => `${f(d.p50[part], 2, 1000)} / ${f(d.p99[part], 2, 1000)}`;
-      return [String(s.jobs), `${s.cadenceMs / 1000} s`, label(s.impl), ...DETECTION_PARTS.map(cell)];
-    });
-  if (rows.length === 0) return null;
+function detectionTable(loads: LoadSummary[], h: Heading): string[] {
+  const rows = loads.filter((s) => s.variant === '' && s.detection !== null).sort(byPoint);
+  if (rows.length === 0) return [];
   const intro =
     `p50 / p99 of each part, in seconds, from the histories of up to ${DETECTION_SAMPLE} closed workflows per run ` +
     "((c)'s reads are local activities, which leave no start in a history, so it has no split; the job's end " +
     "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
     'from the same jobs.\n';
-  return `${intro}\n${table(
-    ['N', 'cadence', 'implementation', ...DETECTION_PARTS.map((part) => DETECTION_PART_NAMES[part])],
-    rows,
-    format,
-  )}`;
+  const parts = DETECTION_PARTS.map((part): Column<LoadSummary> => [
+    DETECTION_PART_NAMES[part],
+    ({ detection: d }) => `${f(d?.p50[part], 2, 1000)} / ${f(d?.p99[part], 2, 1000)}`,
+  ]);
+  return [h('Where detection latency goes'), `${intro}\n${table(rows, [...POINT_COLUMNS, ...parts])}`];
 }
 
-function loadTable(loads: LoadSummary[], format: Format): string {
-  // At each N the baselines in the order of their marks, then this worker, right under (c).
-  const order: readonly Implementation[] = [...BASELINES, 'worker'];
-  const rows = [...loads]
-    .sort((a, b) => a.jobs - b.jobs || order.indexOf(a.impl) - order.indexOf(b.impl))
-    .map((s) => [
-      String(s.jobs),
-      `${s.cadenceMs / 1000} s`,
-      label(s.impl),
-      f(s.throughput, 1),
-      f(s.rampSeconds, 1),
-      f(s.p50, 2, 1000),
-      f(s.p95, 2, 1000),
-      f(s.p99, 2, 1000),
-      `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
-      f(s.cpuMeasured, 2),
-      f(s.cpuServer, 2),
-      f(s.cpuPerStartMs, 0),
-      f(s.peakRssMiB, 0),
-      f(s.rssPer1000Open, 0),
-      f(s.apiRequestsPerJob, 2),
-      f(s.eventsPerJob, 0),
-      f(s.actionsPerJob, 1),
-      s.broke.length > 0 ? `broke: ${s.broke[0]}` : '',
-    ]);
-  return table(
-    [
-      'N',
-      'cadence',
-      'implementation',
-      'jobs/s',
-      'ramp s',
-      'p50 s',
-      'p95 s',
-      'p99 s',
-      'polls/s (asked)',
-      'CPU s/1k polls',
-      'server CPU s/1k polls',
-      'CPU ms/start',
-      'peak RSS MiB',
-      'RSS MiB/1k open',
-      'API req/job',
-      'events/job',
-      'actions/job',
-      'note',
-    ],
-    rows,
-    format,
-  );
+/**
+ * Resident memory each further 1,000 open jobs adds, between the smallest and the largest N an
+ * implementation ran: free of what the process and its first workflows warm up once.
+ */
+function marginalMemory(loads: LoadSummary[]): string[] {
+  const parts = IMPLEMENTATIONS.flatMap((impl) => {
+    const own = loads
+      .filter((s) => s.impl === impl && s.variant === '' && s.peakRssMiB && s.broke.length === 0)
+      .sort((a, b) => a.jobs - b.jobs);
+    const [low, high] = [own[0], own.at(-1)];
+    if (!low?.peakRssMiB || !high?.peakRssMiB || high.jobs === low.jobs) return [];
+    const perThousand = ((high.peakRssMiB.median - low.peakRssMiB.median) / (high.jobs - low.jobs)) * 1000;
+    return [`${label(impl)} ${perThousand.toFixed(0)} MiB (N=${low.jobs} to ${high.jobs})`];
+  });
+  return parts.length === 0
+    ? []
+    : [`Resident memory each further 1,000 open jobs adds: ${parts.join('; ')}.\n`];
 }
 
-function ratioTable(rows: RatioRow[], format: Format): string {
+function ratioTable(loads: LoadSummary[], result: BenchResult): string {
+  const rows = ratios(loads, result.cost);
   // A baseline with no figure in any row did not run (runs recorded before it existed): no columns.
   const shown = BASELINES.filter((b) => rows.some((r) => r.values[b] !== null));
-  return table(
-    ['at', 'figure', label('worker'), ...shown.map(label), ...shown.map((b) => `÷ ${mark(b)}`)],
-    rows.map((r) => [
-      r.point === 'cost' ? 'cost' : `N=${r.point.jobs}, ${r.point.cadenceMs / 1000} s`,
-      r.figure,
-      num(r.values.worker),
-      ...shown.map((b) => num(r.values[b])),
-      ...shown.map((b) => times(r.ratios[b])),
+  return table(rows, [
+    ['at', (r) => (r.point === 'cost' ? 'cost' : `N=${r.point.jobs}, ${r.point.cadenceMs / 1000} s`)],
+    ['figure', (r) => r.figure],
+    ...(['worker', ...shown] as const).map((impl): Column<RatioRow> => [
+      label(impl),
+      (r) => num(r.values[impl]),
     ]),
-    format,
-  );
-}
-
-function costTable(result: BenchResult, format: Format): string {
-  const order = COST_VARIANTS.map((v) => v.name);
-  const rows = [...result.cost]
-    .sort((a, b) => order.indexOf(a.variant) - order.indexOf(b.variant) || a.jobLengthMs - b.jobLengthMs)
-    .map((r) => [
-      r.variant,
-      `${duration(r.jobLengthMs)}${r.measured ? '' : ' (extrapolated)'}`,
-      f(r.realTimePolls, 0),
-      f(r.polls, 0),
-      r.meanDetectionDelayS.toFixed(1),
-      f(r.events, 0),
-      r.maxRunEvents === null ? '' : String(r.maxRunEvents),
-      f(r.runs, 0),
-      f(r.actions, 0),
-      r.actionBreakdown ? breakdown(r.actionBreakdown) : '',
-      f(r.apiRequestsPerJob, 0),
-    ]);
-  return table(
-    [
-      'variant',
-      'job length',
-      'polls by the schedule',
-      'polls made',
-      'mean detection delay s',
-      'events',
-      'max events/run',
-      'runs',
-      'billable actions',
-      'actions by kind',
-      'API req/job',
-    ],
-    rows,
-    format,
-  );
-}
-
-function breakdown(a: NonNullable<BenchResult['cost'][number]['actionBreakdown']>): string {
-  const parts = [
-    `start ${a.workflowStarted}`,
-    a.timersStarted ? `timers ${a.timersStarted}` : '',
-    a.activityAttempts ? `activity attempts ${a.activityAttempts}` : '',
-    a.localActivityTasks ? `local activity tasks ${a.localActivityTasks}` : '',
-    a.searchAttributeUpserts ? `upserts ${a.searchAttributeUpserts}` : '',
-    a.signals ? `signals ${a.signals}` : '',
-    a.updates ? `updates ${a.updates}` : '',
-    a.other ? `other ${a.other}` : '',
-  ];
-  return parts.filter(Boolean).join(', ');
-}
-
-function quotaTable(result: BenchResult, format: Format): string {
-  const sides = result.quota ?? [];
-  const rows = sides.map((side) => [
-    side.quota === 'off' ? 'off' : `on (${side.quota}, never waits)`,
-    String(side.jobs),
-    f(side.jobEvents, 0),
-    f(side.jobActions, 1),
-    side.quotaWorkflow
-      ? `${side.quotaWorkflow.events} events, ${side.quotaWorkflow.actions} actions` +
-        (side.quotaWorkflow.updates === undefined
-          ? ''
-          : ` (${side.quotaWorkflow.updates} updates, ${side.quotaWorkflow.timers ?? 0} timers)`) +
-        `, ${side.quotaWorkflow.runs} run(s)`
-      : '',
-    num(side.eventsPerJob),
-    num(side.actionsPerJob),
-    f(side.startLatencyMs, 0),
+    ...shown.map((b): Column<RatioRow> => [`÷ ${mark(b)}`, (r) => times(r.ratios[b])]),
   ]);
+}
+
+function costTable(result: BenchResult): string {
+  const order = COST_VARIANTS.map((v) => v.name);
+  const rows = [...result.cost].sort(
+    (a, b) => order.indexOf(a.variant) - order.indexOf(b.variant) || a.jobLengthMs - b.jobLengthMs,
+  );
+  const hours = (ms: number) => (ms >= 3_600_000 ? `${ms / 3_600_000} h` : `${ms / 60_000} min`);
+  return table(rows, [
+    ['variant', (r) => r.variant],
+    ['job length', (r) => `${hours(r.jobLengthMs)}${r.measured ? '' : ' (extrapolated)'}`],
+    ['polls by the schedule', (r) => f(r.realTimePolls, 0)],
+    ['polls made', (r) => f(r.polls, 0)],
+    ['mean detection delay s', (r) => r.meanDetectionDelayS.toFixed(1)],
+    ['events', (r) => f(r.events, 0)],
+    ['max events/run', (r) => (r.maxRunEvents === null ? '' : String(r.maxRunEvents))],
+    ['runs', (r) => f(r.runs, 0)],
+    ['billable actions', (r) => f(r.actions, 0)],
+    [
+      'actions by kind',
+      ({ actionBreakdown: a }) =>
+        // The start always, the other kinds when any.
+        a
+          ? (Object.entries(ACTION_KINDS) as Array<[keyof ActionCounts, string]>)
+              .filter(([kind]) => kind === 'workflowStarted' || a[kind])
+              .map(([kind, name]) => `${name} ${a[kind]}`)
+              .join(', ')
+          : '',
+    ],
+    ['API req/job', (r) => f(r.apiRequestsPerJob, 0)],
+  ]);
+}
+
+function quotaTable(sides: QuotaCostSide[]): string {
   const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
   const added =
     on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
@@ -479,22 +446,22 @@ function quotaTable(result: BenchResult, format: Format): string {
         )} billable actions per job all told (${times(ratio(on.actionsPerJob, off.actionsPerJob))} the actions), ` +
         `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
       : '';
-  return (
-    table(
-      [
-        'quota',
-        'jobs',
-        'events/job (own history)',
-        'actions/job (own history)',
-        'quota workflow, whole chain',
-        'events/job, all told',
-        'actions/job, all told',
-        'start to create at the API, ms',
-      ],
-      rows,
-      format,
-    ) + added
-  );
+  const chainText = ({ quotaWorkflow: q }: QuotaCostSide) =>
+    q
+      ? `${q.events} events, ${q.actions} actions` +
+        (q.updates === undefined ? '' : ` (${q.updates} updates, ${q.timers ?? 0} timers)`) +
+        `, ${q.runs} run(s)`
+      : '';
+  return table(sides, [
+    ['quota', (s) => (s.quota === 'off' ? 'off' : `on (${s.quota}, never waits)`)],
+    ['jobs', (s) => String(s.jobs)],
+    ['events/job (own history)', (s) => f(s.jobEvents, 0)],
+    ['actions/job (own history)', (s) => f(s.jobActions, 1)],
+    ['quota workflow, whole chain', chainText],
+    ['events/job, all told', (s) => num(s.eventsPerJob)],
+    ['actions/job, all told', (s) => num(s.actionsPerJob)],
+    ['start to create at the API, ms', (s) => f(s.startLatencyMs, 0)],
+  ]).concat(added);
 }
 
 /**
@@ -529,7 +496,7 @@ function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
   );
 }
 
-function wakeTable(result: BenchResult, format: Format): string {
+function wakeTable(result: BenchResult): string {
   const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
   const rows: string[][] = [];
   const notes: string[] = [];
@@ -539,30 +506,32 @@ function wakeTable(result: BenchResult, format: Format): string {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
     }
-    const got = (d: NonNullable<typeof w.pollNow>) => `${d.sent - d.missing} of ${d.sent}`;
-    const wakeRow = (what: string, d: typeof w.pollNow) => {
-      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got(d)]);
+    const got = (d: NonNullable<WakeRun['pollNow']>) => `${d.sent - d.missing} of ${d.sent}`;
+    const delays = (
+      what: string,
+      d: WakeRun['pollNow'],
+      arrived = (d: NonNullable<WakeRun['pollNow']>) => got(d),
+    ) => {
+      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), arrived(d)]);
     };
-    wakeRow('pollNow signal → its GET', w.pollNow);
-    wakeRow('sendMessage update → its POST', w.followUp);
-    if (w.restart) {
-      const r = w.restart;
-      rows.push([
-        point,
+    delays('pollNow signal → its GET', w.pollNow);
+    delays('sendMessage update → its POST', w.followUp);
+    const r = w.restart;
+    if (r) {
+      delays(
         "worker SIGKILLed → each job's next GET",
-        ms(r.resumed.p50),
-        ms(r.resumed.p99),
-        ms(r.resumed.max),
-        `${got(r.resumed)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+        r.resumed,
+        (d) =>
+          `${got(d)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
           `${r.late} of them more than a cadence after it`,
-      ]);
+      );
       notes.push(
         `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
           restartNote(w.impl ?? 'worker', r),
       );
     }
-    if (w.pollCounts) {
-      const c = w.pollCounts;
+    const c = w.pollCounts;
+    if (c) {
       notes.push(
         `${point}: ${c.sampled} jobs woken by pollNow, run to their end: the simulator received ${c.simulatorGets} GETs, ` +
           `their histories show ${c.historyAttempts} poll attempts. A poll activity cancelled while it waits between ` +
@@ -576,7 +545,11 @@ function wakeTable(result: BenchResult, format: Format): string {
       `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
       `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
   );
-  return `${table(['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'], rows, format)}\n${notes.join('\n\n')}\n`;
+  const columns = ['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'];
+  return `${table(
+    rows,
+    columns.map((header, i): Column<string[]> => [header, (row) => row[i] ?? '']),
+  )}\n${notes.join('\n\n')}\n`;
 }
 
 /** How each implementation's polls come back after a SIGKILL, and the jobs that waited past a timeout. */
@@ -603,156 +576,62 @@ function restartNote(impl: Implementation, r: NonNullable<WakeRun['restart']>): 
   );
 }
 
-function startupTable(result: BenchResult, format: Format): string {
-  const modes: Array<[StartupMode, string]> = [
-    ['prebuilt-bundle', 'prebuilt bundle (`node lib/worker.js`)'],
-    ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
-    ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
-  ];
-  const rows = modes.map(([mode, name]) => {
-    const runs = result.startup.filter((r) => r.mode === mode);
-    return [
-      name,
-      String(runs.length),
-      f(spread(runs.map((r) => r.firstPollMs)), 0),
-      f(spread(runs.map((r) => r.runningMs)), 0),
-      f(spread(runs.map((r) => r.reportedStartupMs)), 0),
-    ];
-  });
-  return table(
-    [
-      'worker started with',
-      'starts',
-      'to first poll, ms',
-      'to "worker running" (or exit), ms',
-      'startupMs the worker logs',
-    ],
-    rows,
-    format,
-  );
+/** How each start-up mode is run, as the start-up table names it. */
+const STARTUP_MODES: Array<[StartupMode, string]> = [
+  ['prebuilt-bundle', `prebuilt bundle (\`node lib/${WORKER_ENTRY}.js\`)`],
+  ['workflowsPath', 'no bundle (`npm run worker`, webpack at start)'],
+  ['modules-only', 'not a worker: `node` importing @temporalio/worker, then exiting'],
+];
+
+function startupTable(result: BenchResult): string {
+  const of = (mode: StartupMode, pick: (r: BenchResult['startup'][number]) => number | null) =>
+    f(spread(result.startup.filter((r) => r.mode === mode).map(pick)), 0);
+  return table(STARTUP_MODES, [
+    ['worker started with', ([, name]) => name],
+    ['starts', ([mode]) => String(result.startup.filter((r) => r.mode === mode).length)],
+    ['to first poll, ms', ([mode]) => of(mode, (r) => r.firstPollMs)],
+    ['to "worker running" (or exit), ms', ([mode]) => of(mode, (r) => r.runningMs)],
+    ['startupMs the worker logs', ([mode]) => of(mode, (r) => r.reportedStartupMs)],
+  ]);
 }
 
-function choiceTable(result: BenchResult, loads: LoadSummary[], format: Format): string {
-  const rows: string[][] = [];
-  for (const choice of result.settings.choices) {
-    let above: LoadSummary | null = null;
-    for (const side of choice.sides) {
-      const impl = side.impl ?? 'worker';
+/** One side of a design choice, with the side listed above it (none for the first). */
+type ChoiceRow = LoadSummary & { choice: string; side: string; above: LoadSummary | null };
+
+function choiceTable(choices: DesignChoice[], loads: LoadSummary[]): string {
+  const rows = choices.flatMap((choice) => {
+    const sides = choice.sides.flatMap((side) => {
       const s = loads.find(
         (l) =>
-          l.impl === impl &&
+          l.impl === 'worker' &&
           l.variant === side.variant &&
           l.jobs === choice.point.jobs &&
           l.cadenceMs === choice.point.cadenceMs,
       );
-      if (!s) continue;
-      rows.push([
-        choice.name,
-        side.variant || 'this worker, defaults',
-        `N=${s.jobs}, ${s.cadenceMs / 1000} s`,
-        f(s.throughput, 1),
-        f(s.p99, 2, 1000),
-        `${f(s.steadyPollsPerSecond, 0)} / ${s.targetPollsPerSecond.toFixed(0)}`,
-        f(s.cpuMeasured, 2),
-        f(s.cpuServer, 2),
-        above ? times(ratio(cpuInclServer(s), cpuInclServer(above))) : '',
-        above ? times(ratio(s.p99?.median, above.p99?.median)) : '',
-        f(s.cpuPerStartMs, 0),
-        f(s.peakRssMiB, 0),
-        f(s.apiRequestsPerJob, 1),
-        f(s.eventsPerJob, 0),
-        f(s.actionsPerJob, 1),
-      ]);
-      above = s;
-    }
-  }
-  return table(
-    [
-      'choice',
-      'side',
-      'at',
-      'jobs/s',
-      'p99 s',
-      'polls/s (asked)',
-      'CPU s/1k polls',
-      'server CPU s/1k polls',
-      'CPU incl. server, ÷ the row above',
-      'p99, ÷ the row above',
-      'CPU ms/start',
-      'peak RSS MiB',
-      'API req/job',
-      'events/job',
-      'actions/job',
-    ],
-    rows,
-    format,
-  );
-}
-
-/** A ratio as "1.23×"; blank when unknown. */
-function times(value: number | null): string {
-  return value === null ? '' : `${value.toFixed(2)}×`;
-}
-
-/**
- * Resident memory each further 1,000 open jobs adds, between the smallest and the largest N an
- * implementation ran: free of what the process and its first workflows warm up once.
- */
-function marginalMemory(loads: LoadSummary[]): string | null {
-  const parts: string[] = [];
-  for (const impl of IMPLEMENTATIONS) {
-    const own = loads
-      .filter((s) => s.impl === impl && s.variant === '' && s.peakRssMiB && s.broke.length === 0)
-      .sort((a, b) => a.jobs - b.jobs);
-    const low = own[0];
-    const high = own.at(-1);
-    if (!low || !high || high.jobs === low.jobs) continue;
-    const perThousand =
-      (((high.peakRssMiB as Spread).median - (low.peakRssMiB as Spread).median) / (high.jobs - low.jobs)) *
-      1000;
-    parts.push(`${label(impl)} ${perThousand.toFixed(0)} MiB (N=${low.jobs} to ${high.jobs})`);
-  }
-  return parts.length === 0
-    ? null
-    : `Resident memory each further 1,000 open jobs adds: ${parts.join('; ')}.\n`;
-}
-
-/** A spread as "median (min–max)", or the median alone for one reading; values divided by `unit`. */
-function f(s: Spread | null, digits: number, unit = 1): string {
-  if (!s) return '';
-  const v = (x: number) => (x / unit).toFixed(digits);
-  return s.n > 1 && s.min !== s.max ? `${v(s.median)} (${v(s.min)}–${v(s.max)})` : v(s.median);
-}
-
-function num(value: number | null): string {
-  if (value === null || !Number.isFinite(value)) return '';
-  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(2);
-}
-
-function duration(ms: number): string {
-  if (ms >= 3_600_000) return `${ms / 3_600_000} h`;
-  return `${ms / 60_000} min`;
-}
-
-function table(headers: string[], rows: string[][], format: Format): string {
-  if (format === 'markdown') {
-    const escape = (cell: string) => cell.replace(/\|/g, '\\|');
-    return [
-      `| ${headers.map(escape).join(' | ')} |`,
-      `| ${headers.map(() => '---').join(' | ')} |`,
-      ...rows.map((row) => `| ${row.map(escape).join(' | ')} |`),
-      '',
-    ].join('\n');
-  }
-  const widths = headers.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => Math.min(60, (r[i] ?? '').length))),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+      return s ? [{ ...s, choice: choice.name, side: side.variant || 'this worker, defaults' }] : [];
+    });
+    return sides.map((s, i): ChoiceRow => ({ ...s, above: sides[i - 1] ?? null }));
+  });
+  const c = LOAD_COLUMNS;
+  const vsAbove = (value: (s: LoadSummary) => number | null | undefined) => (r: ChoiceRow) =>
+    r.above ? times(ratio(value(r), value(r.above))) : '';
+  return table<ChoiceRow>(rows, [
+    ['choice', (r) => r.choice],
+    ['side', (r) => r.side],
+    ['at', (s) => `N=${s.jobs}, ${s.cadenceMs / 1000} s`],
+    c.jobs,
+    c.p99,
+    c.polls,
+    c.cpu,
+    c.serverCpu,
+    ['CPU incl. server, ÷ the row above', vsAbove(cpuInclServer)],
+    ['p99, ÷ the row above', vsAbove((s) => s.p99?.median)],
+    c.cpuPerStart,
+    c.rss,
+    ['API req/job', (s) => f(s.apiRequestsPerJob, 1)],
+    c.events,
+    c.actions,
+  ]);
 }
 
 /**
@@ -778,232 +657,3 @@ export function describePoints(points: readonly LoadPoint[]): string {
 function list(items: readonly string[]): string {
   return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)}`;
 }
-
-const DOC_INTRO = `# Performance
-
-Generated by \`npm run bench\` (bench/report.ts) from the newest full and quick results in
-\`bench/results/\`; do not edit by hand. Every figure was taken on the machine named with it, a
-2-core machine shared with other work at the time: read them as figures of a busy machine, and
-compare figures within one run rather than across runs.
-
-- \`npm run bench -- --quick\`:
-  ${describePoints(QUICK_POINTS)};
-  start-up, and cost per job (1-minute and 10-minute jobs run, 1-hour jobs extrapolated from
-  them). About seven minutes on this machine while it was shared (load average 4 to 8), less when
-  it is idle: the two runs at N = 1,000 are more than half of it. It exits 0 when an aim is missed
-  (it prints MISSED) and non-zero only when the benchmark itself breaks (a workflow failed, a
-  process died, the server did not start), so it can run beside CI's tests without failing the
-  build on noise.
-- \`npm run bench -- --full\`:
-  ${describePoints(LADDER)}
-  (up to \`--max-jobs\`), stopping the ladder for an implementation at the first N that breaks (a
-  phase past its deadline) or, from N = 2,000, that keeps less than half the poll rate its cadence asks for
-  (after that N's repeats), and saying which; the design choices at N = 500; cost per job for
-  1-minute, 10-minute, 1-hour and 6-hour jobs; three repeats (\`--repeats\`).
-- \`npm run bench -- --help\` lists every flag.
-`;
-
-/**
- * What \`npm run bench:profile\` and \`npm run bench:heap\` found, and what changed because of it.
- * Written by hand from their output (not a table the benchmark regenerates): update it with the
- * next profile.
- */
-const DOC_PROFILE = `## Where the worker's CPU and memory go, and what was changed
-
-Two tools look inside the worker, each for this worker or, with \`--impl floor\`, for (c):
-
-- \`npm run bench:profile -- --jobs 1000 --cadence 10s --cadences 6\` (bench/profile.ts) runs the
-  worker process under V8's sampling profiler with 1,000 jobs open at a 10 s cadence and reads
-  each of its threads' CPU from /proc over a steady minute; the profiler's own overhead is
-  included.
-- \`npm run bench:heap -- --jobs 300 --cadence 5s --polls 10\` (bench/heap.ts) runs a worker with
-  the workflows in its own thread (the SDK's debug mode; same bundle and activities) and reads
-  the JavaScript heap after full garbage collections: per open workflow, and what each further
-  poll leaves behind until its run ends. Resident memory in the load tables also counts garbage
-  not yet collected and the SDK core's native memory; this is what the workflow code keeps alive.
-
-Runs of 2026-11-24, one after the other on an otherwise quiet machine: *before* is commit ef14f08,
-*after* is with the two changes below.
-
-| worker CPU per poll, ms                             | before | after | (c)  | after ÷ (c) |
-| --------------------------------------------------- | ------ | ----- | ---- | ----------- |
-| workflow threads (JavaScript)                       | 3.71   | 3.03  | 2.39 | 1.27×       |
-| main thread (activities, the SDK's bridge and rxjs) | 1.72   | 1.41  | 1.43 | 0.98×       |
-| the SDK core (Rust)                                 | 0.91   | 0.80  | 0.85 | 0.94×       |
-| V8's helpers (garbage collection, compiler)         | 0.64   | 0.54  | 0.58 | 0.94×       |
-| other threads                                       | 0.58   | 0.51  | 0.50 | 1.01×       |
-| all                                                 | 7.57   | 6.29  | 5.76 | 1.09×       |
-
-(One run each. Neither change touches the main thread: its 18% between the runs is the noise of
-one run, so read the workflow threads' row for the changes.)
-
-| JavaScript heap (\`bench:heap\`)                   | before | after | (c) before | (c) after | after ÷ (c) after |
-| ------------------------------------------------- | ------ | ----- | ---------- | --------- | ----------------- |
-| per open workflow, KiB: 1,000 jobs at 10 s         | 115.1  | 76.6  | 72.8       | 47.1      | 1.63×             |
-| per open workflow, KiB: 300 jobs at 5 s            | 113.9  | 78.9  | 76.5       | 43.7      | 1.81×             |
-| left per poll, bytes: 1,000 jobs, 5 more polls     | 4,927  | 1,854 | 1,426      | 1,397     | 1.33×             |
-| left per poll, bytes: 300 jobs, 10 more polls      | 4,883  | 1,652 | 974        | 1,703     | 0.97×             |
-
-(One run each; repeated runs of the same code differ by up to 15%, the per-poll figures more: read
-the two sizes as two samples. In resident memory, which the load tables report, the difference to
-(c) is smaller as a ratio (1.16× to 1.18× up to N = 1,000 in the full run above; three quick runs
-of the same code gave 1.24× to 1.47×, so read the full run's as the low end): the heap the
-workflows keep alive is about a quarter of this worker's resident memory per open job.)
-
-What the profiles show:
-
-- **The SDK's promise hook, in CPU and in memory.** For the \`__stack_trace\` query, the SDK
-  records a stack trace for every promise created in workflow code (and every \`await\`): a third
-  of the workflow threads' samples (the hook, formatting the call sites, the source-map lookups).
-  Each *pending* promise also keeps its stack, as text and as frames, until it settles (the text
-  alone is about 0.7 KiB in the heap snapshots). What this project's code controls is how many
-  promises each poll makes and how many stay pending while a workflow waits.
-- **Module evaluation per workflow.** The SDK's reusable V8 context shares the modules loaded
-  before a workflow exists (its own), but evaluates the workflow's modules again for each
-  workflow, so every open workflow held its own copy of src/workflows/, contract.ts and
-  retries.ts: their functions, constants and activity proxies.
-- **Operations hold on to their scope.** Every timer and activity started in a cancellation scope
-  hangs a handler on that scope's promise, and the handler keeps the operation's options and
-  arguments until the scope settles; the workflow's root scope settles only when its run ends. So
-  each poll leaves 1–2 KiB behind, in (c) as in this worker (whose options also carry summaries),
-  until continue-as-new starts a fresh run: every 150 polls, which bounds it at 0.2–0.3 MiB per
-  workflow late in a run. The load tables measure jobs a few polls in, so they do not show it, and
-  the worker's cache sizing (src/worker/memory.ts) was set from them: a pod whose cached workflows
-  are all late in long runs holds more than that rule plans for.
-- **What stays per open workflow.** In heap snapshots (bench:heap \`--snapshots\`, with the modules
-  preloaded, before the wait change), about a fifth of the difference to (c) was strings, mostly
-  the stack text the SDK keeps for pending promises: 8.9 KiB per workflow against 2.5 KiB. The
-  rest is the handlers' closures, the run's state, the quota requester and the promises of the
-  wake-up on \`pollNow\`.
-- **Main thread.** The SDK's native bridge, rxjs (its activation pipeline), the SDK's worker code,
-  undici, the record's schema check (zod): little of it is this project's code.
-
-What was changed because of it:
-
-- **The workflow modules are preloaded** (src/worker/bundle-options.ts, for every bundle: the prebuilt
-  one, the worker's from sources, the tests', and the baselines', so (c) gets it too): evaluated
-  once per worker thread, shared frozen by every workflow. Safe because they keep no state at
-  module scope; a write to a shared module would throw.
-- **The wait between polls keeps less.** It made a cancellation scope per wait, which the SDK links
-  to the root scope until the run ends, and hung a \`.then\` per wait on the shared poll-request
-  condition, pending until a poll is requested (the whole run when none is). Now one scope serves
-  the run's waits until a requested poll cancels it, and each wait has one promise of its own,
-  settled when the wait ends. Same commands, and the wait ends the same number of microtask steps
-  after the condition as before, so at the same point of an activation: every captured history
-  replayed unchanged.
-- **Earlier (2026-11-22):** each wait was \`condition(() => pollRequested, interval)\`, which cancels
-  its own scope even after the timer fired, building a failure whose stack is mapped through the
-  source map on every poll; the wait became a timer raced with one shared condition (15% less CPU
-  in the workflow threads then).
-
-What the remaining difference to (c) buys (the ratios are in the tables above):
-
-- **Summaries and current details**: what each timer and activity is for in the UI's timeline, and
-  the job's status and next poll time on the workflow's page. A payload per timer and per
-  activity, a string per poll, and the per-poll memory above.
-- **Handlers** (\`status\`, \`pollNow\`, \`sendMessage\`, \`followUp\`, the quota's grant and place),
-  the run's state and the pending promises of the poll-request wake-up: memory per open workflow;
-  \`pollNow\` and follow-ups interrupt a wait at once.
-- **Bounded API calls** (src/workflows/api-calls.ts): one more async layer per poll, so that no
-  answer of the API can push a workflow past its deadline or history bound.
-- **The project quota's enqueue activity**, also when the worker has the quota off (6 events and an
-  action per job): the workflow cannot read the worker's setting, and one budget per project needs
-  no setting in the workflow input. With the search attributes, it is most of what
-  this worker's start costs beyond (c), which is why its throughput (jobs started and ended per
-  second) trails (c)'s more than its cost per poll does.
-
-`;
-
-const DOC_METHOD = `## How the figures are taken
-
-Everything runs on this machine: the real Temporal server (dev/dev-server.ts: Temporal Server of the
-compose file's release, built from source, every service in one process on in-memory SQLite; a run
-whose versions line names a Temporal CLI ran on its \`temporal server start-dev\`, Server 1.29.1),
-the API simulator (in the benchmark's process, create limit off), and each implementation in a process of its own, started fresh for
-every run, on its own task queue and simulator project. Each load run and each wake run also gets a
-Temporal server of its own (runs before 2026-11-27 shared one, as their headers say): the dev
-server slows over a session of heavy runs (it keeps every closed workflow in its one shard; which
-of its state slows it is not measured), so on a shared server a run measured the runs before it
-too (at N = 2,000, (b) read a p99 detection of 36.3 s right after (c), 21.4 s on a server of its
-own). The repeats of a load point run the implementations in the rows of a balanced Latin square,
-so that none always follows the same one.
-
-- **Implementations.** *This worker*: \`src/worker.ts\` emitted to JavaScript in a scratch
-  directory with its prebuilt workflow bundle beside it (what \`npm run build\` puts in lib/), run
-  by plain \`node\` with its default settings; workflows started with \`startAgentJob\`. *(a) plain
-  loop* (bench/baselines/plain-loop.ts): one Node process, a \`setTimeout\` loop per job with the
-  project's API client, at the same cadence and jitter (the run's header), nothing durable. *(b)
-  poll by retry* (bench/baselines/retry-workflow.ts): a workflow that creates the job with the
-  project's create activity, then runs one activity that fails while the job is active, under a
-  retry policy with coefficient 1, initial interval = the cadence and unlimited attempts. *(c) floor
-  of this design* (bench/baselines/floor-workflow.ts): this worker's workflow with nothing but its
-  work when nothing fails: the same create, then, until the record is terminal, a durable timer of
-  the cadence (with the same jitter) and one local-activity GET with the project's API client; no
-  summaries, current details, search attributes, metrics or message handlers. What this worker costs
-  beyond (c) is what its features cost. (b) and (c) run in one worker of the benchmark's own
-  (bench/baselines/worker.ts) with the same settings as ours (cache size, concurrency) and a
-  prebuilt bundle of both workflows.
-- **Load runs** start N jobs that the simulator holds active until all N exist (the *ramp*),
-  wait until each has been polled once and then half a cadence (so that no job's first wait or
-  first workflow task falls in the window), measure a *steady* window of whole cadences with all N
-  open, then end each
-  job at a random moment within one cadence (the simulator archives it) and wait for every
-  workflow to close (the *drain*). Throughput is N ÷ (ramp + drain): the hold is left out, so it is
-  the rate at which jobs are started, created, seen ending and closed. Detection latency runs from
-  the moment the simulator made the job terminal (\`stats().jobs[].terminalAt\`) to the workflow's
-  close time (from visibility, or from the history for (b) and (c)), or to the loop's detection for (a).
-  It includes the wait for the next poll, so at a fixed cadence c its floor is about c/2 at p50
-  and c at p99. *polls/s (asked)* is the poll rate of the steady window next to N ÷ c: when the
-  first falls short, the machine could not keep the cadence.
-- **CPU** is user + system time from /proc/<pid>/stat of the measured process (the SDK's Rust
-  threads included), of the dev server, and of the benchmark process (the simulator), over the
-  steady window, divided by the polls the simulator answered in it. *CPU ms/start* is the measured
-  process's CPU over the ramp per job (start, first workflow task, create, and the polls of the
-  jobs already started). **Memory** is the highest VmRSS sampled every 250 ms during the steady
-  window; per 1,000 open jobs it is (peak − the idle process's RSS just before the ramp) ÷ N ×
-  1,000, so it carries what the first workflows warm up and means most at large N.
-- **Cost per job** counts events and billable actions from real histories, every run of a
-  continue-as-new chain included, and API requests from the simulator's counters. A job of length
-  L takes a number of polls that only the schedule decides (with its jitter): bench/schedule.ts
-  replays the schedule 1,001 times for it, and the benchmark then runs the workflow on the same
-  schedule with every interval divided by \`--scale\` (240) against an agent job that the
-  simulator ends right after the poll before the last, so each history holds exactly the polls,
-  timers, activities and runs of a real-time job of length L. Shortening the job instead would
-  not do: the dev server fires timers at whole-second granularity (a 21 ms timer fires after
-  about 950 ms), so each poll takes a second or more whatever its interval. For the same reason
-  jobs of more than \`--cost-max-polls\` polls are not run but extrapolated on the straight line
-  through the variant's measured lengths (each poll adds the same events and actions), plus, per
-  extra continue-as-new run, one action and five events; the table marks them. *Mean detection
-  delay* is the schedule's mean wait from a job's end to the poll that sees it, for jobs of L ±10%.
-- **Billable actions** follow Temporal Cloud's list (https://docs.temporal.io/cloud/actions):
-  workflow started (by the client or by continue-as-new), timer started, activity started or
-  retried (each attempt, read from the \`attempt\` of the activity's started event, since a retried
-  activity leaves one started event; a poll activity cancelled while it waits between attempts, as
-  pollNow and a follow-up cancel it, leaves no started event at all, so polls are counted as the
-  GETs the simulator received, and the attempts a history misses are added to its actions), local activities (one per workflow task that records any
-  local-activity marker), search-attribute upsert (one per command; those set at start are free),
-  signal, accepted update, child workflow (two). Other markers are not on the list; they would count
-  one action each, to err high. Queries are billable but never reach a history; the benchmark sends none.
-- **Wake-ups** (the wake scenario) hold N jobs active at a fixed 10 s cadence, as the load runs do,
-  and, once every job waits in its poll activity, send a pollNow signal to a random sample and a
-  \`sendMessage\` update to another, spread evenly over 30 s (15 s in quick mode). Each figure runs
-  from the moment the client sends to the arrival of that job's GET (or the message's POST) at the
-  simulator, read from \`stats().jobs[].requests\` on the same clock; a natural poll landing between
-  the two would be taken for the woken one, which at a 10 s cadence is rare and only shortens the
-  figure. Then the worker is SIGKILLed, a new one spawned at once, and each job's first GET after
-  the kill is timed; full mode waits past a lost attempt's start-to-close timeout and backoff, quick
-  mode 20 s (jobs not polled by then are shown as not arrived), and full mode does the same for
-  (c) and (b).
-- **Start-up** starts a workflow that attaches to an existing agent job (so it polls at once) and
-  then spawns the worker: the time from the spawn to the simulator's answer to that first poll.
-- **Dev server limits** (\`--dynamic-config-value\`; key names and defaults from the server's
-  common/dynamicconfig/constants.go): frontend.rps, frontend.namespaceRPS, history.rps,
-  matching.rps and frontend.persistenceMaxQPS at 50,000 (defaults 2,400, 2,400, 3,000, 1,200 and
-  2,000), frontend.namespaceRPS.visibility at 200 (default 10), so that the limits measured are the
-  machine's; and history.queueReaderStuckCriticalAttempts at 0 (default 3): the dev server has one
-  history shard, and at N = 2,000 its timer queue fires about 400 timers a second, which that
-  mitigation takes for a stuck reader, moving busy seconds of retry timers to a second reader that
-  waits tens of seconds for the shard's load budget (at N = 2,000, 118 of the jobs then went 20 s
-  and more without a poll; a cluster spreads these timers over its shards). bench/environment.ts
-  has the measurement.
-`;

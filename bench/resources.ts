@@ -1,9 +1,13 @@
 /**
- * CPU time and memory of a process, read from Linux's /proc the way `ps` and `top` do. The
- * benchmark reads them for the worker from outside its process, so the figures include the SDK's
- * Rust core threads and cost the worker nothing to produce.
+ * CPU time and memory, read from Linux's /proc the way `ps` and `top` do: of a process (the
+ * benchmark reads the worker's from outside it, so the figures include the SDK's Rust core threads
+ * and cost the worker nothing to produce), of each of its threads, and of the whole machine; and
+ * where a run was taken: the machine, how busy it was, and the versions of everything measured.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from './build.js';
 
 /** One reading of a process. */
 export interface ProcessSample {
@@ -21,28 +25,46 @@ export interface ProcessSample {
  */
 const CLOCK_TICKS = 100;
 
+/** The name and the user plus system CPU seconds in a /proc/…/stat line of a process or a thread. */
+function statCpu(path: string): { name: string; cpuSeconds: number } {
+  const stat = readFileSync(path, 'utf8');
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of the whole line, so 11 and 12 after the name.
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  return { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuSeconds };
+}
+
 /**
  * Reads CPU time and memory of `pid`. Throws when the process is gone, so a reading can never be
  * silently taken from nothing.
  */
 export function sampleProcess(pid: number): ProcessSample {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of the whole line, so 11 and 12 after the name.
-  const ticks = Number(fields[11]) + Number(fields[12]);
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kiB = (field: string) => {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    if (!match) throw new Error(`no ${field} in /proc status`);
+    return Number(match[1]);
+  };
   return {
-    cpuSeconds: ticks / CLOCK_TICKS,
-    rssMiB: statusKiB(status, 'VmRSS') / 1024,
-    peakRssMiB: statusKiB(status, 'VmHWM') / 1024,
+    cpuSeconds: statCpu(`/proc/${pid}/stat`).cpuSeconds,
+    rssMiB: kiB('VmRSS') / 1024,
+    peakRssMiB: kiB('VmHWM') / 1024,
   };
 }
 
-function statusKiB(status: string, field: string): number {
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-  if (!match) throw new Error(`no ${field} in /proc status`);
-  return Number(match[1]);
+/** CPU seconds of each thread of a process, by thread ID, with the thread's name. */
+export function threadCpu(pid: number): Map<string, { name: string; cpuSeconds: number }> {
+  const threads = new Map<string, { name: string; cpuSeconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      threads.set(tid, statCpu(`/proc/${pid}/task/${tid}/stat`));
+    } catch (err) {
+      // A thread that ended between the listing and the read.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return threads;
 }
 
 /**
@@ -81,4 +103,82 @@ export class ResourceWatch {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
   }
+}
+
+/** The kernel's CPU time counters of all cores together (/proc/stat, first line), in ticks. */
+export interface CpuTimes {
+  busy: number;
+  steal: number;
+  total: number;
+}
+
+/** Reads the machine-wide CPU counters. */
+export function cpuTimes(): CpuTimes {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  // cpu user nice system idle iowait irq softirq steal guest guest_nice
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const busy = user + nice + system + irq + softirq;
+  return { busy, steal, total: busy + idle + iowait + steal };
+}
+
+/** Busy and steal percentages between two readings. */
+export function cpuShares(from: CpuTimes, to: CpuTimes): { busy: number; steal: number } {
+  const total = to.total - from.total;
+  if (total <= 0) return { busy: Number.NaN, steal: Number.NaN };
+  return { busy: ((to.busy - from.busy) / total) * 100, steal: ((to.steal - from.steal) / total) * 100 };
+}
+
+/** The machine and the versions. */
+export interface MachineInfo {
+  cpuModel: string;
+  cpuCount: number;
+  totalMemoryGiB: number;
+  kernel: string;
+  node: string;
+  /**
+   * The Temporal CLI whose dev server the older runs measured; the server is now Temporal Server
+   * itself (dev/dev-server.ts), and `temporalServer` says which release.
+   */
+  temporalCli?: string;
+  temporalServer: string;
+  temporalSdk: string;
+  /** 1-minute load average when the run started and when it ended. */
+  loadAverageAtStart: number;
+  loadAverageAtEnd: number | null;
+  /**
+   * Over the whole run, the share of all cores' time that was busy (by anything: the benchmark and
+   * whatever else ran) and that the hypervisor gave to other machines (steal), in percent.
+   */
+  cpuBusyPercent: number | null;
+  cpuStealPercent: number | null;
+}
+
+/** Describes this machine; `serverVersion` comes from the running server. */
+export function describeMachine(serverVersion: string): MachineInfo {
+  const cores = cpus();
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+  };
+  return {
+    cpuModel: cores[0]?.model.trim() ?? 'unknown',
+    cpuCount: cores.length,
+    totalMemoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,
+    kernel: release(),
+    node: process.version,
+    temporalServer: serverVersion,
+    temporalSdk: pkg.dependencies?.['@temporalio/worker'] ?? 'unknown',
+    loadAverageAtStart: currentLoad(),
+    loadAverageAtEnd: null,
+    cpuBusyPercent: null,
+    cpuStealPercent: null,
+  };
+}
+
+/** The current 1-minute load average. */
+export function currentLoad(): number {
+  return loadavg()[0] ?? Number.NaN;
 }

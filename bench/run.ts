@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: measures this worker against the local Temporal dev server and the API
- * simulator, next to two baselines, prints a table, writes bench/results/<date>-<mode>.json (and
+ * simulator, next to two baselines, prints the report, writes bench/results/<date>-<mode>.json (and
  * removes the older runs of that mode the page no longer reads) and regenerates
  * docs/PERFORMANCE.md. See `npm run bench -- --help`.
  *
@@ -8,10 +8,10 @@
  * the benchmark itself broke (a workflow failed, a process died, the server would not start); 2 for
  * bad flags.
  */
-import { parseArgs } from 'node:util';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { DYNAMIC_CONFIG, startBenchEnvironment, type BenchEnvironment } from './environment.js';
-import { cpuShares, cpuTimes, currentLoad, describeMachine } from './machine.js';
-import { describePoints, render, writePerformanceDoc, writeResult } from './report.js';
+import { cpuShares, cpuTimes, currentLoad, describeMachine } from './resources.js';
+import { describePoints, formatMarkdown, render, writePerformanceDoc, writeResult } from './report.js';
 import {
   COST_VARIANTS,
   IMPLEMENTATIONS,
@@ -21,13 +21,11 @@ import {
   type BenchResult,
   type BenchServer,
   type ChoiceSide,
-  type CostRow,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
   type LoadRun,
   type Mode,
-  type WakeRun,
 } from './catalogue.js';
 import { runCost } from './scenarios/cost.js';
 import { runLoad } from './scenarios/load.js';
@@ -36,137 +34,127 @@ import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
 import { TEMPORAL_SERVER_VERSION } from '../dev/temporal-versions.js';
 import { AIM_JOBS } from './summary.js';
+import { fixed } from './stats.js';
 import { POLL_JITTER } from '../src/poll-schedule.js';
-
-const USAGE = `Usage: npm run bench -- [--quick | --full] [options]
-
-  --quick              the quick load points (below), start-up, cost per job (default)
-  --full               the ladder of N (below) up to --max-jobs, design choices, 6-hour jobs in the
-                       cost table
-  --max-jobs N         largest N in full mode (default 10000)
-  --points LIST        load points instead of the mode's, e.g. "100@2s*3,1000@10s,2000@10s"
-                       (*R: repeats of that point)
-  --choice-point P     where full mode measures the design choices (default 500@10s)
-  --repeats R          repeats of each load run (quick 1, full 3)
-  --cost-lengths LIST  job lengths of the cost table (quick "1m,10m,1h", full "1m,10m,1h,6h")
-  --cost-max-polls P   run the cost of jobs up to P polls (quick 20, full 100) and extrapolate
-                       longer ones from them; each poll takes a second or more
-  --scale K            cost runs go K times faster than real time (default 240, at most 500: the
-                       workflow's shortest interval is 10 ms)
-  --wake-jobs N        jobs the wake scenario holds (quick 100, full 1000): pollNow → GET and
-                       follow-up → POST latency, and a worker SIGKILLed and replaced (quick
-                       mode waits 20 s for polling to resume, full mode past the 75 s timeout)
-  --only LIST          run only some of: startup, load, cost, quota, wake, choices
-  --server KIND        dev (default): the CLI's dev server; postgres: Temporal Server v${TEMPORAL_SERVER_VERSION} on
-                       PostgreSQL, set up by the compose files as \`npm run test:cluster\` does
-  --no-write           print only; write neither bench/results/ nor docs/PERFORMANCE.md
-  --report-only        run nothing; regenerate docs/PERFORMANCE.md from bench/results/
-  --help               this text
-
-Quick load points: ${describePoints(QUICK_POINTS)}.
-The ladder of N: ${describePoints(LADDER)}.
-
-Figures are taken on this machine; a busy machine gives noisy figures, so each load figure is the
-median over the repeats, shown with its min–max.`;
 
 const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'wake', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
+/** The flags, as commander reads them. */
+interface Flags {
+  full?: boolean;
+  maxJobs: number;
+  points?: LoadPoint[];
+  repeats?: number;
+  costMaxPolls?: number;
+  scale: number;
+  wakeJobs?: number;
+  only?: Scenario[];
+  server: BenchServer;
+  write: boolean;
+  reportOnly?: boolean;
+}
+
+const HOUR_MS = 60 * 60_000;
+
+const program = new Command('npm run bench --')
+  .usage('[--quick | --full] [options]')
+  .option('--quick', 'the quick load points (below), start-up, cost per job (default)')
+  .addOption(
+    new Option(
+      '--full',
+      'the ladder of N (below) up to --max-jobs, design choices, 6-hour jobs in the cost table',
+    ).conflicts('quick'),
+  )
+  .option('--max-jobs <N>', 'largest N in full mode', positiveInt, 10_000)
+  .option(
+    '--points <list>',
+    'load points instead of the mode\'s, e.g. "100@2s*3,1000@10s,2000@10s" (*R: repeats of that point)',
+    parsePoints,
+  )
+  .option('--repeats <R>', 'repeats of each load run (quick 1, full 3)', positiveInt)
+  .option(
+    '--cost-max-polls <P>',
+    'run the cost of jobs up to P polls (quick 20, full 100) and extrapolate longer ones from them; each poll takes a second or more',
+    positiveInt,
+  )
+  .option(
+    '--scale <K>',
+    "cost runs go K times faster than real time (at most 500: the workflow's shortest interval is 10 ms)",
+    scale,
+    240,
+  )
+  .option(
+    '--wake-jobs <N>',
+    'jobs the wake scenario holds (quick 100, full 1000): pollNow → GET and follow-up → POST latency, and a worker ' +
+      'SIGKILLed and replaced (quick mode waits 20 s for polling to resume, full mode past the 75 s timeout)',
+    positiveInt,
+  )
+  .option('--only <list>', `run only some of: ${SCENARIOS.join(', ')}`, parseOnly)
+  .addOption(
+    new Option(
+      '--server <kind>',
+      `dev: the dev server; postgres: Temporal Server v${TEMPORAL_SERVER_VERSION} on PostgreSQL, set up by the ` +
+        'compose files as `npm run test:cluster` does',
+    )
+      .choices(['dev', 'postgres'])
+      .default('dev'),
+  )
+  .option('--no-write', 'print only; write neither bench/results/ nor docs/PERFORMANCE.md')
+  .option('--report-only', 'run nothing; regenerate docs/PERFORMANCE.md from bench/results/')
+  .addHelpText(
+    'after',
+    `
+Quick load points: ${describePoints(QUICK_POINTS)}.
+The ladder of N: ${describePoints(LADDER)}.
+
+Figures are taken on this machine; a busy machine gives noisy figures, so each load figure is the
+median over the repeats, shown with its min–max.`,
+  )
+  .showHelpAfterError()
+  .exitOverride();
+
 /** Everything a run will do, decided from the flags before anything starts. */
 interface Plan {
   mode: Mode;
-  repeats: number;
-  points: LoadPoint[];
-  /** Stop climbing N for an implementation once a point broke (full mode's ladder). */
-  ladder: boolean;
-  steadyCadences: number;
-  startupRepeats: Record<'prebuilt-bundle' | 'workflowsPath', number>;
-  costScale: number;
-  costLengthsMs: number[];
-  costSamples: number;
+  /** What the result records of them. */
+  settings: BenchResult['settings'];
   costMaxPolls: number;
-  choices: DesignChoice[];
   wakeJobs: number;
   only: Set<Scenario>;
   write: boolean;
   server: BenchServer;
 }
 
-class UsageError extends Error {}
-
-function plan(argv: string[]): Plan | 'report-only' | null {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      quick: { type: 'boolean', default: false },
-      full: { type: 'boolean', default: false },
-      'max-jobs': { type: 'string' },
-      points: { type: 'string' },
-      repeats: { type: 'string' },
-      scale: { type: 'string' },
-      'cost-lengths': { type: 'string' },
-      'choice-point': { type: 'string' },
-      'cost-max-polls': { type: 'string' },
-      'wake-jobs': { type: 'string' },
-      only: { type: 'string' },
-      server: { type: 'string', default: 'dev' },
-      'no-write': { type: 'boolean', default: false },
-      'report-only': { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (values.help) return null;
-  if (values['report-only']) return 'report-only';
-  if (values.quick && values.full) throw new UsageError('choose --quick or --full, not both');
-  const mode: Mode = values.full ? 'full' : 'quick';
-  const server = values.server;
-  if (server !== 'dev' && server !== 'postgres') {
-    throw new UsageError(`--server must be dev or postgres, not "${server}"`);
-  }
-  const maxJobs = positiveInt(values['max-jobs'] ?? '10000', '--max-jobs');
-  const points = values.points
-    ? parsePoints(values.points)
-    : mode === 'quick'
-      ? [...QUICK_POINTS]
-      : LADDER.filter((p) => p.jobs <= maxJobs);
-  const only = new Set<Scenario>(
-    values.only ? values.only.split(',').map((s) => scenarioName(s.trim())) : SCENARIOS,
-  );
-  const hour = 60 * 60_000;
-  // Half the aim's N, at its cadence: big enough to fill the cache of 250 twice, small enough to
-  // run five sides in a few minutes.
-  const choicePoint: LoadPoint = values['choice-point']
-    ? (parsePoints(values['choice-point'])[0] as LoadPoint)
-    : { jobs: Math.min(500, maxJobs), cadenceMs: 10_000 };
+function plan(flags: Flags): Plan {
+  const mode: Mode = flags.full ? 'full' : 'quick';
+  const quick = mode === 'quick';
   return {
     mode,
-    repeats: positiveInt(values.repeats ?? (mode === 'quick' ? '1' : '3'), '--repeats'),
-    points,
-    ladder: mode === 'full',
-    steadyCadences: mode === 'quick' ? 1 : 2,
-    startupRepeats:
-      mode === 'quick'
+    settings: {
+      repeats: flags.repeats ?? (quick ? 1 : 3),
+      points: flags.points ?? (quick ? [...QUICK_POINTS] : LADDER.filter((p) => p.jobs <= flags.maxJobs)),
+      steadyCadences: quick ? 1 : 2,
+      costScale: flags.scale,
+      costLengthsMs: [60_000, 10 * 60_000, HOUR_MS, ...(quick ? [] : [6 * HOUR_MS])],
+      costSamples: quick ? 2 : 3,
+      startupRepeats: quick
         ? { 'prebuilt-bundle': 2, workflowsPath: 1 }
         : { 'prebuilt-bundle': 3, workflowsPath: 3 },
-    costScale: scale(values.scale ?? '240'),
-    costLengthsMs: values['cost-lengths']
-      ? parseLengths(values['cost-lengths'])
-      : mode === 'quick'
-        ? [60_000, 10 * 60_000, hour]
-        : [60_000, 10 * 60_000, hour, 6 * hour],
-    costSamples: mode === 'quick' ? 2 : 3,
-    costMaxPolls: positiveInt(
-      values['cost-max-polls'] ?? (mode === 'quick' ? '20' : '100'),
-      '--cost-max-polls',
-    ),
-    choices: mode === 'full' ? designChoices(choicePoint) : [],
+      // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
+      dynamicConfig: flags.server === 'dev' ? DYNAMIC_CONFIG : {},
+      // Half the aim's N, at its cadence: big enough to fill the cache of 250 twice, small enough to
+      // run five sides in a few minutes.
+      choices: quick ? [] : designChoices({ jobs: Math.min(500, flags.maxJobs), cadenceMs: 10_000 }),
+      servers: 'per-run',
+      pollJitter: POLL_JITTER,
+    },
+    costMaxPolls: flags.costMaxPolls ?? (quick ? 20 : 100),
     // Quick mode holds fewer jobs: the ramp of 1,000 workflows alone takes a minute or more here.
-    wakeJobs: positiveInt(values['wake-jobs'] ?? (mode === 'quick' ? '100' : '1000'), '--wake-jobs'),
-    only: mode === 'quick' ? new Set([...only].filter((s) => s !== 'choices')) : only,
-    write: !values['no-write'],
-    server,
+    wakeJobs: flags.wakeJobs ?? (quick ? 100 : 1000),
+    only: new Set((flags.only ?? SCENARIOS).filter((s) => !(quick && s === 'choices'))),
+    write: flags.write,
+    server: flags.server,
   };
 }
 
@@ -195,69 +183,54 @@ function designChoices(point: LoadPoint): DesignChoice[] {
   ];
 }
 
-function parseLengths(text: string): number[] {
-  return text.split(',').map((part) => {
-    const match = /^\s*(\d+(?:\.\d+)?)(m|h)\s*$/.exec(part);
-    if (!match) throw new UsageError(`--cost-lengths: "${part}" is not a length such as 10m or 1h`);
-    return Number(match[1]) * (match[2] === 'h' ? 3_600_000 : 60_000);
-  });
-}
-
 function parsePoints(text: string): LoadPoint[] {
   return text.split(',').map((part) => {
     const match = /^\s*(\d+)@(\d+(?:\.\d+)?)(ms|s)(?:\*(\d+))?\s*$/.exec(part);
     if (!match)
-      throw new UsageError(`--points: "${part}" is not N@cadence[*repeats] such as 1000@10s or 100@2s*3`);
+      throw new InvalidArgumentError(`"${part}" is not N@cadence[*repeats] such as 1000@10s or 100@2s*3`);
     const value = Number(match[2]);
     const point: LoadPoint = { jobs: Number(match[1]), cadenceMs: match[3] === 's' ? value * 1000 : value };
-    if (match[4] !== undefined) point.repeats = positiveInt(match[4], '--points repeats');
+    if (match[4] !== undefined) point.repeats = positiveInt(match[4]);
     return point;
   });
 }
 
-function positiveInt(text: string, flag: string): number {
+function positiveInt(text: string): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1)
-    throw new UsageError(`${flag} must be a whole number of at least 1`);
+  if (!Number.isInteger(value) || value < 1) throw new InvalidArgumentError('a whole number of at least 1');
   return value;
 }
 
 function scale(text: string): number {
-  const value = positiveInt(text, '--scale');
+  const value = positiveInt(text);
   // The default schedule's 5 s first interval must stay at or above the workflow's 10 ms floor.
-  if (value > 500) throw new UsageError('--scale must be at most 500');
+  if (value > 500) throw new InvalidArgumentError('at most 500');
   return value;
 }
 
-function scenarioName(name: string): Scenario {
-  if (!(SCENARIOS as readonly string[]).includes(name)) {
-    throw new UsageError(`--only: "${name}" is none of ${SCENARIOS.join(', ')}`);
-  }
-  return name as Scenario;
+function parseOnly(text: string): Scenario[] {
+  return text.split(',').map((name) => {
+    const scenario = SCENARIOS.find((s) => s === name.trim());
+    if (!scenario) throw new InvalidArgumentError(`"${name}" is none of ${SCENARIOS.join(', ')}`);
+    return scenario;
+  });
 }
 
 const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-/**
- * Long enough for the slowest phase seen at N on this machine when shared (starting 1,000
- * workflows took from 60 to 250 s), with room to spare; a phase that takes longer is what broke.
- */
-function phaseTimeoutMs(point: LoadPoint): number {
-  return Math.max(90_000, point.jobs * 400 + 10 * point.cadenceMs);
-}
-
 async function runLoads(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
   const stopped = new Set<Implementation>();
-  for (const point of p.points) {
+  for (const point of p.settings.points) {
     // A run that broke stops its implementation at once; one that could not hold the cadence
     // lets the point's other repeats run, so the point where the climb ends has its spread too.
     const stopAfterPoint = new Map<Implementation, string>();
-    for (let repeat = 1; repeat <= (point.repeats ?? p.repeats); repeat++) {
+    for (let repeat = 1; repeat <= (point.repeats ?? p.settings.repeats); repeat++) {
       for (const impl of runOrder(point.impls ?? IMPLEMENTATIONS, repeat)) {
         if (stopped.has(impl)) continue;
         const run = await loadRun(env, p, point, impl, repeat);
         result.load.push(run);
-        if (!p.ladder) continue;
+        // Full mode climbs a ladder of N; a broken run or a cadence not held ends the climb.
+        if (p.mode !== 'full') continue;
         if (run.broke !== null) {
           stopped.add(impl);
           stopAfterPoint.delete(impl);
@@ -291,106 +264,67 @@ function cadenceNotHeld(run: LoadRun): string | null {
   return null;
 }
 
+/** One load run on a fresh server, this worker's defaults unless `side` says otherwise. */
 async function loadRun(
   env: BenchEnvironment,
   p: Plan,
   point: LoadPoint,
   impl: Implementation,
   repeat: number,
-  side: Omit<ChoiceSide, 'impl'> = { variant: '' },
+  { variant, workerEnv = {} }: ChoiceSide = { variant: '' },
 ): Promise<LoadRun> {
-  const { variant } = side;
-  const what = `${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${point.repeats ?? p.repeats})`;
   const started = Date.now();
-  say(`load ${what}`);
-  await env.renewServer();
-  const run = await runLoad(env, {
-    impl,
-    jobs: point.jobs,
-    cadenceMs: point.cadenceMs,
-    steadyCadences: p.steadyCadences,
-    phaseTimeoutMs: phaseTimeoutMs(point),
-    historySample: 20,
-    workerEnv: side.workerEnv ?? {},
-    variant,
-  });
+  const repeats = point.repeats ?? p.settings.repeats;
   say(
-    `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, p99 ${
-      run.latency ? (run.latency.p99 / 1000).toFixed(2) : '?'
-    } s, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, CPU ${run.cpuPer1000Polls.measured.toFixed(2)} s/1k polls` +
-      `${run.broke ? `, broke: ${run.broke}` : ''}`,
+    `load ${impl}${variant ? ` [${variant}]` : ''} N=${point.jobs} @ ${point.cadenceMs / 1000}s (${repeat}/${repeats})`,
+  );
+  await env.renewServer();
+  const { steadyCadences } = p.settings;
+  const run = await runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant });
+  say(
+    `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, ` +
+      `p99 ${fixed(run.latency?.p99, 2, ' s', 1000)}, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, ` +
+      `CPU ${run.cpuPer1000Polls.measured.toFixed(2)} s/1k polls${run.broke ? `, broke: ${run.broke}` : ''}`,
   );
   return run;
 }
 
+/** Each side of each design choice at its point, once per repeat: the defaults serve every choice. */
 async function runChoices(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
-  for (let repeat = 1; repeat <= p.repeats; repeat++) {
-    const done = new Set<string>();
-    for (const choice of p.choices) {
-      for (const side of choice.sides) {
-        const impl = side.impl ?? 'worker';
-        const key = `${choice.point.jobs}|${choice.point.cadenceMs}|${impl}|${side.variant}`;
-        if (done.has(key)) continue;
-        done.add(key);
-        const ran = result.load.filter(
-          (r) =>
-            r.impl === impl &&
-            r.variant === side.variant &&
-            r.jobs === choice.point.jobs &&
-            r.cadenceMs === choice.point.cadenceMs,
-        );
-        // The ladder may have run this worker's defaults at this point already.
-        if (ran.length >= repeat) continue;
-        result.load.push(await loadRun(env, p, choice.point, impl, repeat, side));
-      }
+  const sides = new Map(
+    p.settings.choices.flatMap(({ point, sides }) =>
+      sides.map((side) => [`${point.jobs}|${point.cadenceMs}|${side.variant}`, { point, side }] as const),
+    ),
+  );
+  for (let repeat = 1; repeat <= p.settings.repeats; repeat++) {
+    for (const { point, side } of sides.values()) {
+      const ran = result.load.filter(
+        (r) =>
+          r.impl === 'worker' &&
+          r.variant === side.variant &&
+          r.jobs === point.jobs &&
+          r.cadenceMs === point.cadenceMs,
+      );
+      // The ladder may have run this worker's defaults at this point already.
+      if (ran.length < repeat) result.load.push(await loadRun(env, p, point, 'worker', repeat, side));
     }
   }
-}
-
-async function runCostScenario(env: BenchEnvironment, p: Plan): Promise<CostRow[]> {
-  say(`cost per job, schedules ${p.costScale} times faster than real time`);
-  const started = Date.now();
-  const rows = await runCost(env, {
-    // The fixed 10 s schedule polls 360 times an hour: full mode only.
-    variants:
-      p.mode === 'full' ? COST_VARIANTS : COST_VARIANTS.filter((v) => v.name !== 'this worker, fixed 10 s'),
-    jobLengthsMs: p.costLengthsMs,
-    scale: p.costScale,
-    samples: p.costSamples,
-    maxMeasuredPolls: p.costMaxPolls,
-    log: say,
-  });
-  say(`  ${Math.round((Date.now() - started) / 1000)} s`);
-  return rows;
 }
 
 /**
  * This worker's wake-ups and restart, then, in full mode, the restart of (c) (1.0's shape: a timer
  * and a local activity per poll) and of (b), beside it.
  */
-async function runWakeScenario(env: BenchEnvironment, p: Plan): Promise<WakeRun[]> {
+async function runWakes(env: BenchEnvironment, p: Plan): Promise<BenchResult['wake']> {
   const impls = p.mode === 'full' ? (['worker', 'floor', 'poll-by-retry'] as const) : (['worker'] as const);
-  const runs: WakeRun[] = [];
+  const runs = [];
   for (const impl of impls) {
     say(`wake-ups and a worker SIGKILLed: ${impl} N=${p.wakeJobs} at 10 s`);
     const started = Date.now();
     await env.renewServer();
-    const run = await runWake(env, {
-      impl,
-      jobs: p.wakeJobs,
-      cadenceMs: 10_000,
-      pollNowSamples: Math.min(200, Math.floor(p.wakeJobs / 3)),
-      followUpSamples: Math.min(100, Math.floor(p.wakeJobs / 6)),
-      spreadMs: p.mode === 'quick' ? 15_000 : 30_000,
-      // Quick mode does not wait out the 75 s timeout of an attempt lost with the killed worker:
-      // jobs not polled within the window are reported as such.
-      restartWaitMs: p.mode === 'quick' ? 20_000 : null,
-      phaseTimeoutMs: phaseTimeoutMs({ jobs: p.wakeJobs, cadenceMs: 10_000 }),
-      log: say,
-    });
+    const run = await runWake(env, { impl, jobs: p.wakeJobs, quick: p.mode === 'quick', log: say });
     runs.push(run);
-    const ms = (v: number | null | undefined) =>
-      v === null || v === undefined ? '?' : `${Math.round(v)} ms`;
+    const ms = (v: number | null | undefined) => fixed(v, 0, ' ms');
     say(
       `  ${Math.round((Date.now() - started) / 1000)} s: pollNow p99 ${ms(run.pollNow?.p99)}, ` +
         `follow-up p99 ${ms(run.followUp?.p99)}, restart p50 ${ms(run.restart?.resumed.p50)} ` +
@@ -400,24 +334,47 @@ async function runWakeScenario(env: BenchEnvironment, p: Plan): Promise<WakeRun[
   return runs;
 }
 
+/** Runs the scenarios of the plan into `result`; what ran before a break stays in it. */
+async function runScenarios(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
+  if (p.only.has('startup')) {
+    say('start-up');
+    result.startup = await runStartup(env, p.settings.startupRepeats);
+  }
+  if (p.only.has('cost')) {
+    say(`cost per job, schedules ${p.settings.costScale} times faster than real time`);
+    result.cost = await runCost(env, {
+      // The fixed 10 s schedule polls 360 times an hour: full mode only.
+      variants: COST_VARIANTS.filter((v) => p.mode === 'full' || v.name !== 'this worker, fixed 10 s'),
+      jobLengthsMs: p.settings.costLengthsMs,
+      scale: p.settings.costScale,
+      samples: p.settings.costSamples,
+      maxMeasuredPolls: p.costMaxPolls,
+      log: say,
+    });
+  }
+  if (p.only.has('quota')) {
+    say('project quota on and off');
+    result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
+  }
+  if (p.only.has('wake')) result.wake = await runWakes(env, p);
+  if (p.only.has('load')) await runLoads(env, p, result);
+  if (p.only.has('choices')) await runChoices(env, p, result);
+}
+
 async function main(): Promise<number> {
-  let p: Plan | 'report-only' | null;
   try {
-    p = plan(process.argv.slice(2));
+    program.parse();
   } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    process.stderr.write(`${err.message}\n\n${USAGE}\n`);
-    return 2;
+    // Commander has printed the help, or what is wrong with the flags and the help.
+    return (err as { exitCode?: number }).exitCode === 0 ? 0 : 2;
   }
-  if (p === null) {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
-  if (p === 'report-only') {
+  const flags = program.opts<Flags>();
+  if (flags.reportOnly) {
     await writePerformanceDoc();
     say('regenerated docs/PERFORMANCE.md from bench/results/');
     return 0;
   }
+  const p = plan(flags);
   const began = Date.now();
   const cpuAtStart = cpuTimes();
   say(`${p.mode} mode: ${[...p.only].join(', ')}`);
@@ -440,20 +397,7 @@ async function main(): Promise<number> {
       finishedAt: '',
       durationSeconds: 0,
       machine: describeMachine(env.serverVersion),
-      settings: {
-        repeats: p.repeats,
-        points: p.points,
-        steadyCadences: p.steadyCadences,
-        costScale: p.costScale,
-        costLengthsMs: p.costLengthsMs,
-        costSamples: p.costSamples,
-        startupRepeats: p.startupRepeats,
-        // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
-        dynamicConfig: p.server === 'dev' ? DYNAMIC_CONFIG : {},
-        choices: p.choices,
-        servers: 'per-run',
-        pollJitter: POLL_JITTER,
-      },
+      settings: p.settings,
       setupMs: env.setupMs,
       server: p.server,
       startup: [],
@@ -463,18 +407,7 @@ async function main(): Promise<number> {
     };
     let failure: Error | null = null;
     try {
-      if (p.only.has('startup')) {
-        say('start-up');
-        result.startup = await runStartup(env, p.startupRepeats);
-      }
-      if (p.only.has('cost')) result.cost = await runCostScenario(env, p);
-      if (p.only.has('quota')) {
-        say('project quota on and off');
-        result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
-      }
-      if (p.only.has('wake')) result.wake = await runWakeScenario(env, p);
-      if (p.only.has('load')) await runLoads(env, p, result);
-      if (p.only.has('choices') && p.choices.length > 0) await runChoices(env, p, result);
+      await runScenarios(env, p, result);
     } catch (err) {
       // What ran before the break is kept: a full run takes long, and the break is a finding too.
       failure = err instanceof Error ? err : new Error(String(err));
@@ -486,7 +419,7 @@ async function main(): Promise<number> {
     const shares = cpuShares(cpuAtStart, cpuTimes());
     result.machine.cpuBusyPercent = shares.busy;
     result.machine.cpuStealPercent = shares.steal;
-    process.stdout.write(`${render(result, 'text')}\n`);
+    process.stdout.write(await formatMarkdown(render(result)));
     if (p.write) {
       const path = writeResult(result);
       await writePerformanceDoc();

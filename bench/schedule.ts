@@ -67,3 +67,8 @@ export function replay(
   }
   return { polls: spread(polls) as Spread, meanDelayMs: delay / samples };
 }
+
+/** A fixed cadence: every wait `cadenceMs`, as the load runs poll. */
+export function fixedSchedule(cadenceMs: number): Schedule {
+  return { initialIntervalMs: cadenceMs, maxIntervalMs: cadenceMs, backoffCoefficient: 1 };
+}

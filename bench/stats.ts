@@ -56,3 +56,30 @@ export function ratio(a: number | null | undefined, b: number | null | undefined
   }
   return b === 0 ? null : a / b;
 }
+
+// How figures print, in the tables and in the aims' sentences.
+
+/** `value` ÷ `unit` with `digits` decimals, then `suffix`; "?" when unknown. */
+export function fixed(value: number | null | undefined, digits: number, suffix = '', unit = 1): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '?';
+  const v = value / unit;
+  return `${digits === 0 ? Math.round(v) : v.toFixed(digits)}${suffix}`;
+}
+
+/** A spread as "median (min–max)", or the median alone for one reading; values ÷ `unit`; blank when unknown. */
+export function spreadText(s: Spread | null | undefined, digits: number, unit = 1): string {
+  if (!s) return '';
+  const v = (x: number) => (x / unit).toFixed(digits);
+  return s.n > 1 && s.min !== s.max ? `${v(s.median)} (${v(s.min)}–${v(s.max)})` : v(s.median);
+}
+
+/** A table's number: two decimals below 100, none from there; blank when unknown. */
+export function num(value: number | null): string {
+  if (value === null || !Number.isFinite(value)) return '';
+  return Math.abs(value) >= 100 ? value.toFixed(0) : value.toFixed(2);
+}
+
+/** A ratio as "1.23×"; blank when unknown. */
+export function times(value: number | null): string {
+  return value === null ? '' : `${value.toFixed(2)}×`;
+}

@@ -16,40 +16,49 @@ import {
   type LoadPoint,
   type LoadRun,
   type QuotaCostSide,
+  type StartupMode,
+  type StartupRun,
   type WakeRun,
 } from './catalogue.js';
 import { DETECTION_PART_NAMES, DETECTION_PARTS, perPart, type DetectionParts } from './history.js';
-import { ratio, spread, type Spread } from './stats.js';
+import { fixed, ratio, spread, type Spread } from './stats.js';
+
+/**
+ * Figures of a load run spread over all its repeats, broken ones too: what the machine did while
+ * they ran.
+ */
+const OVER_EVERY_RUN = {
+  rampSeconds: (r) => r.rampSeconds,
+  steadyPollsPerSecond: (r) => r.steadyPollsPerSecond,
+  cpuMeasured: (r) => r.cpuPer1000Polls.measured,
+  cpuServer: (r) => r.cpuPer1000Polls.server,
+  cpuBench: (r) => r.cpuPer1000Polls.bench,
+  cpuPerStartMs: (r) => r.cpuPerStart.measured * 1000,
+  peakRssMiB: (r) => r.peakRssMiB,
+  rssPer1000Open: (r) => r.rssMiBPer1000Open,
+} satisfies Record<string, (r: LoadRun) => number>;
+
+/** Figures of a load run spread over the repeats that did not break: what a broken run cannot say. */
+const OVER_UNBROKEN_RUNS = {
+  throughput: (r) => r.throughput,
+  p50: (r) => r.latency?.p50,
+  p95: (r) => r.latency?.p95,
+  p99: (r) => r.latency?.p99,
+  apiRequestsPerJob: (r) => r.apiRequestsPerJob,
+  eventsPerJob: (r) => r.history?.eventsPerJob,
+  actionsPerJob: (r) => r.history?.actionsPerJob,
+} satisfies Record<string, (r: LoadRun) => number | undefined>;
 
 /** The figures of one (point, implementation, variant) over its repeats. */
-export interface LoadSummary {
-  impl: Implementation;
-  variant: string;
-  jobs: number;
-  cadenceMs: number;
-  repeats: number;
-  throughput: Spread | null;
-  rampSeconds: Spread | null;
-  drainSeconds: Spread | null;
-  p50: Spread | null;
-  p95: Spread | null;
-  p99: Spread | null;
-  steadyPollsPerSecond: Spread | null;
-  /** The poll rate the cadence asks for: N / cadence. */
-  targetPollsPerSecond: number;
-  cpuMeasured: Spread | null;
-  cpuServer: Spread | null;
-  cpuBench: Spread | null;
-  cpuPerStartMs: Spread | null;
-  peakRssMiB: Spread | null;
-  rssPer1000Open: Spread | null;
-  apiRequestsPerJob: Spread | null;
-  eventsPerJob: Spread | null;
-  actionsPerJob: Spread | null;
-  /** Where detection latency went: each part's p50 and p99 (ms), over the repeats; null without a split. */
-  detection: Record<'p50' | 'p99', Record<keyof DetectionParts, Spread | null>> | null;
-  broke: string[];
-}
+export type LoadSummary = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs'> &
+  Record<keyof typeof OVER_EVERY_RUN | keyof typeof OVER_UNBROKEN_RUNS, Spread | null> & {
+    repeats: number;
+    /** The poll rate the cadence asks for: N / cadence. */
+    targetPollsPerSecond: number;
+    /** Where detection latency went: each part's p50 and p99 (ms), over the repeats; null without a split. */
+    detection: Record<'p50' | 'p99', Record<keyof DetectionParts, Spread | null>> | null;
+    broke: string[];
+  };
 
 /** Groups the load runs and takes medians and spreads. */
 export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
@@ -58,37 +67,26 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
     const key = `${run.jobs}|${run.cadenceMs}|${run.impl}|${run.variant}`;
     groups.set(key, [...(groups.get(key) ?? []), run]);
   }
+  const spreads = <K extends string>(of: Record<K, (r: LoadRun) => number | undefined>, over: LoadRun[]) =>
+    Object.fromEntries(
+      Object.entries<(r: LoadRun) => number | undefined>(of).map(([k, pick]) => [k, spread(over.map(pick))]),
+    ) as Record<K, Spread | null>;
   return [...groups.values()].map((group) => {
-    const first = group[0] as LoadRun;
+    const { impl, variant, jobs, cadenceMs } = group[0] as LoadRun;
     const ok = group.filter((r) => r.broke === null);
-    const of = (pick: (r: LoadRun) => number | null | undefined, from = ok) => spread(from.map(pick));
     return {
-      impl: first.impl,
-      variant: first.variant,
-      jobs: first.jobs,
-      cadenceMs: first.cadenceMs,
+      impl,
+      variant,
+      jobs,
+      cadenceMs,
       repeats: group.length,
-      throughput: of((r) => r.throughput),
-      rampSeconds: of((r) => r.rampSeconds, group),
-      drainSeconds: of((r) => r.drainSeconds),
-      p50: of((r) => r.latency?.p50),
-      p95: of((r) => r.latency?.p95),
-      p99: of((r) => r.latency?.p99),
-      steadyPollsPerSecond: of((r) => r.steadyPollsPerSecond, group),
-      targetPollsPerSecond: first.jobs / (first.cadenceMs / 1000),
-      cpuMeasured: of((r) => r.cpuPer1000Polls.measured, group),
-      cpuServer: of((r) => r.cpuPer1000Polls.server, group),
-      cpuBench: of((r) => r.cpuPer1000Polls.bench, group),
-      cpuPerStartMs: of((r) => r.cpuPerStart.measured * 1000, group),
-      peakRssMiB: of((r) => r.peakRssMiB, group),
-      rssPer1000Open: of((r) => r.rssMiBPer1000Open, group),
-      apiRequestsPerJob: of((r) => r.apiRequestsPerJob),
-      eventsPerJob: of((r) => r.history?.eventsPerJob),
-      actionsPerJob: of((r) => r.history?.actionsPerJob),
+      targetPollsPerSecond: jobs / (cadenceMs / 1000),
+      ...spreads(OVER_EVERY_RUN, group),
+      ...spreads(OVER_UNBROKEN_RUNS, ok),
       detection: ok.some((r) => r.detection)
         ? {
-            p50: perPart((part) => of((r) => r.detection?.p50[part])),
-            p99: perPart((part) => of((r) => r.detection?.p99[part])),
+            p50: perPart((part) => spread(ok.map((r) => r.detection?.p50[part]))),
+            p99: perPart((part) => spread(ok.map((r) => r.detection?.p99[part]))),
           }
         : null,
       broke: group.flatMap((r) => (r.broke === null ? [] : [r.broke])),
@@ -104,22 +102,19 @@ export interface RatioRow {
   values: Record<Implementation, number | null>;
   /** This worker's figure ÷ each baseline's. */
   ratios: Record<Baseline, number | null>;
-  /** Lower is better for every figure here except throughput. */
-  higherIsBetter: boolean;
 }
 
 /** A figure the ratios compare, and how to read it from one side. */
 interface Figure<T> {
   figure: string;
   pick: (side: T) => number | null | undefined;
-  higherIsBetter?: boolean;
 }
 
 /** The load figures compared at every point this worker ran, in the order the table lists them. */
 const LOAD_FIGURES: Figure<LoadSummary>[] = [
-  { figure: 'throughput, jobs/s', pick: (s) => s.throughput?.median, higherIsBetter: true },
-  { figure: 'detection latency p50, s', pick: (s) => ms(s.p50?.median) },
-  { figure: 'detection latency p99, s', pick: (s) => ms(s.p99?.median) },
+  { figure: 'throughput, jobs/s', pick: (s) => s.throughput?.median },
+  { figure: 'detection latency p50, s', pick: (s) => s.p50 && s.p50.median / 1000 },
+  { figure: 'detection latency p99, s', pick: (s) => s.p99 && s.p99.median / 1000 },
   { figure: 'CPU s per 1,000 polls, measured process', pick: (s) => s.cpuMeasured?.median },
   { figure: 'CPU s per 1,000 polls, incl. dev server', pick: (s) => cpuInclServer(s) },
   { figure: 'peak RSS per 1,000 open jobs, MiB', pick: (s) => s.rssPer1000Open?.median },
@@ -134,7 +129,7 @@ const COST_FIGURES: Figure<CostRow>[] = [
 
 /** CPU seconds per 1,000 polls of the measured process and the Temporal server together. */
 export function cpuInclServer(s: LoadSummary): number | undefined {
-  return sum(s.cpuMeasured?.median, s.cpuServer?.median);
+  return s.cpuMeasured && s.cpuServer ? s.cpuMeasured.median + s.cpuServer.median : undefined;
 }
 
 /** This worker's medians as ratios to every baseline, at every point this worker ran, and for cost. */
@@ -160,14 +155,14 @@ function ratioRows<T>(
   sideOf: (impl: Implementation) => T | undefined,
 ): RatioRow[] {
   const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
-  return figures.map(({ figure, pick, higherIsBetter = false }) => {
+  return figures.map(({ figure, pick }) => {
     const values = Object.fromEntries(
       sides.map(([impl, side]) => [impl, side === undefined ? null : (pick(side) ?? null)]),
     ) as Record<Implementation, number | null>;
     const ratios = Object.fromEntries(
       BASELINES.map((baseline) => [baseline, ratio(values.worker, values[baseline])]),
     ) as Record<Baseline, number | null>;
-    return { point, figure, values, ratios, higherIsBetter };
+    return { point, figure, values, ratios };
   });
 }
 
@@ -205,16 +200,11 @@ const CPU_AIM_JOBS = [1_000, 2_000] as const;
 const AIM_WAKE_P99_MS = 1_000;
 const WAKE_AIM_JOBS = 1_000;
 
-/** A load point's summary, default variant, at the 10 s cadence. */
+/** The summaries of `impl`'s defaults at the aims' 10 s cadence, by N; at `jobs` alone when given. */
 function at10(loads: LoadSummary[], impl: Implementation, jobs?: number): LoadSummary[] {
+  const own = (s: LoadSummary) => s.impl === impl && s.variant === '' && s.cadenceMs === AIM_CADENCE_MS;
   return loads
-    .filter(
-      (s) =>
-        s.impl === impl &&
-        s.variant === '' &&
-        s.cadenceMs === AIM_CADENCE_MS &&
-        (jobs === undefined || s.jobs === jobs),
-    )
+    .filter((s) => own(s) && (jobs === undefined || s.jobs === jobs))
     .sort((x, y) => x.jobs - y.jobs);
 }
 
@@ -239,8 +229,8 @@ function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
   // The floor of this design at the same point: what this machine holds with nothing but the polls.
   const floor = at10(loads, 'floor', shown.jobs)[0];
   const describe = (s: LoadSummary) =>
-    `N=${s.jobs}: p99 ${fmtS(s.p99?.median)}, steady poll rate ${fmt1(s.steadyPollsPerSecond?.median)}/s of ` +
-    `${fmt1(s.targetPollsPerSecond)}/s asked${s.broke.length > 0 ? `; broke: ${s.broke[0]}` : ''}`;
+    `N=${s.jobs}: p99 ${fixed(s.p99?.median, 1, ' s', 1000)}, steady poll rate ${fixed(s.steadyPollsPerSecond?.median, 1)}/s of ` +
+    `${fixed(s.targetPollsPerSecond, 1)}/s asked${s.broke.length > 0 ? `; broke: ${s.broke[0]}` : ''}`;
   const beside = [retry, floor]
     .filter((s): s is LoadSummary => s !== undefined)
     .map((s) => `; ${label(s.impl)}: ${describe(s)}`)
@@ -251,30 +241,17 @@ function inFlightAim(result: BenchResult, loads: LoadSummary[]): AimResult {
   const limits = [
     // With the rate held, the CPU estimate below does not explain a p99 that misses; the split does.
     judged && retry && meetsRate(judged) && !p99Met ? p99Split(judged, retry) : null,
-    capacityEstimate(result, shown),
-    floor ? floorEstimate(result, floor) : null,
+    capacity(result, shown) ?? 'no CPU figures to estimate from',
+    floor ? capacity(result, floor, true) : null,
     judged && floor ? floorVerdict(meetsRate(judged), meetsRate(floor)) : null,
   ]
     .filter((part) => part !== null)
     .join(' ');
-  if (!judged) {
-    return {
-      aim,
-      status: 'not measured',
-      landed: `not run at N = ${AIM_JOBS} in this mode; largest: ${describe(shown)}${ratioText}${beside}`,
-      limits,
-    };
-  }
-  if (!retry) {
-    return {
-      aim,
-      status: 'not measured',
-      landed: `${describe(judged)}${beside}; ${label('poll-by-retry')} did not run at this point`,
-      limits,
-    };
-  }
-  const met = meetsRate(judged) && p99Met;
-  return { aim, status: met ? 'met' : 'MISSED', landed: `${describe(judged)}${ratioText}${beside}`, limits };
+  const landed =
+    `${judged ? '' : `not run at N = ${AIM_JOBS} in this mode; largest: `}${describe(shown)}${ratioText}${beside}` +
+    (judged && !retry ? `; ${label('poll-by-retry')} did not run at this point` : '');
+  const status = !judged || !retry ? 'not measured' : meetsRate(judged) && p99Met ? 'met' : 'MISSED';
+  return { aim, status, landed, limits };
 }
 
 /** Where this worker's p99 detection went against (b)'s at the same point, part by part. */
@@ -283,7 +260,8 @@ function p99Split(worker: LoadSummary, retry: LoadSummary): string {
   const lead = 'The poll rate was held, so the CPU estimate that follows is not what misses: the p99 is.';
   if (!w || !r) return `${lead} No split of the detection latency was taken to say where it goes.`;
   const parts = DETECTION_PARTS.map(
-    (part) => `${DETECTION_PART_NAMES[part]} ${fmtS(w[part]?.median)} against ${fmtS(r[part]?.median)}`,
+    (part) =>
+      `${DETECTION_PART_NAMES[part]} ${fixed(w[part]?.median, 1, ' s', 1000)} against ${fixed(r[part]?.median, 1, ' s', 1000)}`,
   );
   return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${parts.join('; ')}.`;
 }
@@ -299,7 +277,7 @@ function meetsRate(s: LoadSummary): boolean {
 
 /** Issue 29: this worker's CPU per 1,000 polls against (b)'s, at each N, medians of the same run. */
 function cpuAims(loads: LoadSummary[]): AimResult[] {
-  return CPU_AIM_JOBS.map((jobs) => {
+  return CPU_AIM_JOBS.map((jobs): AimResult => {
     const aim =
       `worker CPU per 1,000 polls at most ${AIM_CPU_VS_RETRY}× ${label('poll-by-retry')}'s at N = ` +
       `${jobs.toLocaleString('en-US')}, 10 s cadence (issue 29)`;
@@ -310,23 +288,18 @@ function cpuAims(loads: LoadSummary[]): AimResult[] {
       'CPU of the measured process over the steady window ÷ the GETs the simulator answered in it ' +
       '(both sides poll by server-side retry: the worker runs one attempt per poll).';
     if (!worker?.cpuMeasured || !retry?.cpuMeasured) {
-      return {
-        aim,
-        status: 'not measured' as const,
-        landed: `${worker ? '' : 'this worker'}${!worker && !retry ? ' and ' : ''}${retry ? '' : label('poll-by-retry')} not run at this point in this mode`,
-        limits,
-      };
+      const missing = [worker ? null : 'this worker', retry ? null : label('poll-by-retry')];
+      const landed = `${missing.filter((m) => m !== null).join(' and ')} not run at this point in this mode`;
+      return { aim, status: 'not measured', landed, limits };
     }
-    const r = worker.cpuMeasured.median / retry.cpuMeasured.median;
+    const [w, r] = [worker.cpuMeasured.median, retry.cpuMeasured.median];
     const floorText = floor?.cpuMeasured
-      ? `, ${label('floor')} ${floor.cpuMeasured.median.toFixed(2)} s (${(worker.cpuMeasured.median / floor.cpuMeasured.median).toFixed(2)}×)`
+      ? `, ${label('floor')} ${floor.cpuMeasured.median.toFixed(2)} s (${(w / floor.cpuMeasured.median).toFixed(2)}×)`
       : '';
     return {
       aim,
-      status: r <= AIM_CPU_VS_RETRY && worker.broke.length === 0 ? ('met' as const) : ('MISSED' as const),
-      landed:
-        `this worker ${worker.cpuMeasured.median.toFixed(2)} s, ${label('poll-by-retry')} ` +
-        `${retry.cpuMeasured.median.toFixed(2)} s: ${r.toFixed(2)}×${floorText}`,
+      status: w / r <= AIM_CPU_VS_RETRY && worker.broke.length === 0 ? 'met' : 'MISSED',
+      landed: `this worker ${w.toFixed(2)} s, ${label('poll-by-retry')} ${r.toFixed(2)} s: ${(w / r).toFixed(2)}×${floorText}`,
       limits,
     };
   });
@@ -348,7 +321,7 @@ function wakeAim(result: BenchResult): AimResult {
   const of = (d: WakeRun['pollNow']) =>
     d === null
       ? 'not measured'
-      : `p50 ${fmtMsOf(d.p50)}, p99 ${fmtMsOf(d.p99)} (${d.sent - d.missing} of ${d.sent})`;
+      : `p50 ${fixed(d.p50, 0, ' ms')}, p99 ${fixed(d.p99, 0, ' ms')} (${d.sent - d.missing} of ${d.sent})`;
   const describe = (w: WakeRun) => `N=${w.jobs}: pollNow ${of(w.pollNow)}; follow-up ${of(w.followUp)}`;
   if (!judged) {
     return { aim, status: 'not measured', landed: `not run at the aim's N; ${describe(shown)}`, limits };
@@ -374,40 +347,29 @@ function floorVerdict(workerMet: boolean, floorMet: boolean): string {
     : `${floor} meets it, so what misses it is what this worker adds to the floor of its design.`;
 }
 
-/** CPU per poll at a load point, and the polls and jobs this machine's cores could sustain at it. */
-function capacity(result: BenchResult, s: LoadSummary) {
+/**
+ * The CPU each poll costs at a load point, and the polls and jobs this machine's cores could
+ * sustain at it, in words: for this worker in full, for `floor` (the floor of this design) beside
+ * it; null without CPU figures.
+ */
+function capacity(result: BenchResult, s: LoadSummary, floor = false): string | null {
   if (!s.cpuMeasured || !s.cpuServer) return null;
-  const perPoll = s.cpuMeasured.median + s.cpuServer.median + (s.cpuBench?.median ?? 0);
-  const pollsPerSecond = (result.machine.cpuCount / perPoll) * 1000;
-  return {
-    measured: s.cpuMeasured.median,
-    server: s.cpuServer.median,
-    bench: s.cpuBench?.median,
-    pollsPerSecond: Math.round(pollsPerSecond),
-    jobs: Math.round(pollsPerSecond * (s.cadenceMs / 1000)).toLocaleString('en-US'),
-  };
-}
-
-/** How many jobs this machine can poll at the cadence, from the CPU each of this worker's polls costs. */
-function capacityEstimate(result: BenchResult, s: LoadSummary): string {
-  const c = capacity(result, s);
-  if (!c) return 'no CPU figures to estimate from';
+  const [measured, server, bench] = [s.cpuMeasured.median, s.cpuServer.median, s.cpuBench?.median];
+  const pollsPerSecond = (result.machine.cpuCount / (measured + server + (bench ?? 0))) * 1000;
+  const polls = `about ${Math.round(pollsPerSecond)} polls/s`;
+  const jobs = `about ${Math.round(pollsPerSecond * (s.cadenceMs / 1000)).toLocaleString('en-US')} jobs`;
+  if (floor) {
+    return (
+      `${label('floor')}, at the same point: ${fixed(measured, 1)} ms in its worker and ${fixed(server, 1)} ms in the ` +
+      `dev server per poll, ${polls}, ${jobs}.`
+    );
+  }
   return (
-    `CPU. Each poll costs ${fmt1(c.measured)} ms in the worker, ${fmt1(c.server)} ms in the dev server ` +
-    `and ${fmt1(c.bench)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
-    `${result.machine.cpuCount} cores, all of them given to this, sustain about ${c.pollsPerSecond} polls/s, ` +
-    `about ${c.jobs} jobs at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
+    `CPU. Each poll costs ${fixed(measured, 1)} ms in the worker, ${fixed(server, 1)} ms in the dev server ` +
+    `and ${fixed(bench, 1)} ms in the simulator and benchmark (at N=${s.jobs}), so ` +
+    `${result.machine.cpuCount} cores, all of them given to this, sustain ${polls}, ` +
+    `${jobs} at a ${s.cadenceMs / 1000} s cadence (the aim needs ` +
     `${(AIM_JOBS / (AIM_CADENCE_MS / 1000)).toFixed(0)} polls/s).`
-  );
-}
-
-/** The same estimate for the floor of this design. */
-function floorEstimate(result: BenchResult, s: LoadSummary): string | null {
-  const c = capacity(result, s);
-  if (!c) return null;
-  return (
-    `${label('floor')}, at the same point: ${fmt1(c.measured)} ms in its worker and ${fmt1(c.server)} ms in the ` +
-    `dev server per poll, about ${c.pollsPerSecond} polls/s, about ${c.jobs} jobs.`
   );
 }
 
@@ -446,10 +408,10 @@ function costAim(result: BenchResult): AimResult {
     aim,
     status: quotaActions === null ? 'not measured' : met ? 'met' : 'MISSED',
     landed:
-      `${fmt1(actions)} actions and ${fmt0(events)} events with the quota on: ${fmt0(row.actions.median)} actions ` +
-      `and ${fmt0(row.events?.median)} events in ${fmt0(row.runs?.median)} run(s) with it off ` +
-      `(${fmt0(row.polls?.median)} polls), plus the quota's ${quotaActions === null ? '?' : fmt1(quotaActions)} ` +
-      `actions and ${quotaEvents === null ? '?' : fmt1(quotaEvents)} events in the job's history per job` +
+      `${fixed(actions, 1)} actions and ${fixed(events, 0)} events with the quota on: ${fixed(row.actions.median, 0)} actions ` +
+      `and ${fixed(row.events?.median, 0)} events in ${fixed(row.runs?.median, 0)} run(s) with it off ` +
+      `(${fixed(row.polls?.median, 0)} polls), plus the quota's ${fixed(quotaActions, 1)} ` +
+      `actions and ${fixed(quotaEvents, 1)} events in the job's history per job` +
       (row.measured ? '' : '; the 1-hour job extrapolated from the shorter ones, not run in this mode'),
     limits:
       `Polls: each is one attempt of the poll activity (1 action, no event), and the default schedule ` +
@@ -457,7 +419,7 @@ function costAim(result: BenchResult): AimResult {
       `its start, its create, the first wait's timer and ${upserts} (the job's ID when it is created, which ` +
       `operators and the library find it by; decision 0011).` +
       (b?.actions
-        ? ` Poll by retry on the same schedule: ${fmt0(b.actions.median)} actions, ${fmt0(b.events?.median)} events.`
+        ? ` Poll by retry on the same schedule: ${fixed(b.actions.median, 0)} actions, ${fixed(b.events?.median, 0)} events.`
         : ''),
   };
 }
@@ -478,10 +440,10 @@ function quotaAim(result: BenchResult): AimResult {
     return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
   }
   const { events, actions, takes, chain, perJob } = own;
-  const fixed = chain.actions - takes;
+  const chainActions = chain.actions - takes;
   const shares =
-    `${(takes / on.jobs).toFixed(2)} takes, ${(fixed / on.jobs).toFixed(2)} the chain's share ` +
-    `(${fixed} actions, ${chain.timers ?? 0} of them timers)`;
+    `${(takes / on.jobs).toFixed(2)} takes, ${(chainActions / on.jobs).toFixed(2)} the chain's share ` +
+    `(${chainActions} actions, ${chain.timers ?? 0} of them timers)`;
   const limits =
     `Each take is an accepted update, 1 action. The chain's other actions (its start, its patch ` +
     `marker, a timer to end an idle minute after the last use, one more when takes push that end on) ` +
@@ -491,7 +453,7 @@ function quotaAim(result: BenchResult): AimResult {
     return {
       aim,
       status: own.met ? 'met' : 'MISSED',
-      landed: `${actions.toFixed(2)} actions and ${fmt0(events)} events per job over ${on.jobs} jobs: ${shares}`,
+      landed: `${actions.toFixed(2)} actions and ${fixed(events, 0)} events per job over ${on.jobs} jobs: ${shares}`,
       limits: `${limits}, ${on.jobs} here.`,
     };
   }
@@ -499,7 +461,7 @@ function quotaAim(result: BenchResult): AimResult {
     aim,
     status: own.met ? 'met' : 'MISSED',
     landed:
-      `${perJob.toFixed(2)} actions and ${fmt0(events)} events per further job once the project's chain runs ` +
+      `${perJob.toFixed(2)} actions and ${fixed(events, 0)} events per further job once the project's chain runs ` +
       `(the last ${margin.jobs} jobs: ${margin.updates} takes, ${margin.actions - margin.updates} other ` +
       `actions of the chain); all told over ${on.jobs} jobs ${actions.toFixed(2)}: ${shares}`,
     limits: `${limits} while it runs (${on.jobs} here), so the aim is read at the margin, where they are not.`,
@@ -555,53 +517,26 @@ export function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): QuotaOwnCos
 
 function startupAim(result: BenchResult): AimResult {
   const aim = 'worker start to first poll under 2 s with the prebuilt bundle';
-  const prebuilt = spread(
-    result.startup.filter((r) => r.mode === 'prebuilt-bundle').map((r) => r.firstPollMs),
-  );
-  const source = spread(result.startup.filter((r) => r.mode === 'workflowsPath').map((r) => r.firstPollMs));
-  const running = spread(result.startup.filter((r) => r.mode === 'prebuilt-bundle').map((r) => r.runningMs));
-  const modules = spread(result.startup.filter((r) => r.mode === 'modules-only').map((r) => r.runningMs));
+  const of = (mode: StartupMode, pick: (r: StartupRun) => number | null) =>
+    spread(result.startup.filter((r) => r.mode === mode).map(pick));
+  const prebuilt = of('prebuilt-bundle', (r) => r.firstPollMs);
+  const source = of('workflowsPath', (r) => r.firstPollMs);
   if (!prebuilt) return { aim, status: 'not measured', landed: 'no start-up run', limits: '' };
   return {
     aim,
     status: prebuilt.median < 2_000 ? 'met' : 'MISSED',
-    landed: `${fmtMs(prebuilt)} with the prebuilt bundle${source ? `; ${fmtMs(source)} bundling at start` : ''}`,
+    landed: `${msSpread(prebuilt)} with the prebuilt bundle${source ? `; ${msSpread(source)} bundling at start` : ''}`,
     limits:
       `Start-up CPU on a shared 2-core machine: starting node and importing @temporalio/worker alone takes ` +
-      `${fmtMs(modules)}; connecting and creating the worker bring "worker running" to ${fmtMs(running)}; the ` +
-      `rest is the first workflow task and activity. Without the bundle, webpack runs at every start.`,
+      `${msSpread(of('modules-only', (r) => r.runningMs))}; connecting and creating the worker bring "worker running" ` +
+      `to ${msSpread(of('prebuilt-bundle', (r) => r.runningMs))}; the rest is the first workflow task and activity. ` +
+      `Without the bundle, webpack runs at every start.`,
   };
 }
 
-function ms(value: number | undefined): number | undefined {
-  return value === undefined ? undefined : value / 1000;
-}
-
-function sum(a: number | undefined, b: number | undefined): number | undefined {
-  return a === undefined || b === undefined ? undefined : a + b;
-}
-
-function fmt1(value: number | null | undefined): string {
-  return value === null || value === undefined || !Number.isFinite(value) ? '?' : value.toFixed(1);
-}
-
-function fmt0(value: number | null | undefined): string {
-  return value === null || value === undefined || !Number.isFinite(value)
-    ? '?'
-    : Math.round(value).toString();
-}
-
-function fmtS(value: number | null | undefined): string {
-  return value === null || value === undefined ? '?' : `${(value / 1000).toFixed(1)} s`;
-}
-
-function fmtMsOf(value: number | null): string {
-  return value === null ? '?' : `${Math.round(value)} ms`;
-}
-
-function fmtMs(s: Spread | null): string {
+/** A spread of milliseconds as "1463 ms (1429–2163)", or the median alone for one reading. */
+function msSpread(s: Spread | null): string {
   if (!s) return '?';
-  return s.n > 1
-    ? `${Math.round(s.median)} ms (${Math.round(s.min)}–${Math.round(s.max)})`
-    : `${Math.round(s.median)} ms`;
+  const median = fixed(s.median, 0, ' ms');
+  return s.n > 1 ? `${median} (${fixed(s.min, 0)}–${fixed(s.max, 0)})` : median;
 }

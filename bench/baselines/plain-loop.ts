@@ -14,6 +14,7 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { AgentApiClient, AgentApiError } from '../../src/agent-api/index.js';
+import { mapLimit } from '../../src/client/map-limit.js';
 import { isTerminalStatus } from '../../src/contract.js';
 import { jitteredMs } from './jitter.js';
 
@@ -110,16 +111,11 @@ async function follow(options: Options, jobId: string): Promise<Outcome> {
 
 async function run(options: Options): Promise<Outcome[]> {
   const outcomes: Promise<Outcome>[] = [];
-  let next = 0;
-  // A fixed pool of creators, so at most CREATE_CONCURRENCY creates are in flight.
-  const creators = Array.from({ length: Math.min(CREATE_CONCURRENCY, options.jobs) }, async () => {
-    while (next < options.jobs) {
-      const index = next++;
-      const jobId = await create(options, index);
-      outcomes.push(follow(options, jobId));
-    }
+  const indexes = Array.from({ length: options.jobs }, (_, i) => i);
+  // Each job is followed from its create on, while the others are still being created.
+  await mapLimit(indexes, CREATE_CONCURRENCY, async (index) => {
+    outcomes.push(follow(options, await create(options, index)));
   });
-  await Promise.all(creators);
   return Promise.all(outcomes);
 }
 

@@ -14,19 +14,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { startAgentJob } from '../../src/client/index.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
-import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
-import { firstRunId, workflowCost, type WorkflowCost } from '../history.js';
-import { mapLimit } from '../../src/client/map-limit.js';
-import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
+import { startBenchSimulator, type BenchEnvironment } from '../environment.js';
+import { workflowCost, type WorkflowCost } from '../history.js';
+import { writeStdin, type MeasuredProcess } from '../processes.js';
 import { replay, scaleSchedule } from '../schedule.js';
-import { spread, type Spread } from '../stats.js';
+import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
-import type { CostRow, CostVariant, Implementation } from '../catalogue.js';
-import { BenchmarkBroken } from './load.js';
+import type { CostRow, CostVariant, WorkerImplementation } from '../catalogue.js';
+import { apiRequests, BenchmarkBroken, startJob } from './load.js';
 
 /** What to run. */
 export interface CostParams {
@@ -82,15 +79,13 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
     }
   }
   const simulator = await startCountingSimulator(cells);
-  const workers: MeasuredProcess[] = [];
+  const processes: MeasuredProcess[] = [];
   try {
-    const queues = new Map<Implementation, string>();
+    const queues = new Map<WorkerImplementation, string>();
     for (const impl of ['worker', 'poll-by-retry'] as const) {
       const taskQueue = `cost-${impl}-${randomUUID().slice(0, 8)}`;
-      const worker = await spawnWorker(env, impl === 'worker' ? 'worker' : 'baselines', taskQueue, {
-        AGENT_API_BASE_URL: simulator.url,
-      });
-      workers.push(worker);
+      const worker = await env.spawnWorker(impl, taskQueue, { AGENT_API_BASE_URL: simulator.url });
+      processes.push(worker);
       await worker.waitForLine('worker running', 60_000);
       queues.set(impl, taskQueue);
     }
@@ -100,24 +95,31 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
       ),
     );
     const deadline = Date.now() + slowest + 60_000;
-    const byVariant = new Map<CostVariant, Cell[]>();
-    for (const cell of cells) byVariant.set(cell.variant, [...(byVariant.get(cell.variant) ?? []), cell]);
-    const outcomes = await Promise.all(
-      [...byVariant].map(async ([variant, own]) => {
-        const result =
-          variant.impl === 'plain-loop'
-            ? await runPlainLoop(env, simulator, own, params, workers, deadline)
-            : await runWorkflows(env.client, queues.get(variant.impl) as string, own, params, deadline);
-        params.log(`  cost: ${variant.name} done`);
-        return result;
-      }),
+    const measure = async (cell: Cell): Promise<WorkflowCost | { polls: number }> => {
+      const { impl } = cell.variant;
+      const schedule = scaleSchedule(cell.variant.schedule, params.scale);
+      if (impl !== 'plain-loop') {
+        const how = { impl, taskQueue: queues.get(impl) as string, schedule };
+        const { workflowId, runId } = await startJob(env.client, how, cell.project, 0);
+        return waitForCost(env.client, workflowId, runId, deadline);
+      }
+      // A plain-loop process per cell: the loop takes one project.
+      const proc = env.spawnPlainLoop(simulator.url, cell.project, 1, schedule);
+      processes.push(proc);
+      await proc.waitForLine('ready', 60_000);
+      await writeStdin(proc, 'go\n');
+      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
+      proc.child.stdin?.end();
+      return { polls: (line.outcomes as Array<{ polls: number }>)[0]?.polls ?? 0 };
+    };
+    const samples = new Map(
+      await Promise.all(cells.map(async (cell) => [cell, await measure(cell)] as const)),
     );
-    const samples = new Map<Cell, WorkflowCost | { polls: number }>();
-    for (const map of outcomes) for (const [cell, cost] of map) samples.set(cell, cost);
+    params.log(`  cost: ${cells.length} jobs done`);
     const rows = measuredRows(simulator, cells, samples, params);
     return [...rows, ...extrapolatedRows(rows, params)];
   } finally {
-    for (const worker of workers) await worker.stop();
+    for (const proc of processes) await proc.stop();
     await simulator.stop();
   }
 }
@@ -143,9 +145,7 @@ function startCountingSimulator(cells: Cell[]): Promise<RunningSimulator> {
     const id = jobId ?? simulator?.stats().jobs.find((j) => j.projectId === project)?.id;
     if (id !== undefined) simulator?.archiveJob(project, id);
   };
-  return startSimulator({
-    apiKeys: [BENCH_API_KEY],
-    createsPerProjectPerHour: 0,
+  return startBenchSimulator({
     // Held active until the count ends it.
     defaultScenario: { durationMs: 7 * 24 * 60 * 60_000, outcome: 'pr' },
     log: (line) => {
@@ -166,53 +166,6 @@ function startCountingSimulator(cells: Cell[]): Promise<RunningSimulator> {
     simulator = running;
     return running;
   });
-}
-
-async function runWorkflows(
-  client: Client,
-  taskQueue: string,
-  cells: Cell[],
-  params: CostParams,
-  deadline: number,
-): Promise<Map<Cell, WorkflowCost>> {
-  const started = await mapLimit(cells, 8, async (cell) => {
-    const schedule = scaleSchedule(cell.variant.schedule, params.scale);
-    const prompt = 'Benchmark agent job: cost per job.';
-    const handle = await (cell.variant.impl === 'worker'
-      ? startAgentJob(
-          client,
-          {
-            projectId: cell.project,
-            prompt,
-            poll: {
-              initialInterval: schedule.initialIntervalMs,
-              maxInterval: schedule.maxIntervalMs,
-              backoffCoefficient: schedule.backoffCoefficient,
-            },
-          },
-          { taskQueue },
-        )
-      : client.workflow.start<typeof pollByRetryWorkflow>(POLL_BY_RETRY_WORKFLOW, {
-          taskQueue,
-          workflowId: `poll-by-retry/${cell.project}`,
-          args: [
-            {
-              projectId: cell.project,
-              prompt,
-              intervalMs: schedule.initialIntervalMs,
-              maxIntervalMs: schedule.maxIntervalMs,
-              backoffCoefficient: schedule.backoffCoefficient,
-            },
-          ],
-        }));
-    return { cell, workflowId: handle.workflowId, runId: await firstRunId(handle) };
-  });
-  const costs = await mapLimit(
-    started,
-    8,
-    async (s) => [s.cell, await waitForCost(client, s.workflowId, s.runId, deadline)] as const,
-  );
-  return new Map(costs);
 }
 
 /** Waits for the workflow's chain to close and counts it. A failed workflow breaks the benchmark. */
@@ -237,45 +190,6 @@ export async function waitForCost(
       throw new BenchmarkBroken(`cost workflow ${workflowId} still running at the deadline`);
     },
   });
-}
-
-/** One plain-loop process per cell (the loop takes one project), all at once. */
-async function runPlainLoop(
-  env: BenchEnvironment,
-  simulator: RunningSimulator,
-  cells: Cell[],
-  params: CostParams,
-  processes: MeasuredProcess[],
-  deadline: number,
-): Promise<Map<Cell, { polls: number }>> {
-  const results = await Promise.all(
-    cells.map(async (cell) => {
-      const schedule = scaleSchedule(cell.variant.schedule, params.scale);
-      const proc = spawnMeasured(
-        [
-          env.build.plainLoopEntry,
-          ...['--base-url', simulator.url, '--project', cell.project, '--jobs', '1'],
-          ...[
-            '--interval-ms',
-            String(schedule.initialIntervalMs),
-            '--max-interval-ms',
-            String(schedule.maxIntervalMs),
-          ],
-          ...['--backoff', String(schedule.backoffCoefficient)],
-        ],
-        { AGENT_API_KEY: BENCH_API_KEY },
-        { stdin: 'pipe' },
-      );
-      processes.push(proc);
-      await proc.waitForLine('ready', 60_000);
-      await writeStdin(proc, 'go\n');
-      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
-      proc.child.stdin?.end();
-      const [outcome] = line.outcomes as Array<{ polls: number }>;
-      return [cell, { polls: outcome?.polls ?? 0 }] as const;
-    }),
-  );
-  return new Map(results);
 }
 
 function measuredRows(
@@ -327,12 +241,7 @@ function measuredRows(
       runs: spread(costs.map((c) => c.runs)),
       actions: spread(actions),
       actionBreakdown: costs[0]?.actions ?? null,
-      apiRequestsPerJob: spread(
-        group.map((c) => {
-          const counts = requests[c.project] ?? {};
-          return (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
-        }),
-      ),
+      apiRequestsPerJob: spread(group.map((c) => apiRequests(simulator, c.project))),
       meanDetectionDelayS: replayed.meanDelayMs / 1000,
     };
   });
@@ -343,9 +252,7 @@ function measuredRows(
  * first workflow task. A continued run of this worker upserts nothing at its start: the project's
  * search attribute and the last record it shows are carried.
  */
-function perContinuation(): { events: number; actions: number } {
-  return { events: 5, actions: 1 };
-}
+const PER_CONTINUATION = { events: 5, actions: 1 };
 
 /**
  * The (variant, length) pairs not run, from a straight line through the variant's measured rows:
@@ -373,7 +280,6 @@ function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
       const at = (fit: { a: number; b: number } | null, perRun: number) =>
         fit === null ? null : exact(fit.a + fit.b * polls + (runs - 1) * perRun);
       const runPolls = Math.min(polls, POLLS_PER_RUN);
-      const continuation = perContinuation();
       rows.push({
         variant: variant.name,
         impl: variant.impl,
@@ -383,13 +289,13 @@ function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
         measured: false,
         realTimePolls: replayed.polls,
         polls: exact(polls),
-        events: variant.impl === 'plain-loop' ? null : at(events, continuation.events),
+        events: variant.impl === 'plain-loop' ? null : at(events, PER_CONTINUATION.events),
         maxRunEvents:
           events === null || variant.impl === 'plain-loop'
             ? null
             : Math.round(events.a + events.b * runPolls + (runs > 1 ? 1 : 0)),
         runs: variant.impl === 'plain-loop' ? null : exact(runs),
-        actions: variant.impl === 'plain-loop' ? null : at(actions, continuation.actions),
+        actions: variant.impl === 'plain-loop' ? null : at(actions, PER_CONTINUATION.actions),
         actionBreakdown: null,
         apiRequestsPerJob: at(requests, 0),
         meanDetectionDelayS: replayed.meanDelayMs / 1000,
@@ -405,15 +311,8 @@ function exact(value: number): Spread {
 
 /** Least-squares line y = a + b·x. */
 function fitLine(xs: number[], ys: number[]): { a: number; b: number } {
-  const n = xs.length;
-  const mx = xs.reduce((s, x) => s + x, 0) / n;
-  const my = ys.reduce((s, y) => s + y, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += ((xs[i] as number) - mx) * ((ys[i] as number) - my);
-    den += ((xs[i] as number) - mx) ** 2;
-  }
-  const b = den === 0 ? 0 : num / den;
+  const [mx, my] = [mean(xs), mean(ys)];
+  const den = sum(xs.map((x) => (x - mx) ** 2));
+  const b = den === 0 ? 0 : sum(xs.map((x, i) => (x - mx) * ((ys[i] as number) - my))) / den;
   return { a: my - b * mx, b };
 }

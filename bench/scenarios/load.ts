@@ -20,14 +20,16 @@ import { startAgentJob } from '../../src/client/index.js';
 import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
 import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
-import { BENCH_API_KEY, spawnWorker, type BenchEnvironment } from '../environment.js';
+import type { BenchEnvironment } from '../environment.js';
+import type { RunningSimulator } from '../../src/simulator/index.js';
 import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
-import { spawnMeasured, writeStdin, type MeasuredProcess } from '../processes.js';
+import { writeStdin, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
+import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { CpuSplit, Implementation, LoadRun } from '../catalogue.js';
+import type { CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
 
 /** What to run. */
 export interface LoadParams {
@@ -37,10 +39,6 @@ export interface LoadParams {
   cadenceMs: number;
   /** Length of the steady window, in whole cadences. */
   steadyCadences: number;
-  /** Give up on a phase (and call the run broken) after this long. */
-  phaseTimeoutMs: number;
-  /** Histories fetched to count events and actions per job (Temporal implementations only). */
-  historySample: number;
   /** Extra worker settings (cache size, concurrency), as environment variables. */
   workerEnv?: Record<string, string>;
   /** Label of a design-choice variant; empty for the defaults. */
@@ -55,6 +53,17 @@ export class BenchmarkBroken extends Error {
   }
 }
 
+/**
+ * How long a phase of a run at N jobs may take before the run is called broken: long enough for
+ * the slowest seen at N on this machine when shared (starting 1,000 workflows took from 60 to
+ * 250 s), with room to spare.
+ */
+export function phaseTimeoutMs(jobs: number, cadenceMs: number): number {
+  return Math.max(90_000, jobs * 400 + 10 * cadenceMs);
+}
+
+/** Histories fetched to count events and actions per job (Temporal implementations only). */
+const HISTORY_SAMPLE = 20;
 /** Workflow starts in flight at once: enough to start thousands quickly, few enough not to flood. */
 const START_CONCURRENCY = 64;
 const PROMPT = 'Benchmark agent job: add a changelog entry.';
@@ -65,32 +74,16 @@ const HELD_JOB_MS = 6 * 60 * 60_000;
 export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
   const project = `load-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
   env.simulator.setScenario(project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
-  const proc = await spawnImplementation(env, params, project);
+  const proc =
+    params.impl === 'plain-loop'
+      ? env.spawnPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
+      : await env.spawnWorker(params.impl, project, params.workerEnv);
   try {
     await proc.waitForLine(params.impl === 'plain-loop' ? 'ready' : 'worker running', 60_000);
     return await drive(env, params, project, proc);
   } finally {
     await proc.stop();
   }
-}
-
-async function spawnImplementation(
-  env: BenchEnvironment,
-  params: LoadParams,
-  project: string,
-): Promise<MeasuredProcess> {
-  if (params.impl !== 'plain-loop') {
-    return spawnWorker(env, params.impl === 'worker' ? 'worker' : 'baselines', project, params.workerEnv);
-  }
-  return spawnMeasured(
-    [
-      env.build.plainLoopEntry,
-      ...['--base-url', env.simulator.url, '--project', project],
-      ...['--jobs', String(params.jobs), '--interval-ms', String(params.cadenceMs)],
-    ],
-    { AGENT_API_KEY: BENCH_API_KEY },
-    { stdin: 'pipe' },
-  );
 }
 
 /** A clock over the three processes, read at phase boundaries. */
@@ -121,10 +114,10 @@ function cpuBetween(a: Reading, b: Reading, per: number): CpuSplit {
   };
 }
 
+/** A started workflow: its ID and first run. */
 interface Started {
   workflowId: string;
   runId: string;
-  startedAt: number;
 }
 
 async function drive(
@@ -133,6 +126,7 @@ async function drive(
   project: string,
   proc: MeasuredProcess,
 ): Promise<LoadRun> {
+  const timeoutMs = phaseTimeoutMs(params.jobs, params.cadenceMs);
   await sleep(500);
   const idle = read(env, proc.pid, project);
   const t0 = Date.now();
@@ -144,19 +138,21 @@ async function drive(
   if (params.impl === 'plain-loop') {
     await writeStdin(proc, 'go\n');
     // The result only comes after the release; until it is awaited there, a failure is kept as a value.
-    loopResult = proc.waitForLine('result', params.phaseTimeoutMs * 3).then(
+    loopResult = proc.waitForLine('result', timeoutMs * 3).then(
       (hit) => ({ line: hit.line }),
       (error: unknown) => ({ error }),
     );
   } else {
     try {
-      started = await startLoadJobs(env.client, params, project, params.jobs);
+      const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(params.cadenceMs) };
+      started = await startJobs(env.client, how, project, params.jobs);
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
   }
-  if (broke === null)
-    broke = await waitForJobs(env, project, params.jobs, Date.now() + params.phaseTimeoutMs, proc);
+  const deadline = () => Date.now() + timeoutMs;
+  const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
+  if (broke === null) broke = await waitForCount(created, params.jobs, 'created', deadline(), proc);
   const rampEnd = read(env, proc.pid, project);
   const jobs = env.simulator.stats().jobs.filter((j) => j.projectId === project);
 
@@ -166,8 +162,9 @@ async function drive(
   // half a cadence later, so that those jobs are in their polling rhythm too.
   const watch = new ResourceWatch(proc.pid);
   let steadyStart = rampEnd;
-  if (broke === null)
-    broke = await waitForFirstPolls(env, project, params.jobs, Date.now() + params.phaseTimeoutMs, proc);
+  const polled = () =>
+    env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
+  if (broke === null) broke = await waitForCount(polled, params.jobs, 'polled', deadline(), proc);
   if (broke === null) {
     await sleep(params.cadenceMs / 2);
     steadyStart = read(env, proc.pid, project);
@@ -177,13 +174,11 @@ async function drive(
   const steadyEnd = read(env, proc.pid, project);
   checkAlive(proc);
 
-  // 3. Release, each job at a random moment of one cadence, and drain.
+  // 3. Release and drain: each agent job ends at a random moment of one cadence, so that detection
+  // latency covers every point of a poll interval.
   const releaseAt = Date.now();
-  const timers = releaseWithinCadence(
-    env,
-    project,
-    jobs.map((job) => job.id),
-    params.cadenceMs,
+  const timers = jobs.map((job) =>
+    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * params.cadenceMs),
   );
   let closes: Close[] = [];
   try {
@@ -199,8 +194,7 @@ async function drive(
         broke = `the plain loop did not finish: ${String((outcome.error as Error).message).split('\n')[0]}`;
       }
     } else {
-      if (broke === null)
-        broke = await waitForClose(env.client, project, params.jobs, Date.now() + params.phaseTimeoutMs);
+      if (broke === null) broke = await waitForClose(env.client, project, params.jobs, deadline());
       if (broke !== null) await terminateLeftovers(env, project);
       closes =
         params.impl === 'worker'
@@ -211,26 +205,27 @@ async function drive(
     for (const timer of timers) clearTimeout(timer);
   }
 
-  const terminalAt = terminalTimes(env, project);
+  // When the simulator made each job terminal.
+  const terminalAt = new Map(
+    env.simulator
+      .stats()
+      .jobs.flatMap((j) =>
+        j.projectId === project && j.terminalAt !== null ? [[j.id, j.terminalAt] as const] : [],
+      ),
+  );
   const latencies = closes.flatMap((c) => {
     const at = c.jobId === null ? undefined : terminalAt.get(c.jobId);
     return at === undefined ? [] : [c.closedAt - at];
   });
-  const sample = started.slice(0, params.historySample);
+  const sample = started.slice(0, HISTORY_SAMPLE);
   const costs = await mapLimit(sample, 16, (s) => workflowCost(env.client, s.workflowId, s.runId));
   const detection =
     broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null;
-  const counts = env.simulator.stats().requestsPerProjectEndpoint[project] ?? {};
-  const requests = (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
   const lastClose = closes.length > 0 ? Math.max(...closes.map((c) => c.closedAt)) : Date.now();
   const rampSeconds = (rampEnd.at - t0) / 1000;
   const drainSeconds = (lastClose - releaseAt) / 1000;
   const steadyPolls = steadyEnd.polls - steadyStart.polls;
   const steadySeconds = (steadyEnd.at - steadyStart.at) / 1000;
-  const peakOpen = peakConcurrency(
-    params.impl === 'plain-loop' ? jobs.map((j) => j.createdAt) : started.map((s) => s.startedAt),
-    closes.map((c) => c.closedAt),
-  );
   const peakRssMiB = Math.max(watch.peakRssMiB, steadyEnd.proc.rssMiB);
   return {
     impl: params.impl,
@@ -242,7 +237,6 @@ async function drive(
     rampSeconds,
     drainSeconds,
     throughput: closes.length / (rampSeconds + drainSeconds),
-    peakOpen,
     latency:
       latencies.length === 0
         ? null
@@ -257,7 +251,7 @@ async function drive(
     steadyPollsPerSecond: steadyPolls / steadySeconds,
     cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
     cpuPerStart: cpuBetween(idle, rampEnd, params.jobs),
-    apiRequestsPerJob: requests / params.jobs,
+    apiRequestsPerJob: apiRequests(env.simulator, project) / params.jobs,
     idleRssMiB: idle.proc.rssMiB,
     peakRssMiB,
     rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / params.jobs) * 1000,
@@ -274,84 +268,76 @@ async function drive(
   };
 }
 
-/** Starts jobs 0 to `jobs` − 1 of a run, {@link START_CONCURRENCY} at a time. */
-export function startLoadJobs(
-  client: Client,
-  params: Pick<LoadParams, 'impl' | 'cadenceMs'>,
-  project: string,
-  jobs: number,
-): Promise<Started[]> {
-  const indexes = Array.from({ length: jobs }, (_, i) => i);
-  return mapLimit(indexes, START_CONCURRENCY, (i) => startLoadJob(client, params, project, i));
+/** How a run starts its jobs: the implementation, on its task queue, every job on one schedule. */
+export interface JobStart {
+  impl: WorkerImplementation;
+  taskQueue: string;
+  schedule: Schedule;
 }
 
-/** Starts job `index` of a run of `params.impl` (a Temporal implementation) on the project's task queue. */
-export async function startLoadJob(
+/** Starts `jobs` jobs of `project`, from index `from` on, {@link START_CONCURRENCY} at a time. */
+export function startJobs(
   client: Client,
-  params: Pick<LoadParams, 'impl' | 'cadenceMs'>,
+  how: JobStart,
+  project: string,
+  jobs: number,
+  from = 0,
+): Promise<Started[]> {
+  const indexes = Array.from({ length: jobs }, (_, i) => from + i);
+  return mapLimit(indexes, START_CONCURRENCY, (i) => startJob(client, how, project, i));
+}
+
+/** Starts job `index` of `project` with a Temporal implementation. */
+export async function startJob(
+  client: Client,
+  how: JobStart,
   project: string,
   index: number,
 ): Promise<Started> {
-  if (params.impl === 'worker') {
-    const handle = await startAgentJob(
-      client,
-      {
-        projectId: project,
-        prompt: PROMPT,
-        poll: {
-          initialInterval: params.cadenceMs,
-          maxInterval: params.cadenceMs,
-          backoffCoefficient: 1,
-        },
-      },
-      { key: String(index), taskQueue: project },
-    );
-    return { workflowId: handle.workflowId, runId: await firstRunId(handle), startedAt: Date.now() };
-  }
-  // Both baseline workflows take the same input: the cadence as a fixed interval.
-  const workflowType = params.impl === 'floor' ? FLOOR_WORKFLOW : POLL_BY_RETRY_WORKFLOW;
-  const handle = await client.workflow.start<typeof floorWorkflow | typeof pollByRetryWorkflow>(
-    workflowType,
-    {
-      taskQueue: project,
-      workflowId: `${params.impl}/${project}/${index}`,
-      args: [{ projectId: project, prompt: PROMPT, intervalMs: params.cadenceMs }],
-    },
-  );
-  return { workflowId: handle.workflowId, runId: handle.firstExecutionRunId, startedAt: Date.now() };
-}
-
-/** Waits until the simulator holds `expected` agent jobs of the project; null then, else why not. */
-function waitForJobs(
-  env: BenchEnvironment,
-  project: string,
-  expected: number,
-  deadline: number,
-  proc: MeasuredProcess,
-): Promise<string | null> {
-  const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
-  return waitForCount(created, { expected, what: 'created', deadline, everyMs: 200, proc });
-}
-
-/** Waits until every one of the project's `expected` jobs has had a GET; null then, else why not. */
-function waitForFirstPolls(
-  env: BenchEnvironment,
-  project: string,
-  expected: number,
-  deadline: number,
-  proc: MeasuredProcess,
-): Promise<string | null> {
-  const polled = () =>
-    env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
-  return waitForCount(polled, { expected, what: 'polled', deadline, everyMs: 500, proc });
+  const { impl, taskQueue, schedule } = how;
+  const handle =
+    impl === 'worker'
+      ? await startAgentJob(
+          client,
+          {
+            projectId: project,
+            prompt: PROMPT,
+            poll: {
+              initialInterval: schedule.initialIntervalMs,
+              maxInterval: schedule.maxIntervalMs,
+              backoffCoefficient: schedule.backoffCoefficient,
+            },
+          },
+          { key: String(index), taskQueue },
+        )
+      : // (b) polls on the whole schedule, its retry policy; (c) waits its first interval each time.
+        await client.workflow.start<typeof floorWorkflow | typeof pollByRetryWorkflow>(
+          impl === 'floor' ? FLOOR_WORKFLOW : POLL_BY_RETRY_WORKFLOW,
+          {
+            taskQueue,
+            workflowId: `${impl}/${project}/${index}`,
+            args: [
+              {
+                projectId: project,
+                prompt: PROMPT,
+                intervalMs: schedule.initialIntervalMs,
+                maxIntervalMs: schedule.maxIntervalMs,
+                backoffCoefficient: schedule.backoffCoefficient,
+              },
+            ],
+          },
+        );
+  return { workflowId: handle.workflowId, runId: await firstRunId(handle) };
 }
 
 /** Waits until `count()` reaches `expected` while the measured process lives; null, or what fell short. */
-function waitForCount(
+export function waitForCount(
   count: () => number,
-  options: { expected: number; what: string; deadline: number; everyMs: number; proc: MeasuredProcess },
+  expected: number,
+  what: string,
+  deadline: number,
+  proc: MeasuredProcess,
 ): Promise<string | null> {
-  const { expected, what, deadline, everyMs, proc } = options;
   return waitUntil<string | null>({
     check: () => {
       if (count() >= expected) return null;
@@ -359,7 +345,7 @@ function waitForCount(
       return undefined;
     },
     deadline,
-    everyMs,
+    everyMs: 250,
     late: () => `only ${count()} of ${expected} agent jobs were ${what} in time`,
   });
 }
@@ -373,21 +359,6 @@ function checkAlive(proc: MeasuredProcess): void {
   if (proc.failures() > 0) {
     throw new BenchmarkBroken(`the measured process reported failed workflow tasks:\n${proc.tail()}`);
   }
-}
-
-/**
- * Ends each agent job at a random moment of one cadence, so that detection latency covers every
- * point of a poll interval. Returns the timers, to clear if the release is abandoned.
- */
-export function releaseWithinCadence(
-  env: BenchEnvironment,
-  project: string,
-  jobIds: string[],
-  cadenceMs: number,
-): NodeJS.Timeout[] {
-  return jobIds.map((id) =>
-    setTimeout(() => env.simulator.archiveJob(project, id), Math.random() * cadenceMs),
-  );
 }
 
 /**
@@ -494,25 +465,8 @@ async function splitDetection(
   return split.wait.length === 0 ? null : { sampled: split.wait.length, p50: at(50), p99: at(99) };
 }
 
-/** Epoch ms at which the simulator made each job of `project` terminal. */
-export function terminalTimes(env: BenchEnvironment, project: string): Map<string, number> {
-  const times = new Map<string, number>();
-  for (const job of env.simulator.stats().jobs) {
-    if (job.projectId === project && job.terminalAt !== null) times.set(job.id, job.terminalAt);
-  }
-  return times;
-}
-
-/** The most intervals [start, close) open at one moment; a start with no close stays open. */
-function peakConcurrency(starts: number[], closes: number[]): number {
-  const events = [...starts.map((t) => [t, 1] as const), ...closes.map((t) => [t, -1] as const)];
-  // Closes before starts at the same instant: a job that ended is no longer open.
-  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let open = 0;
-  let peak = 0;
-  for (const [, delta] of events) {
-    open += delta;
-    peak = Math.max(peak, open);
-  }
-  return peak;
+/** The requests of `project` at the simulator: its creates, GETs and messages. */
+export function apiRequests(simulator: RunningSimulator, project: string): number {
+  const counts = simulator.stats().requestsPerProjectEndpoint[project] ?? {};
+  return (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
 }

@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/quota/budget.js';
-import { spawnWorker, type BenchEnvironment } from '../environment.js';
+import type { BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
@@ -44,47 +44,25 @@ export interface QuotaCostParams {
  * first side's worker (it runs on its task queue, so that worker stays up until it has ended).
  */
 export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams): Promise<QuotaCostSide[]> {
-  const onWorker = await startWorker(env, QUOTA_ON);
+  const workers: MeasuredProcess[] = [];
   try {
-    const on = await runSide(env, onWorker, params);
-    const offWorker = await startWorker(env, 'off');
-    const off = await runSide(env, offWorker, params).finally(() => offWorker.proc.stop());
+    const on = await runSide(env, QUOTA_ON, params, workers);
+    const off = await runSide(env, 'off', params, workers);
     const quotaId = projectQuotaWorkflowId(on.projectId);
     const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
     const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
-    const quota = await waitForCost(env.client, quotaId, firstRun, deadline);
-    return [
-      summarize(on, {
-        runs: quota.runs,
-        events: quota.events,
-        actions: quota.actions.total,
-        updates: quota.actions.updates,
-        timers: quota.actions.timersStarted,
-        ...(on.margin && { margin: on.margin }),
-      }),
-      summarize(off, null),
-    ];
+    const { runs, events, actions } = await waitForCost(env.client, quotaId, firstRun, deadline);
+    const chain = {
+      runs,
+      events,
+      actions: actions.total,
+      updates: actions.updates,
+      timers: actions.timersStarted,
+    };
+    return [summarize(on, { ...chain, ...(on.margin && { margin: on.margin }) }), summarize(off, null)];
   } finally {
-    await onWorker.proc.stop();
+    for (const worker of workers) await worker.stop();
   }
-}
-
-interface SideWorker {
-  quota: string;
-  taskQueue: string;
-  proc: MeasuredProcess;
-}
-
-async function startWorker(env: BenchEnvironment, quota: string): Promise<SideWorker> {
-  const taskQueue = `quota-cost-${randomUUID().slice(0, 8)}`;
-  const proc = await spawnWorker(env, 'worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
-  try {
-    await proc.waitForLine('worker running', 60_000);
-  } catch (err) {
-    await proc.stop();
-    throw err;
-  }
-  return { quota, taskQueue, proc };
 }
 
 interface SideRun {
@@ -96,8 +74,17 @@ interface SideRun {
   margin: QuotaMargin | null;
 }
 
-async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaCostParams): Promise<SideRun> {
-  const { quota, taskQueue } = worker;
+/** Runs the jobs of one side on a worker of its own, which joins `workers`. */
+async function runSide(
+  env: BenchEnvironment,
+  quota: string,
+  params: QuotaCostParams,
+  workers: MeasuredProcess[],
+): Promise<SideRun> {
+  const taskQueue = `quota-cost-${randomUUID().slice(0, 8)}`;
+  const worker = await env.spawnWorker('worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
+  workers.push(worker);
+  await worker.waitForLine('worker running', 60_000);
   const projectId = `quota-cost-${quota === 'off' ? 'off' : 'on'}-${randomUUID().slice(0, 8)}`;
   env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
   const deadline = Date.now() + params.jobs * 30_000;
@@ -143,9 +130,7 @@ async function runSide(env: BenchEnvironment, worker: SideWorker, params: QuotaC
 }
 
 /** What the chain's actions grew by from `before` to `after`, over `jobs` jobs. */
-function growth(before: WorkflowCost, after: WorkflowCost, jobs: number): QuotaMargin {
-  const { actions: a } = after;
-  const { actions: b } = before;
+function growth({ actions: b }: WorkflowCost, { actions: a }: WorkflowCost, jobs: number): QuotaMargin {
   return {
     jobs,
     actions: a.total - b.total,

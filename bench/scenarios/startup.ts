@@ -3,16 +3,16 @@
  * workflow that attaches to an existing agent job (it polls at once, with no create and no wait) is
  * started before the worker, so the first GET the simulator sees is the worker's first poll.
  *
- * Two ways to start, as people run the worker: `node lib/worker.js` beside the prebuilt bundle
- * (the image; here the scratch build), and `npm run worker`, i.e. `node --import tsx src/worker.ts`,
+ * Two ways to start, as people run the worker: `node` on the built entry beside the prebuilt bundle
+ * (the image's lib/; here the scratch build), and `npm run worker`, i.e. `node --import tsx` on its source,
  * which bundles the workflow code with webpack at every start.
  */
 import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
 import { AgentApiClient } from '../../src/agent-api/index.js';
-import { startSimulator } from '../../src/simulator/index.js';
+import { WORKER_ENTRY } from '../build.js';
 import type { StartupMode, StartupRun } from '../catalogue.js';
-import { BENCH_API_KEY, type BenchEnvironment } from '../environment.js';
+import { BENCH_API_KEY, startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { spawnMeasured } from '../processes.js';
 import { withTimeout } from '../wait.js';
 
@@ -23,9 +23,7 @@ export async function runStartup(
 ): Promise<StartupRun[]> {
   // A simulator of its own, whose request log tells the moment of the first poll.
   const firstPoll = new Map<string, (at: number) => void>();
-  const simulator = await startSimulator({
-    apiKeys: [BENCH_API_KEY],
-    createsPerProjectPerHour: 0,
+  const simulator = await startBenchSimulator({
     defaultScenario: { durationMs: 10 * 60_000, outcome: 'pr' },
     log: (line) => {
       const at = Date.now();
@@ -56,10 +54,9 @@ export async function runStartup(
       );
       const polled = new Promise<number>((resolve) => firstPoll.set(project, resolve));
       const workerEnv = { ...(await env.workerEnv(project)), AGENT_API_BASE_URL: simulator.url };
-      const proc =
-        mode === 'prebuilt-bundle'
-          ? spawnMeasured([env.build.workerEntry], workerEnv)
-          : spawnMeasured(['--import', 'tsx', 'src/worker.ts'], workerEnv);
+      const entry =
+        mode === 'prebuilt-bundle' ? [env.build.workerEntry] : ['--import', 'tsx', `src/${WORKER_ENTRY}.ts`];
+      const proc = spawnMeasured(entry, workerEnv);
       try {
         const running = await proc.waitForLine('worker running', 120_000);
         if (running.line.workflowCode !== mode) {
