@@ -46,7 +46,7 @@ import {
 } from '../poll-schedule.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import type { ProjectMetrics } from '../observability/project-metrics.js';
-import { createProjectQuotaActivities, takeProjectQuotaUse } from '../quota/activity.js';
+import { takeProjectQuotaUse, type QuotaTakeInput } from './project-quota.js';
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
@@ -82,11 +82,12 @@ export interface CreateAgentJobInput {
    */
   uncertain?: string | null;
   /**
-   * Set by the workflow when the call is to take its use of the project quota itself, just before
-   * it sends (the fast path): the request ID of that use. Absent or null: the workflow holds a
-   * grant from the quota's queue already, or runs code from before the take.
+   * Set by the workflow when the project quota is to be asked: the call takes its use just before
+   * it sends, under this request ID (./project-quota.ts). Absent or null: it takes nothing.
    */
   quotaRequestId?: string | null;
+  /** The 429 that refused the use of this call's previous take, for the quota to hear. */
+  quotaRefused?: QuotaTakeInput['quotaRefused'];
 }
 
 /** Input of the get activity. */
@@ -123,6 +124,8 @@ export interface SendAgentJobMessageInput {
   uncertain?: string | null;
   /** As {@link CreateAgentJobInput.quotaRequestId}. */
   quotaRequestId?: string | null;
+  /** As {@link CreateAgentJobInput.quotaRefused}. */
+  quotaRefused?: QuotaTakeInput['quotaRefused'];
 }
 
 /** Longest GET of a poll attempt, inside the poll activity's 30 s start-to-close timeout. */
@@ -167,25 +170,16 @@ export function createActivities(deps: ActivityDeps) {
   }
 
   /**
-   * The fast path of the project quota: a create or message the workflow asked to take its own
-   * use takes it now. True when it did (a 429 then goes back to the workflow, which tells the
-   * quota); false when the quota is off or the workflow holds a grant already. A busy quota
-   * throws, with nothing sent (../quota/activity.ts).
+   * The project quota: a create or message takes its use now. True when it did (a 429 then goes
+   * back to the workflow, which tells the quota); false when the quota is off. A busy quota throws,
+   * with nothing sent (./project-quota.ts).
    */
-  async function takeQuota(
-    kind: 'create' | 'message',
-    input: { projectId: string; quotaRequestId?: string | null },
-  ): Promise<boolean> {
-    if (!input.quotaRequestId) return false;
-    const taken = await takeProjectQuotaUse(deps.projectQuota, {
-      projectId: input.projectId,
-      requestId: input.quotaRequestId,
-      kind,
-    });
+  async function takeQuota(kind: 'create' | 'message', input: QuotaTakeInput): Promise<boolean> {
+    const taken = await takeProjectQuotaUse(deps.projectQuota, kind, input);
     // A use taken at once waited 0 s for the quota: the wait histogram covers every use, not
-    // only the ones that queued.
-    if (taken === 'granted') deps.projectMetrics?.quotaWaited(input.projectId, 0);
-    return taken === 'granted';
+    // only the ones that queued (the workflow records those).
+    if (taken === 'at-once') deps.projectMetrics?.quotaWaited(input.projectId, 0);
+    return taken !== 'off';
   }
 
   /**
@@ -522,8 +516,6 @@ export function createActivities(deps: ActivityDeps) {
       });
       return record;
     },
-
-    ...createProjectQuotaActivities(deps.projectQuota),
   };
 }
 

@@ -8,7 +8,7 @@
 import type { MetricMeter } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
 import type { Sinks } from '@temporalio/workflow';
-import type { QuotaUsage, QuotaUseKind } from '../quota/messages.js';
+import type { QuotaUsage, QuotaUseKind } from '../workflows/project-quota/messages.js';
 import { utf8Prefix } from '../ids.js';
 
 /**

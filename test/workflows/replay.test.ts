@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { QUOTA_ONE_TIMER_PATCH, QUOTA_WAITING_ANSWER_PATCH } from '../../src/quota/workflow.js';
+import { QUOTA_ONE_TIMER_PATCH, QUOTA_WAITING_ANSWER_PATCH } from '../../src/workflows/legacy-quota/workflow.js';
 import { temporalEnv } from '../harness.js';
 import { releaseSource, RELEASES } from '../release-source.js';
 

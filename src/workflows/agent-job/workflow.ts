@@ -31,7 +31,7 @@ import {
 } from '../../contract.js';
 import { resolveInput, type ResolvedInput } from '../../input.js';
 import type { ProjectMetricsSinks } from '../../observability/project-metrics.js';
-import { ProjectQuotaRequester } from '../../quota/requester.js';
+import { ProjectQuotaRequester } from '../project-quota/requester.js';
 import { intervalAfterAttempt, scheduleAfter } from '../../poll-schedule.js';
 import { markdownText } from '../../escape.js';
 import { AgentJobApi, createKey, startFollowUpKey } from './api.js';
@@ -62,7 +62,7 @@ export async function agentJobWorkflow(
   const run = startRun(resolved, carried);
   const { progress, turn, schedule, wait } = run;
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
-  const quota = new ProjectQuotaRequester(projectId, progress);
+  const quota = new ProjectQuotaRequester(projectId);
   const api = new AgentJobApi({
     projectId,
     poll: resolved.poll,
@@ -73,7 +73,9 @@ export async function agentJobWorkflow(
   });
   const followUps = new FollowUps({ projectId, progress, created: run.created, turn, schedule, wait, api });
 
-  setHandler(statusQuery, () => statusOf(progress, followUps.sending));
+  setHandler(statusQuery, () =>
+    statusOf({ ...progress, queued: quota.queued, queue: quota.queue }, followUps.sending),
+  );
   setHandler(pollNowSignal, () => wait.request());
   followUps.listen(carried?.followUps);
 
@@ -106,7 +108,7 @@ export async function agentJobWorkflow(
     }
     throw err;
   } finally {
-    // The quota's spent and release signals must leave before the run closes, or the server drops them.
+    // The quota's release signals must leave before the run closes, or the server drops them.
     await quota.settle();
   }
 
