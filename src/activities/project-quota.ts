@@ -93,7 +93,10 @@ export async function takeProjectQuotaUse(
         }),
       ),
     );
-    if (answer.outcome !== 'granted') miss = answer;
+    // Queued: the job takes again a lease on if no grant came, which also finds a quota workflow
+    // that forgot its queue (terminated) and starts it again.
+    if (answer.outcome === 'queued') miss = { ...answer, reaskInMs: settings.leaseMs };
+    else if (answer.outcome !== 'granted') miss = answer;
     // The use counts from `sendWithinMs` after the quota took it: a call sent later could reach the
     // API after the window freed the use. The workflow takes again under the same ID, which moves it.
     else if (Date.now() - askedAt <= answer.sendWithinMs) return answer.fromQueue ? 'from-queue' : 'at-once';

@@ -22,6 +22,7 @@ import {
   type QuotaTakeAnswer,
   type QuotaUseKind,
 } from '../../src/workflows/project-quota/messages.js';
+import { effectiveUses, placeOf, snapshotOf, usageOf } from '../../src/workflows/project-quota/state.js';
 import {
   CREATE_BACKOFF,
   MAX_RETRY_AFTER_MS,
@@ -199,7 +200,7 @@ describe('grants of queued takes', () => {
       grants: [{ workflowId: 'wf-b', requestId: 'wf-b/create' }],
       expired: [],
     });
-    assert.equal(budget.usage(edge).usesInWindow, 1, 'the held grant counts');
+    assert.equal(usageOf(budget.state, edge).usesInWindow, 1, 'the held grant counts');
     assert.equal(take(budget, 'c', 'create', edge + 1).outcome, 'queued', 'no room while it is held');
     assert.deepEqual(take(budget, 'b', 'create', edge + 2), {
       outcome: 'granted',
@@ -329,7 +330,10 @@ describe('429s', () => {
     const jittered = budgetOf(1);
     take(jittered, 'a');
     refusedTake(jittered, 'a', T0 + 1, { random: () => 1 });
-    assert.equal(pauseOf(jittered, T0 + 1), Math.round(CREATE_BACKOFF.initialIntervalMs * (1 + RETRY_JITTER)));
+    assert.equal(
+      pauseOf(jittered, T0 + 1),
+      Math.round(CREATE_BACKOFF.initialIntervalMs * (1 + RETRY_JITTER)),
+    );
     const message = budgetOf(1);
     take(message, 'a', 'message');
     refusedTake(message, 'a', T0 + 1, { kind: 'message' });
@@ -360,7 +364,7 @@ describe('429s', () => {
     const budget = budgetOf(10);
     for (let i = 0; i < 6; i++) take(budget, `u${i}`);
     refusedTake(budget, 'u5', T0 + 100);
-    assert.equal(budget.effectiveUses, 5, 'five of ours were in the window');
+    assert.equal(effectiveUses(budget.state), 5, 'five of ours were in the window');
     const first = (budget.state.pausedUntil as number) - (T0 + 100);
     granted(budget, budget.state.pausedUntil as number);
     const now = (budget.state.pausedUntil as number) + 1;
@@ -370,11 +374,11 @@ describe('429s', () => {
     assert.equal(budget.state.refusalsInARow, 2);
     const learntAt = budget.state.learntAt;
     budget.grant(learntAt + W);
-    assert.equal(budget.effectiveUses, 6);
+    assert.equal(effectiveUses(budget.state), 6);
     budget.grant(learntAt + 2 * W);
-    assert.equal(budget.effectiveUses, 8);
+    assert.equal(effectiveUses(budget.state), 8);
     budget.grant(learntAt + 3 * W);
-    assert.equal(budget.effectiveUses, 10, 'back at the configured budget');
+    assert.equal(effectiveUses(budget.state), 10, 'back at the configured budget');
     assert.equal(budget.state.learntUses, null);
   });
 
@@ -562,15 +566,15 @@ describe('the queue', () => {
     take(budget, 'b', 'create', T0 + 1_000);
     for (const id of ['c', 'd', 'e']) take(budget, id, 'create', T0 + 2_000);
     const start = (id: string) =>
-      Date.parse(budget.placeOf(`wf-${id}/create`, T0 + 2_000)?.earliestStartAt ?? '');
+      Date.parse(placeOf(budget.state, `wf-${id}/create`, T0 + 2_000)?.earliestStartAt ?? '');
     assert.equal(start('c'), T0 + M + SPAN);
     assert.equal(start('d'), T0 + 1_000 + M + SPAN);
     assert.equal(start('e'), T0 + M + 2 * SPAN);
     assert.deepEqual(
-      { ...budget.placeOf('wf-e/create', T0 + 2_000), earliestStartAt: undefined },
+      { ...placeOf(budget.state, 'wf-e/create', T0 + 2_000), earliestStartAt: undefined },
       { position: 3, queueLength: 3, earliestStartAt: undefined, asOf: new Date(T0 + 2_000).toISOString() },
     );
-    assert.equal(budget.placeOf('wf-a/create', T0 + 2_000), null, 'not queued');
+    assert.equal(placeOf(budget.state, 'wf-a/create', T0 + 2_000), null, 'not queued');
   });
 });
 
@@ -629,7 +633,7 @@ describe('the life of a budget', () => {
     take(budget, 'a');
     take(budget, 'b', 'create', T0 + 1);
     const before = JSON.stringify(budget.state);
-    const status = budget.snapshot(T0 + 2);
+    const status = snapshotOf(budget.state, T0 + 2);
     assert.equal(JSON.stringify(budget.state), before);
     assert.equal(status.queueLength, 1);
     assert.equal(status.usesInWindow, 1);

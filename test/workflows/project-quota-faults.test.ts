@@ -85,7 +85,7 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     await quotaWorkflow(setup).terminate('test over');
   });
 
-  test('a terminated quota workflow: the job waiting in its queue asks again within QUOTA_REASK_MS, not at its estimated start an hour later', async () => {
+  test('a terminated quota workflow: the job waiting in its queue takes again within a lease (at most QUOTA_REASK_MS), not at its estimated start an hour later', async () => {
     const { setup, holder, waiting } = await oneQueuedThenTerminated(60_000);
     const terminatedAt = Date.now();
     const progress = await waitFor(
@@ -110,7 +110,7 @@ describe('project quota under faults', { concurrency: 3 }, () => {
     await quotaWorkflow(setup).terminate('test over');
   });
 
-  test("a quota workflow terminated, then started again by another job's take: the job waiting in the old queue is queued in the new run within QUOTA_REASK_MS, not at its estimated start", async () => {
+  test("a quota workflow terminated, then started again by another job's take: the job waiting in the old queue is queued in the new run within a lease, not at its estimated start", async () => {
     const leaseMs = 30_000;
     const { setup, holder, waiting } = await oneQueuedThenTerminated(leaseMs);
     // Another job asks at once: its take starts a new quota run, with a budget of its own, and uses it.
@@ -119,8 +119,8 @@ describe('project quota under faults', { concurrency: 3 }, () => {
       what: 'the newcomer to create its job through a new quota run',
     });
     const restartedAt = Date.now();
-    // The waiting job takes again QUOTA_REASK_MS after its last answer: the new run, which never
-    // heard of it, queues it.
+    // The waiting job takes again a lease after its last answer: the new run, which never heard of
+    // it, queues it.
     const status = await waitFor(
       async () => {
         const s = await quotaWorkflow(setup).query(quotaStatusQuery);
@@ -128,7 +128,7 @@ describe('project quota under faults', { concurrency: 3 }, () => {
       },
       {
         what: 'the waiting job to be queued in the new run',
-        timeoutMs: QUOTA_REASK_MS + 45_000,
+        timeoutMs: leaseMs + 45_000,
         intervalMs: 500,
       },
     );

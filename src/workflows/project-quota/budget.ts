@@ -1,23 +1,27 @@
 /**
- * The budget of API uses of one project: the rolling window of uses, the queue, the grants held for
- * queued takes (leases) and the budget learnt from 429s. The quota workflow (./workflow.ts) holds
- * one; every use comes in as a take ({@link ProjectBudget.take}) and the grants it decides go out
- * as signals.
+ * What the budget of one project decides: a take granted, queued or declined, the grants of the
+ * queue, a 429's pause and what it teaches, when the quota workflow wakes. The quota workflow
+ * (./workflow.ts) holds one; every use comes in as a take ({@link ProjectBudget.take}) and the
+ * grants it decides go out as signals. What the budget holds and shows is ./state.ts.
  *
  * No Temporal and no clock or randomness of its own: every method that needs the time takes `now`
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
  * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
  */
-import type { QueuePlace } from '../../contract.js';
-import type {
-  ProjectQuotaStatus,
-  QuotaLimit,
-  QuotaTake,
-  QuotaTakeAnswer,
-  QuotaUsage,
-  QuotaUseKind,
-} from './messages.js';
-import { clamp, MAX_USES, MAX_WINDOW_MS } from './messages.js';
+import type { QuotaLimit, QuotaTake, QuotaTakeAnswer, QuotaUseKind } from './messages.js';
+import { clamp } from './messages.js';
+import {
+  clampLimit,
+  effectiveUses,
+  initialState,
+  placeAt,
+  spanMs,
+  startsOf,
+  type BudgetState,
+  type Lease,
+  type QueueEntry,
+  type RememberedRequest,
+} from './state.js';
 import { idHash, utf8ByteLength } from '../../ids.js';
 import {
   CREATE_BACKOFF,
@@ -26,6 +30,9 @@ import {
   retryDelayMs,
 } from '../../agent-api/failure-policy.js';
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
+
+export type { BudgetState } from './state.js';
+export { clampLimit, edgeMarginMs } from './state.js';
 
 /**
  * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
@@ -64,71 +71,6 @@ export const QUOTA_IDLE_MS = 60_000;
  */
 const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 
-/** One queued take. */
-export interface QueueEntry {
-  requestId: string;
-  workflowId: string;
-  kind: QuotaUseKind;
-  enqueuedAt: number;
-  leaseMs: number;
-  /** Asks again after a 429: ahead of every other request. */
-  requeued?: true;
-}
-
-/** A grant held for a queued take until it takes it (or it expires). `owed`: its grant signal. */
-export interface Lease extends QueueEntry {
-  grantedAt: number;
-  expiresAt: number;
-  owed?: true;
-}
-
-/**
- * A request ID that is done with, as its {@link idHash}. `taken`: its use counts in the window at
- * `at`, taken by the run `run` (an {@link idHash}); a 429 for it takes it out again.
- */
-export interface RememberedRequest {
-  id: string;
-  at: number;
-  how: 'taken' | 'released' | 'refused';
-  run?: string;
-}
-
-/** A take a full queue declined, as its {@link idHash}: a place is held for it until `until`. */
-export interface HeldRoom {
-  id: string;
-  until: number;
-}
-
-/** Everything the budget holds: plain JSON, carried across continue-as-new. */
-export interface BudgetState {
-  projectId: string;
-  limit: QuotaLimit;
-  /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
-  learntUses: number | null;
-  /** When the learnt budget last changed: it grows back each quiet window. */
-  learntAt: number;
-  /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
-  learntStep: number;
-  /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
-  learntBeforePause: number | null;
-  queue: QueueEntry[];
-  /** Times of the uses within the last window, ascending. */
-  window: number[];
-  leases: Lease[];
-  pausedUntil: number | null;
-  /** 429s in a row without a use known to have gone through since: the pause grows with it. */
-  refusalsInARow: number;
-  /**
-   * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
-   * heard by this time means it went through, and grants go on as usual. Null while none is out.
-   */
-  probeSettlesAt: number | null;
-  remembered: RememberedRequest[];
-  /** Takes a full queue declined, in the order declined: while they are to come back, the room that frees is theirs. */
-  heldRooms: HeldRoom[];
-  totals: ProjectQuotaStatus['totals'];
-}
-
 /** A grant to signal: the queued take's workflow may take again. */
 export interface Grant {
   workflowId: string;
@@ -147,14 +89,6 @@ export function timerToStart(armedAt: number | null, dueAt: number | null): numb
 }
 
 /**
- * Added to every window edge, for the skew between the Temporal server's clock and the API's.
- * 1 ms per second of window, at most 1 s.
- */
-export function edgeMarginMs(limit: QuotaLimit): number {
-  return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
-}
-
-/**
  * How far ahead of the take a taken use is counted, and so how long after the take its call may
  * be sent: the API counts a use when the request arrives, a moment after the take was answered,
  * and the window must not free the use before the API does. A twentieth of the window, from 1 s to
@@ -162,14 +96,6 @@ export function edgeMarginMs(limit: QuotaLimit): number {
  */
 export function takeMarginMs(limit: QuotaLimit): number {
   return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
-}
-
-/** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
-export function clampLimit(limit: QuotaLimit): QuotaLimit {
-  return {
-    uses: clamp(Math.floor(limit.uses), 1, MAX_USES),
-    windowMs: clamp(Math.floor(limit.windowMs), 1_000, MAX_WINDOW_MS),
-  };
 }
 
 /**
@@ -193,23 +119,7 @@ export class ProjectBudget {
 
   /** The state of a project nothing has been asked of yet. */
   static initial(projectId: string, limit: QuotaLimit, now: number): BudgetState {
-    return {
-      projectId,
-      limit: clampLimit(limit),
-      learntUses: null,
-      learntAt: now,
-      learntStep: 1,
-      learntBeforePause: null,
-      queue: [],
-      window: [],
-      leases: [],
-      pausedUntil: null,
-      refusalsInARow: 0,
-      probeSettlesAt: null,
-      remembered: [],
-      heldRooms: [],
-      totals: { taken: 0, queued: 0, granted: 0, refused: 0, released: 0, expired: 0, declined: 0 },
-    };
+    return initialState(projectId, limit, now);
   }
 
   /** The state to carry into the next run (the object itself: plain JSON). */
@@ -221,11 +131,6 @@ export class ProjectBudget {
   get idle(): boolean {
     const s = this.#s;
     return s.queue.length + s.leases.length + s.window.length + s.heldRooms.length === 0;
-  }
-
-  /** Uses the budget allows per window now: the configured ones, or fewer after 429s. */
-  get effectiveUses(): number {
-    return Math.min(this.#s.limit.uses, this.#s.learntUses ?? this.#s.limit.uses);
   }
 
   /**
@@ -258,7 +163,7 @@ export class ProjectBudget {
     }
     if (this.#takeLease(take.requestId)) return this.#count(take, now, true);
     const queued = s.queue.findIndex((e) => e.requestId === take.requestId);
-    if (queued >= 0) return { outcome: 'queued', place: this.#placeAt(queued, now) };
+    if (queued >= 0) return { outcome: 'queued', place: placeAt(s, queued, now) };
     if (!take.refused && !this.#busy(now)) return this.#count(take, now, false);
     return this.#enqueue(take, seen?.at ?? now, now);
   }
@@ -281,10 +186,10 @@ export class ProjectBudget {
     const s = this.#s;
     if (s.queue.length > 0 || s.refusalsInARow > 0) return true;
     if (s.pausedUntil !== null && now < s.pausedUntil) return true;
-    const horizon = now - this.#spanMs;
+    const horizon = now - spanMs(s.limit);
     const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
     // Every lease counts, even one past its expiry the workflow has not dropped yet: never over.
-    return inWindow + s.leases.length >= this.effectiveUses;
+    return inWindow + s.leases.length >= effectiveUses(s);
   }
 
   /** Queues a take in order, or declines it when the queue is full (the room held for it aside). */
@@ -311,14 +216,14 @@ export class ProjectBudget {
     }
     this.#queueBytes = this.#queuedBytes() + bytes;
     s.totals.queued++;
-    return { outcome: 'queued', place: this.#placeAt(index, now) };
+    return { outcome: 'queued', place: placeAt(s, index, now) };
   }
 
   /** A full queue: take again when half of it will have been granted; a place is held till then. */
   #decline(requestId: string, now: number): QuotaTakeAnswer {
     const s = this.#s;
     s.totals.declined++;
-    const starts = this.#starts(Math.ceil(this.#maxQueue / 2), now);
+    const starts = startsOf(s, Math.ceil(this.#maxQueue / 2), now);
     const retryAt = Math.max(now + 1_000, starts[starts.length - 1] ?? now);
     this.#holdRoom(requestId, now + (retryAt - now) * (1 + RETRY_JITTER) + ROOM_HELD_MARGIN_MS, now);
     return { outcome: 'declined', retryAt: new Date(retryAt).toISOString(), queueLength: s.queue.length };
@@ -385,7 +290,7 @@ export class ProjectBudget {
     }
     const probing = () => s.refusalsInARow > 0 && (s.leases.length > 0 || s.probeSettlesAt !== null);
     while (s.pausedUntil === null && s.queue.length > 0 && s.leases.length < MAX_LEASES && !probing()) {
-      if (s.window.length + s.leases.length >= this.effectiveUses) break;
+      if (s.window.length + s.leases.length >= effectiveUses(s)) break;
       const entry = s.queue.shift() as QueueEntry;
       this.#queueBytes = null;
       s.leases.push({ ...entry, grantedAt: now, expiresAt: now + entry.leaseMs, owed: true });
@@ -443,7 +348,7 @@ export class ProjectBudget {
   #actAt(): number | null {
     const s = this.#s;
     const candidates = s.leases.map((l) => l.expiresAt);
-    if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + this.#spanMs);
+    if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + spanMs(s.limit));
     if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
     if (s.probeSettlesAt !== null) candidates.push(s.probeSettlesAt);
     if (s.learntUses !== null) candidates.push(s.learntAt + s.limit.windowMs);
@@ -456,100 +361,9 @@ export class ProjectBudget {
     if (s.queue.length > 0 || s.leases.length > 0) return null;
     let at = now;
     const last = s.window[s.window.length - 1];
-    if (last !== undefined) at = Math.max(at, last + this.#spanMs);
+    if (last !== undefined) at = Math.max(at, last + spanMs(s.limit));
     for (const room of s.heldRooms) at = Math.max(at, room.until);
     return at;
-  }
-
-  /** The place of a queued take and the earliest start the budget allows it; null when not queued. */
-  placeOf(requestId: string, now: number): QueuePlace | null {
-    const index = this.#s.queue.findIndex((e) => e.requestId === requestId);
-    return index < 0 ? null : this.#placeAt(index, now);
-  }
-
-  /** What the `quotaStatus` query answers. Reads only: a query must not change the state. */
-  snapshot(now: number): ProjectQuotaStatus {
-    const s = this.#s;
-    const iso = (ms: number) => new Date(ms).toISOString();
-    return {
-      projectId: s.projectId,
-      limit: s.limit,
-      effectiveUses: this.effectiveUses,
-      usesInWindow: this.usage(now).usesInWindow,
-      leases: s.leases
-        .filter((l) => l.expiresAt > now)
-        .map((l) => ({
-          requestId: l.requestId,
-          workflowId: l.workflowId,
-          grantedAt: iso(l.grantedAt),
-          expiresAt: iso(l.expiresAt),
-        })),
-      queueLength: s.queue.length,
-      queueHead: s.queue.slice(0, 20).map((e) => ({
-        requestId: e.requestId,
-        workflowId: e.workflowId,
-        kind: e.kind,
-        enqueuedAt: iso(e.enqueuedAt),
-      })),
-      pausedUntil: s.pausedUntil === null || s.pausedUntil <= now ? null : iso(s.pausedUntil),
-      totals: { ...s.totals },
-    };
-  }
-
-  /** The counts of {@link snapshot} without copying leases or the queue: for a report every pass. */
-  usage(now: number): QuotaUsage {
-    const s = this.#s;
-    const horizon = now - this.#spanMs;
-    const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
-    const leases = s.leases.reduce((n, l) => (l.expiresAt > now ? n + 1 : n), 0);
-    return { budgetUses: this.effectiveUses, usesInWindow: inWindow + leases, queued: s.queue.length };
-  }
-
-  /** One line for the workflow's current details. */
-  summary(now: number): string {
-    const s = this.#s;
-    const paused =
-      s.pausedUntil === null || s.pausedUntil <= now
-        ? ''
-        : `; paused after a 429 until ${new Date(s.pausedUntil).toISOString()}`;
-    return (
-      `Project ${s.projectId}: ${s.window.length + s.leases.length} of ${this.effectiveUses} uses in the window ` +
-      `(configured ${s.limit.uses} per ${Math.round(s.limit.windowMs / 1000)}s), ` +
-      `${s.queue.length} queued, ${s.leases.length} granted and not yet taken${paused}`
-    );
-  }
-
-  /** How long a use counts: the window and its edge margin. */
-  get #spanMs(): number {
-    return this.#s.limit.windowMs + edgeMarginMs(this.#s.limit);
-  }
-
-  /**
-   * The earliest starts of the first `count` places: the window slides forward one grant at a time,
-   * every lease counted as a use made now.
-   */
-  #starts(count: number, now: number): number[] {
-    const s = this.#s;
-    const uses = this.effectiveUses;
-    const times = [...s.window, ...s.leases.map(() => now)];
-    const start = Math.max(now, s.pausedUntil ?? now);
-    const starts: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const at =
-        times.length >= uses ? Math.max(start, (times[times.length - uses] as number) + this.#spanMs) : start;
-      times.push(at);
-      starts.push(at);
-    }
-    return starts;
-  }
-
-  #placeAt(index: number, now: number): QueuePlace {
-    return {
-      position: index + 1,
-      queueLength: this.#s.queue.length,
-      earliestStartAt: new Date(this.#starts(index + 1, now)[index] as number).toISOString(),
-      asOf: new Date(now).toISOString(),
-    };
   }
 
   /** Holds a place for a declined take until `until`; a repeat keeps its first place in line. */
@@ -588,7 +402,7 @@ export class ProjectBudget {
 
   /** Drops window entries that have slid out (with the edge margin). */
   #prune(now: number): void {
-    const horizon = now - this.#spanMs;
+    const horizon = now - spanMs(this.#s.limit);
     const window = this.#s.window;
     while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
   }

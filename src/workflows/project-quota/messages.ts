@@ -241,6 +241,8 @@ export function clamp(value: number, min: number, max: number): number {
  * ID), or `unanswered` (the quota workflow did not answer: take again after a while).
  */
 export type QuotaMiss =
-  | Exclude<QuotaTakeAnswer, { outcome: 'granted' }>
+  | Exclude<QuotaTakeAnswer, { outcome: 'granted' | 'queued' }>
+  /** `reaskInMs`: the worker's lease, by when a lost grant would be back; the job takes again by then. */
+  | { outcome: 'queued'; place: QueuePlace; reaskInMs?: number }
   | { outcome: 'late' }
   | { outcome: 'unanswered'; reason: string };

@@ -38,9 +38,10 @@ import {
 
 /**
  * How long a queued workflow waits without a grant before it takes again under the same request
- * ID: the default lease, by which a grant lost on its way would have come back to the budget.
- * Taking again is idempotent: it hears its place again (refreshed), takes the use held for it, or,
- * from a quota workflow that forgot the queue, queues anew.
+ * ID, at most (the worker's lease, when shorter): the default lease, by which a grant lost on its
+ * way would have come back to the budget. Taking again is idempotent: it hears its place again
+ * (refreshed), takes the use held for it, or, from a quota workflow that forgot the queue (one
+ * terminated), queues anew.
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
 
@@ -161,7 +162,7 @@ export class ProjectQuotaRequester {
             if (this.#tooLate(deadlineMs)) throw this.#gaveUp(use, refused !== undefined);
             const granted = await condition(
               () => this.#granted.has(name),
-              Math.max(1, Math.min(QUOTA_REASK_MS, deadlineMs - Date.now())),
+              Math.max(1, Math.min(QUOTA_REASK_MS, miss.reaskInMs ?? Infinity, deadlineMs - Date.now())),
             );
             this.#granted.delete(name);
             if (granted) {

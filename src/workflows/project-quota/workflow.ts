@@ -34,7 +34,8 @@ import {
   readTake,
   type QuotaLimit,
 } from './messages.js';
-import { ProjectBudget, timerToStart, type BudgetState, type Grant } from './budget.js';
+import { ProjectBudget, timerToStart, type Grant } from './budget.js';
+import { snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
 
 /**
  * History events per quota run before continue-as-new. A take costs 2 events (the update accepted
@@ -99,7 +100,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     changed = true;
     budget.release(release.value.requestId, Date.now());
   });
-  setHandler(quotaStatusQuery, () => budget.snapshot(Date.now()));
+  setHandler(quotaStatusQuery, () => snapshotOf(budget.state, Date.now()));
 
   /** Sends one grant; one whose workflow is gone gives its use back at once. */
   function send({ workflowId, requestId }: Grant): void {
@@ -131,8 +132,8 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
       if (expired.length > 0) log.warn('grants expired untaken; their uses are back', { expired });
       grants.forEach(send);
     }
-    setCurrentDetails(budget.summary(Date.now()));
-    projectMetrics.quotaState(input.projectId, budget.usage(Date.now()));
+    setCurrentDetails(summaryOf(budget.state, Date.now()));
+    projectMetrics.quotaState(input.projectId, usageOf(budget.state, Date.now()));
     if (!draining) return false;
     // The server drops the signals a closed run sent and it had not delivered yet; an update
     // accepted and not answered would fail its caller.
