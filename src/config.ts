@@ -299,7 +299,7 @@ export function loadWorkerConfig(
     metricsBindAddress: metrics === 'off' ? null : (hostPort(env, 'METRICS_ADDRESS', metrics), metrics),
     metricsMaxProjects: int(env, 'METRICS_MAX_PROJECTS', 100, 1),
     logLevel: logLevel as WorkerConfig['logLevel'],
-    // A versioned worker's quota workflows follow the current version (src/quota/workflow.ts).
+    // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
     projectQuota: { ...loadProjectQuotaSettings(env), followsRollouts: versioning.enabled },
     versioning,
     tracing: loadTracingSettings(env),

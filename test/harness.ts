@@ -540,7 +540,5 @@ export function startQuotaJob(setup: QuotaSetup, prompt: string, input: Partial<
 
 /** The handle of the setup's project quota workflow. */
 export function quotaWorkflow(setup: QuotaSetup) {
-  return setup.env.client.workflow.getHandle<typeof projectQuota>(
-    projectQuotaWorkflowId(setup.projectId),
-  );
+  return setup.env.client.workflow.getHandle<typeof projectQuota>(projectQuotaWorkflowId(setup.projectId));
 }

@@ -22,7 +22,12 @@ import type {
 } from './messages.js';
 import { clamp, clampInt, clampLimit, MAX_LEASE_MS, MAX_WINDOW_MS, MIN_LEASE_MS } from './messages.js';
 import { idHash, utf8ByteLength } from '../../ids.js';
-import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../../agent-api/failure-policy.js';
+import {
+  CREATE_BACKOFF,
+  MESSAGE_BACKOFF,
+  RETRY_JITTER,
+  retryDelayMs,
+} from '../../agent-api/failure-policy.js';
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
 
 /**

@@ -1,6 +1,6 @@
 /**
  * FROZEN: the project quota protocol of 1.1 and of the builds up to the one-way quota
- * (docs/decisions/0014-quota-one-way-in.md). Kept unchanged, under its own workflow type and IDs,
+ * (docs/decisions/00NN-quota-one-way-in.md). Kept unchanged, under its own workflow type and IDs,
  * only so that the quota workflows those builds started (they follow rollouts onto this build and
  * replay here) and the agent-job workflows pinned to those builds (they keep asking by its
  * signals) go on working; nothing of this build asks it. Delete this folder once no build before

@@ -28,7 +28,7 @@ export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
 /**
  * Workflow type of the per-project quota workflow. Not the `projectQuotaWorkflow` of earlier
  * builds, whose protocol differs (src/workflows/legacy-quota/): a run of either type only ever
- * replays its own code (docs/decisions/0014-quota-one-way-in.md).
+ * replays its own code (docs/decisions/00NN-quota-one-way-in.md).
  */
 export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuota';
 
