@@ -18,7 +18,7 @@ import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
 import { jsonText, terminalText } from '../src/escape.js';
-import type { QuotaLimit } from '../src/quota/messages.js';
+import type { QuotaLimit } from '../src/quota/settings.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { startDevServer, freePorts, sdkVersion, type DevServer } from './dev-server.js';

@@ -257,7 +257,7 @@ export function loadWorkerConfig(
     }),
     metricsMaxProjects: setting(env, 'METRICS_MAX_PROJECTS', 100, wholeNumber(1)),
     logLevel: setting(env, 'LOG_LEVEL', 'INFO', oneOf('DEBUG', 'INFO', 'WARN', 'ERROR')),
-    // A versioned worker's quota workflows follow the current version (src/quota/workflow.ts).
+    // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
     projectQuota: { ...loadProjectQuotaSettings(env), followsRollouts: versioning.enabled },
     versioning,
     tracing: loadTracingSettings(env),

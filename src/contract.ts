@@ -52,8 +52,9 @@ export const FailureType = {
   /** The agent job stayed in a status the API does not document for too many polls. */
   UnknownStatus: 'UnknownStatus',
   /**
-   * A create or message activity found its project's quota busy (requests queued, no room, a 429
-   * pause) and sent nothing: the workflow queues for a use and calls again. Never ends a workflow.
+   * A create or message activity's take found its project's quota busy (takes queued, no room, a
+   * 429 pause) and sent nothing: the quota queued it, and the workflow waits for the grant and calls
+   * again. Never ends a workflow.
    */
   ProjectQuotaQueue: 'ProjectQuotaQueue',
 } as const;
@@ -149,9 +150,9 @@ export interface ApiErrorDetails {
    */
   mayHaveBeenApplied?: boolean;
   /**
-   * Set on a 429 to a create or message whose use the activity took from the project quota at
-   * once (the quota's `quotaTake` update): the workflow asks the quota's queue again, as after a refused
-   * grant, so the quota pauses and learns. Absent otherwise.
+   * Set on a 429 to a create or message whose use the activity took from the project quota (the
+   * quota's `quotaTake` update): the workflow takes again carrying the refused take, so the quota
+   * pauses and learns, and the use waits at the head of its queue. Absent otherwise.
    */
   quotaTaken?: boolean;
   /**

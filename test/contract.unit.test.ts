@@ -13,7 +13,7 @@ import {
 import type { Client } from '@temporalio/client';
 import { agentJobStartOptions, sendFollowUp, startAgentJob } from '../src/client/index.js';
 import { checkPrompt, resolveInput } from '../src/input.js';
-import { projectQuotaWorkflowId } from '../src/quota/messages.js';
+import { projectQuotaWorkflowId } from '../src/workflows/project-quota/messages.js';
 
 function refused(input: Record<string, unknown>, field: string, pattern: RegExp): void {
   assert.throws(
@@ -127,8 +127,8 @@ describe('the client library refuses an unusable ID before it reads or starts an
 
 describe('the quota workflow ID', () => {
   test('reads as it did for an ordinary project', () => {
-    assert.equal(projectQuotaWorkflowId('docs-site'), 'agent-api-quota/docs-site');
-    assert.equal(projectQuotaWorkflowId('a b/c'), 'agent-api-quota/a%20b%2Fc');
+    assert.equal(projectQuotaWorkflowId('docs-site'), 'agent-quota/docs-site');
+    assert.equal(projectQuotaWorkflowId('a b/c'), 'agent-quota/a%20b%2Fc');
   });
 
   test('fits 255 bytes for 27 CJK characters, 200 ASCII ones, and never throws', () => {
@@ -140,7 +140,7 @@ describe('the quota workflow ID', () => {
     ]) {
       const id = projectQuotaWorkflowId(projectId);
       assert.ok(Buffer.byteLength(id) <= 255, `${Buffer.byteLength(id)} bytes`);
-      assert.ok(id.startsWith('agent-api-quota/'));
+      assert.ok(id.startsWith('agent-quota/'));
     }
     assert.notEqual(projectQuotaWorkflowId('\u4e00'.repeat(27)), projectQuotaWorkflowId('\u4e00'.repeat(28)));
   });

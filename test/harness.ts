@@ -40,8 +40,8 @@ import { AgentApiClient } from '../src/agent-api/index.js';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
 import { WORKFLOW_TYPE, type AgentJobInput, type AgentJobRecord } from '../src/contract.js';
-import { projectQuotaWorkflowId, type QuotaLimit } from '../src/quota/messages.js';
-import type { agentJobWorkflow, projectQuotaWorkflow } from '../src/workflows/index.js';
+import { projectQuotaWorkflowId, type QuotaLimit } from '../src/workflows/project-quota/messages.js';
+import type { agentJobWorkflow, projectQuota } from '../src/workflows/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 
 /** Path of the workflows entry point that the worker bundles. */
@@ -540,7 +540,5 @@ export function startQuotaJob(setup: QuotaSetup, prompt: string, input: Partial<
 
 /** The handle of the setup's project quota workflow. */
 export function quotaWorkflow(setup: QuotaSetup) {
-  return setup.env.client.workflow.getHandle<typeof projectQuotaWorkflow>(
-    projectQuotaWorkflowId(setup.projectId),
-  );
+  return setup.env.client.workflow.getHandle<typeof projectQuota>(projectQuotaWorkflowId(setup.projectId));
 }

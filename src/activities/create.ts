@@ -10,6 +10,7 @@ import type { ResendGate } from './ambiguous.js';
 import { workerStopping } from './attempt.js';
 import { stoppedBeforeSending, type ToFailure } from './failures.js';
 import type { KeyAnswers } from './key-answers.js';
+import type { QuotaTakeInput } from './project-quota.js';
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
 export interface CreateAgentJobInput {
@@ -23,11 +24,12 @@ export interface CreateAgentJobInput {
    */
   uncertain?: string | null;
   /**
-   * Set by the workflow when the call is to take its use of the project quota itself, just before
-   * it sends (the fast path): the request ID of that use. Absent or null: the workflow holds a
-   * grant from the quota's queue already, or runs code from before the take.
+   * Set by the workflow when the project quota is to be asked: the call takes its use just before
+   * it sends, under this request ID (./project-quota.ts). Absent or null: it takes nothing.
    */
   quotaRequestId?: string | null;
+  /** The 429 that refused the use of this call's previous take, for the quota to hear. */
+  quotaRefused?: QuotaTakeInput['quotaRefused'];
 }
 
 /** What an activity that sends needs, the create or the follow-up message (./message.ts). */

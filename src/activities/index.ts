@@ -9,7 +9,7 @@
 import type { AgentApiClient } from '../agent-api/index.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import { NO_METRICS, type ActivityMetrics, type ProjectUseMetrics } from './metrics.js';
-import { createProjectQuotaActivities, takeProjectQuotaUse } from '../quota/activity.js';
+import { takeProjectQuotaUse, type QuotaTakeInput } from './project-quota.js';
 import { createResendGate, type AmbiguousCreatePolicy } from './ambiguous.js';
 import { createCreateActivity } from './create.js';
 import { createToFailure } from './failures.js';
@@ -51,25 +51,16 @@ export function createActivities(deps: ActivityDeps) {
   const mayResend = createResendGate(policy, metrics);
 
   /**
-   * The fast path of the project quota: a create or message the workflow asked to take its own
-   * use takes it now. True when it did (a 429 then goes back to the workflow, which tells the
-   * quota); false when the quota is off or the workflow holds a grant already. A busy quota
-   * throws, with nothing sent (../quota/activity.ts).
+   * The project quota: a create or message takes its use now. True when it did (a 429 then goes
+   * back to the workflow, which tells the quota); false when the quota is off. A busy quota throws,
+   * with nothing sent (./project-quota.ts).
    */
-  async function takeQuota(
-    kind: 'create' | 'message',
-    input: { projectId: string; quotaRequestId?: string | null },
-  ): Promise<boolean> {
-    if (!input.quotaRequestId) return false;
-    const taken = await takeProjectQuotaUse(deps.projectQuota, {
-      projectId: input.projectId,
-      requestId: input.quotaRequestId,
-      kind,
-    });
+  async function takeQuota(kind: 'create' | 'message', input: QuotaTakeInput): Promise<boolean> {
+    const taken = await takeProjectQuotaUse(deps.projectQuota, kind, input);
     // A use taken at once waited 0 s for the quota: the wait histogram covers every use, not
-    // only the ones that queued.
-    if (taken === 'granted') deps.projectMetrics?.quotaWaited(input.projectId, 0);
-    return taken === 'granted';
+    // only the ones that queued (the workflow records those).
+    if (taken === 'at-once') deps.projectMetrics?.quotaWaited(input.projectId, 0);
+    return taken !== 'off';
   }
 
   const sends = { api: deps.api, mayResend, toFailure, keys, metrics, projectMetrics: deps.projectMetrics };
@@ -77,7 +68,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createCreateActivity({ ...sends, takeQuota: (input) => takeQuota('create', input) }),
     ...createPollActivities({ api: deps.api, toFailure, keys, metrics }),
     ...createMessageActivity({ ...sends, takeQuota: (input) => takeQuota('message', input) }),
-    ...createProjectQuotaActivities(deps.projectQuota),
   };
 }
 

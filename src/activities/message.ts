@@ -8,6 +8,7 @@ import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import { FailureType, type AgentJobRecord } from '../contract.js';
 import { timeLeftMs, workerStopping } from './attempt.js';
 import type { SendDeps } from './create.js';
+import type { QuotaTakeInput } from './project-quota.js';
 import { apiFailure, stoppedBeforeSending } from './failures.js';
 
 /** Input of the follow-up message activity. */
@@ -20,6 +21,8 @@ export interface SendAgentJobMessageInput {
   uncertain?: string | null;
   /** As `CreateAgentJobInput.quotaRequestId` (./create.ts). */
   quotaRequestId?: string | null;
+  /** As `CreateAgentJobInput.quotaRefused` (./create.ts). */
+  quotaRefused?: QuotaTakeInput['quotaRefused'];
 }
 
 /** What the message activity needs. */

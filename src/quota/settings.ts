@@ -3,9 +3,14 @@
  * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Parsed
  * once by the worker's configuration loader; the activities pick the limit of each project from it.
  */
-import type { QuotaLimit } from './messages.js';
 import { durationMs } from '../duration.js';
 import { AgentJobError, ErrorName } from '../errors.js';
+
+/** A budget: `uses` API uses per rolling `windowMs`. */
+export interface QuotaLimit {
+  uses: number;
+  windowMs: number;
+}
 
 /** The API's documented limit: 100 uses (creates and follow-up messages) per project per hour. */
 export const DEFAULT_PROJECT_QUOTA = '100/1h';

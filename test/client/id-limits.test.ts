@@ -13,7 +13,7 @@ import type { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
 import { FailureType, InvalidInputError, type AgentJobInput } from '../../src/contract.js';
-import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
 import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
 import {
   activitiesFor,
@@ -56,7 +56,7 @@ async function failureOf(input: Partial<AgentJobInput> & { projectId: string }):
 describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
   test('a project of 27 CJK characters gets its quota workflow, and its job completes', async () => {
     const projectId = projectOf('\u6587', 27);
-    assert.ok(Buffer.byteLength(`agent-api-quota/${encodeURIComponent(projectId)}`) > 255);
+    assert.ok(Buffer.byteLength(`agent-quota/${encodeURIComponent(projectId)}`) > 255);
     const handle = await startAgentJob(
       env.client,
       { projectId, prompt: 'Document it', poll: FAST_POLL, timeout: '20s' },
@@ -65,7 +65,7 @@ describe('derived workflow IDs fit 255 bytes', { concurrency: 3 }, () => {
     const result = await handle.result();
     assert.equal(result.status, 'completed');
     const quota = await env.client.workflow.getHandle(projectQuotaWorkflowId(projectId)).describe();
-    assert.equal(quota.type, 'projectQuotaWorkflow');
+    assert.equal(quota.type, 'projectQuota');
   });
 
   test('a key of 300 characters starts a workflow whose ID fits, and the same key finds it again', async () => {

@@ -9,12 +9,12 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { agentJobIdWorkflowId, agentJobWorkflowId, followUpUpdateId } from '../../src/client/index.js';
 import { boundedWorkflowId, encodeUriPart } from '../../src/ids.js';
-import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/workflows/legacy-quota/messages.js';
 
 type Row = [string, ...string[]];
 const rows = JSON.parse(readFileSync(new URL('./ids-before.json', import.meta.url), 'utf8')) as Row[];
 
-/** The quota workflow's ID through the one builder: what src/quota/messages.ts can call. */
+/** The quota workflow's ID through the one builder: what the earlier builds' quota ID (src/workflows/legacy-quota/messages.ts) is, byte for byte. */
 const quotaIdByBuilder = (projectId: string) =>
   boundedWorkflowId([projectId], encodeUriPart, ([p]) => `agent-api-quota/${p}`);
 

@@ -15,7 +15,7 @@ import type { temporal } from '@temporalio/proto';
 import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { FailureType, SearchAttributes, statusQuery, type AgentJobInput } from '../../src/contract.js';
-import { quotaStatusQuery } from '../../src/quota/messages.js';
+import { quotaStatusQuery } from '../../src/workflows/project-quota/messages.js';
 import type { Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { FAST_POLL, quotaWorkflow, startQuotaSetup, startSimulatedSuite, waitFor } from '../harness.js';
@@ -325,7 +325,7 @@ describe('operator actions', { concurrency: 2 }, () => {
     });
   });
 
-  /** The lease of the quota tests' grants: also how often a queued job checks that its quota workflow runs. */
+  /** The lease of the quota tests' grants: also how often a queued job takes again without a grant. */
   const QUOTA_LEASE_MS = 10_000;
 
   /** A simulator with the API's budget of `uses` per `windowMs`, and a worker whose quota is the same. */
@@ -355,8 +355,8 @@ describe('operator actions', { concurrency: 2 }, () => {
       const { projectId, quota, taskQueue } = world;
       const key = `key-${randomUUID()}`;
       const first = await start(projectId, taskQueue);
-      await waitFor(async () => (await quota.query(quotaStatusQuery)).totals.granted === 1, {
-        what: 'the first job to be granted its use',
+      await waitFor(async () => (await quota.query(quotaStatusQuery)).totals.taken === 1, {
+        what: 'the first job to take its use',
       });
       const queued = await startAgentJob(env.client, input(projectId), { key, taskQueue });
       // In this order at the quota: the terminated job first, so the next window's use is its.
@@ -388,9 +388,9 @@ describe('operator actions', { concurrency: 2 }, () => {
       const [uses, windowMs] = [2, 4_000];
       const { quotaSim, taskQueue, projectId, quota, answeredCreates } = await quotaWorld(uses, windowMs);
       // What the design promises (docs/project-quota.md, "Nothing lost"): a job waiting in the
-      // queue checks once a lease (QUOTA_LEASE_MS) that the quota workflow still holds its request,
-      // and asks again at once when none runs or a run started since (by another job's ask) answers
-      // `not-queued`; the new run then grants by its own window. So every job is done within a
+      // queue takes again once a lease (QUOTA_LEASE_MS) without a grant, which starts a new quota
+      // run when none runs and queues it in a run started since (by another job's take); the new
+      // run then grants by its own window. So every job is done within a
       // lease of the termination, plus the windows the queued jobs need at two a window and one
       // more (the API may still count the old run's uses), plus a margin for a loaded machine.
       // Measured on 2026-11-27 (two shared cores, load 5 to 8): every job ended 15.7 s and 15.2 s
@@ -405,7 +405,8 @@ describe('operator actions', { concurrency: 2 }, () => {
       const before = await waitFor(
         async () => {
           const status = await quota.query(quotaStatusQuery);
-          return status.totals.granted + status.queueLength >= 5 && status.queueLength > 0 ? status : null;
+          const heard = status.totals.taken + status.queueLength + status.leases.length;
+          return heard >= 5 && status.queueLength > 0 ? status : null;
         },
         { what: 'every job to reach the quota, some of them queued' },
       );

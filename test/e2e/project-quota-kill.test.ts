@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { AgentJobResult } from '../../src/contract.js';
-import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
+import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/workflows/project-quota/messages.js';
 import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor, type TestProcess } from '../harness.js';
 import { createdJobs, createsNotCounted, requestsTo } from '../simulator-stats.js';
 
@@ -47,8 +47,8 @@ async function startWorker(name: string, taskQueue: string): Promise<TestProcess
 test('killing the worker that holds uses of the budget loses no job, duplicates none, and frees its uses after the lease', async () => {
   const taskQueue = uniqueId('tq-quota-kill');
   const projectId = uniqueId('docs-quota-kill');
-  // Slow answers keep each use held (granted, not yet confirmed) for a second: long enough to kill
-  // the worker while it holds some.
+  // Slow answers keep each create in flight for a second: long enough to kill the worker while it
+  // sends some, and while grants of the second window wait for their jobs to take them.
   sim.setScenario(projectId, { durationMs: 1_000, latencyMs: 1_000 });
   // The first worker alone at first: it starts the quota workflow with the first job's use, and
   // keeps it cached (sticky). The second comes up before the other jobs start, so that the second
@@ -72,7 +72,7 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
       ),
     );
   await start(0);
-  await waitFor(async () => (await quota.query(quotaStatusQuery)).totals.granted > 0, {
+  await waitFor(async () => (await quota.query(quotaStatusQuery)).totals.taken > 0, {
     what: "the first job's use, the quota workflow running on the first worker",
     timeoutMs: 60_000,
   });
@@ -82,11 +82,12 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
   const results = Promise.all(
     handles.map((handle) => handle.result().finally(() => doneAt.set(handle.workflowId, Date.now()))),
   );
-  // Kill while the victim holds uses of the second window: granted, their creates not confirmed.
+  // Kill while grants of a later window are out: held for jobs that have not taken them yet (a
+  // job cached on the dead worker takes its grant only after the takeover, past the lease).
   const held = await waitFor(
     async () => {
       const status = await quota.query(quotaStatusQuery);
-      return status.totals.granted > K && status.leases.length > 0 ? status.leases : null;
+      return status.totals.granted > 0 && status.leases.length > 0 ? status.leases : null;
     },
     { what: 'the victim to hold uses of the second window', timeoutMs: 60_000, intervalMs: 25 },
   );
@@ -117,8 +118,8 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
     `every create sent again is counted in resent; ${uncounted.length} not, e.g. ${uncounted.slice(0, 3).join('; ')}`,
   );
 
-  // A held use whose create was in flight on the dead worker waits for that activity's timeout;
-  // the budget does not: every other job's create reaches the API within the windows it needed
+  // A job whose create was in flight on the dead worker waits for that activity's timeout, and a
+  // job that held a grant waits for the takeover; the budget does not: every other job's create reaches the API within the windows it needed
   // after the kill, plus one lease (the held uses coming back) and one takeover of the dead
   // worker's workflows. Timed at the simulator's creates, not at the jobs' ends: a poll attempt
   // lost with the dead worker can cost its 30 s start-to-close (POLL_ATTEMPT_TIMEOUT_MS) before it
@@ -126,6 +127,10 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
   // load 5 to 8): the ends came 31.8 s and 32.0 s after the kill in two of three runs, past the
   // 31 s bound this once applied to them, and 19.4 s in the third.
   const holders = new Set(held.map((lease) => lease.workflowId));
+  for (const handle of handles) {
+    const { events } = await handle.fetchHistory();
+    if ((events ?? []).some((e) => e.activityTaskTimedOutEventAttributes)) holders.add(handle.workflowId);
+  }
   const remainingWindows = Math.ceil(N / K) - 1;
   const boundMs = remainingWindows * W * 1000 + LEASE_MS + TAKEOVER_MS;
   const createdAt = new Map(stats.jobs.map((job) => [job.id, job.createdAt]));
@@ -151,7 +156,7 @@ test('killing the worker that holds uses of the budget loses no job, duplicates 
     slowest <= boundMs,
     `a job not held at the kill was created ${slowest}ms after it; bound ${boundMs}ms`,
   );
-  assert.deepEqual(status.leases, [], 'no use is still held');
+  assert.deepEqual(status.leases, [], 'no grant is still held');
   assert.equal(status.queueLength, 0);
 
   survivor.child.kill('SIGTERM');

@@ -1,13 +1,14 @@
 /**
  * What the project quota must never lose or let break, against a real Temporal server, real
- * workers and the simulator: grants across continue-as-new, the signals a job sends just before it
- * closes, the quota workflow under malformed signals, and the requests a full queue turns away.
+ * workers and the simulator: grants across continue-as-new, a take whose answer was lost, the
+ * release a job sends just before it closes, the quota workflow under malformed messages, and the
+ * takes a full queue turns away.
  * Every test has its own project (so its own quota workflow) and its own simulator.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType, statusQuery } from '../../src/contract.js';
 import {
@@ -16,9 +17,9 @@ import {
   quotaStatusQuery,
   quotaTakeUpdate,
   type QuotaLimit,
-} from '../../src/quota/messages.js';
+} from '../../src/workflows/project-quota/messages.js';
 import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/agent-api/failure-policy.js';
-import type { projectQuotaWorkflow } from '../../src/workflows/index.js';
+import type { projectQuota } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
@@ -41,7 +42,7 @@ async function setUp(limit: QuotaLimit, leaseMs = 60_000): Promise<Setup> {
 
 /** Starts the project's quota workflow before any job asks, with settings only its input can set. */
 async function startQuota(setup: Setup, tuning: { eventsPerRun?: number; maxQueue?: number }) {
-  return setup.env.client.workflow.start<typeof projectQuotaWorkflow>(PROJECT_QUOTA_WORKFLOW_TYPE, {
+  return setup.env.client.workflow.start<typeof projectQuota>(PROJECT_QUOTA_WORKFLOW_TYPE, {
     taskQueue: setup.taskQueue,
     workflowId: projectQuotaWorkflowId(setup.projectId),
     args: [{ projectId: setup.projectId, limit: setup.limit, ...tuning }],
@@ -71,12 +72,11 @@ async function holdTheBudget(setup: Setup) {
 
 describe('project quota deliveries', { concurrency: 2 }, () => {
   test('a busy project whose quota workflow continues as new while granting: every job is created', async () => {
-    const N = 20;
-    // A budget above the jobs: each request is granted as it arrives, so the pass that continues
-    // as new (every 20 events, the fewest a run takes: a handful of takes or requests) is one that
-    // grants too. Not 40: with one timer armed a take adds no timer events, and 20 jobs then fill
-    // 40-event runs only twice.
-    const setup = await setUp({ uses: 100, windowMs: 60_000 });
+    const N = 16;
+    // A budget of 4 per 2 s: 12 of the jobs queue, and their grants go out across runs of 20
+    // events (the fewest a run takes: a handful of takes and grants), so passes that continue as
+    // new are ones with grants owed.
+    const setup = await setUp({ uses: 4, windowMs: 2_000 });
     const quota = await startQuota(setup, { eventsPerRun: 20 });
     const handles = [];
     for (let i = 0; i < N; i++) {
@@ -92,42 +92,36 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
       `# quota continue-as-new: ${N} jobs over ${runs} runs; ${JSON.stringify(status.totals)}\n`,
     );
     assert.ok(runs >= 3, `the quota workflow ran ${runs} runs`);
-    assert.equal(status.totals.granted, N);
+    assert.equal(status.totals.taken, N);
+    assert.ok(status.totals.granted >= N / 2, `granted ${status.totals.granted}`);
+    assert.equal(status.totals.granted, status.totals.queued, 'every queued take was granted');
     await quota.terminate('test over');
   });
 
-  test("a take whose answer was lost, then the same run's request for it: one use, counted once", async () => {
+  test('a take whose answer was lost, taken again by the same run: one use, counted once; by another run: used before', async () => {
     const setup = await setUp({ uses: 2, windowMs: 60_000 });
     const quota = await startQuota(setup, {});
     // What a create activity does when the take's answer never reaches it (its 15 s ran out, or
     // the answer came after its margin): the quota took the use, the activity sent nothing, and the
-    // workflow queues under the same request ID. The test is that activity, and drops the answer.
+    // workflow runs the call again under the same request ID. The test is that activity.
     const take = {
       requestId: 'lost/create-0-1',
+      workflowId: 'lost',
       kind: 'create' as const,
       limit: setup.limit,
+      leaseMs: 60_000,
       runId: 'run-of-lost',
     };
-    const answer = await quota.executeUpdate(quotaTakeUpdate, { args: [take] });
-    assert.equal(answer.outcome, 'granted');
-    // Its grant goes to a workflow that is not running, so the grant gives its use back at once.
-    await quota.signal('quotaRequest', {
-      ...take,
-      workflowId: `gone-${randomUUID()}`,
-      leaseMs: 60_000,
+    assert.equal((await quota.executeUpdate(quotaTakeUpdate, { args: [take] })).outcome, 'granted');
+    assert.equal((await quota.executeUpdate(quotaTakeUpdate, { args: [take] })).outcome, 'granted');
+    const reset = await quota.executeUpdate(quotaTakeUpdate, {
+      args: [{ ...take, runId: 'run-after-reset' }],
     });
-    const status = await waitFor(
-      async () => {
-        const s = await quota.query(quotaStatusQuery);
-        return s.totals.released + s.totals.declined > 0 ? s : null;
-      },
-      { what: 'the request to be granted or declined', timeoutMs: 10_000 },
-    );
-    // Before the fix: declined "used-before" (the workflow then asks under a new ID for a second
-    // use) with the taken use still in the window.
+    assert.equal(reset.outcome, 'used-before', 'a reset run, whose past may have sent the call');
+    const status = await quota.query(quotaStatusQuery);
     assert.deepEqual(
       { ...status.totals, usesInWindow: status.usesInWindow },
-      { granted: 1, spent: 0, taken: 0, refused: 0, released: 1, expired: 0, declined: 0, usesInWindow: 0 },
+      { taken: 1, queued: 0, granted: 0, refused: 0, released: 0, expired: 0, declined: 0, usesInWindow: 1 },
     );
     await quota.terminate('test over');
   });
@@ -160,7 +154,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     await quotaWorkflow(setup).terminate('test over');
   });
 
-  test('a create the API refuses as invalid is counted as spent before the job fails', async () => {
+  test('a create the API refuses as invalid stays counted when the job fails', async () => {
     const setup = await setUp({ uses: 2, windowMs: 60_000 });
     setup.sim.setScenario(setup.projectId, {
       durationMs: 300,
@@ -173,64 +167,69 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     );
     assert.ok(err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure, String(err));
     assert.equal(err.cause.type, FailureType.InvalidRequest);
-    // The use was spent (the API counted the request): it stays in the window, no lease is left.
-    const status = await waitFor(
-      async () => {
-        const s = await quotaWorkflow(setup).query(quotaStatusQuery);
-        return s.totals.spent === 1 ? s : null;
-      },
-      { what: 'the spent signal to reach the quota', timeoutMs: 10_000 },
-    );
+    // The take counted the use (the API counted the request): it stays in the window.
+    const status = await quotaWorkflow(setup).query(quotaStatusQuery);
+    assert.equal(status.totals.taken, 1);
     assert.deepEqual(status.leases, []);
     assert.equal(status.usesInWindow, 1);
     await quotaWorkflow(setup).terminate('test over');
   });
 
-  test('malformed and absurd signals leave the quota workflow working', async () => {
+  test('malformed and absurd messages leave the quota workflow working', async () => {
     const limit = { uses: 1, windowMs: 60_000 };
     const setup = await setUp(limit);
     const holder = await holdTheBudget(setup);
     const quota = quotaWorkflow(setup);
-    const valid = { workflowId: holder.workflowId, kind: 'create', limit, leaseMs: 60_000 };
+    const valid = { workflowId: holder.workflowId, kind: 'create', limit, leaseMs: 60_000, runId: 'r' };
     const before = Date.now();
     // A 429 whose Retry-After is absurd: the pause is capped as every retry's is.
-    await quota.signal('quotaRequest', {
-      ...valid,
-      requestId: 'absurd/create-0-1.2',
-      refused: { requestId: 'absurd/create-0-1', retryAfterMs: 1e20 },
+    const absurd = await quota.executeUpdate(quotaTakeUpdate, {
+      args: [
+        {
+          ...valid,
+          kind: 'create',
+          requestId: `${holder.workflowId}/absurd.2`,
+          refused: { requestId: `${holder.workflowId}/absurd`, retryAfterMs: 1e20 },
+        },
+      ],
     });
+    assert.equal(absurd.outcome, 'queued');
+    // Malformed takes are rejected by the validator: no event, no change.
     for (const body of [
       null,
       'create',
       { requestId: 42 },
-      { ...valid, requestId: 'odd/1', limit: { uses: 'many', windowMs: 1 } },
-      { ...valid, requestId: 'odd/2', kind: 'delete' },
-      { ...valid, requestId: 'odd/3', leaseMs: Number.NaN },
+      { ...valid, requestId: `${holder.workflowId}/odd-1`, limit: { uses: 'many', windowMs: 1 } },
+      { ...valid, requestId: `${holder.workflowId}/odd-2`, kind: 'delete' },
+      { ...valid, requestId: `${holder.workflowId}/odd-3`, leaseMs: Number.NaN },
       { ...valid, requestId: 'x'.repeat(5_000) },
-      { ...valid, requestId: 'odd/4', refused: { requestId: 9, retryAfterMs: 'soon' } },
+      { ...valid, requestId: 'elsewhere/odd-4' },
+      { ...valid, requestId: `${holder.workflowId}/odd-5`, refused: { requestId: 9, retryAfterMs: 'soon' } },
     ]) {
-      await quota.signal('quotaRequest', body);
+      await assert.rejects(
+        quota.executeUpdate('quotaTake', { args: [body] }),
+        WorkflowUpdateFailedError,
+        JSON.stringify(body)?.slice(0, 80),
+      );
     }
-    await quota.signal('quotaSpent', { requestId: 7, at: 'yesterday' });
-    await quota.signal('quotaSpent', null);
     await quota.signal('quotaRelease', {});
-    // A request with absurd numbers is clamped, not dropped: the queue takes it.
-    await quota.signal('quotaRequest', {
-      ...valid,
-      requestId: 'probe/create-0-1',
-      limit: { uses: 1e300, windowMs: 1e300 },
-      leaseMs: -1,
+    await quota.signal('quotaRelease', null);
+    // A take with absurd numbers is clamped, not refused: the queue takes it.
+    const clamped = await quota.executeUpdate('quotaTake', {
+      args: [
+        {
+          ...valid,
+          requestId: `${holder.workflowId}/probe`,
+          limit: { uses: 1e300, windowMs: 1e300 },
+          leaseMs: -1,
+        },
+      ],
     });
-    const status = await waitFor(
-      async () => {
-        const s = await quota.query(quotaStatusQuery);
-        return s.queueLength === 2 ? s : null;
-      },
-      { what: 'the quota to queue the two well-formed requests', timeoutMs: 10_000 },
-    );
+    assert.equal((clamped as { outcome: string }).outcome, 'queued');
+    const status = await quota.query(quotaStatusQuery);
     assert.deepEqual(
       status.queueHead.map((e) => e.requestId),
-      ['absurd/create-0-1.2', 'probe/create-0-1'],
+      [`${holder.workflowId}/absurd.2`, `${holder.workflowId}/probe`],
     );
     assert.ok(status.pausedUntil !== null, 'the 429 paused the project');
     const pausedMs = Date.parse(status.pausedUntil) - before;
@@ -243,6 +242,11 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
       events.filter((e) => e.workflowTaskFailedEventAttributes).length,
       0,
       'no workflow task of the quota workflow failed',
+    );
+    assert.equal(
+      events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length,
+      3,
+      "only the well-formed takes were accepted: the holder's create's, the 429's, the clamped one",
     );
     await quota.terminate('test over');
     await holder.terminate('test over');
@@ -262,7 +266,7 @@ describe('project quota deliveries', { concurrency: 2 }, () => {
     const status = await quotaWorkflow(setup).query(quotaStatusQuery);
     process.stdout.write(`# quota queue cap 2: ${N} jobs; ${JSON.stringify(status.totals)}\n`);
     assert.ok(status.totals.declined >= N - 3, `declined ${status.totals.declined}`);
-    assert.equal(status.totals.granted, N);
+    assert.equal(status.totals.taken, N);
     await quotaWorkflow(setup).terminate('test over');
   });
 });

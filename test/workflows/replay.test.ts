@@ -13,7 +13,10 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { QUOTA_ONE_TIMER_PATCH, QUOTA_WAITING_ANSWER_PATCH } from '../../src/quota/workflow.js';
+import {
+  QUOTA_ONE_TIMER_PATCH,
+  QUOTA_WAITING_ANSWER_PATCH,
+} from '../../src/workflows/legacy-quota/workflow.js';
 import { temporalEnv } from '../harness.js';
 import { releaseSource, RELEASES } from '../release-source.js';
 
@@ -44,6 +47,7 @@ test('every saved history replays through the current workflow code', async () =
     'follow-up-at-start.json',
     'quota-workflow.json',
     'quota-workflow-one-timer.json',
+    'quota-one-way.json',
   ]) {
     assert.ok(files.includes(name), `${name} is among the saved histories`);
   }
@@ -84,10 +88,12 @@ interface PatchMarker {
   details?: Record<string, { payloads?: Array<{ data?: string }> }>;
 }
 
-test("quota workflow histories from before the one-timer loop replay on this build, 1.0's too", async () => {
-  // The quota workflow is not pinned: a rollout moves 1.0's and 1.1's first quota runs onto this
-  // build mid-run, where they go on with the loop that made them (the patch is absent) until they
-  // continue as new. The new loop's own history carries the patch's marker.
+test("quota workflow histories of earlier builds replay on this build's frozen copy of their code, 1.0's too", async () => {
+  // The quota workflow is not pinned: a rollout moves the earlier builds' quota runs (type
+  // projectQuotaWorkflow, src/workflows/legacy-quota/) onto this build mid-run, where they replay
+  // the code that made them; runs from before the one-timer loop go on with the loop that made
+  // them (the patch is absent) until they continue as new. This build's own quota workflow is
+  // another type (projectQuota, quota-one-way.json), which no earlier run ever meets.
   const patchIn = (folder: string, name: string) => patchesOf(folder, name).includes(QUOTA_ONE_TIMER_PATCH);
   const before: Array<[string, string]> = [
     ['./', 'quota-workflow.json'],
@@ -150,6 +156,28 @@ test('a change that breaks running workflows fails the replay', async () => {
   }
   assert.equal(failures.length, files.length, failures.join('\n'));
   assert.match(failures[0] ?? '', /DeterminismViolationError/);
+});
+
+test("a bundle without the earlier builds' quota workflow type cannot run their quota runs: it stays exported", async () => {
+  // What a worker of this build would do with an earlier build's quota run that follows rollouts,
+  // had it dropped the type (src/workflows/legacy-quota/): fail every workflow task of the run,
+  // which the server retries on the current version for as long as the run is open.
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: fileURLToPath(new URL('./fixtures/changed-workflow.ts', import.meta.url)),
+    logger: new DefaultLogger('ERROR'),
+  });
+  let replayed = 0;
+  for await (const result of Worker.runReplayHistories(
+    { workflowBundle },
+    histories('./', ['quota-workflow.json']),
+  )) {
+    assert.match(
+      String(result.error),
+      /Failed to initialize workflow of type 'projectQuotaWorkflow': no such function/,
+    );
+    replayed++;
+  }
+  assert.equal(replayed, 1);
 });
 
 test("1.0 histories replay on the 1.0 build, where their PINNED runs finish; only the quota workflow's replays on this one", async () => {

@@ -1,33 +1,30 @@
 /**
  * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
  * timeouts and retry policy, bounded by the deadline (./api-failures.ts), and the create and the
- * follow-up message within the project's quota: taken at once by the call itself when the quota
- * has room, else through the queue (../../quota/requester.ts).
+ * follow-up message within the project's quota: each call takes its use itself, and waits in the
+ * quota's queue when the take says so (../project-quota/requester.ts).
  */
 import {
   currentUpdateInfo,
   ActivityCancellationType,
-  ActivityFailure,
-  ApplicationFailure,
   proxyActivities,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
-import { FailureType, type AgentJobRecord, type ApiErrorDetails } from '../../contract.js';
+import type { AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
-import type { QuotaRequest, QuotaUseKind } from '../../quota/messages.js';
+import type { QuotaUseKind } from '../project-quota/messages.js';
 import {
   CREATE_BACKOFF,
   GET_BACKOFF,
   MESSAGE_BACKOFF,
-  refusesQuotaUse,
   retryPolicyOf,
   SDK_WORKER_SHUTDOWN_TYPE,
 } from '../../agent-api/failure-policy.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';
-import type { ProjectQuotaRequester, QuotaUse } from '../../quota/requester.js';
+import type { ProjectQuotaRequester, QuotaTicket, QuotaUse } from '../project-quota/requester.js';
 import { attempt, untilAnswered, type ApiCaller, type AttemptResult } from './api-failures.js';
 
 /** What the calls read of the run (./run.ts), besides what ./api-failures.ts reports to it. */
@@ -95,21 +92,6 @@ const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
-/** How a create or message meets the quota: `takeAs` a request ID (the fast path), or `managed` by the queue. */
-interface CallQuota {
-  /** A grant from the queue covers the call: a 429 goes back to the queue, not to a retry. */
-  managed: boolean;
-  /** The call takes its use itself, under this request ID; null when the queue granted it or the quota is off. */
-  takeAs: string | null;
-}
-
-/** Under the project quota a 429 goes back to the quota (pause, keep the place), not to a retry. */
-function quotaManaged(options: ActivityOptions, managed: boolean): Partial<ActivityOptions> {
-  if (!managed) return {};
-  const types = options.retry?.nonRetryableErrorTypes ?? [];
-  return { retry: { ...options.retry, nonRetryableErrorTypes: [...types, FailureType.RateLimited] } };
-}
-
 /**
  * Creates the agent job, waiting out transient failures until the deadline. `uncertain`: why a
  * create may have been sent before this run's first attempt (a reset run), or null.
@@ -130,22 +112,13 @@ export function createJob(
       whatTimedOut: 'the agent job could not be created',
     },
     (_timeoutMs, uncertain) =>
-      withinQuota(run, 'create', ({ managed, takeAs }) =>
+      withinQuota(run, 'create', (ticket) =>
         createAgentJob.executeWithOptions(
           {
             summary: `create agent job in project ${markdownText(projectId)}`,
             scheduleToCloseTimeout: timeLeftMs(run, 'the agent job could not be created'),
-            ...quotaManaged(createOptions, managed),
           },
-          [
-            {
-              projectId,
-              prompt,
-              idempotencyKey,
-              uncertain,
-              ...(takeAs !== null && { quotaRequestId: takeAs }),
-            },
-          ],
+          [{ projectId, prompt, idempotencyKey, uncertain, ...quotaInput(ticket) }],
         ),
       ),
     uncertain,
@@ -204,23 +177,13 @@ export function sendMessage(
       whatTimedOut: 'the follow-up message could not be sent',
     },
     (_timeoutMs, uncertain) =>
-      withinQuota(run, 'message', ({ managed, takeAs }) =>
+      withinQuota(run, 'message', (ticket) =>
         sendAgentJobMessage.executeWithOptions(
           {
             summary: `send follow-up message (turn ${turn})`,
             scheduleToCloseTimeout: timeLeftMs(run, 'the follow-up message could not be sent'),
-            ...quotaManaged(messageOptions, managed),
           },
-          [
-            {
-              projectId,
-              jobId,
-              prompt,
-              idempotencyKey,
-              uncertain,
-              ...(takeAs !== null && { quotaRequestId: takeAs }),
-            },
-          ],
+          [{ projectId, jobId, prompt, idempotencyKey, uncertain, ...quotaInput(ticket) }],
         ),
       ),
   );
@@ -238,41 +201,21 @@ function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
 }
 
 /**
- * Each call is its own quota use, so a retry after another error asks again. The call first
- * takes its use itself (one update from its activity, nothing in this history); only when the
- * quota tells it to queue, or the API refused the use it took, does it go through the queue:
- * then the call that follows the grant takes nothing.
+ * Each call is its own quota use, so a retry after another error takes again. The call takes its
+ * use itself (one update from its activity, nothing in this history when the quota has room); when
+ * the quota queues it, or the API refused the use it took, the requester waits and calls again.
  */
-async function withinQuota<T>(
+function withinQuota<T>(
   run: CallingRun,
   kind: QuotaUseKind,
-  call: (quota: CallQuota) => Promise<T>,
+  call: (ticket: QuotaTicket) => Promise<T>,
 ): Promise<T> {
-  const use = run.nextQuotaUse(kind);
-  const queued = (refused?: QuotaRequest['refused']) =>
-    run.quota.run(use, (managed) => call({ managed, takeAs: null }), run.deadlineMs, refused);
-  const requestId = `${workflowInfo().workflowId}/${use.name}`;
-  try {
-    return await call({ managed: false, takeAs: requestId });
-  } catch (err) {
-    const fallback = quotaFallbackOf(err);
-    if (fallback === null) throw err;
-    return queued(fallback === 'queue' ? undefined : { requestId, retryAfterMs: fallback.retryAfterMs });
-  }
+  return run.quota.run(run.nextQuotaUse(kind), call, run.deadlineMs);
 }
 
-/**
- * What a create or message that took its own use asks of the queue: `queue` (the quota was busy
- * and nothing was sent), the 429 that refused the use it took (the quota must hear it), or null
- * for any other outcome, which the call's own handling reads (./api-failures.ts).
- */
-function quotaFallbackOf(err: unknown): 'queue' | { retryAfterMs: number | null } | null {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure)) return null;
-  if (err.cause.type === FailureType.ProjectQuotaQueue) return 'queue';
-  if (!refusesQuotaUse(err.cause.type)) return null;
-  const details = err.cause.details?.[0] as Partial<ApiErrorDetails> | undefined;
-  if (details?.quotaTaken !== true) return null;
-  return { retryAfterMs: typeof details.retryAfterMs === 'number' ? details.retryAfterMs : null };
+/** The quota fields of a create or message activity's input: the take's request ID and the 429 it follows. */
+function quotaInput({ requestId, refused }: QuotaTicket) {
+  return { quotaRequestId: requestId, ...(refused && { quotaRefused: refused }) };
 }
 
 // The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker

@@ -1,4 +1,11 @@
 /**
+ * FROZEN: the project quota protocol of 1.1 and of the builds up to the one-way quota
+ * (docs/decisions/0015-quota-one-way-in.md). Kept unchanged, under its own workflow type and IDs,
+ * only so that the quota workflows those builds started (they follow rollouts onto this build and
+ * replay here) and the agent-job workflows pinned to those builds (they keep asking by its
+ * signals) go on working; nothing of this build asks it. Delete this folder once no build before
+ * the one-way quota runs. Do not change it: a change here must replay test/histories/quota-*.json.
+ *
  * The project quota workflow: one long-lived workflow per project (ID from `projectQuotaWorkflowId`)
  * holding the project's {@link ProjectBudget}. Requests arrive by signal-with-start from the enqueue
  * activity; grants, places and declines leave as signals to the requesting workflows. It continues
@@ -24,7 +31,7 @@ import {
   workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
-import type { ProjectMetricsSinks } from '../workflows/sinks.js';
+import type { ProjectMetricsSinks } from '../sinks.js';
 import {
   FOLLOWS_ROLLOUTS_MEMO,
   quotaDeclinedSignal,

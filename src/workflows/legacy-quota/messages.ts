@@ -7,9 +7,9 @@
  * Importable from workflow code: no Node modules, no I/O, no clocks.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { QueuePlace } from '../contract.js';
-import { fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import { MAX_RETRY_AFTER_MS } from '../agent-api/failure-policy.js';
+import type { QueuePlace } from '../../contract.js';
+import { fitPart, isWellFormed, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../../ids.js';
+import { MAX_RETRY_AFTER_MS } from '../../agent-api/failure-policy.js';
 
 /** The project quota's grants unblock waiting jobs, so its tasks go first (a task-queue priority key). */
 export const QUOTA_PRIORITY_KEY = 1;

@@ -7,7 +7,7 @@
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
  * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
  */
-import type { QueuePlace } from '../contract.js';
+import type { QueuePlace } from '../../contract.js';
 import type {
   ProjectQuotaStatus,
   QuotaDeclined,
@@ -21,9 +21,14 @@ import type {
   QuotaWaiting,
 } from './messages.js';
 import { clamp, clampInt, clampLimit, MAX_LEASE_MS, MAX_WINDOW_MS, MIN_LEASE_MS } from './messages.js';
-import { idHash, utf8ByteLength } from '../ids.js';
-import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../agent-api/failure-policy.js';
-import { DEFAULT_QUOTA_LEASE_MS } from './settings.js';
+import { idHash, utf8ByteLength } from '../../ids.js';
+import {
+  CREATE_BACKOFF,
+  MESSAGE_BACKOFF,
+  RETRY_JITTER,
+  retryDelayMs,
+} from '../../agent-api/failure-policy.js';
+import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
 
 /**
  * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default

@@ -1,0 +1,205 @@
+/**
+ * What the budget of one project holds (plain JSON, carried across continue-as-new) and what it
+ * shows: the status query's snapshot, the metrics' counts, the current details, a queued take's
+ * place and earliest start. Read-only views; the decisions that change the state are ./budget.ts.
+ *
+ * Pure: no Temporal, no clock of its own (`now` is passed, epoch ms).
+ */
+import type { QueuePlace } from '../../contract.js';
+import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from './messages.js';
+import { clamp, MAX_USES, MAX_WINDOW_MS } from './messages.js';
+
+/** One queued take. */
+export interface QueueEntry {
+  requestId: string;
+  workflowId: string;
+  kind: QuotaUseKind;
+  enqueuedAt: number;
+  leaseMs: number;
+  /** Asks again after a 429: ahead of every other request. */
+  requeued?: true;
+}
+
+/** A grant held for a queued take until it takes it (or it expires). `owed`: its grant signal. */
+export interface Lease extends QueueEntry {
+  grantedAt: number;
+  expiresAt: number;
+  owed?: true;
+}
+
+/**
+ * A request ID that is done with, as its hash (`idHash`). `taken`: its use counts in the window at
+ * `at`, taken by the run `run` (a hash too); a 429 for it takes it out again.
+ */
+export interface RememberedRequest {
+  id: string;
+  at: number;
+  how: 'taken' | 'released' | 'refused';
+  run?: string;
+}
+
+/** A take a full queue declined, as its hash: a place is held for it until `until`. */
+export interface HeldRoom {
+  id: string;
+  until: number;
+}
+
+/** Everything the budget holds: plain JSON, carried across continue-as-new. */
+export interface BudgetState {
+  projectId: string;
+  limit: QuotaLimit;
+  /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
+  learntUses: number | null;
+  /** When the learnt budget last changed: it grows back each quiet window. */
+  learntAt: number;
+  /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
+  learntStep: number;
+  /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
+  learntBeforePause: number | null;
+  queue: QueueEntry[];
+  /** Times of the uses within the last window, ascending. */
+  window: number[];
+  leases: Lease[];
+  pausedUntil: number | null;
+  /** 429s in a row without a use known to have gone through since: the pause grows with it. */
+  refusalsInARow: number;
+  /**
+   * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
+   * heard by this time means it went through, and grants go on as usual. Null while none is out.
+   */
+  probeSettlesAt: number | null;
+  remembered: RememberedRequest[];
+  /** Takes a full queue declined, in the order declined: while they are to come back, the room that frees is theirs. */
+  heldRooms: HeldRoom[];
+  totals: ProjectQuotaStatus['totals'];
+}
+
+/** The state of a project nothing has been asked of yet. */
+export function initialState(projectId: string, limit: QuotaLimit, now: number): BudgetState {
+  return {
+    projectId,
+    limit: clampLimit(limit),
+    learntUses: null,
+    learntAt: now,
+    learntStep: 1,
+    learntBeforePause: null,
+    queue: [],
+    window: [],
+    leases: [],
+    pausedUntil: null,
+    refusalsInARow: 0,
+    probeSettlesAt: null,
+    remembered: [],
+    heldRooms: [],
+    totals: { taken: 0, queued: 0, granted: 0, refused: 0, released: 0, expired: 0, declined: 0 },
+  };
+}
+
+/** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
+export function clampLimit(limit: QuotaLimit): QuotaLimit {
+  return {
+    uses: clamp(Math.floor(limit.uses), 1, MAX_USES),
+    windowMs: clamp(Math.floor(limit.windowMs), 1_000, MAX_WINDOW_MS),
+  };
+}
+
+/**
+ * Added to every window edge, for the skew between the Temporal server's clock and the API's.
+ * 1 ms per second of window, at most 1 s.
+ */
+export function edgeMarginMs(limit: QuotaLimit): number {
+  return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
+}
+
+/** How long a use counts: the window and its edge margin. */
+export function spanMs(limit: QuotaLimit): number {
+  return limit.windowMs + edgeMarginMs(limit);
+}
+
+/** Uses the budget allows per window now: the configured ones, or fewer after 429s. */
+export function effectiveUses(s: BudgetState): number {
+  return Math.min(s.limit.uses, s.learntUses ?? s.limit.uses);
+}
+
+/**
+ * The earliest starts of the first `count` places: the window slides forward one grant at a time,
+ * every lease counted as a use made now.
+ */
+export function startsOf(s: BudgetState, count: number, now: number): number[] {
+  const uses = effectiveUses(s);
+  const span = spanMs(s.limit);
+  const times = [...s.window, ...s.leases.map(() => now)];
+  const start = Math.max(now, s.pausedUntil ?? now);
+  const starts: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const at = times.length >= uses ? Math.max(start, (times[times.length - uses] as number) + span) : start;
+    times.push(at);
+    starts.push(at);
+  }
+  return starts;
+}
+
+/** The place of the take at `index` of the queue, and the earliest start the budget allows it. */
+export function placeAt(s: BudgetState, index: number, now: number): QueuePlace {
+  return {
+    position: index + 1,
+    queueLength: s.queue.length,
+    earliestStartAt: new Date(startsOf(s, index + 1, now)[index] as number).toISOString(),
+    asOf: new Date(now).toISOString(),
+  };
+}
+
+/** The place of a queued take; null when not queued. */
+export function placeOf(s: BudgetState, requestId: string, now: number): QueuePlace | null {
+  const index = s.queue.findIndex((e) => e.requestId === requestId);
+  return index < 0 ? null : placeAt(s, index, now);
+}
+
+/** The counts of {@link snapshotOf} without copying leases or the queue: for a report every pass. */
+export function usageOf(s: BudgetState, now: number): QuotaUsage {
+  const horizon = now - spanMs(s.limit);
+  const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
+  const leases = s.leases.reduce((n, l) => (l.expiresAt > now ? n + 1 : n), 0);
+  return { budgetUses: effectiveUses(s), usesInWindow: inWindow + leases, queued: s.queue.length };
+}
+
+/** What the `quotaStatus` query answers. */
+export function snapshotOf(s: BudgetState, now: number): ProjectQuotaStatus {
+  const iso = (ms: number) => new Date(ms).toISOString();
+  return {
+    projectId: s.projectId,
+    limit: s.limit,
+    effectiveUses: effectiveUses(s),
+    usesInWindow: usageOf(s, now).usesInWindow,
+    leases: s.leases
+      .filter((l) => l.expiresAt > now)
+      .map((l) => ({
+        requestId: l.requestId,
+        workflowId: l.workflowId,
+        grantedAt: iso(l.grantedAt),
+        expiresAt: iso(l.expiresAt),
+      })),
+    queueLength: s.queue.length,
+    queueHead: s.queue.slice(0, 20).map((e) => ({
+      requestId: e.requestId,
+      workflowId: e.workflowId,
+      kind: e.kind,
+      enqueuedAt: iso(e.enqueuedAt),
+    })),
+    pausedUntil: s.pausedUntil === null || s.pausedUntil <= now ? null : iso(s.pausedUntil),
+    totals: { ...s.totals },
+  };
+}
+
+/** One line for the quota workflow's current details. */
+export function summaryOf(s: BudgetState, now: number): string {
+  const paused =
+    s.pausedUntil === null || s.pausedUntil <= now
+      ? ''
+      : `; paused after a 429 until ${new Date(s.pausedUntil).toISOString()}`;
+  return (
+    `Project ${s.projectId}: ${s.window.length + s.leases.length} of ${effectiveUses(s)} uses in the window ` +
+    `(configured ${s.limit.uses} per ${Math.round(s.limit.windowMs / 1000)}s), ` +
+    `${s.queue.length} queued, ${s.leases.length} granted and not yet taken${paused}`
+  );
+}
