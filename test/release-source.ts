@@ -15,6 +15,8 @@ import { onCleanup, ROOT } from './harness.js';
 export const RELEASES = {
   /** 1.0.0: "Version 1.0.0" (docs/decisions/0001). */
   '1.0': '37c6b5a',
+  /** 1.1.0: "Version 1.1.0" (its runs are PINNED to its build, as 1.0's). */
+  '1.1': '82bfbaf',
 } as const;
 
 /** A directory holding the sources of `release` (removed when the test ends). */

@@ -1,10 +1,11 @@
 /**
  * Replays the histories captured from real runs. test/histories holds this version's shapes
- * (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts workflows`) and replays them through
- * today's workflow code: a change that would break running workflows fails here; the last test
- * shows that it can. Each earlier release keeps its own in a subfolder (test/histories/1.0/), which
- * replay on that release's own build, extracted from git: its runs are PINNED, so they finish on
- * the workers of that build (docs/decisions/0001), never on this code.
+ * (refreshed with `CAPTURE_HISTORIES=1 npx tsx test/run.ts workflows/
+ * client/follow-up-continue-as-new`) and replays them through today's workflow code: a change
+ * that would break running workflows fails here; the last test shows that it can. Each earlier
+ * release keeps its own in a subfolder (test/histories/1.0/, 1.1/), which replay on that release's
+ * own build, extracted from git: its runs are PINNED, so they finish on the workers of that build
+ * (docs/decisions/0001), never on this code.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -180,36 +181,44 @@ test("a bundle without the earlier builds' quota workflow type cannot run their 
   assert.equal(replayed, 1);
 });
 
-test("1.0 histories replay on the 1.0 build, where their PINNED runs finish; only the quota workflow's replays on this one", async () => {
-  const names = filesIn('./1.0/');
-  assert.ok(names.length >= 17, `1.0 histories: ${names.join(', ')}`);
-  const source = releaseSource('1.0');
-  const release = await bundleWorkflowCode({
-    workflowsPath: join(source, 'src/workflows/index.ts'),
-    logger: new DefaultLogger('ERROR'),
-  });
-  const replayed: string[] = [];
-  for await (const result of Worker.runReplayHistories(
-    { workflowBundle: release },
-    histories('./1.0/', names),
-  )) {
-    assert.equal(
-      result.error,
-      undefined,
-      `${result.workflowId} on ${RELEASES['1.0']}: ${String(result.error)}`,
+for (const release of ['1.0', '1.1'] as const) {
+  test(`${release} histories replay on the ${release} build, where their PINNED runs finish; its quota workflow's on this one`, async () => {
+    const folder = `./${release}/`;
+    const names = filesIn(folder);
+    assert.ok(names.length >= 17, `${release} histories: ${names.join(', ')}`);
+    const source = releaseSource(release);
+    const build = await bundleWorkflowCode({
+      workflowsPath: join(source, 'src/workflows/index.ts'),
+      logger: new DefaultLogger('ERROR'),
+    });
+    const replayed: string[] = [];
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: build },
+      histories(folder, names),
+    )) {
+      assert.equal(
+        result.error,
+        undefined,
+        `${result.workflowId} on ${RELEASES[release]}: ${String(result.error)}`,
+      );
+      replayed.push(result.workflowId);
+    }
+    assert.deepEqual(replayed, names);
+    const { workflowBundle } = await temporalEnv();
+    const failed: string[] = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle }, histories(folder, names))) {
+      if (result.error) failed.push(result.workflowId);
+    }
+    // Their jobs' code changed since (1.0 ran a timer and a local activity per poll; 1.1 queued for
+    // the quota through an enqueue activity): such a run that reached this build would fail its
+    // next workflow task, which is why these runs stay pinned.
+    const changed = release === '1.0' ? 'completed-with-pr.json' : 'quota-queued-create.json';
+    assert.ok(failed.includes(changed), `failed on this build: ${failed.join(', ')}`);
+    // The quota workflow is the exception: it follows rollouts (docs/versioning.md), so this build
+    // replays it, on the frozen earlier protocol (src/workflows/legacy-quota/).
+    assert.ok(
+      !failed.includes('quota-workflow.json'),
+      `${release}'s quota workflow history replays on this build`,
     );
-    replayed.push(result.workflowId);
-  }
-  assert.deepEqual(replayed, names);
-  // This build polls by retry where 1.0 ran a timer and a local activity per poll: a 1.0 run that
-  // reached it would fail its next workflow task, which is why 1.0 runs stay pinned.
-  const { workflowBundle } = await temporalEnv();
-  const failed: string[] = [];
-  for await (const result of Worker.runReplayHistories({ workflowBundle }, histories('./1.0/', names))) {
-    if (result.error) failed.push(result.workflowId);
-  }
-  assert.ok(failed.includes('completed-with-pr.json'), `failed on this build: ${failed.join(', ')}`);
-  // The quota workflow is the exception: a rollout moves 1.0's onto this version (docs/versioning.md,
-  // step 3b), so this build must replay its history.
-  assert.ok(!failed.includes('quota-workflow.json'), "1.0's quota workflow history replays on this build");
-});
+  });
+}

@@ -25,7 +25,7 @@ import {
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';
 import type { ProjectQuotaRequester, QuotaTicket, QuotaUse } from '../project-quota/requester.js';
-import { attempt, untilAnswered, type ApiCaller, type AttemptResult } from './api-failures.js';
+import { attempt, untilAnswered, type ApiCall, type ApiCaller, type AttemptResult } from './api-failures.js';
 
 /** What the calls read of the run (./run.ts), besides what ./api-failures.ts reports to it. */
 export interface CallingRun extends ApiCaller {
@@ -103,24 +103,18 @@ export function createJob(
   uncertain: string | null,
 ): Promise<AgentJobRecord> {
   const { projectId } = run;
-  return untilAnswered(
+  return sendWithinQuota(
     run,
+    'create',
     {
       operation: 'createJob',
       doing: 'creating the agent job',
       backoff: CREATE_BACKOFF,
       whatTimedOut: 'the agent job could not be created',
     },
-    (_timeoutMs, uncertain) =>
-      withinQuota(run, 'create', (ticket) =>
-        createAgentJob.executeWithOptions(
-          {
-            summary: `create agent job in project ${markdownText(projectId)}`,
-            scheduleToCloseTimeout: timeLeftMs(run, 'the agent job could not be created'),
-          },
-          [{ projectId, prompt, idempotencyKey, uncertain, ...quotaInput(ticket) }],
-        ),
-      ),
+    `create agent job in project ${markdownText(projectId)}`,
+    (options, sent) =>
+      createAgentJob.executeWithOptions(options, [{ projectId, prompt, idempotencyKey, ...sent }]),
     uncertain,
   );
 }
@@ -168,24 +162,50 @@ export function sendMessage(
   turn: number,
 ): Promise<AgentJobRecord> {
   const { projectId } = run;
-  return untilAnswered(
+  return sendWithinQuota(
     run,
+    'message',
     {
       operation: 'sendMessage',
       doing: 'sending the follow-up message',
       backoff: MESSAGE_BACKOFF,
       whatTimedOut: 'the follow-up message could not be sent',
     },
+    `send follow-up message (turn ${turn})`,
+    (options, sent) =>
+      sendAgentJobMessage.executeWithOptions(options, [
+        { projectId, jobId, prompt, idempotencyKey, ...sent },
+      ]),
+  );
+}
+
+/** What every attempt of a create or message adds to its input: why it may follow an applied one, its quota take. */
+type SentWith = { uncertain: string | null } & ReturnType<typeof quotaInput>;
+
+/**
+ * A create or message: each attempt one use of the project's quota, sent until the API answers or
+ * the deadline comes, with what is left of it as the activity's schedule-to-close timeout.
+ * `uncertainFromStart`: why the call may have been sent before this run's first attempt.
+ */
+function sendWithinQuota(
+  run: CallingRun,
+  kind: QuotaUseKind,
+  call: ApiCall,
+  summary: string,
+  start: (options: ActivityOptions, sent: SentWith) => Promise<AgentJobRecord>,
+  uncertainFromStart: string | null = null,
+): Promise<AgentJobRecord> {
+  return untilAnswered(
+    run,
+    call,
     (_timeoutMs, uncertain) =>
-      withinQuota(run, 'message', (ticket) =>
-        sendAgentJobMessage.executeWithOptions(
-          {
-            summary: `send follow-up message (turn ${turn})`,
-            scheduleToCloseTimeout: timeLeftMs(run, 'the follow-up message could not be sent'),
-          },
-          [{ projectId, jobId, prompt, idempotencyKey, uncertain, ...quotaInput(ticket) }],
+      withinQuota(run, kind, (ticket) =>
+        start(
+          { summary, scheduleToCloseTimeout: timeLeftMs(run, call.whatTimedOut) },
+          { uncertain, ...quotaInput(ticket) },
         ),
       ),
+    uncertainFromStart,
   );
 }
 
