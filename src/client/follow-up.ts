@@ -202,7 +202,7 @@ function followUpHandle(
  * Where a follow-up went when its update failed with `err`: null when that is its outcome (its
  * turn's failure, or a run that ended without answering), else its update in the run that took it
  * on. A run that continues as new carries its waiting follow-ups, and the next run answers their
- * update IDs with them (src/workflows/agent-job/follow-ups.ts); the run says by its status that it
+ * update IDs with them (src/workflows/agent-job/run.ts); the run says by its status that it
  * continued, and by its chain's first run where to ask. An error that is no update failure throws
  * the workflow's own failure when it has one.
  */
