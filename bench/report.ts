@@ -492,7 +492,7 @@ function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
     `job's history: ${num(own.perJob ?? own.actions)} actions ` +
     `(${own.perJob === null ? "takes and the chain's share" : 'per further job'}) and ${num(own.events)} events, ` +
     `${own.met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - takes} actions besides the takes ` +
-    `(its start, its timers, its patch marker) are shared by every job of the chain, ${on.jobs} here. `
+    `(its start, its timers, any patch marker of an earlier build) are shared by every job of the chain, ${on.jobs} here. `
   );
 }
 

@@ -428,7 +428,8 @@ function costAim(result: BenchResult): AimResult {
  * Issue 29's aim for the quota: what it costs per job when it never waits. Measured at the margin,
  * what each further job adds once the project's chain runs (its takes, any other action of the
  * chain meanwhile, and what it adds to the job's history), with the chain's one-off actions (its
- * start, its patch marker, the timer that ends it) shown beside it, all told over the run's jobs.
+ * start, the timer that ends it, any patch marker earlier builds recorded) shown beside it, all
+ * told over the run's jobs.
  */
 function quotaAim(result: BenchResult): AimResult {
   const aim =

@@ -12,7 +12,8 @@
  * unless uses fall together, are what an hour's window costs too, an hour later. It is also read
  * after the first half of the jobs and after the last: what it grew by over the second half is the
  * quota's cost per further job once a project's chain runs (issue 29's aim is read there), apart
- * from its start, its patch marker and its timers, which come once per chain.
+ * from its start, its timers and any patch marker (earlier builds recorded one), which come once
+ * per chain.
  */
 import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
