@@ -43,3 +43,11 @@ export {
   type ApiKeySource,
   type FileApiKeyOptions,
 } from './api-key.js';
+export {
+  DEFAULT_FILE_CHECK_INTERVAL_MS,
+  WatchedFile,
+  type Parsed,
+  type Unusable,
+  type WatchedFileEvent,
+  type WatchedFileOptions,
+} from './watched-file.js';
