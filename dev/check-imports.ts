@@ -40,6 +40,12 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   },
   { name: 'workflows and activities', members: ['src/workflows/', 'src/activities/', 'src/quota/'] },
   {
+    // The payload codec reads its keys the way the API keys are read, and is used by every process
+    // that talks to Temporal; it knows nothing of workflows, configuration or the worker.
+    name: 'payload codec',
+    members: ['src/payload-codec/'],
+  },
+  {
     name: 'observability and configuration',
     // The worker's sizing from its memory limit and its build ID from its bundle are what the
     // configuration derives its settings from: they sit with it, beside the worker that uses them.

@@ -28,6 +28,12 @@ export const ErrorName = {
   InvalidInput: 'InvalidInputError',
   /** Bad lines in a batch file (src/client/batch.ts). */
   BatchFile: 'BatchFileError',
+  /** A payload key file with no usable key ring (src/payload-codec/key-ring.ts). */
+  PayloadKeyFile: 'PayloadKeyFileError',
+  /** A sealed payload whose key ID is not in the key ring (src/payload-codec/codec.ts). */
+  UnknownPayloadKey: 'UnknownPayloadKeyError',
+  /** A sealed payload that does not open: altered, truncated or not sealed by this codec (src/payload-codec/codec.ts). */
+  SealedPayload: 'SealedPayloadError',
   /** A command line that cannot be run: the starter's, the simulator's. */
   Usage: 'UsageError',
 } as const;

@@ -6,6 +6,11 @@ import { BatchFileError } from '../src/client/batch.js';
 import { ConfigError } from '../src/config.js';
 import { InvalidInputError } from '../src/contract.js';
 import { AgentJobError, ErrorName, UsageError } from '../src/errors.js';
+import {
+  PayloadKeyFileError,
+  SealedPayloadError,
+  UnknownPayloadKeyError,
+} from '../src/payload-codec/index.js';
 import { QuotaSettingError } from '../src/quota/settings.js';
 
 test("every error the project throws has the base and its own name from the one map, whatever the bundler's class names", () => {
@@ -24,6 +29,9 @@ test("every error the project throws has the base and its own name from the one 
     new InvalidInputError('projectId', 'is required'),
     new QuotaSettingError('AGENT_API_PROJECT_QUOTA', 'not a limit'),
     new UsageError('--prompt is required'),
+    new PayloadKeyFileError('/run/payload-keys', 'it holds no key'),
+    new UnknownPayloadKeyError('2026-10'),
+    new SealedPayloadError('a sealed payload has no encryption-key-id'),
   ];
   const names = made.map((err) => err.name);
   for (const err of made) assert.ok(err instanceof AgentJobError, `${err.name} has the base`);

@@ -1,0 +1,144 @@
+/**
+ * The payload codec's keys: a ring of AES-256 keys, each with an ID, the first one current (it
+ * seals), every one able to open what it sealed. Read from a file (TEMPORAL_PAYLOAD_KEYS_FILE, a
+ * mounted Secret) through the same {@link WatchedFile} as the API keys, so that making a new key
+ * current, or adding one, needs no restart.
+ *
+ * The file, one key a line, the current key first:
+ *
+ *     # comments and blank lines are ignored
+ *     2026-11 3q2+7w...base64 of 32 random bytes...=
+ *     2026-10 Zm9v...=
+ *
+ * A key ID is 1 to 64 of `A-Z a-z 0-9 . _ -`: it is written in every sealed payload's metadata, in
+ * plain text, and named in errors; the key itself never is.
+ */
+import {
+  WatchedFile,
+  type Parsed,
+  type WatchedFileEvent,
+  type WatchedFileOptions,
+} from '../agent-api/watched-file.js';
+import { AgentJobError, ErrorName } from '../errors.js';
+
+/** Bytes of an AES-256 key. */
+export const KEY_BYTES = 32;
+
+/** What a key ID may be: it is stored in plain text in each sealed payload. */
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A key of the ring. */
+export interface PayloadKey {
+  readonly id: string;
+  /** 32 bytes. */
+  readonly key: Buffer;
+}
+
+/** The keys now: `current` seals, any of `keys` opens. `current` is `keys[0]`. */
+export interface KeyRing {
+  readonly current: PayloadKey;
+  readonly keys: readonly PayloadKey[];
+}
+
+/**
+ * Where the codec gets its keys. `current()` may check a file (at most once a second);
+ * `refreshed()` reads it at once, for a payload sealed with a key ID the ring lacks (a new key may
+ * have been mounted on another process first).
+ */
+export interface KeyRingSource {
+  current(): KeyRing;
+  refreshed(): KeyRing;
+}
+
+/** A payload key file that cannot be read at start, or holds no usable ring. Names the file, never a key. */
+export class PayloadKeyFileError extends AgentJobError {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorName.PayloadKeyFile, `${path}: ${reason}`, options);
+  }
+}
+
+/** The ring of `keys` (the first current). @throws {Error} on an empty list or a bad key */
+export function keyRing(keys: readonly PayloadKey[]): KeyRing {
+  const parsed = checkKeys(keys);
+  if ('reason' in parsed) throw new TypeError(`bad payload key ring: ${parsed.reason}`);
+  return parsed.value;
+}
+
+/** A ring that never changes: for library users who hold their keys elsewhere, and for tests. */
+export function staticKeyRing(keys: readonly PayloadKey[]): KeyRingSource {
+  const ring = keyRing(keys);
+  return { current: () => ring, refreshed: () => ring };
+}
+
+/**
+ * The ring in a key file's text. The reasons name a line number and a key ID, never key material.
+ */
+export function parseKeyRing(text: string): Parsed<KeyRing> {
+  const keys: PayloadKey[] = [];
+  const lines = text.split('\n');
+  for (const [index, raw] of lines.entries()) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const fields = line.split(/\s+/);
+    const where = `line ${index + 1}`;
+    if (fields.length !== 2)
+      return { reason: `${where}: expected "<key ID> <base64 of ${KEY_BYTES} bytes>"` };
+    const [id, encoded] = fields as [string, string];
+    if (!KEY_ID.test(id)) return { reason: `${where}: a key ID is 1 to 64 of A-Z a-z 0-9 . _ -` };
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) return { reason: `${where}: key ${id} is not base64` };
+    keys.push({ id, key: Buffer.from(encoded, 'base64') });
+  }
+  return checkKeys(keys);
+}
+
+function checkKeys(keys: readonly PayloadKey[]): Parsed<KeyRing> {
+  const [current] = keys;
+  if (current === undefined) return { reason: 'it holds no key' };
+  const seen = new Set<string>();
+  for (const { id, key } of keys) {
+    if (!KEY_ID.test(id)) return { reason: 'a key ID is 1 to 64 of A-Z a-z 0-9 . _ -' };
+    if (key.length !== KEY_BYTES) return { reason: `key ${id} is ${key.length} bytes, not ${KEY_BYTES}` };
+    if (seen.has(id)) return { reason: `key ID ${id} appears twice` };
+    seen.add(id);
+  }
+  return { value: { current, keys } };
+}
+
+/** Same IDs, same keys, same order. */
+function sameRing(a: KeyRing, b: KeyRing): boolean {
+  return (
+    a.keys.length === b.keys.length &&
+    a.keys.every((key, i) => key.id === b.keys[i]?.id && key.key.equals(b.keys[i].key))
+  );
+}
+
+/** What a {@link FileKeyRing} reports: a new ring in use, the file unusable, usable again. No key. */
+export type KeyRingFileEvent = WatchedFileEvent;
+
+/** A key ring kept in a file (TEMPORAL_PAYLOAD_KEYS_FILE), re-read when the file changes. */
+export class FileKeyRing implements KeyRingSource {
+  readonly #file: WatchedFile<KeyRing>;
+
+  /** Reads the file once. @throws {PayloadKeyFileError} when it holds no usable ring */
+  constructor(path: string, options: WatchedFileOptions = {}) {
+    this.#file = new WatchedFile(
+      path,
+      parseKeyRing,
+      ({ reason, cause }) => new PayloadKeyFileError(path, reason, { cause }),
+      { ...options, same: sameRing },
+    );
+  }
+
+  current(): KeyRing {
+    return this.#file.current();
+  }
+
+  refreshed(): KeyRing {
+    this.#file.refresh(true);
+    return this.#file.last();
+  }
+}
