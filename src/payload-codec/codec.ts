@@ -62,23 +62,17 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     this.#keys = keys;
   }
 
-  // node:crypto's AES-GCM is synchronous and takes microseconds per kilobyte; the interface is a
-  // promise for codecs that call a key service.
+  // node:crypto's AES-GCM is synchronous (microseconds per kilobyte); the interface is a promise
+  // for codecs that call a key service. A throw in the executor becomes the rejection.
   encode(payloads: Payload[]): Promise<Payload[]> {
-    try {
+    return new Promise((resolve) => {
       const { current } = this.#keys.current();
-      return Promise.resolve(payloads.map((payload) => seal(payload, current.id, current.key)));
-    } catch (err) {
-      return Promise.reject(err);
-    }
+      resolve(payloads.map((payload) => seal(payload, current.id, current.key)));
+    });
   }
 
   decode(payloads: Payload[]): Promise<Payload[]> {
-    try {
-      return Promise.resolve(payloads.map((payload) => this.#open(payload)));
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return new Promise((resolve) => resolve(payloads.map((payload) => this.#open(payload))));
   }
 
   #open(payload: Payload): Payload {
