@@ -4,8 +4,9 @@
  *
  * The Temporal connection itself is read by @temporalio/envconfig (TEMPORAL_ADDRESS,
  * TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), so
- * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way. One
- * setting is this project's own: TEMPORAL_API_KEY_FILE, a key file re-read when it changes.
+ * a local server, a self-hosted cluster and Temporal Cloud are configured the standard way. Two
+ * settings are this project's own: TEMPORAL_API_KEY_FILE, a key file re-read when it changes, and
+ * TEMPORAL_PAYLOAD_KEYS_FILE, the payload codec's key ring (src/payload-codec/).
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -22,6 +23,7 @@ import {
   type MemoryLimit,
   type MemorySizing,
 } from './worker/memory.js';
+import { FileKeyRing, PayloadKeyFileError } from './payload-codec/index.js';
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
 import type { TracingSettings } from './observability/tracing.js';
@@ -56,6 +58,11 @@ export interface TemporalSettings {
    * their connections on the file's current key (src/temporal-api-key.ts). Null without one.
    */
   apiKeyFile: string | null;
+  /**
+   * TEMPORAL_PAYLOAD_KEYS_FILE: the payload codec's key ring, checked at load and re-read by the
+   * codec when it changes. Null: the codec is off and payloads are stored in plain text.
+   */
+  payloadKeysFile: string | null;
 }
 
 /** How to reach the Agent Job API. The key is kept out of logs and errors. */
@@ -103,6 +110,7 @@ export const WORKER_SETTINGS = [
   'TEMPORAL_DEPLOYMENT_NAME',
   'TEMPORAL_WORKER_BUILD_ID',
   'TEMPORAL_API_KEY_FILE',
+  'TEMPORAL_PAYLOAD_KEYS_FILE',
   'AGENT_API_BASE_URL',
   'AGENT_API_ALLOW_INSECURE_HTTP',
   'AGENT_API_KEY',
@@ -176,7 +184,31 @@ export function loadTemporalSettings(env: Env = process.env): TemporalSettings {
   const namespace = connect.namespace ?? 'default';
   const taskQueue = text(env, 'TEMPORAL_TASK_QUEUE') ?? DEFAULT_TASK_QUEUE;
   const uiUrl = url(env, 'TEMPORAL_UI_URL') ?? defaultUiUrl(address);
-  return { connect: { ...connect, namespace }, namespace, address, taskQueue, uiUrl, apiKeyFile };
+  const payloadKeysFile = text(env, 'TEMPORAL_PAYLOAD_KEYS_FILE') ?? null;
+  if (payloadKeysFile !== null) checkKeyRingFile(payloadKeysFile);
+  return {
+    connect: { ...connect, namespace },
+    namespace,
+    address,
+    taskQueue,
+    uiUrl,
+    apiKeyFile,
+    payloadKeysFile,
+  };
+}
+
+/**
+ * Fails the load when the payload key file holds no usable ring now, so that a process meant to
+ * seal never starts writing plain text. The error names the file and why, never a key.
+ */
+function checkKeyRingFile(path: string): void {
+  try {
+    new FileKeyRing(path);
+  } catch (err) {
+    if (err instanceof PayloadKeyFileError)
+      throw new ConfigError('TEMPORAL_PAYLOAD_KEYS_FILE', err.message, { cause: err });
+    throw err;
+  }
 }
 
 /**

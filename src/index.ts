@@ -1,6 +1,8 @@
 /**
  * The package's public API for other Node services: the contract (names, types, messages,
- * failure types) and the functions that start and follow agent-job workflows.
+ * failure types), the functions that start and follow agent-job workflows, and the payload codec
+ * (give the `Client` those functions take `dataConverter: payloadDataConverter(keysFile)`, with the
+ * workers' key ring, so that what it sends is sealed and what it reads opens).
  */
 export * from './contract.js';
 export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
@@ -38,3 +40,16 @@ export {
   type BatchPhase,
   type StartedBatchLine,
 } from './client/batch.js';
+export {
+  AesGcmPayloadCodec,
+  FileKeyRing,
+  keyRing,
+  payloadDataConverter,
+  PayloadKeyFileError,
+  SealedPayloadError,
+  staticKeyRing,
+  UnknownPayloadKeyError,
+  type KeyRing,
+  type KeyRingSource,
+  type PayloadKey,
+} from './payload-codec/index.js';

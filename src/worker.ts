@@ -13,6 +13,7 @@ import { startHealthServer } from './observability/health.js';
 import { formatLogLine, logKeyFileEvents } from './observability/logger.js';
 import { ProjectMetrics } from './observability/project-metrics.js';
 import { installTracing } from './observability/tracing.js';
+import { payloadDataConverter } from './payload-codec/index.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { temporalApiKeySource } from './temporal-api-key.js';
 import { applyWorkflowHeap } from './worker/memory.js';
@@ -64,8 +65,14 @@ async function run(config: WorkerConfig): Promise<void> {
       const state = started.worker?.getState() ?? 'STARTING';
       return { ready: state === 'RUNNING', state };
     });
+    // The worker's own client (activities' and the Nexus handler's getClient()) takes the worker's
+    // data converter too, so every payload this process writes is sealed alike.
+    const dataConverter = payloadDataConverter(config.temporal.payloadKeysFile, {
+      onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
+    });
     const worker = await Worker.create({
       connection,
+      dataConverter,
       ...workerOptionsFrom(config),
       workflowBundle,
       workerDeploymentOptions: deployment,
@@ -98,6 +105,7 @@ async function run(config: WorkerConfig): Promise<void> {
       // The bundle's own ID, which differs from buildId only under TEMPORAL_WORKER_BUILD_ID.
       bundleBuildId: buildId,
       workerVersioning: deployment.useWorkerVersioning ? 'on' : 'off',
+      payloadCodec: dataConverter === undefined ? 'off' : 'aes-256-gcm',
       startupMs: Math.round(process.uptime() * 1000),
       healthPort: health.port,
       metrics: config.metricsBindAddress ?? 'off',

@@ -283,3 +283,26 @@ test('a proxy variable that is not an http(s) URL is refused at start, naming it
   // A proxy given as host:port alone is taken as http://, as curl takes it.
   assert.doesNotThrow(() => loadWorkerConfig({ ...base, HTTPS_PROXY: 'proxy.internal:3128' }));
 });
+
+test('TEMPORAL_PAYLOAD_KEYS_FILE: off by default; a usable ring is kept by path; a bad one is a ConfigError naming the file, never a key', () => {
+  assert.equal(loadTemporalSettings(base).payloadKeysFile, null);
+  const file = join(dir, 'payload-keys');
+  const key = Buffer.alloc(32, 7).toString('base64');
+  writeFileSync(file, `k1 ${key}\n`);
+  assert.equal(
+    loadWorkerConfig({ ...base, TEMPORAL_PAYLOAD_KEYS_FILE: file }).temporal.payloadKeysFile,
+    file,
+  );
+  const short = join(dir, 'payload-keys-short');
+  writeFileSync(short, `k1 ${key.slice(0, 20)}\n`);
+  assert.throws(
+    () => loadTemporalSettings({ ...base, TEMPORAL_PAYLOAD_KEYS_FILE: short }),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, String(err));
+      assert.equal(err.setting, 'TEMPORAL_PAYLOAD_KEYS_FILE');
+      assert.match(err.message, /payload-keys-short: key k1 is 15 bytes, not 32$/);
+      assert.ok(!err.message.includes(key.slice(0, 20)), err.message);
+      return true;
+    },
+  );
+});

@@ -21,6 +21,7 @@ import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from
 import { jsonText, terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
+import { payloadDataConverter } from '../payload-codec/index.js';
 import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
 import {
   FailureType,
@@ -129,7 +130,12 @@ export async function withClient(
   const tracing = installTracing(tracingSettings, 'agent-job-starter');
   try {
     const interceptors = { workflow: tracing.clientInterceptors };
-    return await fn(new Client({ connection, namespace: settings.namespace, interceptors }), settings);
+    // The same codec as the worker's: the input is sealed before it leaves, the result opened here.
+    const dataConverter = payloadDataConverter(settings.payloadKeysFile);
+    return await fn(
+      new Client({ connection, namespace: settings.namespace, interceptors, dataConverter }),
+      settings,
+    );
   } finally {
     await connection.close();
     await tracing.shutdown();
