@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
 import { loadTemporalSettings } from '../src/config.js';
+import { payloadDataConverter } from '../src/payload-codec/index.js';
 import { jsonText, terminalText } from '../src/escape.js';
 import type { QuotaLimit } from '../src/quota/settings.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
@@ -155,7 +156,13 @@ async function main(): Promise<number> {
   const settings = loadTemporalSettings(env);
   const connection = await Connection.connect(settings.connect.connectionOptions);
   cleanups.push(() => connection.close());
-  const client = new Client({ connection, namespace: settings.namespace });
+  // The worker inherits TEMPORAL_PAYLOAD_KEYS_FILE from this environment: with it set, the demo's
+  // client seals and opens with the same ring, or it could not read the results.
+  const client = new Client({
+    connection,
+    namespace: settings.namespace,
+    dataConverter: payloadDataConverter(settings.payloadKeysFile),
+  });
   const handles = [];
   for (let i = 1; i <= options.jobs; i++) {
     const prompt = options.jobs === 1 ? values.prompt : `${values.prompt} (job ${i} of ${options.jobs})`;
