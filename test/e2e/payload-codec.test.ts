@@ -1,34 +1,45 @@
 /**
- * The payload codec end to end: a worker process and a starter process with
- * TEMPORAL_PAYLOAD_KEYS_FILE run a job whose prompt holds a secret marker to its prLink, and the
- * marker is nowhere in the workflow's history, nor in the worker's or the starter's output; a
- * client with the same ring reads the result and the summary. The same check finds the marker in
- * a history written without the codec, so it can fail.
+ * The payload codec end to end: a worker process and starter processes with
+ * TEMPORAL_PAYLOAD_KEYS_FILE (a Kubernetes-style Secret volume) run jobs whose prompts hold a secret
+ * marker to their prLink, and the marker is nowhere in the workflows' histories, nor in the
+ * worker's or the starters' output; a client with the same ring reads the results and the
+ * summaries. Key 2 made current in the Secret while the worker runs seals the next job, and the
+ * first job's payloads, sealed with key 1, still open: no restart. The same history check finds
+ * the marker in a history written without the codec, so it can fail.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
-import { payloadDataConverter, SEALED_ENCODING } from '../../src/payload-codec/index.js';
+import { KEY_ID_METADATA_KEY, payloadDataConverter, SEALED_ENCODING } from '../../src/payload-codec/index.js';
 import {
   runStarter,
   starterProcessEnv,
   startSimulatedWorld,
   startWorkerProcess,
   uniqueId,
+  waitFor,
 } from '../harness.js';
+import { SecretVolume } from '../secret-volume.js';
 
 const root = mkdtempSync(join(tmpdir(), 'payload-codec-e2e-'));
 after(() => rmSync(root, { recursive: true, force: true }));
-const keysFile = join(root, 'payload-keys');
-writeFileSync(keysFile, `e2e-1 ${randomBytes(32).toString('base64')}\n`);
+const [KEY_1, KEY_2] = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+const secret = new SecretVolume(root, `e2e-1 ${KEY_1}\n`);
 
 const world = await startSimulatedWorld('codec', { durationMs: 200 });
+const workerEnv = await world.workerEnv({ TEMPORAL_PAYLOAD_KEYS_FILE: secret.path });
+const starterEnv = {
+  ...starterProcessEnv(world.env, workerEnv.taskQueue),
+  TEMPORAL_PAYLOAD_KEYS_FILE: secret.path,
+};
+/** The worker process, started by the first test and used by the second. */
+let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
 
 /** A prompt whose first 80 characters (the static summary) hold the marker too. */
 function secretPrompt(marker: string): string {
@@ -44,70 +55,100 @@ async function historyBytes(handle: WorkflowHandle): Promise<Buffer> {
   return Buffer.from(proto.temporal.api.history.v1.History.encode(history).finish());
 }
 
-/** The encodings of every payload of the workflow's first event's input. */
-async function inputEncodings(handle: WorkflowHandle): Promise<string[]> {
+/** The encoding and key ID of each payload of the workflow's input. */
+async function inputSeals(handle: WorkflowHandle): Promise<string[]> {
   const [first] = (await handle.fetchHistory()).events ?? [];
   const payloads = first?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
-  return payloads.map((p) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8'));
+  const text = (bytes: Uint8Array | null | undefined) =>
+    Buffer.from(bytes ?? new Uint8Array()).toString('utf8');
+  return payloads.map((p) =>
+    `${text(p.metadata?.encoding)} ${text(p.metadata?.[KEY_ID_METADATA_KEY])}`.trim(),
+  );
+}
+
+/** Starts a job with the starter process and waits for its prLink; the marker is in no output. */
+async function runSecretJob(marker: string): Promise<{ workflowId: string; prLink: string }> {
+  const args = ['--project', world.project({ outcome: 'pr' }), '--prompt', secretPrompt(marker)];
+  const run = await runStarter([...args, '--wait', '--json', '--poll-interval', '50ms'], starterEnv);
+  assert.equal(run.code, 0, run.stderr);
+  assert.ok(
+    !run.stdout.includes(marker) && !run.stderr.includes(marker),
+    'the marker is in no starter output',
+  );
+  const out = JSON.parse(run.stdout) as { workflowId: string; prLink: string };
+  assert.match(out.prLink, /^https:\/\/github\.com\//);
+  return out;
+}
+
+/** A client with the ring in the Secret now. */
+function sealingClient(): Client {
+  return new Client({
+    connection: world.env.client.connection,
+    namespace: world.env.namespace,
+    dataConverter: payloadDataConverter(secret.path),
+  });
+}
+
+/** The job's history holds no marker, and a client with the ring reads its result and summary. */
+async function assertSealed(job: { workflowId: string; prLink: string }, marker: string, keyId: string) {
+  const plain = world.env.client.workflow.getHandle(job.workflowId);
+  const bytes = await historyBytes(plain);
+  assert.ok(bytes.length > 1_000, 'a history was read');
+  assert.equal(bytes.indexOf(marker), -1, 'the marker is in no history event');
+  assert.deepEqual(await inputSeals(plain), [`${SEALED_ENCODING} ${keyId}`]);
+  const handle = sealingClient().workflow.getHandle(job.workflowId);
+  assert.equal(((await handle.result()) as { prLink: string }).prLink, job.prLink);
+  assert.match((await (await handle.describe()).staticSummary()) ?? '', new RegExp(marker));
 }
 
 test('with the codec on, a job runs to its prLink and its secret marker is in no history event and no output line', async () => {
   const marker = `secret-${randomUUID()}`;
-  const projectId = world.project({ outcome: 'pr' });
-  const workerEnv = await world.workerEnv({ TEMPORAL_PAYLOAD_KEYS_FILE: keysFile });
-  const worker = await startWorkerProcess(workerEnv);
-  assert.match(worker.stdout() + worker.stderr(), /"payloadCodec":"aes-256-gcm"/);
-  const key = uniqueId('codec-key');
-  const run = await runStarter(
-    [
-      '--project',
-      projectId,
-      '--prompt',
-      secretPrompt(marker),
-      '--key',
-      key,
-      '--wait',
-      '--json',
-      '--poll-interval',
-      '50ms',
-    ],
-    { ...starterProcessEnv(world.env, workerEnv.taskQueue), TEMPORAL_PAYLOAD_KEYS_FILE: keysFile },
+  worker = await startWorkerProcess(workerEnv);
+  assert.match(worker.stdout(), /"payloadCodec":"aes-256-gcm"/);
+  const job = await runSecretJob(marker);
+  await assertSealed(job, marker, 'e2e-1');
+  assert.ok(!worker.stdout().includes(marker) && !worker.stderr().includes(marker), 'no worker output line');
+});
+
+test('key 2 made current in the Secret seals the next job, and key 1 payloads still open, without a restart', async () => {
+  assert.ok(worker, 'the first test started the worker');
+  const marker = `secret-${randomUUID()}`;
+  const byKey1 = await runSecretJob(`${marker}-before`);
+  secret.swap(`e2e-2 ${KEY_2}\ne2e-1 ${KEY_1}\n`);
+  const byKey2 = await runSecretJob(marker);
+  await assertSealed(byKey2, marker, 'e2e-2');
+  await assertSealed(byKey1, `${marker}-before`, 'e2e-1');
+  // The worker sealed its own payloads of the second job (activity inputs) with key 2 too, however
+  // recent its last check of the file: the input sealed with e2e-2, unknown to it, made it read the
+  // file at once.
+  const events = (await world.env.client.workflow.getHandle(byKey2.workflowId).fetchHistory()).events ?? [];
+  const activityKeys = events.flatMap((e) =>
+    (e.activityTaskScheduledEventAttributes?.input?.payloads ?? []).map((p) =>
+      Buffer.from(p.metadata?.[KEY_ID_METADATA_KEY] ?? new Uint8Array()).toString('utf8'),
+    ),
   );
-  assert.equal(run.code, 0, run.stderr);
-  const out = JSON.parse(run.stdout) as { workflowId: string; prLink: string };
-  assert.match(out.prLink, /^https:\/\/github\.com\//);
-
-  const plain = world.env.client.workflow.getHandle(out.workflowId);
-  const bytes = await historyBytes(plain);
-  assert.ok(bytes.length > 1_000, 'a history was read');
-  assert.equal(bytes.indexOf(marker), -1, 'the marker is in no history event');
-  assert.deepEqual(await inputEncodings(plain), [SEALED_ENCODING]);
-  for (const output of [worker.stdout(), worker.stderr(), run.stderr])
-    assert.ok(!output.includes(marker), 'the marker is in no output line');
-
-  // A client with the ring opens what the worker sealed: the result and the static summary.
-  const sealed = new Client({
-    connection: world.env.client.connection,
-    namespace: world.env.namespace,
-    dataConverter: payloadDataConverter(keysFile),
+  assert.ok(activityKeys.length > 0, 'the job scheduled activities');
+  assert.deepEqual([...new Set(activityKeys)], ['e2e-2']);
+  await waitFor(() => /payload key ring reloaded from TEMPORAL_PAYLOAD_KEYS_FILE/.test(worker!.stdout()), {
+    what: 'the worker to log the new ring',
   });
-  const handle = sealed.workflow.getHandle(out.workflowId);
-  const result = (await handle.result()) as { prLink: string };
-  assert.equal(result.prLink, out.prLink);
-  assert.match((await (await handle.describe()).staticSummary()) ?? '', new RegExp(marker));
+  assert.ok(
+    !worker.stdout().includes(KEY_2) && !worker.stderr().includes(KEY_2),
+    'no key in the worker output',
+  );
   worker.child.kill('SIGTERM');
   assert.equal(await worker.exited, 0);
 });
 
 test('with the codec off, the same check finds the marker in the history', async () => {
   const marker = `secret-${randomUUID()}`;
-  const worker = await world.startWorker();
+  const plainWorker = await world.startWorker();
   const handle = await world.env.client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: worker.taskQueue,
+    taskQueue: plainWorker.taskQueue,
     workflowId: uniqueId('codec-off'),
     args: [{ projectId: world.project({ outcome: 'pr' }), prompt: secretPrompt(marker) }],
   });
   await handle.result();
   assert.notEqual((await historyBytes(handle)).indexOf(marker), -1, 'the marker is in the history');
-  assert.deepEqual(await inputEncodings(handle), ['json/plain']);
+  assert.deepEqual(await inputSeals(handle), ['json/plain']);
 });
