@@ -13,7 +13,7 @@
  * on must still replay, and the SDK hands the codec nothing else in the clear. Refusing a
  * workflow whose input arrived unsealed is a decision for the workflow, not for the codec (a codec
  * error fails the workflow task, which is retried, not the workflow): see
- * docs/decisions/00NN-payload-codec.md.
+ * docs/decisions/0017-payload-codec.md.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
