@@ -1,4 +1,5 @@
 /** Readers of the simulator's counters, so assertions say what they count. */
+import assert from 'node:assert/strict';
 import type { RunningSimulator } from '../src/simulator/index.js';
 
 /** Agent jobs the simulator created for a project. */
@@ -34,4 +35,24 @@ export function createsNotCounted(
       ? []
       : [`${workflowId}: ${creates} creates accepted, ${resent} counted as resent`];
   });
+}
+
+/**
+ * Asserts that every create sent again is counted in its workflow's `resent` ({@link
+ * createsNotCounted}): `results[i]` is the result of the workflow `workflowIds[i]`.
+ */
+export function assertResendsCounted(
+  sim: RunningSimulator,
+  workflowIds: string[],
+  results: { resent: number }[],
+): void {
+  const uncounted = createsNotCounted(
+    sim,
+    workflowIds.map((workflowId, i) => ({ workflowId, resent: results[i]?.resent ?? 0 })),
+  );
+  assert.equal(
+    uncounted.length,
+    0,
+    `every create sent again is counted in resent; ${uncounted.length} not, e.g. ${uncounted.slice(0, 3).join('; ')}`,
+  );
 }
