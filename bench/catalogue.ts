@@ -345,6 +345,8 @@ export interface ChoiceSide {
   variant: string;
   /** Worker settings, as environment variables. */
   workerEnv?: Record<string, string>;
+  /** The payload codec on, for the worker and the client that starts the jobs. */
+  sealed?: boolean;
 }
 
 /** A design choice measured on every side at one load point. */
@@ -354,6 +356,36 @@ export interface DesignChoice {
   why: string;
   point: LoadPoint;
   sides: ChoiceSide[];
+}
+
+/** One side of the payload codec's cost: the same jobs with the codec off or on. */
+export interface CodecCostSide {
+  codec: 'off' | 'on';
+  jobs: number;
+  /** Polls per job (the poll activity's attempts). */
+  polls: Spread | null;
+  events: Spread | null;
+  /** Bytes of every run's history of a job, serialized as the server stores it. */
+  historyBytes: Spread | null;
+  /** Payloads in them. */
+  payloads: Spread | null;
+  /** The worker process's CPU over the side's jobs, per poll (ms): for scale, load-sensitive. */
+  workerCpuMsPerPoll: number;
+}
+
+/** What the payload codec costs: both sides, and the codec's own CPU on one job's payloads. */
+export interface CodecCost {
+  sides: CodecCostSide[];
+  sealOpen: {
+    /** Payloads in one job's history (codec off), and their serialized bytes. */
+    payloads: number;
+    bytes: number;
+    /** CPU microseconds to seal all of them once and open them once, over the rounds. */
+    cpuUsPerJob: Spread | null;
+    /** The poll activity's input (what each poll attempt opens), its bytes and the same CPU. */
+    pollInputBytes: number;
+    cpuUsPerPollInput: Spread | null;
+  };
 }
 
 /** Which Temporal server a run measured. */
@@ -412,6 +444,8 @@ export interface BenchResult {
   quota?: QuotaCostSide[];
   /** pollNow and follow-up wake-ups and a worker restart; absent in runs from before they were measured. */
   wake?: WakeRun[];
+  /** What the payload codec costs; absent in runs from before it was measured. */
+  codec?: CodecCost;
   /** Set when the benchmark broke part-way: what broke. The figures before it are kept. */
   error?: string;
 }

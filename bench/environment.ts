@@ -5,7 +5,12 @@
  * scratch build of the measured processes. Everything started here is stopped by `close()`, newest
  * first, also when a later step failed.
  */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { payloadDataConverter } from '../src/payload-codec/index.js';
 import { freePort, startDevServer } from '../dev/dev-server.js';
 import { startCluster } from '../dev/temporal-cluster.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
@@ -108,6 +113,7 @@ export function startBenchSimulator(
  */
 export class BenchEnvironment {
   #temporal: Temporal | null;
+  #payloadKeysDir: string | null = null;
 
   constructor(
     private readonly serverKind: BenchServer,
@@ -145,6 +151,30 @@ export class BenchEnvironment {
   /** Temporal server version as the server reports it. */
   get serverVersion(): string {
     return this.#current.version;
+  }
+
+  /**
+   * A payload key ring file of one fresh key (TEMPORAL_PAYLOAD_KEYS_FILE), made on first use and
+   * removed by {@link close}: for the runs with the payload codec on.
+   */
+  get payloadKeysFile(): string {
+    const made = this.#payloadKeysDir !== null;
+    this.#payloadKeysDir ??= mkdtempSync(join(tmpdir(), 'bench-payload-keys-'));
+    const file = join(this.#payloadKeysDir, 'payload-keys');
+    if (!made) writeFileSync(file, `bench-1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    return file;
+  }
+
+  /**
+   * A client of the current server that seals what it sends with the ring of {@link payloadKeysFile},
+   * as a caller with the payload codec does.
+   */
+  sealingClient(): Client {
+    return new Client({
+      connection: this.client.connection,
+      namespace: this.namespace,
+      dataConverter: payloadDataConverter(this.payloadKeysFile),
+    });
   }
 
   /** Environment of a worker process on `taskQueue` (ours or the baselines'), before overrides. */
@@ -225,6 +255,7 @@ export class BenchEnvironment {
     const errors: unknown[] = [];
     const stops: Array<() => unknown> = [
       () => this.build.remove(),
+      () => this.#payloadKeysDir && rmSync(this.#payloadKeysDir, { recursive: true, force: true }),
       () => this.simulator.stop(),
       () => this.#temporal?.stop(),
     ];

@@ -11,7 +11,8 @@
  * as one action under `other`: the list does not name it, so we count high rather than low.
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { SEALED_ENCODING } from '../src/payload-codec/index.js';
 import { mapLimit } from '../src/client/map-limit.js';
 import { sum } from './stats.js';
 
@@ -135,10 +136,20 @@ export async function workflowCost(
   return cost;
 }
 
-/** The result a completed run's history ends with, decoded; undefined for a run that did not complete. */
+/**
+ * The result a completed run's history ends with, decoded; undefined for a run that did not
+ * complete, or whose result the payload codec sealed (the benchmark reads results it needs from
+ * runs without the codec).
+ */
 function resultOf(events: readonly HistoryEvent[]): unknown {
   const payload = events.at(-1)?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
-  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+  if (!payload || isSealed(payload)) return undefined;
+  return defaultPayloadConverter.fromPayload(payload);
+}
+
+function isSealed(payload: Payload): boolean {
+  const encoding = payload.metadata?.encoding;
+  return encoding !== undefined && Buffer.from(encoding).toString() === SEALED_ENCODING;
 }
 
 /** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */

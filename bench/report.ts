@@ -20,6 +20,7 @@ import {
   QUICK_POINTS,
   type BenchResult,
   type BenchServer,
+  type CodecCost,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
@@ -147,7 +148,7 @@ type Heading = (title: string) => string;
 
 /** A part of a report: a run made with `--only` has some of them. */
 interface Section {
-  name: 'load' | 'cost' | 'quota' | 'wake' | 'startup' | 'choices';
+  name: 'load' | 'cost' | 'quota' | 'codec' | 'wake' | 'startup' | 'choices';
   has(result: BenchResult): boolean;
   /** Its headings and tables. */
   render(result: BenchResult, loads: LoadSummary[], h: Heading): string[];
@@ -178,6 +179,12 @@ const SECTIONS: readonly Section[] = [
     name: 'quota',
     has: (r) => (r.quota?.length ?? 0) > 0,
     render: (r, _, h) => [h('What the project quota adds per job'), quotaTable(r.quota ?? [])],
+  },
+  {
+    name: 'codec',
+    has: (r) => r.codec !== undefined,
+    render: (r, _, h) =>
+      r.codec ? [h('What the payload codec costs per job and per poll'), codecTable(r.codec)] : [],
   },
   {
     name: 'wake',
@@ -225,6 +232,7 @@ function renderNewest(runs: BenchResult[]): string | null {
     startup: pick('startup')?.startup ?? [],
     quota: pick('quota')?.quota ?? [],
     wake: pick('wake')?.wake ?? [],
+    codec: pick('codec')?.codec,
   };
   const out = ['### Aims, judged on the runs below\n', aimsTable(combined, summarizeLoad(combined.load))];
   for (const [run, sections] of sources) {
@@ -462,6 +470,37 @@ function quotaTable(sides: QuotaCostSide[]): string {
     ['actions/job, all told', (s) => num(s.actionsPerJob)],
     ['start to create at the API, ms', (s) => f(s.startLatencyMs, 0)],
   ]).concat(added);
+}
+
+function codecTable({ sides, sealOpen }: CodecCost): string {
+  const [off, on] = [sides.find((s) => s.codec === 'off'), sides.find((s) => s.codec === 'on')];
+  const rows = table(sides, [
+    ['payload codec', (s) => s.codec],
+    ['jobs', (s) => String(s.jobs)],
+    ['polls/job', (s) => f(s.polls, 0)],
+    ['events/job', (s) => f(s.events, 0)],
+    ['payloads/job', (s) => f(s.payloads, 0)],
+    ['history bytes/job', (s) => f(s.historyBytes, 0)],
+    ['worker CPU/poll, ms (load-sensitive)', (s) => num(s.workerCpuMsPerPoll)],
+  ]);
+  const { cpuUsPerJob: job, cpuUsPerPollInput: poll } = sealOpen;
+  const bytes =
+    off?.historyBytes && on?.historyBytes
+      ? `The codec adds ${num(on.historyBytes.median - off.historyBytes.median)} bytes to a job's stored history ` +
+        `(${times(ratio(on.historyBytes.median, off.historyBytes.median))} the bytes) and ` +
+        `${num((on.events?.median ?? 0) - (off.events?.median ?? 0))} events. `
+      : '';
+  const own =
+    job && poll
+      ? `Sealing the ${sealOpen.payloads} payloads of one job's history (${sealOpen.bytes} bytes) and opening them ` +
+        `again takes ${num(job.median)} µs of CPU (median of the rounds, ${f(job, 0)}); the poll activity's input ` +
+        `(${sealOpen.pollInputBytes} bytes), which each poll attempt opens on the worker, ${num(poll.median)} µs` +
+        (off
+          ? `: ${num(poll.median / 10 / off.workerCpuMsPerPoll)}% of the worker's CPU per poll with the codec off ` +
+            `(${num(off.workerCpuMsPerPoll)} ms in this run).`
+          : '.')
+      : '';
+  return `${rows}\n${bytes}${own}\n`;
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   type LoadRun,
   type Mode,
 } from './catalogue.js';
+import { runCodecCost } from './scenarios/codec.js';
 import { runCost } from './scenarios/cost.js';
 import { runLoad } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
@@ -37,7 +38,7 @@ import { AIM_JOBS } from './summary.js';
 import { fixed } from './stats.js';
 import { POLL_JITTER } from '../src/poll-schedule.js';
 
-const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'wake', 'choices'] as const;
+const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'codec', 'wake', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 /** The flags, as commander reads them. */
@@ -172,6 +173,12 @@ function designChoices(point: LoadPoint): DesignChoice[] {
       sides: [defaults, { variant: 'cache 250', workerEnv: { WORKER_MAX_CACHED_WORKFLOWS: '250' } }],
     },
     {
+      name: 'payload codec',
+      why: 'sealing and opening every payload costs CPU on the worker, and 91 bytes a payload on the server',
+      point,
+      sides: [defaults, { variant: 'payload codec on', sealed: true }],
+    },
+    {
       name: 'workflow task concurrency',
       why: 'on 2 cores more slots than cores may only add contention',
       point,
@@ -271,7 +278,7 @@ async function loadRun(
   point: LoadPoint,
   impl: Implementation,
   repeat: number,
-  { variant, workerEnv = {} }: ChoiceSide = { variant: '' },
+  { variant, workerEnv = {}, sealed = false }: ChoiceSide = { variant: '' },
 ): Promise<LoadRun> {
   const started = Date.now();
   const repeats = point.repeats ?? p.settings.repeats;
@@ -280,7 +287,7 @@ async function loadRun(
   );
   await env.renewServer();
   const { steadyCadences } = p.settings;
-  const run = await runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant });
+  const run = await runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant, sealed });
   say(
     `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, ` +
       `p99 ${fixed(run.latency?.p99, 2, ' s', 1000)}, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, ` +
@@ -355,6 +362,10 @@ async function runScenarios(env: BenchEnvironment, p: Plan, result: BenchResult)
   if (p.only.has('quota')) {
     say('project quota on and off');
     result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
+  }
+  if (p.only.has('codec')) {
+    say('payload codec off and on');
+    result.codec = await runCodecCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
   }
   if (p.only.has('wake')) result.wake = await runWakes(env, p);
   if (p.only.has('load')) await runLoads(env, p, result);

@@ -43,6 +43,8 @@ export interface LoadParams {
   workerEnv?: Record<string, string>;
   /** Label of a design-choice variant; empty for the defaults. */
   variant?: string;
+  /** The payload codec on: the worker and the client that starts the jobs seal with one ring. */
+  sealed?: boolean;
 }
 
 /** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
@@ -77,7 +79,10 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   const proc =
     params.impl === 'plain-loop'
       ? env.spawnPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
-      : await env.spawnWorker(params.impl, project, params.workerEnv);
+      : await env.spawnWorker(params.impl, project, {
+          ...params.workerEnv,
+          ...(params.sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: env.payloadKeysFile }),
+        });
   try {
     await proc.waitForLine(params.impl === 'plain-loop' ? 'ready' : 'worker running', 60_000);
     return await drive(env, params, project, proc);
@@ -145,7 +150,8 @@ async function drive(
   } else {
     try {
       const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(params.cadenceMs) };
-      started = await startJobs(env.client, how, project, params.jobs);
+      const client = params.sealed ? env.sealingClient() : env.client;
+      started = await startJobs(client, how, project, params.jobs);
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }

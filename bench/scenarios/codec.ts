@@ -1,0 +1,189 @@
+/**
+ * What the payload codec costs per job and per poll: the same jobs on two workers of this project
+ * that differ only in `TEMPORAL_PAYLOAD_KEYS_FILE` (off, and a ring of one key), each side started
+ * by a client with the same setting, in a project of its own.
+ *
+ * Counted per job from the real histories: events (the codec must add none), the bytes the server
+ * stores (the histories serialized as protobuf, every run of the chain), and the payloads in them.
+ * The codec's own CPU is measured apart, in this process, on the payloads of a real job: sealing
+ * and opening every payload of one job's history, and the poll activity's input alone (what each
+ * poll attempt opens on the worker, its attempt's failure aside), many times over, timed with
+ * `process.cpuUsage`. Those figures do not depend on the machine's load the way a worker process's
+ * CPU over a few hundred polls does; the worker processes' CPU per poll is reported beside them
+ * for scale.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Payload } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { startAgentJob } from '../../src/client/index.js';
+import { AesGcmPayloadCodec, FileKeyRing } from '../../src/payload-codec/index.js';
+import type { BenchEnvironment } from '../environment.js';
+import { chainHistories, firstRunId, type History } from '../history.js';
+import type { MeasuredProcess } from '../processes.js';
+import { sampleProcess } from '../resources.js';
+import { spread, sum } from '../stats.js';
+import type { CodecCost, CodecCostSide } from '../catalogue.js';
+import { waitForCost } from './cost.js';
+
+/** Each job: active for JOB_MS, polled every POLL_MS (a fixed cadence, so every job polls alike). */
+const JOB_MS = 10_000;
+const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 } as const;
+/** Seal-and-open rounds over one job's payloads: enough for a median of a few milliseconds each. */
+const ROUNDS = 200;
+
+/** What to run. */
+export interface CodecCostParams {
+  /** Jobs per side, run at once. */
+  jobs: number;
+  log: (line: string) => void;
+}
+
+/**
+ * Runs the side without the codec, then the side with it, then times the codec on the payloads of
+ * one job of the first side (what the second side sealed).
+ */
+export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams): Promise<CodecCost> {
+  const workers: MeasuredProcess[] = [];
+  try {
+    const off = await runSide(env, null, params, workers);
+    const on = await runSide(env, env.payloadKeysFile, params, workers);
+    const payloads = payloadsOf(off.firstHistory);
+    const codec = new AesGcmPayloadCodec(new FileKeyRing(env.payloadKeysFile));
+    const pollInput = pollInputOf(off.firstHistory);
+    return {
+      sides: [off.side, on.side],
+      sealOpen: {
+        payloads: payloads.length,
+        bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
+        cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
+        pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
+        cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
+      },
+    };
+  } finally {
+    for (const worker of workers) await worker.stop();
+  }
+}
+
+const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
+const { History: HistoryMessage } = proto.temporal.api.history.v1;
+
+interface SideRun {
+  side: CodecCostSide;
+  /** The first job's first run, as stored. */
+  firstHistory: History;
+}
+
+/** Runs the jobs of one side at once, on a worker of its own that joins `workers`. */
+async function runSide(
+  env: BenchEnvironment,
+  keysFile: string | null,
+  params: CodecCostParams,
+  workers: MeasuredProcess[],
+): Promise<SideRun> {
+  const codec = keysFile === null ? 'off' : 'on';
+  const taskQueue = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
+  const worker = await env.spawnWorker(
+    'worker',
+    taskQueue,
+    keysFile === null ? {} : { TEMPORAL_PAYLOAD_KEYS_FILE: keysFile },
+  );
+  workers.push(worker);
+  await worker.waitForLine('worker running', 60_000);
+  // The client seals what it starts, as a caller with the codec does: a keyed worker refuses
+  // unsealed input.
+  const client = keysFile === null ? env.client : env.sealingClient();
+  const projectId = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
+  env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
+  const cpuBefore = sampleProcess(worker.pid).cpuSeconds;
+  const handles: WorkflowHandle[] = await Promise.all(
+    Array.from({ length: params.jobs }, (_, i) =>
+      startAgentJob(
+        client,
+        { projectId, prompt: `Benchmark: payload codec ${codec}, job ${i}`, poll: POLL },
+        { taskQueue, key: `job-${i}` },
+      ),
+    ),
+  );
+  const deadline = Date.now() + JOB_MS + params.jobs * 5_000 + 60_000;
+  const started = await Promise.all(
+    handles.map(async (h) => ({ id: h.workflowId, run: await firstRunId(h) })),
+  );
+  const costs = await Promise.all(started.map((s) => waitForCost(client, s.id, s.run, deadline)));
+  const workerCpuSeconds = sampleProcess(worker.pid).cpuSeconds - cpuBefore;
+  const stored = await Promise.all(started.map((s) => storedBytes(client, s.id, s.run)));
+  const polls = costs.map((c) => c.attemptsByActivity.pollAgentJob ?? 0);
+  const [first] = started;
+  if (!first) throw new Error('the codec side ran no job');
+  params.log(`  payload codec ${codec}: ${params.jobs} jobs done`);
+  return {
+    side: {
+      codec,
+      jobs: costs.length,
+      polls: spread(polls),
+      events: spread(costs.map((c) => c.events)),
+      historyBytes: spread(stored.map((s) => s.bytes)),
+      payloads: spread(stored.map((s) => s.payloads)),
+      workerCpuMsPerPoll: (workerCpuSeconds * 1000) / Math.max(1, sum(polls)),
+    },
+    firstHistory: await client.workflow.getHandle(first.id, first.run).fetchHistory(),
+  };
+}
+
+/** The bytes every run of a job's chain takes as the server stores it, and its payloads. */
+async function storedBytes(
+  client: Client,
+  workflowId: string,
+  runId: string,
+): Promise<{ bytes: number; payloads: number }> {
+  let bytes = 0;
+  let payloads = 0;
+  for await (const { history } of chainHistories(client, workflowId, runId)) {
+    bytes += HistoryMessage.encode(history).finish().length;
+    payloads += payloadsOf(history).length;
+  }
+  return { bytes, payloads };
+}
+
+/**
+ * Every payload of a history: each object with `data` and `metadata`, at any depth (inputs,
+ * results, failures' details, the user metadata of summaries), as the SDK hands them to a codec.
+ */
+export function payloadsOf(history: History): Payload[] {
+  const found: Payload[] = [];
+  const walk = (value: unknown): void => {
+    if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return;
+    if (Array.isArray(value)) return value.forEach(walk);
+    const record = value as Record<string, unknown>;
+    if ('metadata' in record && 'data' in record && ArrayBuffer.isView(record.data)) {
+      found.push(record);
+      return;
+    }
+    Object.values(record).forEach(walk);
+  };
+  walk(history.events ?? []);
+  return found;
+}
+
+/** The poll activity's input: what the worker opens for each poll attempt. */
+function pollInputOf(history: History): Payload[] {
+  const scheduled = (history.events ?? [])
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .find((a) => a?.activityType?.name === 'pollAgentJob');
+  const payloads = scheduled?.input?.payloads ?? [];
+  if (payloads.length === 0) throw new Error('the codec job scheduled no poll with an input');
+  return payloads;
+}
+
+/** CPU microseconds to seal every payload once and open every sealed one once, per round. */
+async function sealAndOpenCpu(codec: AesGcmPayloadCodec, payloads: Payload[]) {
+  const rounds: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const before = process.cpuUsage();
+    await codec.decode(await codec.encode(payloads));
+    const { user, system } = process.cpuUsage(before);
+    rounds.push(user + system);
+  }
+  return spread(rounds);
+}
