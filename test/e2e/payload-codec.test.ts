@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Client, type WorkflowHandle } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
 import { KEY_ID_METADATA_KEY, payloadDataConverter, SEALED_ENCODING } from '../../src/payload-codec/index.js';
 import {
@@ -25,6 +24,7 @@ import {
   uniqueId,
   waitFor,
 } from '../harness.js';
+import { historyBytes } from '../history-bytes.js';
 import { SecretVolume } from '../secret-volume.js';
 
 const root = mkdtempSync(join(tmpdir(), 'payload-codec-e2e-'));
@@ -44,15 +44,6 @@ let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
 /** A prompt whose first 80 characters (the static summary) hold the marker too. */
 function secretPrompt(marker: string): string {
   return `Document the ${marker} module: it handles the billing export.`;
-}
-
-/**
- * Every byte of the history as the server stores it: the protobuf encoding holds every string and
- * bytes field raw, so a payload's data (base64 in the JSON form) is searched decoded.
- */
-async function historyBytes(handle: WorkflowHandle): Promise<Buffer> {
-  const history = await handle.fetchHistory();
-  return Buffer.from(proto.temporal.api.history.v1.History.encode(history).finish());
 }
 
 /** The encoding and key ID of each payload of the workflow's input. */

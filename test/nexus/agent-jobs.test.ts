@@ -1,99 +1,25 @@
 /**
- * The `agent-jobs` Nexus service across two namespaces on the suite's dev server: the worker
- * process (`src/worker.ts`) serves it in the handler namespace, an endpoint made through the
- * operator API routes to its task queue, and the example caller workflow
- * (examples/nexus-caller/workflows.ts) runs in a namespace of its own, made the same way.
+ * The `agent-jobs` Nexus service across two namespaces on the suite's server, as
+ * ./nexus-pair.ts sets them up: the worker process serves it, the example caller workflow calls it.
  */
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 import { before, describe, test } from 'node:test';
-import { Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, NexusOperationFailure } from '@temporalio/common';
-import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
-import { msToTs } from '@temporalio/common/lib/time.js';
 import { HandlerError } from 'nexus-rpc';
-import { workflowBundleOptions } from '../../src/worker/bundle-options.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { FailureType, SearchAttributes } from '../../src/contract.js';
-import type { docsUpdateWorkflow, DocsUpdateInput } from '../../examples/nexus-caller/workflows.js';
-import { FAST_POLL, onCleanup, spawnTs, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
+import { FAST_POLL, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
-
-const CALLER_WORKFLOWS = fileURLToPath(new URL('../../examples/nexus-caller/workflows.ts', import.meta.url));
+import { startNexusPair, type NexusPair } from './nexus-pair.js';
 
 const world = await startSimulatedWorld('nexus-test');
 const { env, sim } = world;
-/** A client of the caller's namespace. */
-let caller: Client;
-let callerTaskQueue: string;
-let endpoint: string;
+let startCaller: NexusPair['startCaller'];
 
 before(async () => {
-  // The handler side: the worker process as deployed, which registers the service itself.
-  const worker = await world.workerEnv();
-  const handler = spawnTs('src/worker.ts', [], worker.vars);
-  await handler.waitForOutput(/worker running/, 'the handler worker to run', 60_000);
-
-  // The caller's namespace and the endpoint, made through the operator API as an operator would
-  // (`temporal operator namespace create`, `temporal operator nexus endpoint create` send the same
-  // requests), and removed afterwards (registered first, so they go after the caller's worker has
-  // stopped).
-  const { workflowService, operatorService } = env.client.connection;
-  const callerNamespace = uniqueId('nexus-caller');
-  endpoint = uniqueId('agent-jobs');
-  await workflowService.registerNamespace({
-    namespace: callerNamespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
-  });
-  onCleanup(async () => {
-    await operatorService.deleteNamespace({ namespace: callerNamespace });
-  });
-  const { endpoint: made } = await operatorService.createNexusEndpoint({
-    spec: {
-      name: endpoint,
-      target: { worker: { namespace: env.namespace, taskQueue: worker.taskQueue } },
-    },
-  });
-  assert.ok(made?.id, 'the server names the endpoint it made');
-  onCleanup(async () => {
-    await operatorService.deleteNexusEndpoint({ id: made.id, version: made.version });
-  });
-
-  // The caller side: the example workflow on a worker of the caller's namespace.
-  caller = new Client({ connection: env.client.connection, namespace: callerNamespace });
-  callerTaskQueue = uniqueId('caller-tq');
-  const { code } = await bundleWorkflowCode({
-    ...workflowBundleOptions(CALLER_WORKFLOWS),
-    logger: new DefaultLogger('ERROR'),
-  });
-  // A namespace just made may not be served yet by every service: the first worker waits for it.
-  const callerWorker = await waitFor(
-    () =>
-      Worker.create({
-        connection: env.nativeConnection,
-        namespace: callerNamespace,
-        taskQueue: callerTaskQueue,
-        workflowBundle: { code },
-      }),
-    { what: 'a worker in the new caller namespace', timeoutMs: 30_000, intervalMs: 500 },
-  );
-  const running = callerWorker.run();
-  onCleanup(async () => {
-    if (callerWorker.getState() === 'RUNNING') callerWorker.shutdown();
-    await running;
-  });
+  ({ startCaller } = await startNexusPair(world));
 });
-
-/** Starts the example caller workflow in the caller's namespace. */
-function startCaller(
-  input: Omit<DocsUpdateInput, 'endpoint'>,
-): Promise<WorkflowHandle<typeof docsUpdateWorkflow>> {
-  return caller.workflow.start<typeof docsUpdateWorkflow>('docsUpdateWorkflow', {
-    taskQueue: callerTaskQueue,
-    workflowId: uniqueId('docs-update'),
-    args: [{ endpoint, ...input }],
-  });
-}
 
 /** `promise`, or a failure naming `what` after `ms`. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
