@@ -24,7 +24,9 @@ export interface NexusPair {
   /** The handler worker's output so far. */
   handlerOutput: () => string;
   /** Starts the example caller workflow in the caller's namespace, through the pair's endpoint. */
-  startCaller(input: Omit<DocsUpdateInput, 'endpoint'>): Promise<WorkflowHandle<typeof docsUpdateWorkflow>>;
+  startCaller: (
+    input: Omit<DocsUpdateInput, 'endpoint'>,
+  ) => Promise<WorkflowHandle<typeof docsUpdateWorkflow>>;
 }
 
 /**
