@@ -6,7 +6,8 @@
  * no byte of the history and in no output line; a TypeScript client with the ring reads the input
  * Python sealed; the workflow ID is the one the TypeScript library builds for that key (a long key:
  * the bounded form), and the library's `startAgentJob` with the key attaches to that workflow, as
- * Python does again, without a second agent job.
+ * Python does again, without a second agent job. A key whose run failed after its create starts
+ * again from Python on the agent job that run made, not on a second one.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -38,6 +39,8 @@ writeFileSync(keysFile, `# the worker's and the Python caller's ring\npy-e2e-1 $
 
 const world = await startSimulatedWorld('py-caller', { durationMs: 200 });
 const workerEnv = await world.workerEnv({ TEMPORAL_PAYLOAD_KEYS_FILE: keysFile });
+/** The keyed worker process, for both tests; the harness kills it after the file. */
+const worker = await startWorkerProcess(workerEnv);
 
 /** `python -m agent_job_caller <args>` with the ring, on the worker's task queue, to its exit. */
 function pythonCaller(args: string[]): Promise<PythonRun> {
@@ -61,7 +64,6 @@ function sealingClient(): Client {
 }
 
 test('a job started from Python with the codec runs on the TypeScript worker to its prLink, and its marker is in no history byte', async () => {
-  const worker = await startWorkerProcess(workerEnv);
   const marker = `secret-${randomUUID()}`;
   const projectId = world.project({ outcome: 'pr' });
   const prompt = `Document the ${marker} module: it handles the billing export.`;
@@ -112,4 +114,37 @@ test('a job started from Python with the codec runs on the TypeScript worker to 
   assert.equal(fromTs.workflowId, out.workflowId);
   assert.equal((await fromTs.result()).prLink, out.prLink);
   assert.equal(world.sim.stats().jobsPerProject[projectId], 1);
+});
+
+test('a key whose run failed starts again from Python on the agent job that run made, and the failure type is printed', async () => {
+  const projectId = world.project({ outcome: 'failed' });
+  const args = [
+    '--project',
+    projectId,
+    '--prompt',
+    'Add a Quickstart page',
+    '--key',
+    `retry-${randomUUID()}`,
+  ];
+  const first = await pythonCaller([...args, '--wait', '--json', '--poll-interval', '50ms']);
+  assert.equal(first.code, 1, first.stdout + first.stderr);
+  const failed = JSON.parse(first.stdout) as { workflowId: string; error: { type: string } };
+  assert.equal(failed.error.type, 'AgentJobFailed');
+  const handle = sealingClient().workflow.getHandle(failed.workflowId);
+  const failedRun = await handle.describe();
+  const jobId = failedRun.typedSearchAttributes.get(SearchAttributes.jobId);
+  assert.ok(jobId, 'the failed run recorded its agent job');
+
+  const again = await pythonCaller([...args, '--wait', '--json', '--poll-interval', '50ms']);
+  assert.equal(again.code, 1, again.stdout + again.stderr);
+  assert.deepEqual(JSON.parse(again.stdout), failed, 'the same workflow, failed again with the job');
+  // The new run (the latest under the ID) was started on the job, without the prompt.
+  const [started] = (await handle.fetchHistory()).events ?? [];
+  const [input] = started?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  const [opened] = await new AesGcmPayloadCodec(new FileKeyRing(keysFile)).decode([input!]);
+  const restarted = defaultPayloadConverter.fromPayload<AgentJobInput>(opened!);
+  assert.equal(restarted.jobId, jobId);
+  assert.equal(restarted.prompt, undefined);
+  assert.notEqual((await handle.describe()).runId, failedRun.runId, 'a new run under the ID');
+  assert.equal(world.sim.stats().jobsPerProject[projectId], 1, 'one agent job, not a second create');
 });
