@@ -3,7 +3,8 @@
 Reads one JSON list of requests on stdin, answers each in order with one JSON list on stdout.
 Payloads travel as base64 of the serialized ``temporal.api.common.v1.Payload`` message, so both
 sides compare every metadata entry and data byte. A codec per key file is kept across requests,
-so a request after a ``write`` sees the file as the example's codec would in a running process.
+so a request after a ``write`` sees the file as the example's codec would in a running process;
+their rings read a fake clock, which only ``advance`` moves.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from agent_job_caller.ids import agent_job_summary, agent_job_workflow_id, fairn
 from temporalio.api.common.v1 import Payload
 
 _codecs: dict[str, AesGcmPayloadCodec] = {}
+_now = [0.0]
 
 
 def _codec(path: str) -> AesGcmPayloadCodec:
     if path not in _codecs:
-        _codecs[path] = AesGcmPayloadCodec(FileKeyRing(path))
+        _codecs[path] = AesGcmPayloadCodec(FileKeyRing(path, clock=lambda: _now[0]))
     return _codecs[path]
 
 
@@ -69,6 +71,9 @@ async def _answer(request: dict[str, Any]) -> object:
     if op == "write":
         with open(request["path"], "w", encoding="utf-8") as file:
             file.write(request["text"])
+        return None
+    if op == "advance":
+        _now[0] += request["seconds"]
         return None
     if op == "ring":
         try:

@@ -201,6 +201,30 @@ test('a key ID one side lacks fails naming it on either side, and opens once the
   });
 });
 
+test('a key made current in the file seals the next payloads in Python once the ring is checked again, without a restart', async () => {
+  const [key1, key2] = [newKey(), newKey()];
+  const keys = ringFile(['rot-1', key1]);
+  const payload = toWire(defaultPayloadConverter.toPayload(UNICODE));
+  const seal = { op: 'seal', keysFile: keys, payloads: [payload] };
+  const answers = (await interop([
+    seal,
+    { op: 'write', path: keys, text: `rot-2 ${key2}\nrot-1 ${key1}\n` },
+    seal,
+    { op: 'advance', seconds: 0.999 },
+    seal,
+    { op: 'advance', seconds: 0.001 },
+    seal,
+  ])) as (string[] | null)[];
+  const sealed = answers.filter((a) => a !== null).map((a) => fromWire(a[0]!));
+  // The same check interval as the TypeScript ring: a second on a fake clock.
+  assert.deepEqual(
+    sealed.map((p) => Buffer.from(p.metadata![KEY_ID_METADATA_KEY]!).toString()),
+    ['rot-1', 'rot-1', 'rot-1', 'rot-2'],
+  );
+  const opened = await new AesGcmPayloadCodec(new FileKeyRing(keys)).decode(sealed);
+  assert.ok(opened.every((p) => defaultPayloadConverter.fromPayload(p) === UNICODE));
+});
+
 test('the same key files are refused for the same reasons by both rings', async () => {
   const key = newKey();
   const texts = [
