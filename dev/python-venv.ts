@@ -22,8 +22,8 @@ export const PYTHON_CALLER_DIR = fileURLToPath(new URL('../examples/python-calle
 /** The requirement files installed, in this order: the package's, then its lint tool's. */
 const REQUIREMENTS = ['requirements.txt', 'requirements-dev.txt'];
 
-/** temporalio's own floor (its `Requires-Python`). */
-const MIN_PYTHON: readonly [number, number] = [3, 10];
+/** The example's floor: `typing.NotRequired` (temporalio's own is 3.10). The lock was compiled on 3.11. */
+const MIN_PYTHON: readonly [number, number] = [3, 11];
 
 /** A file written last into a complete venv: a venv without it was left half-made. */
 const COMPLETE = '.agent-job-orchestrator-complete';
@@ -106,7 +106,7 @@ export async function resolvePythonVenv(
 /** The machine's `python3`: its path and version, at least {@link MIN_PYTHON}. */
 function basePython(env: NodeJS.ProcessEnv): { path: string; version: string } {
   const path = findOnPath('python3', env);
-  if (!path) throw new PythonVenvError('no python3 on PATH: the Python caller needs Python 3.10 or newer');
+  if (!path) throw new PythonVenvError('no python3 on PATH: the Python caller needs Python 3.11 or newer');
   const run = spawnSync(path, ['-c', 'import sys; print("%d.%d.%d" % sys.version_info[:3])'], {
     encoding: 'utf8',
     env,

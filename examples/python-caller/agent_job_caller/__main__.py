@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import traceback
+import unicodedata
 from typing import Any
 
 from temporalio.client import WorkflowFailureError
@@ -70,7 +71,14 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def _print(as_json: bool, value: dict[str, Any], text: str) -> None:
-    print(json.dumps(value) if as_json else text)
+    print(json.dumps(value) if as_json else _terminal(text))
+
+
+def _terminal(text: str) -> str:
+    """``text`` safe on a terminal, as the starter's ``terminalText``: control and format characters
+    (ESC, CR, bidi overrides, ...) of an API's message or link written as visible ``\\u{..}``."""
+    unsafe = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+    return "".join(f"\\u{{{ord(c):x}}}" if unicodedata.category(c) in unsafe else c for c in text)
 
 
 def main() -> None:
