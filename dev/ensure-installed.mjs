@@ -8,6 +8,8 @@
 //   use to validate docker-compose.yml without a Docker engine, and Debian's Prometheus, whose
 //   promtool checks the compose stack's Prometheus files and whose server runs the dashboard's
 //   queries in test/observability/project-metrics.test.ts;
+// - with --for-tests, makes sure `python3 -m venv` works (Debian's python3-venv, which Debian's own
+//   Python needs for it), with which dev/python-venv.ts makes the Python caller's venv for its tests;
 // - with --for-cluster, makes sure the PostgreSQL server binaries and `nc` (which
 //   deploy/compose/temporal-schema.sh waits with) are there, for `npm run test:cluster`.
 // It installs Debian packages with apt-get only when running as root on a Debian-like machine;
@@ -66,6 +68,11 @@ function ensurePackages(what, packages) {
   return true;
 }
 
+/** Whether `python3 -m venv` can make a venv with pip: Debian's Python needs python3-venv for ensurepip. */
+function pythonVenvWorks() {
+  return spawnSync('python3', ['-c', 'import ensurepip, venv'], { stdio: 'ignore' }).status === 0;
+}
+
 function postgresInstalled() {
   if (process.env.PG_BIN_DIR) return true;
   return spawnSync('sh', ['-c', 'ls /usr/lib/postgresql/*/bin/initdb'], { stdio: 'ignore' }).status === 0;
@@ -81,6 +88,13 @@ if (process.argv.includes('--for-tests') && !onPath('docker-compose')) {
 if (process.argv.includes('--for-tests') && !(onPath('prometheus') && onPath('promtool'))) {
   // Debian's package installs both and starts no server here; the tests say so when it is missing.
   ensurePackages("Debian's Prometheus, which the metrics and deploy tests run", ['prometheus']);
+}
+
+if (process.argv.includes('--for-tests') && onPath('python3') && !pythonVenvWorks()) {
+  // The Python caller's tests say so themselves when it is still missing.
+  ensurePackages("Debian's python3-venv, with which the Python caller's tests make their venv", [
+    'python3-venv',
+  ]);
 }
 
 if (process.argv.includes('--for-cluster')) {
