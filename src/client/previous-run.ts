@@ -2,8 +2,10 @@
  * What a run that ended (failed, timed out, cancelled, terminated) left behind for the next run
  * under the same key: the agent job it made, or a create whose outcome it never learnt. The API
  * honours no idempotency key, so a restart must go on with the first, and must not simply send the
- * second again. Pure: it reads the run's search attribute and history events, no server.
+ * second again. Pure: it reads the run's search attribute and history events, no server; the
+ * payloads it reads are opened first by the client's payload codecs ({@link openCreateOutcomes}).
  */
+import type { PayloadCodec } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { ApiErrorDetails } from '../contract.js';
 import { outcomeUnknown } from '../agent-api/failure-policy.js';
@@ -43,6 +45,41 @@ export function previousRun(jobIdAttribute: string | null, events: readonly Hist
   }
   if (creates.size > 0) return { kind: 'uncertain', why: 'a create that was on its way when the run ended' };
   return uncertain === null ? { kind: 'nothing' } : { kind: 'uncertain', why: uncertain };
+}
+
+/**
+ * The events with the payloads {@link previousRun} reads (activity results and failure details)
+ * opened by `codecs`, the client's payload codecs in the order the client applies them on encode:
+ * with the payload codec on, a create's result is sealed in the history, and read unopened it
+ * would make a job the run did make look uncertain. Other events are passed as they are.
+ */
+export async function openCreateOutcomes(
+  events: readonly HistoryEvent[],
+  codecs: readonly PayloadCodec[],
+): Promise<HistoryEvent[]> {
+  if (codecs.length === 0) return [...events];
+  const open = async (payloads: temporal.api.common.v1.IPayload[] | null | undefined) => {
+    let opened = payloads ?? [];
+    for (const codec of [...codecs].reverse()) opened = await codec.decode(opened);
+    return opened;
+  };
+  return Promise.all(
+    events.map(async (event) => {
+      const completed = event.activityTaskCompletedEventAttributes;
+      if (completed?.result) {
+        const result = { payloads: await open(completed.result.payloads) };
+        return { ...event, activityTaskCompletedEventAttributes: { ...completed, result } };
+      }
+      const failed = event.activityTaskFailedEventAttributes;
+      const info = failed?.failure?.applicationFailureInfo;
+      if (failed && info?.details) {
+        const details = { payloads: await open(info.details.payloads) };
+        const failure = { ...failed.failure, applicationFailureInfo: { ...info, details } };
+        return { ...event, activityTaskFailedEventAttributes: { ...failed, failure } };
+      }
+      return event;
+    }),
+  );
 }
 
 /** The outcome of a create attempt an event records, with the event that scheduled it. */

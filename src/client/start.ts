@@ -31,7 +31,7 @@ import {
   checkedKey,
   visibilityString,
 } from './ids.js';
-import { previousRun, type PreviousRun } from './previous-run.js';
+import { openCreateOutcomes, previousRun, type PreviousRun } from './previous-run.js';
 import { taskPriority } from '../priority.js';
 
 /** A handle on an agent-job workflow, typed with its result. */
@@ -179,7 +179,8 @@ async function endedRun(client: Client, workflowId: string): Promise<PreviousRun
       run.typedSearchAttributes.get(SearchAttributes.jobId) ?? (await jobOfEarlierRun(client, workflowId));
     if (jobId !== null) return previousRun(jobId, []);
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-    return previousRun(null, events ?? []);
+    const codecs = client.options.loadedDataConverter.payloadCodecs;
+    return previousRun(null, await openCreateOutcomes(events ?? [], codecs));
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
     throw err;

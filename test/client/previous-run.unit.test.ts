@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { previousRun } from '../../src/client/previous-run.js';
+import { openCreateOutcomes, previousRun } from '../../src/client/previous-run.js';
+import { AesGcmPayloadCodec, staticKeyRing } from '../../src/payload-codec/index.js';
 
 type Event = temporal.api.history.v1.IHistoryEvent;
 
@@ -81,4 +84,37 @@ test('creates that surely failed, or none at all, leave nothing; an earlier unce
     failed(9, 'ServiceUnavailable', { ...notApplied, status: 503, final: false }),
   ];
   assert.equal(previousRun(null, events).kind, 'uncertain');
+});
+
+test('with the payload codec on, a sealed create result still names the job, and a sealed failure detail still reads', async () => {
+  const codec = new AesGcmPayloadCodec(staticKeyRing([{ id: 'k1', key: randomBytes(32) }]));
+  const seal = async (value: unknown) => ({
+    payloads: await codec.encode([defaultPayloadConverter.toPayload(value)]),
+  });
+  const sealedCompleted: Event = {
+    activityTaskCompletedEventAttributes: {
+      scheduledEventId: id(5),
+      result: await seal({ id: 'job_9', status: 'active' }),
+    },
+  };
+  const events = [scheduled(5), sealedCompleted];
+  // Unopened, the sealed result reads as no job ID: what the restart read before it opened them.
+  assert.equal(previousRun(null, events).kind, 'uncertain');
+  assert.deepEqual(previousRun(null, await openCreateOutcomes(events, [codec])), {
+    kind: 'job',
+    jobId: 'job_9',
+  });
+
+  const surelyNot = { status: 400, retryAfterMs: null, attempt: 1, final: true, mayHaveBeenApplied: false };
+  const sealedFailed: Event = {
+    activityTaskFailedEventAttributes: {
+      scheduledEventId: id(5),
+      failure: { applicationFailureInfo: { type: 'BadRequest', details: await seal(surelyNot) } },
+    },
+  };
+  const failedEvents = [scheduled(5), sealedFailed];
+  assert.equal(previousRun(null, failedEvents).kind, 'uncertain');
+  assert.deepEqual(previousRun(null, await openCreateOutcomes(failedEvents, [codec])), { kind: 'nothing' });
+  // Without codecs the events are read as they are.
+  assert.deepEqual(await openCreateOutcomes(events, []), events);
 });
