@@ -18,7 +18,9 @@ import {
   type AgentJobHandle,
 } from '../client/index.js';
 import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config.js';
+import { readPromptFile } from '../client/prompt-file.js';
 import { jsonText, terminalText } from '../escape.js';
+import { resolveInput } from '../input.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
 import { payloadDataConverter } from '../payload-codec/index.js';
@@ -72,6 +74,8 @@ export interface CommonOptions {
 export interface StartOptions extends CommonOptions {
   project?: string;
   prompt?: string;
+  /** `--prompt-file`: a path, or `-` for standard input; read into `prompt` before anything connects. */
+  promptFile?: string;
   key?: string;
   jobId?: string;
   timeout?: string;
@@ -186,13 +190,24 @@ function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
   return input;
 }
 
+/** The options with `--prompt-file` read into `prompt`; both at once is a usage error. */
+async function withPromptFile(options: StartOptions): Promise<StartOptions> {
+  if (options.promptFile === undefined) return options;
+  if (options.prompt !== undefined) throw new UsageError('give --prompt or --prompt-file, not both');
+  return { ...options, prompt: await readPromptFile(options.promptFile), promptFile: undefined };
+}
+
 /** `start`: starts a workflow (or attaches with --job-id), and with --wait follows it to its end. */
-export async function runStart(options: StartOptions): Promise<number> {
-  if (!options.project) throw new UsageError('--project is required');
-  if (!options.jobId && options.prompt === undefined) throw new UsageError('--prompt is required');
+export async function runStart(given: StartOptions): Promise<number> {
+  if (!given.project) throw new UsageError('--project is required');
+  const options = await withPromptFile(given);
+  if (!options.jobId && options.prompt === undefined)
+    throw new UsageError('--prompt or --prompt-file is required');
   // --job-id with --prompt is a follow-up: the same as the message command.
   if (options.jobId && options.prompt !== undefined) return runMessage(options.jobId, options);
   const input = inputFrom(options, options.jobId);
+  // The prompt limit and every other field, checked before anything connects.
+  resolveInput(input);
   return withClient(async (client, settings) => {
     const handle = await startAgentJob(client, input, {
       key: options.key,
@@ -217,9 +232,11 @@ export async function runStart(options: StartOptions): Promise<number> {
 }
 
 /** `message`: sends a follow-up, and with --wait follows its turn to its end. */
-export async function runMessage(jobId: string, options: StartOptions): Promise<number> {
-  if (options.prompt === undefined) throw new UsageError('--prompt is required');
+export async function runMessage(jobId: string, given: StartOptions): Promise<number> {
+  const options = await withPromptFile(given);
+  if (options.prompt === undefined) throw new UsageError('--prompt or --prompt-file is required');
   const input = inputFrom(options, jobId);
+  resolveInput(input);
   return withClient(async (client, settings) => {
     const followUp = await sendFollowUp(
       client,
