@@ -1,15 +1,10 @@
 /**
- * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes, the
- * Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
+ * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes
+ * (./exit-codes.ts, shared with the GitHub Action), the Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
  * arguments and calls them; ./batch.ts is the `batch` command.
  */
 import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import {
-  ApplicationFailure,
-  CancelledFailure,
-  TerminatedFailure,
-  WorkflowNotFoundError,
-} from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import {
   followAgentJob,
   sendFollowUp,
@@ -23,10 +18,10 @@ import { jsonText, terminalText } from '../escape.js';
 import { resolveInput } from '../input.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
+import { classifyFailure, ExitCode } from './exit-codes.js';
 import { payloadDataConverter } from '../payload-codec/index.js';
 import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
 import {
-  FailureType,
   statusQuery,
   type AgentJobInput,
   type AgentJobProgress,
@@ -34,27 +29,7 @@ import {
   type StartPriority,
 } from '../contract.js';
 
-/** The starter's exit codes. */
-export const ExitCode = {
-  /** Started (without --wait), or the agent job ended `completed` or `archived`. */
-  Ok: 0,
-  /** Anything unexpected. */
-  Error: 1,
-  /** Bad arguments, invalid input or configuration: nothing was started. */
-  Usage: 2,
-  /** The agent job ended `failed`. */
-  AgentJobFailed: 3,
-  /** The agent job was still working at the workflow's deadline. */
-  TimedOut: 4,
-  /** The Temporal server could not be reached. */
-  Connection: 5,
-  /** The workflow failed for another reason (API refused the key, project not found, ...). */
-  WorkflowFailed: 6,
-  /** The workflow was cancelled or terminated. */
-  Cancelled: 7,
-  /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
-  BatchIncomplete: 8,
-} as const;
+export { ExitCode } from './exit-codes.js';
 
 /** A line on stdout, for results. */
 export const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -100,19 +75,6 @@ function describeProgress(p: AgentJobProgress): string {
   const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
   const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
   return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
-}
-
-/** Maps a workflow or update failure to an exit code and its failure type. */
-function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): { code: number; type: string } {
-  const cause = e.cause;
-  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
-    return { code: ExitCode.Cancelled, type: cause.name };
-  const type =
-    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
-  if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
-  if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
-  return { code: ExitCode.WorkflowFailed, type };
 }
 
 /** Connects, runs `fn` with a client, and closes: exit 5 when the server cannot be reached. */
