@@ -150,6 +150,13 @@ export function secretValues(env: Env): string[] {
     .flatMap((name) => inputValue(env, name) ?? []);
 }
 
+/** The input that gives the Temporal setting `setting` (TEMPORAL_UI_URL: temporal-ui-url), if any. */
+export function inputOfSetting(setting: string): ActionInputName | undefined {
+  return (Object.keys(ACTION_INPUTS) as ActionInputName[]).find(
+    (name) => (ACTION_INPUTS[name] as ActionInput).temporalSetting === setting,
+  );
+}
+
 /** YAML 1.2's booleans, as the runner's own toolkit accepts them. */
 const BOOLEANS: Record<string, boolean> = {
   true: true,

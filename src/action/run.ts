@@ -19,7 +19,7 @@ import { resolveInput } from '../input.js';
 import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
 import { clientConnectionOptions } from '../temporal-api-key.js';
-import { readInputs, secretValues, type ActionSettings } from './inputs.js';
+import { inputOfSetting, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
 import type { Runner } from './runner.js';
 import { jobSummary, type SummaryFacts } from './summary.js';
@@ -62,9 +62,12 @@ async function plan(inputs: ActionSettings, env: Record<string, string | undefin
   try {
     settings = loadTemporalSettings(inputs.temporalEnv);
   } catch (err) {
-    // The setting's name is the project's; the action's user knows the input.
-    if (err instanceof ConfigError) throw new UsageError(`the Temporal connection inputs: ${err.message}`);
-    throw err;
+    // The message names the project's setting; the action's user knows the input that gave it.
+    if (!(err instanceof ConfigError)) throw err;
+    const input = inputOfSetting(err.setting);
+    throw new UsageError(
+      `${input === undefined ? 'the Temporal connection inputs' : `input ${input}`}: ${err.message}`,
+    );
   }
   return {
     project: inputs.project,

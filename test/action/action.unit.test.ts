@@ -4,7 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ACTION_INPUTS, inputVariable, readInputs, secretValues } from '../../src/action/inputs.js';
+import {
+  ACTION_INPUTS,
+  inputOfSetting,
+  inputVariable,
+  readInputs,
+  secretValues,
+} from '../../src/action/inputs.js';
 import { defaultKey } from '../../src/action/key.js';
 import { commandData, maskValues, outputEntry, workflowCommand } from '../../src/action/runner.js';
 import { jobSummary } from '../../src/action/summary.js';
@@ -53,6 +59,11 @@ describe('action inputs', () => {
           err instanceof UsageError && message.test(err.message) && !/SECRET/.test(err.message),
       );
     }
+  });
+
+  test('a Temporal setting is traced back to the input that gave it', () => {
+    assert.equal(inputOfSetting('TEMPORAL_UI_URL'), 'temporal-ui-url');
+    assert.equal(inputOfSetting('TEMPORAL_PROFILE'), undefined);
   });
 
   test('the secret inputs are the API key, the TLS key and the payload keys', () => {
