@@ -8,11 +8,16 @@
  */
 import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { followAgentJob, startAgentJob, workflowUiUrl } from '../client/index.js';
+import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { checkedKey } from '../client/ids.js';
 import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config.js';
-import { InvalidInputError, type AgentJobInput, type AgentJobProgress } from '../contract.js';
+import {
+  InvalidInputError,
+  SearchAttributes,
+  type AgentJobInput,
+  type AgentJobProgress,
+} from '../contract.js';
 import { terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
@@ -101,6 +106,22 @@ function jobIdOf(failure: unknown): string | null {
   return typeof id === 'string' ? id : null;
 }
 
+/**
+ * The agent job the workflow recorded (its `AgentJobId` search attribute), for a failure whose
+ * details carry no record (an API error while polling); null when it made none. A failed read is
+ * logged and gives null: the failure's own exit code and message matter more than the ID.
+ */
+async function recordedJobId(handle: AgentJobHandle, runner: Runner): Promise<string | null> {
+  try {
+    return (await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
+  } catch (err) {
+    runner.log(
+      `could not read the agent job's ID from the workflow: ${terminalText((err as Error).message)}`,
+    );
+    return null;
+  }
+}
+
 /** Starts (or attaches), and with `wait` follows the job to its end: the exit code. */
 async function start(plan: Plan, runner: Runner): Promise<number> {
   const { settings } = plan;
@@ -133,9 +154,7 @@ async function start(plan: Plan, runner: Runner): Promise<number> {
       runner.summary(jobSummary({ ...facts, outcome: { kind: 'started' } }));
       return ExitCode.Ok;
     }
-    return await waitForEnd(runner, facts, () =>
-      followAgentJob(handle, (p) => runner.log(progressLine(p)), { intervalMs: PROGRESS_INTERVAL_MS }),
-    );
+    return await waitForEnd(runner, facts, handle);
   } finally {
     await connection.close();
   }
@@ -145,10 +164,13 @@ async function start(plan: Plan, runner: Runner): Promise<number> {
 async function waitForEnd(
   runner: Runner,
   facts: Omit<SummaryFacts, 'outcome'>,
-  result: () => ReturnType<typeof followAgentJob>,
+  handle: AgentJobHandle,
 ): Promise<number> {
   try {
-    const { job, status, prLink } = await result();
+    const onProgress = (p: AgentJobProgress) => runner.log(progressLine(p));
+    const { job, status, prLink } = await followAgentJob(handle, onProgress, {
+      intervalMs: PROGRESS_INTERVAL_MS,
+    });
     runner.setOutput('job-id', job.id);
     runner.setOutput('status', status);
     runner.setOutput('pr-link', prLink ?? '');
@@ -160,7 +182,7 @@ async function waitForEnd(
     const { code, type } = classifyFailure(err);
     const status = failedStatus(code);
     const message = err.cause?.message ?? err.message;
-    const jobId = jobIdOf(err.cause);
+    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle, runner));
     runner.setOutput('job-id', jobId ?? '');
     runner.setOutput('status', status);
     runner.setOutput('pr-link', '');

@@ -198,6 +198,18 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
     assert.equal(createdJobs(world.sim, project), 1);
   });
 
+  test('a workflow failed by the API after the create exits 6 with the job it created as job-id', async () => {
+    const project = world.project({ faults: { rules: [{ endpoint: 'get', kind: 'status', status: 400 }] } });
+    const run = await runStep({ project, prompt: 'Refused', ...connection() }, githubRun());
+    assert.equal(run.code, 6, run.stdout + run.stderr);
+    assert.equal(run.outputs.status, 'workflow-failed');
+    assert.match(run.stdout, /^::error::the agent job's workflow failed \(InvalidRequest\): /m);
+    const [job] = world.sim.stats().jobs.filter((j) => j.projectId === project);
+    assert.ok(job, 'the simulator made the job');
+    assert.equal(run.outputs['job-id'], job.id);
+    assert.match(run.summary, new RegExp(`^\\| Agent job \\| ${job.id.replaceAll('_', '\\\\_')} \\|$`, 'm'));
+  });
+
   test('bad inputs fail with ::error:: and exit 2 before connecting; secrets are masked and printed nowhere else', async () => {
     const project = world.project();
     const apiKey = `temporal-key-${randomUUID()}`;
