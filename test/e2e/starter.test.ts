@@ -257,6 +257,15 @@ describe('starter --prompt-file', { concurrency: 2 }, () => {
       assert.match(run.stderr, error);
       assert.doesNotMatch(run.stderr, /cannot reach the Temporal server/);
     }
+    const message = await runStarter(
+      ['message', 'job_x', '--project', projectId, '--prompt-file', long],
+      unreachable,
+    );
+    assert.equal(message.code, 2, message.stderr);
+    assert.match(
+      message.stderr,
+      /invalid input: prompt: .*long-prompt\.md holds 32001 characters, past the prompt limit/,
+    );
     assert.equal(createdJobs(sim, projectId), 0);
   });
 });
