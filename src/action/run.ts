@@ -69,9 +69,9 @@ async function plan(inputs: ActionSettings, env: Record<string, string | undefin
   } catch (err) {
     // The message names the project's setting; the action's user knows the input that gave it.
     if (!(err instanceof ConfigError)) throw err;
-    const input = inputOfSetting(err.setting);
+    const named = inputOfSetting(err.setting);
     throw new UsageError(
-      `${input === undefined ? 'the Temporal connection inputs' : `input ${input}`}: ${err.message}`,
+      `${named === undefined ? 'the Temporal connection inputs' : `input ${named}`}: ${err.message}`,
     );
   }
   return {
