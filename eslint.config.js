@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
 export default tseslint.config(
-  { ignores: ['lib/', 'node_modules/', 'bench/results/', 'coverage/'] },
+  { ignores: ['lib/', 'dist/', 'node_modules/', 'bench/results/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

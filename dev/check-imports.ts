@@ -67,6 +67,7 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
       'src/starter/',
       'src/nexus/',
       'src/index.ts',
+      'src/action/',
     ],
   },
 ];

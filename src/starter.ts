@@ -63,6 +63,7 @@ function program(exit: { code: number }): Command {
       .description('start an agent-job workflow (the default command), or attach with --job-id')
       .option('--project <id>', 'documentation project ID (required)')
       .option('--prompt <text>', 'instruction for the agent (required unless --job-id watches a job)')
+      .option('--prompt-file <path>', 'read the prompt from a file, or from standard input with -')
       .option('--key <key>', 'idempotency key: the same project and key never make a second agent job')
       .option('--job-id <id>', 'an existing agent job: watch it, or with --prompt send it a follow-up')
       .addOption(priorityOption('interactive')),
@@ -76,7 +77,8 @@ function program(exit: { code: number }): Command {
       .description('send a follow-up prompt to an agent job: a new turn, after any turn in progress')
       .argument('<job-id>', 'the agent job')
       .option('--project <id>', 'documentation project ID (required)')
-      .option('--prompt <text>', 'the follow-up message (required)')
+      .option('--prompt <text>', 'the follow-up message (this or --prompt-file is required)')
+      .option('--prompt-file <path>', 'read the follow-up message from a file, or from standard input with -')
       .option('--key <key>', 'idempotency key of this follow-up: the same key never sends twice')
       .addOption(priorityOption('interactive')),
   ).action(function (this: Command, jobId: string) {

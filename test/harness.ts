@@ -377,13 +377,19 @@ export interface TestProcess {
 /** Repository root, for spawning the project's entry points. */
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Spawns `node --import tsx <script> ...args` from the repository root. */
-export function spawnTs(script: string, args: string[], env: NodeJS.ProcessEnv): TestProcess {
+/** Spawns `node --import tsx <script> ...args` from the repository root; `stdin` is written to it. */
+export function spawnTs(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { stdin?: string } = {},
+): TestProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
     cwd: ROOT,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  child.stdin?.end(options.stdin);
   let out = '';
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -488,8 +494,12 @@ export interface ProcessRun {
 }
 
 /** Runs the starter with `args` to its exit, for the server and task queue `vars` name. */
-export async function runStarter(args: string[], vars: NodeJS.ProcessEnv): Promise<ProcessRun> {
-  const run = spawnTs('src/starter.ts', args, vars);
+export async function runStarter(
+  args: string[],
+  vars: NodeJS.ProcessEnv,
+  options: { stdin?: string } = {},
+): Promise<ProcessRun> {
+  const run = spawnTs('src/starter.ts', args, vars, options);
   const code = await run.exited;
   return { code, stdout: run.stdout(), stderr: run.stderr() };
 }

@@ -25,3 +25,4 @@ export {
   followUpUpdateId,
 } from './ids.js';
 export { followAgentJob, workflowUiUrl } from './follow.js';
+export { readPromptFile } from './prompt-file.js';

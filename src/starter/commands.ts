@@ -1,15 +1,10 @@
 /**
- * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes, the
- * Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
+ * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes
+ * (./exit-codes.ts, shared with the GitHub Action), the Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
  * arguments and calls them; ./batch.ts is the `batch` command.
  */
 import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import {
-  ApplicationFailure,
-  CancelledFailure,
-  TerminatedFailure,
-  WorkflowNotFoundError,
-} from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import {
   followAgentJob,
   sendFollowUp,
@@ -18,13 +13,15 @@ import {
   type AgentJobHandle,
 } from '../client/index.js';
 import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config.js';
+import { readPromptFile } from '../client/prompt-file.js';
 import { jsonText, terminalText } from '../escape.js';
+import { resolveInput } from '../input.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
+import { classifyFailure, ExitCode } from './exit-codes.js';
 import { payloadDataConverter } from '../payload-codec/index.js';
 import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
 import {
-  FailureType,
   statusQuery,
   type AgentJobInput,
   type AgentJobProgress,
@@ -32,27 +29,7 @@ import {
   type StartPriority,
 } from '../contract.js';
 
-/** The starter's exit codes. */
-export const ExitCode = {
-  /** Started (without --wait), or the agent job ended `completed` or `archived`. */
-  Ok: 0,
-  /** Anything unexpected. */
-  Error: 1,
-  /** Bad arguments, invalid input or configuration: nothing was started. */
-  Usage: 2,
-  /** The agent job ended `failed`. */
-  AgentJobFailed: 3,
-  /** The agent job was still working at the workflow's deadline. */
-  TimedOut: 4,
-  /** The Temporal server could not be reached. */
-  Connection: 5,
-  /** The workflow failed for another reason (API refused the key, project not found, ...). */
-  WorkflowFailed: 6,
-  /** The workflow was cancelled or terminated. */
-  Cancelled: 7,
-  /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
-  BatchIncomplete: 8,
-} as const;
+export { ExitCode } from './exit-codes.js';
 
 /** A line on stdout, for results. */
 export const out = (line: string) => process.stdout.write(`${line}\n`);
@@ -72,6 +49,8 @@ export interface CommonOptions {
 export interface StartOptions extends CommonOptions {
   project?: string;
   prompt?: string;
+  /** `--prompt-file`: a path, or `-` for standard input; read into `prompt` before anything connects. */
+  promptFile?: string;
   key?: string;
   jobId?: string;
   timeout?: string;
@@ -96,19 +75,6 @@ function describeProgress(p: AgentJobProgress): string {
   const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
   const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
   return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
-}
-
-/** Maps a workflow or update failure to an exit code and its failure type. */
-function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): { code: number; type: string } {
-  const cause = e.cause;
-  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
-    return { code: ExitCode.Cancelled, type: cause.name };
-  const type =
-    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
-  if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
-  if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
-  return { code: ExitCode.WorkflowFailed, type };
 }
 
 /** Connects, runs `fn` with a client, and closes: exit 5 when the server cannot be reached. */
@@ -186,13 +152,24 @@ function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
   return input;
 }
 
+/** The options with `--prompt-file` read into `prompt`; both at once is a usage error. */
+async function withPromptFile(options: StartOptions): Promise<StartOptions> {
+  if (options.promptFile === undefined) return options;
+  if (options.prompt !== undefined) throw new UsageError('give --prompt or --prompt-file, not both');
+  return { ...options, prompt: await readPromptFile(options.promptFile), promptFile: undefined };
+}
+
 /** `start`: starts a workflow (or attaches with --job-id), and with --wait follows it to its end. */
-export async function runStart(options: StartOptions): Promise<number> {
-  if (!options.project) throw new UsageError('--project is required');
-  if (!options.jobId && options.prompt === undefined) throw new UsageError('--prompt is required');
+export async function runStart(given: StartOptions): Promise<number> {
+  if (!given.project) throw new UsageError('--project is required');
+  const options = await withPromptFile(given);
+  if (!options.jobId && options.prompt === undefined)
+    throw new UsageError('--prompt or --prompt-file is required');
   // --job-id with --prompt is a follow-up: the same as the message command.
   if (options.jobId && options.prompt !== undefined) return runMessage(options.jobId, options);
   const input = inputFrom(options, options.jobId);
+  // The prompt limit and every other field, checked before anything connects.
+  resolveInput(input);
   return withClient(async (client, settings) => {
     const handle = await startAgentJob(client, input, {
       key: options.key,
@@ -217,9 +194,11 @@ export async function runStart(options: StartOptions): Promise<number> {
 }
 
 /** `message`: sends a follow-up, and with --wait follows its turn to its end. */
-export async function runMessage(jobId: string, options: StartOptions): Promise<number> {
-  if (options.prompt === undefined) throw new UsageError('--prompt is required');
+export async function runMessage(jobId: string, given: StartOptions): Promise<number> {
+  const options = await withPromptFile(given);
+  if (options.prompt === undefined) throw new UsageError('--prompt or --prompt-file is required');
   const input = inputFrom(options, jobId);
+  resolveInput(input);
   return withClient(async (client, settings) => {
     const followUp = await sendFollowUp(
       client,

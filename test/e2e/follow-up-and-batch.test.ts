@@ -78,7 +78,7 @@ describe('starter message and status', { concurrency: 3 }, () => {
   test('message without a prompt, and status of an unknown workflow, exit 2', async () => {
     const noPrompt = await starter(['message', 'job_x', '--project', 'docs']);
     assert.equal(noPrompt.code, 2);
-    assert.match(noPrompt.stderr, /--prompt is required/);
+    assert.match(noPrompt.stderr, /--prompt or --prompt-file is required/);
     assert.match(noPrompt.stderr, /usage: npm run starter -- message/);
     const unknown = await starter(['status', uniqueId('no-such-workflow')]);
     assert.equal(unknown.code, 2);

@@ -4,16 +4,21 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { agentJobWorkflowId, startAgentJob } from '../../src/client/index.js';
-import { InvalidInputError, WORKFLOW_TYPE } from '../../src/contract.js';
+import { InvalidInputError, MAX_PROMPT_LENGTH, WORKFLOW_TYPE } from '../../src/contract.js';
 import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { runStarter, starterProcessEnv, startSimulatedSuite, uniqueId } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 
 const execFileAsync = promisify(execFile);
 const { env, sim, worker, project } = await startSimulatedSuite('docs', { durationMs: 200 });
+const files = mkdtempSync(join(tmpdir(), 'starter-e2e-'));
+after(() => rmSync(files, { recursive: true, force: true }));
 
 function starter(args: string[], vars: NodeJS.ProcessEnv = starterProcessEnv(env, worker.taskQueue)) {
   return runStarter(args, vars);
@@ -167,6 +172,101 @@ describe('starter CLI', { concurrency: 4 }, () => {
       run.stdout,
     );
     assert.doesNotMatch(run.stdout + run.stderr, /(?!\n)[\p{Cc}\u202a-\u202e]/u, 'nothing raw but line ends');
+  });
+});
+
+describe('starter --prompt-file', { concurrency: 2 }, () => {
+  /** The prompt a workflow was started with, as its static summary (the start of it) shows it. */
+  async function summaryOf(workflowId: string): Promise<string> {
+    return (await (await env.client.workflow.getHandle(workflowId).describe()).staticSummary()) ?? '';
+  }
+
+  test('a prompt from a file, and one from standard input (-), each start a job to its prLink', async () => {
+    const fromFile = `file-${uniqueId('marker')}`;
+    const path = join(files, 'prompt.md');
+    // Commit messages as CI writes them: quotes, $(...), backticks and new lines stay text.
+    writeFileSync(path, `Update the docs for ${fromFile}:\n- fix "$(rm -rf /)" and \`x\`\n`);
+    const fileArgs = ['--prompt-file', path, '--wait', '--json', '--poll-interval', '50ms'];
+    const viaFile = await starter(['--project', project({ outcome: 'pr' }), ...fileArgs]);
+    assert.equal(viaFile.code, 0, viaFile.stderr);
+    const a = JSON.parse(viaFile.stdout) as { workflowId: string; prLink: string };
+    assert.match(a.prLink, /^https:\/\/github\.com\//);
+    assert.match(await summaryOf(a.workflowId), new RegExp(`Update the docs for ${fromFile}`));
+
+    const fromStdin = `stdin-${uniqueId('marker')}`;
+    const viaStdin = await runStarter(
+      [
+        '--project',
+        project({ outcome: 'pr' }),
+        '--prompt-file',
+        '-',
+        '--wait',
+        '--json',
+        '--poll-interval',
+        '50ms',
+      ],
+      starterProcessEnv(env, worker.taskQueue),
+      { stdin: `Document ${fromStdin}\n` },
+    );
+    assert.equal(viaStdin.code, 0, viaStdin.stderr);
+    const b = JSON.parse(viaStdin.stdout) as { workflowId: string; prLink: string };
+    assert.match(b.prLink, /^https:\/\/github\.com\//);
+    assert.match(await summaryOf(b.workflowId), new RegExp(`Document ${fromStdin}`));
+  });
+
+  test('a prompt past the limit, both flags, a missing or blank file: exit 2 before connecting, nothing created', async () => {
+    const projectId = project();
+    const long = join(files, 'long-prompt.md');
+    writeFileSync(long, 'x'.repeat(MAX_PROMPT_LENGTH + 1));
+    const blank = join(files, 'blank-prompt.md');
+    writeFileSync(blank, ' \n\n');
+    // An unreachable server: an exit 2 (not 5) shows that nothing tried to connect.
+    const unreachable = { ...starterProcessEnv(env, worker.taskQueue), TEMPORAL_ADDRESS: '127.0.0.1:1' };
+    const cases: Array<{ args: string[]; error: RegExp; stdin?: string }> = [
+      {
+        args: ['--prompt-file', long],
+        error: new RegExp(
+          `invalid input: prompt: ${long.replaceAll('/', '\\/')} holds ${MAX_PROMPT_LENGTH + 1} characters, past the prompt limit of ${MAX_PROMPT_LENGTH} \\(MAX_PROMPT_LENGTH\\)\\. Nothing was started\\.`,
+        ),
+      },
+      {
+        args: ['--prompt-file', '-'],
+        stdin: 'y'.repeat(MAX_PROMPT_LENGTH + 1),
+        error: /invalid input: prompt: standard input holds 32001 characters, past the prompt limit of 32000/,
+      },
+      {
+        args: ['--prompt', 'x'.repeat(MAX_PROMPT_LENGTH + 1)],
+        error: /invalid input: prompt: is 32001 characters; the limit is 32000/,
+      },
+      {
+        args: ['--prompt', 'Both', '--prompt-file', long],
+        error: /error: give --prompt or --prompt-file, not both\n[^]*usage: npm run starter/,
+      },
+      {
+        args: ['--prompt-file', join(files, 'missing.md')],
+        error: /invalid input: prompt: cannot read the prompt file .*missing\.md \(ENOENT\)/,
+      },
+      {
+        args: ['--prompt-file', blank],
+        error: /invalid input: prompt: .*blank-prompt\.md is empty or blank/,
+      },
+    ];
+    for (const { args, error, stdin } of cases) {
+      const run = await runStarter(['--project', projectId, ...args], unreachable, { stdin });
+      assert.equal(run.code, 2, `${args.join(' ').slice(0, 80)}: ${run.stderr}`);
+      assert.match(run.stderr, error);
+      assert.doesNotMatch(run.stderr, /cannot reach the Temporal server/);
+    }
+    const message = await runStarter(
+      ['message', 'job_x', '--project', projectId, '--prompt-file', long],
+      unreachable,
+    );
+    assert.equal(message.code, 2, message.stderr);
+    assert.match(
+      message.stderr,
+      /invalid input: prompt: .*long-prompt\.md holds 32001 characters, past the prompt limit/,
+    );
+    assert.equal(createdJobs(sim, projectId), 0);
   });
 });
 

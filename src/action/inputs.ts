@@ -1,0 +1,212 @@
+/**
+ * The GitHub Action's inputs and outputs: one table each, from which dev/build-action.ts writes
+ * action.yml (so a new input is one row here), and the inputs read the way the runner passes them:
+ * `INPUT_<NAME>`, the name upper-cased with spaces as `_` and hyphens kept. Pure: no I/O.
+ */
+import { DEFAULT_TASK_QUEUE } from '../contract.js';
+import { UsageError } from '../errors.js';
+
+/** One input of the action, as action.yml declares it and as the action reads it. */
+export interface ActionInput {
+  readonly description: string;
+  readonly required?: boolean;
+  /** The default the runner passes (and the action applies when the variable is absent). */
+  readonly default?: string;
+  /** Masked in the log (`::add-mask::`, line by line) before anything else runs. */
+  readonly secret?: boolean;
+  /**
+   * The `TEMPORAL_*` setting it gives the Temporal connection: the same settings as the worker's
+   * and the starter's, read by src/config.ts and @temporalio/envconfig.
+   */
+  readonly temporalSetting?: string;
+}
+
+/**
+ * Every input of the action. Connection inputs take a secret's contents (a key, a PEM), never a
+ * path: in a workflow they come from `${{ secrets.X }}`, and nothing is written to disk.
+ */
+export const ACTION_INPUTS = {
+  project: { description: 'The documentation project ID.', required: true },
+  prompt: { description: 'The instruction for the agent. Give this or prompt-file, not both.' },
+  'prompt-file': {
+    description:
+      'A file holding the prompt (UTF-8, at most 32,000 characters): for text no shell should interpolate, such as commit messages.',
+  },
+  key: {
+    description:
+      'Idempotency key: the same project and key never make a second agent job. Default: the repository, the workflow, the job, the step and the commit SHA, so a re-run of the workflow attaches to the job its first run started (docs/ci.md).',
+  },
+  wait: {
+    description:
+      'true: wait for the agent job to end and set job-id, status and pr-link; false: set workflow-id once the workflow has started.',
+    default: 'true',
+  },
+  timeout: {
+    description: 'How long the workflow waits for the agent job to end, e.g. 2h (default 6h, at most 7d).',
+  },
+  'poll-interval': { description: 'First wait between polls of the agent job, e.g. 10s (default 5s).' },
+  'task-queue': {
+    description: 'Task queue of the workers.',
+    default: DEFAULT_TASK_QUEUE,
+    temporalSetting: 'TEMPORAL_TASK_QUEUE',
+  },
+  'temporal-address': {
+    description: 'Temporal frontend, host:port (for Temporal Cloud, <namespace>.<account>.tmprl.cloud:7233).',
+    required: true,
+    temporalSetting: 'TEMPORAL_ADDRESS',
+  },
+  'temporal-namespace': {
+    description: 'Temporal namespace.',
+    default: 'default',
+    temporalSetting: 'TEMPORAL_NAMESPACE',
+  },
+  'temporal-api-key': {
+    description: 'Temporal API key (turns TLS on).',
+    secret: true,
+    temporalSetting: 'TEMPORAL_API_KEY',
+  },
+  'temporal-tls-cert': {
+    description: 'TLS client certificate, PEM contents (with temporal-tls-key; turns TLS on).',
+    temporalSetting: 'TEMPORAL_TLS_CLIENT_CERT_DATA',
+  },
+  'temporal-tls-key': {
+    description: 'TLS client private key, PEM contents.',
+    secret: true,
+    temporalSetting: 'TEMPORAL_TLS_CLIENT_KEY_DATA',
+  },
+  'temporal-server-ca': {
+    description: "CA certificate of the server's TLS, PEM contents (turns TLS on).",
+    temporalSetting: 'TEMPORAL_TLS_SERVER_CA_CERT_DATA',
+  },
+  'temporal-server-name': {
+    description: "Server name the server's TLS certificate must match, when it is not the address's host.",
+    temporalSetting: 'TEMPORAL_TLS_SERVER_NAME',
+  },
+  'temporal-ui-url': {
+    description:
+      'Base URL of the Temporal UI, for the link to the workflow (e.g. https://cloud.temporal.io).',
+    temporalSetting: 'TEMPORAL_UI_URL',
+  },
+  'payload-keys': {
+    description:
+      "The payload codec's key ring, the contents of the workers' TEMPORAL_PAYLOAD_KEYS_FILE, where they have one: the input is sealed before it leaves the runner.",
+    secret: true,
+  },
+} as const satisfies Record<string, ActionInput>;
+
+/** A name of {@link ACTION_INPUTS}. */
+export type ActionInputName = keyof typeof ACTION_INPUTS;
+
+/** Every output of the action, with its description in action.yml. */
+export const ACTION_OUTPUTS = {
+  'workflow-id': { description: 'The workflow that drives the agent job (attached to, on a re-run).' },
+  'workflow-url': { description: 'The workflow in the Temporal UI, when temporal-ui-url is known.' },
+  'job-id': { description: 'The agent job (with wait: true).' },
+  status: {
+    description:
+      'How the agent job ended (with wait: true): completed, archived, failed, timed-out, cancelled, or workflow-failed.',
+  },
+  'pr-link': {
+    description: "The agent's pull request (with wait: true); empty when the agent changed no files.",
+  },
+} as const satisfies Record<string, { description: string }>;
+
+/** A name of {@link ACTION_OUTPUTS}. */
+export type ActionOutputName = keyof typeof ACTION_OUTPUTS;
+
+/** The variable the runner passes an input in: `INPUT_` and the name upper-cased, spaces as `_`. */
+export function inputVariable(name: string): string {
+  return `INPUT_${name.replace(/ /g, '_').toUpperCase()}`;
+}
+
+type Env = Record<string, string | undefined>;
+
+/** The action's inputs, read and checked; the prompt file is not read yet. */
+export interface ActionSettings {
+  project: string;
+  prompt: { text: string } | { file: string };
+  /** The key given, or undefined for the default (./key.ts). */
+  key: string | undefined;
+  wait: boolean;
+  timeout: string | undefined;
+  pollInterval: string | undefined;
+  /** The key ring's text, or undefined when the codec is off. */
+  payloadKeys: string | undefined;
+  /** The Temporal connection as `TEMPORAL_*` settings, for src/config.ts. */
+  temporalEnv: Record<string, string>;
+}
+
+/** An input's value: trimmed (as the runner's own toolkit reads them), its default when empty. */
+export function inputValue(env: Env, name: ActionInputName): string | undefined {
+  const spec: ActionInput = ACTION_INPUTS[name];
+  const value = env[inputVariable(name)]?.trim() ?? '';
+  return value === '' ? spec.default : value;
+}
+
+/** The values of the secret inputs given, to mask before anything is printed. */
+export function secretValues(env: Env): string[] {
+  return (Object.keys(ACTION_INPUTS) as ActionInputName[])
+    .filter((name) => (ACTION_INPUTS[name] as ActionInput).secret)
+    .flatMap((name) => inputValue(env, name) ?? []);
+}
+
+/** The input that gives the Temporal setting `setting` (TEMPORAL_UI_URL: temporal-ui-url), if any. */
+export function inputOfSetting(setting: string): ActionInputName | undefined {
+  return (Object.keys(ACTION_INPUTS) as ActionInputName[]).find(
+    (name) => (ACTION_INPUTS[name] as ActionInput).temporalSetting === setting,
+  );
+}
+
+/** YAML 1.2's booleans, as the runner's own toolkit accepts them. */
+const BOOLEANS: Record<string, boolean> = {
+  true: true,
+  True: true,
+  TRUE: true,
+  false: false,
+  False: false,
+  FALSE: false,
+};
+
+/**
+ * Reads the inputs. A bad one is a {@link UsageError} naming the input, never its value (it may
+ * be a secret).
+ */
+export function readInputs(env: Env): ActionSettings {
+  const value = (name: ActionInputName) => inputValue(env, name);
+  const project = value('project');
+  if (project === undefined) throw new UsageError('input project is required');
+  const prompt = value('prompt');
+  const promptFile = value('prompt-file');
+  if (prompt !== undefined && promptFile !== undefined) {
+    throw new UsageError('give the input prompt or prompt-file, not both');
+  }
+  if (prompt === undefined && promptFile === undefined) {
+    throw new UsageError('the input prompt or prompt-file is required');
+  }
+  const waitText = value('wait') ?? 'true';
+  const wait = BOOLEANS[waitText];
+  if (wait === undefined) throw new UsageError(`input wait must be true or false, not "${waitText}"`);
+  const temporalEnv: Record<string, string> = {};
+  for (const name of Object.keys(ACTION_INPUTS) as ActionInputName[]) {
+    const setting = (ACTION_INPUTS[name] as ActionInput).temporalSetting;
+    const given = value(name);
+    if (setting !== undefined && given !== undefined) temporalEnv[setting] = given;
+  }
+  if (temporalEnv.TEMPORAL_ADDRESS === undefined) throw new UsageError('input temporal-address is required');
+  if (
+    (temporalEnv.TEMPORAL_TLS_CLIENT_CERT_DATA === undefined) !==
+    (temporalEnv.TEMPORAL_TLS_CLIENT_KEY_DATA === undefined)
+  ) {
+    throw new UsageError('give the inputs temporal-tls-cert and temporal-tls-key together');
+  }
+  return {
+    project,
+    prompt: prompt !== undefined ? { text: prompt } : { file: promptFile as string },
+    key: value('key'),
+    wait,
+    timeout: value('timeout'),
+    pollInterval: value('poll-interval'),
+    payloadKeys: value('payload-keys'),
+    temporalEnv,
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * The GitHub Action's step: reads the inputs, masks the secrets, checks the input (the prompt
+ * limit included) before it connects, starts the agent job through the client library, or attaches
+ * to the one the key already started, and with `wait` follows it to its end; then sets the outputs,
+ * writes the job summary and returns the exit code. The exit codes are the starter's
+ * (../starter/exit-codes.ts): 2 for bad inputs with nothing started, 5 for a server out of reach,
+ * 3, 4, 6, 7 for how a waited-for job failed.
+ */
+import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
+import { readPromptFile } from '../client/prompt-file.js';
+import { checkedKey } from '../client/ids.js';
+import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config.js';
+import {
+  InvalidInputError,
+  SearchAttributes,
+  type AgentJobInput,
+  type AgentJobProgress,
+} from '../contract.js';
+import { terminalText } from '../escape.js';
+import { UsageError } from '../errors.js';
+import { resolveInput } from '../input.js';
+import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
+import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
+import { clientConnectionOptions } from '../temporal-api-key.js';
+import { inputOfSetting, readInputs, secretValues, type ActionSettings } from './inputs.js';
+import { defaultKey } from './key.js';
+import type { Runner } from './runner.js';
+import { jobSummary, type SummaryFacts } from './summary.js';
+
+/**
+ * How often the step asks the workflow for its progress while it waits: 5 s. The result arrives
+ * on its own (a long poll); the progress lines are for a person watching the log, who gains
+ * nothing from more, and each one is a query the worker answers.
+ */
+const PROGRESS_INTERVAL_MS = 5_000;
+
+/** Everything checked, nothing connected yet. */
+interface Plan {
+  project: string;
+  input: AgentJobInput;
+  key: string;
+  wait: boolean;
+  settings: TemporalSettings;
+  dataConverter: DataConverter | undefined;
+}
+
+/** The data converter for the key ring's text, or undefined without one. */
+function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
+  if (payloadKeys === undefined) return undefined;
+  const ring = parseKeyRing(payloadKeys);
+  // The reason names a line and a key ID, never key material.
+  if ('reason' in ring) throw new UsageError(`input payload-keys: ${ring.reason}`);
+  return { payloadCodecs: [new AesGcmPayloadCodec(staticKeyRing(ring.value.keys))] };
+}
+
+/** Reads and checks everything before anything connects. */
+async function plan(inputs: ActionSettings, env: Record<string, string | undefined>): Promise<Plan> {
+  const prompt = 'text' in inputs.prompt ? inputs.prompt.text : await readPromptFile(inputs.prompt.file);
+  const input: AgentJobInput = { projectId: inputs.project, prompt };
+  if (inputs.timeout !== undefined) input.timeout = inputs.timeout;
+  if (inputs.pollInterval !== undefined) input.poll = { initialInterval: inputs.pollInterval };
+  resolveInput(input);
+  const key = checkedKey(inputs.key ?? defaultKey(env)) as string;
+  let settings: TemporalSettings;
+  try {
+    settings = loadTemporalSettings(inputs.temporalEnv);
+  } catch (err) {
+    // The message names the project's setting; the action's user knows the input that gave it.
+    if (!(err instanceof ConfigError)) throw err;
+    const named = inputOfSetting(err.setting);
+    throw new UsageError(
+      `${named === undefined ? 'the Temporal connection inputs' : `input ${named}`}: ${err.message}`,
+    );
+  }
+  return {
+    project: inputs.project,
+    input,
+    key,
+    wait: inputs.wait,
+    settings,
+    dataConverter: codecOf(inputs.payloadKeys),
+  };
+}
+
+/** One line of progress in the step's log; what the API sent is escaped for the terminal. */
+function progressLine(p: AgentJobProgress): string {
+  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
+  return `[${p.phase}] ${status}, ${p.polls} polls`;
+}
+
+/** The `status` output of a failed workflow, from its exit code. */
+function failedStatus(code: number): string {
+  if (code === ExitCode.AgentJobFailed) return 'failed';
+  if (code === ExitCode.TimedOut) return 'timed-out';
+  if (code === ExitCode.Cancelled) return 'cancelled';
+  return 'workflow-failed';
+}
+
+/** The agent job ID a failure's details carry (the final or last record), if any. */
+function jobIdOf(failure: unknown): string | null {
+  if (!(failure instanceof ApplicationFailure)) return null;
+  const [record] = failure.details ?? [];
+  const id = (record as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' ? id : null;
+}
+
+/**
+ * The agent job the workflow recorded (its `AgentJobId` search attribute), for a failure whose
+ * details carry no record (an API error while polling); null when it made none. A failed read is
+ * logged and gives null: the failure's own exit code and message matter more than the ID.
+ */
+async function recordedJobId(handle: AgentJobHandle, runner: Runner): Promise<string | null> {
+  try {
+    return (await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
+  } catch (err) {
+    runner.log(
+      `could not read the agent job's ID from the workflow: ${terminalText((err as Error).message)}`,
+    );
+    return null;
+  }
+}
+
+/** Starts (or attaches), and with `wait` follows the job to its end: the exit code. */
+async function start(plan: Plan, runner: Runner): Promise<number> {
+  const { settings } = plan;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({
+      ...clientConnectionOptions(settings, null),
+      connectTimeout: 10_000,
+    });
+  } catch (err) {
+    runner.error(
+      `cannot reach the Temporal server at ${settings.address}: ${terminalText((err as Error).message)}`,
+    );
+    return ExitCode.Connection;
+  }
+  try {
+    const client = new Client({
+      connection,
+      namespace: settings.namespace,
+      dataConverter: plan.dataConverter,
+    });
+    const handle = await startAgentJob(client, plan.input, { key: plan.key, taskQueue: settings.taskQueue });
+    const workflowUrl = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
+    runner.log(`workflow: ${terminalText(handle.workflowId)}`);
+    if (workflowUrl) runner.log(`ui:       ${workflowUrl}`);
+    runner.setOutput('workflow-id', handle.workflowId);
+    runner.setOutput('workflow-url', workflowUrl ?? '');
+    const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl };
+    if (!plan.wait) {
+      runner.summary(jobSummary({ ...facts, outcome: { kind: 'started' } }));
+      return ExitCode.Ok;
+    }
+    return await waitForEnd(runner, facts, handle);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Waits for the result; sets job-id, status and pr-link, and writes the summary. */
+async function waitForEnd(
+  runner: Runner,
+  facts: Omit<SummaryFacts, 'outcome'>,
+  handle: AgentJobHandle,
+): Promise<number> {
+  try {
+    const onProgress = (p: AgentJobProgress) => runner.log(progressLine(p));
+    const { job, status, prLink } = await followAgentJob(handle, onProgress, {
+      intervalMs: PROGRESS_INTERVAL_MS,
+    });
+    runner.setOutput('job-id', job.id);
+    runner.setOutput('status', status);
+    runner.setOutput('pr-link', prLink ?? '');
+    runner.log(`prLink: ${prLink === null ? '(none: the agent changed no files)' : terminalText(prLink)}`);
+    runner.summary(jobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } }));
+    return ExitCode.Ok;
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    const { code, type } = classifyFailure(err);
+    const status = failedStatus(code);
+    const message = err.cause?.message ?? err.message;
+    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle, runner));
+    runner.setOutput('job-id', jobId ?? '');
+    runner.setOutput('status', status);
+    runner.setOutput('pr-link', '');
+    runner.error(`the agent job's workflow failed (${terminalText(type)}): ${terminalText(message)}`);
+    runner.summary(jobSummary({ ...facts, outcome: { kind: 'failed', status, type, message, jobId } }));
+    return code;
+  }
+}
+
+/**
+ * Runs the step for the runner's environment `env` (the `INPUT_*` and `GITHUB_*` variables):
+ * the exit code. Secrets are masked first, before any line can name them.
+ */
+export async function runAction(env: Record<string, string | undefined>, runner: Runner): Promise<number> {
+  for (const secret of secretValues(env)) runner.mask(secret);
+  let checked: Plan;
+  try {
+    checked = await plan(readInputs(env), env);
+  } catch (err) {
+    if (!(err instanceof UsageError) && !(err instanceof InvalidInputError)) throw err;
+    const what = err instanceof InvalidInputError ? `invalid input: ${err.message}` : err.message;
+    runner.error(`${terminalText(what)}. Nothing was started.`);
+    return ExitCode.Usage;
+  }
+  return start(checked, runner);
+}

@@ -1,0 +1,46 @@
+/**
+ * The exit codes of the programs that start agent jobs (the starter CLI, the GitHub Action), and
+ * which one a workflow's failure gives: one table, so a CI step and a shell script read a failure
+ * alike.
+ */
+import type { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
+import { FailureType } from '../contract.js';
+
+/** The starter's exit codes. */
+export const ExitCode = {
+  /** Started (without --wait), or the agent job ended `completed` or `archived`. */
+  Ok: 0,
+  /** Anything unexpected. */
+  Error: 1,
+  /** Bad arguments, invalid input or configuration: nothing was started. */
+  Usage: 2,
+  /** The agent job ended `failed`. */
+  AgentJobFailed: 3,
+  /** The agent job was still working at the workflow's deadline. */
+  TimedOut: 4,
+  /** The Temporal server could not be reached. */
+  Connection: 5,
+  /** The workflow failed for another reason (API refused the key, project not found, ...). */
+  WorkflowFailed: 6,
+  /** The workflow was cancelled or terminated. */
+  Cancelled: 7,
+  /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
+  BatchIncomplete: 8,
+} as const;
+
+/** Maps a workflow or update failure to an exit code and its failure type. */
+export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): {
+  code: number;
+  type: string;
+} {
+  const cause = e.cause;
+  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
+    return { code: ExitCode.Cancelled, type: cause.name };
+  const type =
+    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
+  if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
+  if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
+  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
+  return { code: ExitCode.WorkflowFailed, type };
+}

@@ -1,0 +1,205 @@
+/**
+ * The GitHub Action's pure modules: how inputs are read from the runner's variables, the default
+ * key, the runner's protocol (commands, masks, outputs), and the job summary's escaping.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  ACTION_INPUTS,
+  inputOfSetting,
+  inputVariable,
+  readInputs,
+  secretValues,
+} from '../../src/action/inputs.js';
+import { defaultKey } from '../../src/action/key.js';
+import { commandData, maskValues, outputEntry, workflowCommand } from '../../src/action/runner.js';
+import { jobSummary } from '../../src/action/summary.js';
+import { UsageError } from '../../src/errors.js';
+
+/** The runner's variables for `inputs`, as GitHub names them. */
+function inputsEnv(inputs: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(inputs).map(([name, value]) => [inputVariable(name), value]));
+}
+
+const MINIMAL = { project: 'docs-site', prompt: 'Update the docs', 'temporal-address': 'temporal:7233' };
+
+describe('action inputs', () => {
+  test("the runner's variable names: INPUT_ and the name upper-cased, spaces as _, hyphens kept", () => {
+    assert.equal(inputVariable('prompt-file'), 'INPUT_PROMPT-FILE');
+    assert.equal(inputVariable('temporal api key'), 'INPUT_TEMPORAL_API_KEY');
+  });
+
+  test('defaults apply to inputs the runner left empty, and the connection inputs become TEMPORAL_* settings', () => {
+    const settings = readInputs(inputsEnv({ ...MINIMAL, 'task-queue': '  ', 'temporal-api-key': 'k' }));
+    assert.deepEqual(settings.prompt, { text: 'Update the docs' });
+    assert.equal(settings.wait, true);
+    assert.equal(settings.key, undefined);
+    assert.deepEqual(settings.temporalEnv, {
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: 'agent-jobs',
+      TEMPORAL_API_KEY: 'k',
+    });
+    assert.equal(readInputs(inputsEnv({ ...MINIMAL, wait: 'False' })).wait, false);
+  });
+
+  test('each bad combination is a usage error naming the input, never its value', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ ...MINIMAL, project: '' }, /input project is required/],
+      [{ ...MINIMAL, 'prompt-file': 'p.md' }, /prompt or prompt-file, not both/],
+      [{ ...MINIMAL, prompt: '' }, /prompt or prompt-file is required/],
+      [{ ...MINIMAL, wait: 'yes' }, /input wait must be true or false, not "yes"/],
+      [{ ...MINIMAL, 'temporal-address': '' }, /input temporal-address is required/],
+      [{ ...MINIMAL, 'temporal-tls-key': 'SECRET-KEY' }, /temporal-tls-cert and temporal-tls-key together/],
+    ];
+    for (const [inputs, message] of cases) {
+      assert.throws(
+        () => readInputs(inputsEnv(inputs)),
+        (err: unknown) =>
+          err instanceof UsageError && message.test(err.message) && !/SECRET/.test(err.message),
+      );
+    }
+  });
+
+  test('a Temporal setting is traced back to the input that gave it', () => {
+    assert.equal(inputOfSetting('TEMPORAL_UI_URL'), 'temporal-ui-url');
+    assert.equal(inputOfSetting('TEMPORAL_PROFILE'), undefined);
+  });
+
+  test('the secret inputs are the API key, the TLS key and the payload keys', () => {
+    const secret = Object.entries(ACTION_INPUTS).flatMap(([name, spec]) => ('secret' in spec ? [name] : []));
+    assert.deepEqual(secret.sort(), ['payload-keys', 'temporal-api-key', 'temporal-tls-key']);
+    const env = inputsEnv({
+      ...MINIMAL,
+      'temporal-api-key': 'a',
+      'payload-keys': 'k1 AAAA',
+      'temporal-tls-cert': 'c',
+    });
+    assert.deepEqual(secretValues(env).sort(), ['a', 'k1 AAAA']);
+  });
+});
+
+describe('the default key', () => {
+  const github = {
+    GITHUB_REPOSITORY: 'acme/docs',
+    GITHUB_WORKFLOW: 'Update docs',
+    GITHUB_JOB: 'update',
+    GITHUB_ACTION: '__acme_agent-job',
+    GITHUB_SHA: 'a'.repeat(40),
+    GITHUB_RUN_ATTEMPT: '1',
+  };
+
+  test('a re-run (a new run attempt) gets the same key; another workflow, job, step or commit its own', () => {
+    const key = defaultKey(github);
+    assert.equal(key, `acme/docs/Update docs/update/__acme_agent-job/${'a'.repeat(40)}`);
+    assert.equal(defaultKey({ ...github, GITHUB_RUN_ATTEMPT: '2', GITHUB_RUN_ID: '99' }), key);
+    for (const change of [
+      { GITHUB_WORKFLOW: 'Release notes' },
+      { GITHUB_JOB: 'other' },
+      { GITHUB_ACTION: '__acme_agent-job_2' },
+      { GITHUB_SHA: 'b'.repeat(40) },
+    ]) {
+      assert.notEqual(defaultKey({ ...github, ...change }), key, JSON.stringify(change));
+    }
+  });
+
+  test('a / in a workflow or job name cannot make two lists of parts one key', () => {
+    const a = defaultKey({ ...github, GITHUB_WORKFLOW: 'docs/update', GITHUB_JOB: 'x' });
+    const b = defaultKey({ ...github, GITHUB_WORKFLOW: 'docs', GITHUB_JOB: 'update/x' });
+    assert.notEqual(a, b);
+    assert.match(a, /docs%2Fupdate/);
+  });
+
+  test('outside GitHub Actions the error names the missing variables', () => {
+    assert.throws(
+      () => defaultKey({ ...github, GITHUB_SHA: undefined, GITHUB_JOB: '' }),
+      /input key not given and GITHUB_JOB, GITHUB_SHA not set/,
+    );
+  });
+});
+
+describe("the runner's protocol", () => {
+  test('a command message with a line break stays one line: %, CR and LF escaped', () => {
+    assert.equal(commandData('50% done\r\n::error::forged'), '50%25 done%0D%0A::error::forged');
+    assert.equal(workflowCommand('error', 'a\nb'), '::error::a%0Ab');
+  });
+
+  test('an output value cannot end its entry early', () => {
+    assert.equal(outputEntry('pr-link', 'x\ny', 'D'), 'pr-link<<D\nx\ny\nD\n');
+    assert.throws(() => outputEntry('pr-link', 'x\nD\nstatus=ok', 'D'), /delimiter/);
+  });
+
+  test('a multi-line secret is masked whole and line by line, PEM armour and comments left out', () => {
+    const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQ\nIBADAN\n-----END PRIVATE KEY-----\n';
+    assert.deepEqual(maskValues(pem), [pem.trim(), 'MIIEvQ', 'IBADAN']);
+    assert.deepEqual(maskValues('# ring\nk2 QUJD\n\nk1 REVG\n'), [
+      '# ring\nk2 QUJD\n\nk1 REVG',
+      'k2 QUJD',
+      'k1 REVG',
+    ]);
+  });
+});
+
+describe('the job summary', () => {
+  const facts = {
+    project: 'docs_site',
+    workflowId: 'agent-job/docs_site/acme/docs/Update docs',
+    workflowUrl: 'http://localhost:8233/namespaces/default/workflows/agent-job%2Fdocs_site',
+  };
+
+  test('an ended job: project, workflow, UI link, job, status and the prLink as a link', () => {
+    const md = jobSummary({
+      ...facts,
+      outcome: {
+        kind: 'ended',
+        status: 'completed',
+        jobId: 'job_1',
+        prLink: 'https://github.com/acme/docs/pull/7',
+      },
+    });
+    assert.match(md, /^\| Project \| docs\\_site \|$/m);
+    assert.match(
+      md,
+      /^\| Temporal UI \| <http:\/\/localhost:8233\/namespaces\/default\/workflows\/agent-job%2Fdocs_site> \|$/m,
+    );
+    assert.match(md, /^\| Agent job \| job\\_1 \|$/m);
+    assert.match(md, /^\| Status \| completed \|$/m);
+    assert.match(md, /^\| Pull request \| <https:\/\/github\.com\/acme\/docs\/pull\/7> \|$/m);
+  });
+
+  test('markdown and HTML the API sent render as text: no emphasis, no table cell, no tag, no line', () => {
+    const md = jobSummary({
+      ...facts,
+      outcome: {
+        kind: 'failed',
+        status: 'failed',
+        type: 'AgentJobFailed',
+        message: '**bold** <img src=x onerror=alert(1)>\n# heading | cell',
+        jobId: 'job_<b>1</b>',
+      },
+    });
+    assert.ok(
+      md.includes('\\*\\*bold\\*\\* \\<img src=x onerror=alert\\(1\\)\\>\\u{a}\\# heading \\| cell'),
+      md,
+    );
+    assert.ok(md.includes('job\\_\\<b\\>1\\</b\\>'), md);
+    assert.doesNotMatch(md, /(?<!\\)<\/?(img|b)|^# /m, 'no unescaped tag, no heading');
+    const link = jobSummary({
+      ...facts,
+      outcome: {
+        kind: 'ended',
+        status: 'completed',
+        jobId: 'j',
+        prLink: 'https://github.com/a/b/pull/1?x=*y*|&lt;',
+      },
+    });
+    assert.match(link, /\| Pull request \| https:\/\/github\.com\/a\/b\/pull\/1\?x=\\\*y\\\*\\\|\\&lt; \|/);
+  });
+
+  test('a job not waited for says so', () => {
+    assert.match(
+      jobSummary({ ...facts, workflowUrl: null, outcome: { kind: 'started' } }),
+      /\| Status \| started; not waited for/,
+    );
+  });
+});
