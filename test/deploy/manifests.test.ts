@@ -122,6 +122,14 @@ interface ComposeService {
   stop_grace_period?: string;
 }
 
+/** Compose's `${VAR:-default}`, `${VAR-default}` and `${VAR}` with an empty environment. */
+function interpolate(value: string): string {
+  return value.replace(
+    /\$\{(\w+)(?::?-([^}]*))?\}/g,
+    (_, _name: string, fallback?: string) => fallback ?? '',
+  );
+}
+
 describe('docker-compose.yml', () => {
   // Merge keys (<<) are YAML 1.1, which Compose reads.
   const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -133,14 +141,6 @@ describe('docker-compose.yml', () => {
     const found = services[name];
     assert.ok(found, `docker-compose.yml has no service ${name}`);
     return found;
-  }
-
-  /** Compose's `${VAR:-default}`, `${VAR-default}` and `${VAR}` with an empty environment. */
-  function interpolate(value: string): string {
-    return value.replace(
-      /\$\{(\w+)(?::?-([^}]*))?\}/g,
-      (_, _name: string, fallback?: string) => fallback ?? '',
-    );
   }
 
   function environment(name: string): Record<string, string> {
@@ -882,5 +882,71 @@ describe('versioned deployments', () => {
         assert.equal(slots[name]!.stop_grace_period, base.worker?.stop_grace_period);
       }
     });
+  });
+});
+
+/**
+ * deploy/compose/codec.yaml: the local stack with the payload codec. The workers and the codec
+ * server read one ring, a Compose secret from the host's TEMPORAL_PAYLOAD_KEYS_FILE; the codec
+ * server uses the local-only allowance on the host's loopback; the UI's codec endpoint is it.
+ */
+describe('deploy/compose/codec.yaml', () => {
+  const override = join(ROOT, 'deploy/compose/codec.yaml');
+  const read = (file: string) =>
+    parse(readFileSync(file, 'utf8'), { merge: true }) as {
+      services: Record<string, ComposeService & { secrets?: string[]; network_mode?: string }>;
+      secrets?: Record<string, { file: string }>;
+    };
+  const base = read(join(ROOT, 'docker-compose.yml')).services;
+  const codec = read(override);
+  const env = (service: ComposeService | undefined) =>
+    Object.fromEntries(
+      Object.entries(service?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]),
+    );
+  const run = (extra: Record<string, string>) =>
+    spawnSync(
+      findOnPath('docker-compose') ?? 'docker-compose',
+      ['-f', 'docker-compose.yml', '-f', override, 'config', '-q'],
+      { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: scratch, ...extra } },
+    );
+  const server = codec.services['codec-server'];
+
+  test('is accepted by docker-compose with TEMPORAL_PAYLOAD_KEYS_FILE given, and refused without it', () => {
+    assert.ok(
+      findOnPath('docker-compose'),
+      'docker-compose is not installed (apt-get install -y docker-compose)',
+    );
+    const ok = run({ TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(ok.status, 0, `docker-compose config -q failed:\n${ok.stderr}${ok.stdout}`);
+    const missing = run({});
+    assert.notEqual(missing.status, 0);
+    assert.match(`${missing.stderr}${missing.stdout}`, /TEMPORAL_PAYLOAD_KEYS_FILE/);
+  });
+
+  test('the workers and the codec server read the one ring, and the worker accepts its settings', () => {
+    const secret = Object.keys(codec.secrets ?? {});
+    assert.equal(secret.length, 1);
+    for (const service of [codec.services.worker, server]) {
+      assert.deepEqual(service?.secrets, secret);
+      assert.equal(env(service).TEMPORAL_PAYLOAD_KEYS_FILE, `/run/secrets/${secret[0]}`);
+    }
+    const workerEnv = { ...env(base.worker), ...env(codec.services.worker) };
+    assertWorkerSettings(Object.keys(workerEnv), 'the compose worker with the codec');
+    const config = loadWorkerConfig({ ...workerEnv, TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(config.temporal.payloadKeysFile, RING_FILE);
+  });
+
+  test("the codec server runs on the host's loopback without tokens, for the UI's origin, and the UI points at it", () => {
+    assert.equal(server?.network_mode, 'host', "a loopback peer is the host's own browser");
+    assert.deepEqual(server?.command, ['node', 'lib/codec-server.js']);
+    assert.equal(server?.build?.target, base.worker?.build?.target, "the worker's image");
+    const config = loadCodecServerConfig({ ...env(server), TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(config.server.accessToken, null);
+    assert.equal(config.server.host, '127.0.0.1');
+    const uiPort = (base['temporal-ui']?.ports ?? [])[0]?.split(':')[0];
+    assert.ok(config.server.allowedOrigins.includes(`http://localhost:${uiPort}`));
+    const endpoint = new URL(env(codec.services['temporal-ui']).TEMPORAL_CODEC_ENDPOINT ?? '');
+    assert.equal(endpoint.hostname, 'localhost');
+    assert.equal(Number(endpoint.port), config.server.port);
   });
 });
