@@ -29,7 +29,8 @@ async function run(config: CodecServerConfig): Promise<void> {
     payloadKeysFile: config.payloadKeysFile,
   });
   const signal = await new Promise<string>((resolve) => {
-    for (const name of ['SIGTERM', 'SIGINT'] as const) process.once(name, () => resolve(name));
+    // Handlers that stay: a second signal during the close must not end the process half way.
+    for (const name of ['SIGTERM', 'SIGINT'] as const) process.on(name, () => resolve(name));
   });
   await server.close();
   logger.info('codec server stopped', { signal });
