@@ -353,7 +353,8 @@ async function until<T>(
   throw new Error(`timed out waiting for ${what} (${READY_TIMEOUT_MS / 1000}s)`, { cause: lastError });
 }
 
-interface StartedUi {
+/** A running Temporal UI server. */
+export interface StartedUi {
   url: string;
   version: string;
   stop(): Promise<void>;
@@ -363,6 +364,19 @@ interface StartedUi {
  * Starts the Temporal UI server on a free loopback port, for the server at `temporalAddress`, with
  * the settings the CLI's dev server gives its embedded UI, and waits until it answers.
  */
+/**
+ * Starts a Temporal UI server as {@link startDevServer} does, for a server already running at
+ * `temporalAddress`, with `codecEndpoint` as its codec endpoint (null: none). For the test that
+ * compares the UI with and without the codec server.
+ */
+export async function startTemporalUi(
+  temporalAddress: string,
+  codecEndpoint: string | null,
+  log: (line: string) => void = () => {},
+): Promise<StartedUi> {
+  return startUi(await resolveTemporalUi(process.env, log), temporalAddress, codecEndpoint, log);
+}
+
 async function startUi(
   binary: string,
   temporalAddress: string,

@@ -83,6 +83,11 @@ if (process.argv.includes('--for-tests') && !(onPath('prometheus') && onPath('pr
   ensurePackages("Debian's Prometheus, which the metrics and deploy tests run", ['prometheus']);
 }
 
+if (process.argv.includes('--for-tests') && !onPath('chromium')) {
+  // Headless, for the test that opens the Temporal UI with and without the codec server.
+  ensurePackages("Debian's Chromium, which the UI test drives headless", ['chromium']);
+}
+
 if (process.argv.includes('--for-cluster')) {
   let ok = true;
   if (!postgresInstalled()) ok = ensurePackages('the PostgreSQL server', ['postgresql']) && ok;
