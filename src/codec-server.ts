@@ -20,7 +20,8 @@ async function run(config: CodecServerConfig): Promise<void> {
   const { accessToken } = config.server;
   logger.info('codec server running', {
     endpoint: server.url,
-    authorization: accessToken === null ? 'local only (loopback)' : 'oidc access token',
+    // Not named "authorization": the logger masks fields of that name.
+    callers: accessToken === null ? 'local only (loopback)' : 'oidc access token',
     issuer: accessToken?.issuer,
     audience: accessToken?.audience,
     requiredClaim: accessToken?.requiredClaim ? accessToken.requiredClaim.name : undefined,
