@@ -258,17 +258,19 @@ function namespaceOf(req: IncomingMessage): string | undefined {
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
+  const tooLarge = new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) {
+    req.resume();
+    return tooLarge;
+  }
+  // Past the limit the rest is read and dropped, not kept, so the answer follows a whole request.
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      req.resume();
-      return new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-    }
-    chunks.push(chunk);
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
   }
-  return Buffer.concat(chunks);
+  return size > MAX_BODY_BYTES ? tooLarge : Buffer.concat(chunks);
 }
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;

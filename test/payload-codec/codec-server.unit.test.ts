@@ -20,6 +20,7 @@ import {
   AesGcmPayloadCodec,
   FileKeyRing,
   KEY_ID_METADATA_KEY,
+  MAX_BODY_BYTES,
   startCodecServer,
   staticKeyRing,
   type CodecServer,
@@ -144,6 +145,18 @@ describe('the local-only codec server', () => {
       assert.match(String(res.json.message), message);
       assert.ok(!String(res.json.message).includes(MARKER));
     }
+  });
+
+  test('a body larger than the limit gets 413, with or without a Content-Length', async () => {
+    const big = `{"payloads":[{"data":"${'A'.repeat(MAX_BODY_BYTES)}"}]}`;
+    assert.equal((await post(server, '/decode', big)).status, 413);
+    const chunked = await fetch(`${server.url}/decode`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new Blob([big]).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(chunked.status, 413);
   });
 
   test('a tampered payload gets 422 naming its key ID; an unknown key ID names the key, not key material', async () => {
