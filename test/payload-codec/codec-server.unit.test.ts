@@ -155,7 +155,7 @@ describe('the local-only codec server', () => {
       headers: { 'content-type': 'application/json' },
       body: new Blob([big]).stream(),
       duplex: 'half',
-    } as RequestInit);
+    });
     assert.equal(chunked.status, 413);
   });
 
