@@ -125,7 +125,7 @@ function jsonTexts(value: unknown): string[] {
   return [];
 }
 
-test('`temporal workflow show --codec-endpoint` through the codec server shows the marker decoded, and without it sealed', async () => {
+test('`temporal workflow show --codec-endpoint` through the codec server shows the marker decoded, and without it sealed; `workflow execute` with it seals the input', async () => {
   assert.ok(firstJob, 'the first test ran a sealed job');
   const codecServer = spawnTs('src/codec-server.ts', [], {
     ...process.env,
@@ -153,7 +153,32 @@ test('`temporal workflow show --codec-endpoint` through the codec server shows t
   );
   assert.equal(await show(), 0, 'without --codec-endpoint the marker is not shown');
   assert.match(codecServer.stdout(), /"msg":"codec request".*"path":"\/decode"/);
-  assert.ok(!codecServer.stdout().includes(firstJob.marker), 'the codec server logs no payload');
+
+  // docs/starting-jobs.md: a start through the CLI with the endpoint seals the input (/encode), and
+  // its result opens through it (/decode).
+  const marker = `secret-${randomUUID()}`;
+  const workflowId = uniqueId('codec-cli');
+  const run = await promisify(execFile)(
+    cli.path,
+    [
+      ...['workflow', 'execute', '--address', world.env.address, '--namespace', world.env.namespace],
+      ...['--type', WORKFLOW_TYPE, '--task-queue', workerEnv.taskQueue, '--workflow-id', workflowId],
+      ...[
+        '--input',
+        JSON.stringify({ projectId: world.project({ outcome: 'pr' }), prompt: secretPrompt(marker) }),
+      ],
+      ...['--output', 'json', '--codec-endpoint', endpoint],
+    ],
+    { timeout: 60_000 },
+  );
+  const out = JSON.parse(run.stdout) as { result: { prLink: string } };
+  assert.match(out.result.prLink, /^https:\/\/github\.com\//);
+  const started = world.env.client.workflow.getHandle(workflowId);
+  assert.deepEqual(await inputSeals(started), [`${SEALED_ENCODING} e2e-1`], 'the CLI sealed the input');
+  assert.equal((await historyBytes(started)).indexOf(marker), -1, 'the marker is in no history event');
+  assert.match(codecServer.stdout(), /"msg":"codec request".*"path":"\/encode"/);
+  for (const secretText of [firstJob.marker, marker])
+    assert.ok(!codecServer.stdout().includes(secretText), 'the codec server logs no payload');
   codecServer.child.kill('SIGTERM');
   assert.equal(await codecServer.exited, 0);
 });
