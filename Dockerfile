@@ -6,6 +6,9 @@
 #   docker build -t agent-job-worker .
 #   docker build --target simulator -t agent-job-simulator .
 #
+# The worker's image also runs the codec server (docs/payload-codec.md), with another command:
+# `node lib/codec-server.js` (deploy/k8s/codec-server.yaml, deploy/compose/codec.yaml).
+#
 # Debian slim, not Alpine: @temporalio/core-bridge ships its native Rust library prebuilt for
 # glibc Linux only, so on musl the worker fails to load it. Node 24 is the active LTS line; the
 # tag is pinned to a patch release so a rebuild gives the same runtime (bump it on purpose).

@@ -62,6 +62,7 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
     members: [
       'src/worker.ts',
       'src/worker/',
+      'src/codec-server.ts',
       'src/client/',
       'src/starter.ts',
       'src/starter/',

@@ -4,14 +4,22 @@
  * a worker process, starts one workflow through the client library, shows its progress, prints
  * the final record with its prLink and the UI link, and stops what it started (unless --keep).
  *
- *   npm run demo -- [--prompt "<text>"] [--project <id>] [--jobs <n>] [--budget <uses>/<window>] [--keep]
+ *   npm run demo -- [--prompt "<text>"] [--project <id>] [--jobs <n>] [--budget <uses>/<window>] [--codec] [--keep]
+ *
+ * With TEMPORAL_PAYLOAD_KEYS_FILE set, or `--codec` (a throwaway key ring in a temporary
+ * directory), payloads are sealed (docs/payload-codec.md): the demo also starts the codec server
+ * on loopback and gives its URL to the UI as the codec endpoint, so the UI shows them decoded.
  *
  * `--jobs 6 --budget 2/10s` shows the project quota: the simulator allows 2 uses per 10 s and
  * answers a 429 without Retry-After past that, as the live API does; the worker's quota is set to
  * the same budget, so the jobs queue (their place is printed) and none is refused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
@@ -35,6 +43,7 @@ const { values } = parseArgs({
     project: { type: 'string', default: 'demo-docs' },
     jobs: { type: 'string', default: '1' },
     budget: { type: 'string' },
+    codec: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
   strict: true,
@@ -57,30 +66,73 @@ function demoOptions(): { jobs: number; budget: QuotaLimit | null } {
 
 const cleanups: Array<() => Promise<void>> = [];
 
-async function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const entry = fileURLToPath(new URL('../src/worker.ts', import.meta.url));
+/**
+ * Starts one of the project's entry points (`src/worker.ts`, `src/codec-server.ts`) and waits for
+ * the log line `ready` that says it serves.
+ */
+async function startEntry(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  ready: string,
+  name: string,
+): Promise<ChildProcess> {
+  const entry = fileURLToPath(new URL(script, import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let buffered = '';
-  const ready = new Promise<void>((resolve, reject) => {
+  const started = new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();
       let newline: number;
       while ((newline = buffered.indexOf('\n')) >= 0) {
         const line = buffered.slice(0, newline);
         buffered = buffered.slice(newline + 1);
-        if (line.includes('"worker running"')) resolve();
-        if (process.env.DEMO_VERBOSE) process.stdout.write(`[worker] ${line}\n`);
+        if (line.includes(ready)) resolve();
+        if (process.env.DEMO_VERBOSE) process.stdout.write(`[${name}] ${line}\n`);
       }
     });
     child.once('exit', (code) =>
-      reject(new Error(`the worker exited with code ${code} before it was ready`)),
+      reject(new Error(`the ${name} exited with code ${code} before it was ready`)),
     );
   });
-  await ready;
+  await started;
   return child;
+}
+
+/**
+ * The payload key ring: TEMPORAL_PAYLOAD_KEYS_FILE's, or with `--codec` a throwaway one (a fresh
+ * random key in a temporary directory, removed at the end); null when the codec is off.
+ */
+function payloadKeyRing(): { path: string; throwaway: boolean } | null {
+  const configured = process.env.TEMPORAL_PAYLOAD_KEYS_FILE?.trim();
+  if (configured) return { path: configured, throwaway: false };
+  if (!values.codec) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'agent-job-demo-keys-'));
+  cleanups.push(() => Promise.resolve(rmSync(dir, { recursive: true, force: true })));
+  const path = join(dir, 'payload-keys');
+  writeFileSync(path, `demo-1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  return { path, throwaway: true };
+}
+
+/**
+ * Starts the codec server on loopback (its local-only allowance: no token, which is what the dev
+ * UI can send) for pages of `uiUrl`, over the ring in `env`.
+ */
+async function startCodecServer(
+  env: NodeJS.ProcessEnv,
+  port: number,
+  uiUrl: string | null,
+): Promise<ChildProcess> {
+  const origins = uiUrl === null ? [] : [uiUrl, uiUrl.replace('//127.0.0.1:', '//localhost:')];
+  const codecEnv: NodeJS.ProcessEnv = {
+    ...env,
+    CODEC_SERVER_ADDRESS: `127.0.0.1:${port}`,
+    CODEC_SERVER_ALLOWED_ORIGINS: origins.join(','),
+  };
+  for (const name of Object.keys(codecEnv)) if (name.startsWith('CODEC_SERVER_OIDC_')) delete codecEnv[name];
+  return startEntry('../src/codec-server.ts', codecEnv, '"codec server running"', 'codec server');
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {
@@ -92,6 +144,10 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 
 async function main(): Promise<number> {
   const options = demoOptions();
+  const ring = payloadKeyRing();
+  // Known before the UI starts, which takes it as its codec endpoint.
+  const codecPort = ring === null ? null : (await freePorts(1))[0]!;
+  const codecEndpoint = codecPort === null ? undefined : `http://127.0.0.1:${codecPort}`;
   let server: DevServer | null = null;
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
@@ -99,7 +155,7 @@ async function main(): Promise<number> {
     say(
       'starting a local Temporal server with the UI (the first run on a machine builds Temporal Server and the UI server, which takes minutes)',
     );
-    server = await startDevServer({ ui: true, log: (line) => say(line) });
+    server = await startDevServer({ ui: true, uiCodecEndpoint: codecEndpoint, log: (line) => say(line) });
     cleanups.push(() => server!.stop());
     temporalAddress = server.address;
     uiUrl = server.uiUrl;
@@ -146,8 +202,19 @@ async function main(): Promise<number> {
   }
   if (uiUrl) env.TEMPORAL_UI_URL = uiUrl;
   if (options.budget) env.AGENT_API_PROJECT_QUOTA = values.budget;
+  if (ring !== null && codecPort !== null) {
+    env.TEMPORAL_PAYLOAD_KEYS_FILE = ring.path;
+    const codecServer = await startCodecServer(env, codecPort, uiUrl);
+    cleanups.push(() => stopProcess(codecServer));
+    say(
+      `payload codec on, key ring ${ring.throwaway ? `${ring.path} (a throwaway one)` : ring.path}: ` +
+        `codec server on ${codecEndpoint}` +
+        (server ? ', the UI decodes through it' : '') +
+        `; temporal workflow show --codec-endpoint ${codecEndpoint} ...`,
+    );
+  }
   say('starting a worker');
-  const worker = await startWorker(env);
+  const worker = await startEntry('../src/worker.ts', env, '"worker running"', 'worker');
   cleanups.push(() => stopProcess(worker));
   say(
     `worker ready (health http://${env.HEALTH_ADDRESS}/readyz, metrics http://${env.METRICS_ADDRESS}/metrics)`,
@@ -223,9 +290,11 @@ async function cleanup(): Promise<void> {
 
 async function keepRunning(): Promise<void> {
   say('--keep: the server, simulator and worker keep running; press Ctrl-C to stop them');
+  // Handlers that stay: a Ctrl-C reaches tsx too, which passes it on, so a second SIGINT arrives
+  // while the cleanup runs, and without a handler it would end the demo before it has stopped all.
   await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    process.on('SIGINT', () => resolve());
+    process.on('SIGTERM', () => resolve());
   });
 }
 

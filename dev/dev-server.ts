@@ -40,6 +40,11 @@ export interface DevServer {
 export interface DevServerOptions {
   /** Serve the Temporal UI too. Default false. */
   ui?: boolean;
+  /**
+   * The UI's codec endpoint (a codec server's URL, as the browser reaches it): the UI then shows
+   * payloads decoded through it. None by default.
+   */
+  uiCodecEndpoint?: string;
   /** gRPC port; a free one by default. */
   port?: number;
   /** Dynamic config values on top of dev/dynamicconfig.yaml, e.g. `frontend.rps: 10000` for the benchmark. */
@@ -111,7 +116,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   }
   let ui: StartedUi | null = null;
   try {
-    if (uiServer) ui = await startUi(uiServer, server.address, log);
+    if (uiServer) ui = await startUi(uiServer, server.address, options.uiCodecEndpoint ?? null, log);
   } catch (err) {
     await server.stop();
     throw err;
@@ -348,7 +353,8 @@ async function until<T>(
   throw new Error(`timed out waiting for ${what} (${READY_TIMEOUT_MS / 1000}s)`, { cause: lastError });
 }
 
-interface StartedUi {
+/** A running Temporal UI server. */
+export interface StartedUi {
   url: string;
   version: string;
   stop(): Promise<void>;
@@ -358,9 +364,23 @@ interface StartedUi {
  * Starts the Temporal UI server on a free loopback port, for the server at `temporalAddress`, with
  * the settings the CLI's dev server gives its embedded UI, and waits until it answers.
  */
+/**
+ * Starts a Temporal UI server as {@link startDevServer} does, for a server already running at
+ * `temporalAddress`, with `codecEndpoint` as its codec endpoint (null: none). For the test that
+ * compares the UI with and without the codec server.
+ */
+export async function startTemporalUi(
+  temporalAddress: string,
+  codecEndpoint: string | null,
+  log: (line: string) => void = () => {},
+): Promise<StartedUi> {
+  return startUi(await resolveTemporalUi(process.env, log), temporalAddress, codecEndpoint, log);
+}
+
 async function startUi(
   binary: string,
   temporalAddress: string,
+  codecEndpoint: string | null,
   log: (line: string) => void,
 ): Promise<StartedUi> {
   const port = await freePort();
@@ -376,6 +396,8 @@ async function startUi(
     // Plain HTTP on loopback: the session cookie cannot be Secure.
     cors: { cookieInsecure: true },
     hideLogs: true,
+    // The browser calls it; on the dev stack it needs no token (the codec server's local-only allowance).
+    ...(codecEndpoint !== null && { codec: { endpoint: codecEndpoint } }),
   };
   writeFileSync(join(dir, 'config', 'development.yaml'), JSON.stringify(config, null, 2));
   const child = spawn(binary, ['--root', dir, '--config', 'config', '--env', 'development', 'start'], {
@@ -401,7 +423,10 @@ async function startUi(
       cause: err,
     });
   }
-  log(`started Temporal UI server pid ${child.pid} on ${url}`);
+  log(
+    `started Temporal UI server pid ${child.pid} on ${url}` +
+      (codecEndpoint === null ? '' : ` with its codec endpoint at ${codecEndpoint}`),
+  );
   // It prints "Temporal UI version 2.54.1"; the release is what the other version lines show.
   const said = versionOf(binary);
   return { url, version: /\d+\.\d+\.\d+\S*/.exec(said)?.[0] ?? said, stop };

@@ -97,6 +97,11 @@ if (process.argv.includes('--for-tests') && onPath('python3') && !pythonVenvWork
   ]);
 }
 
+if (process.argv.includes('--for-tests') && !onPath('chromium')) {
+  // Headless, for the test that opens the Temporal UI with and without the codec server.
+  ensurePackages("Debian's Chromium, which the UI test drives headless", ['chromium']);
+}
+
 if (process.argv.includes('--for-cluster')) {
   let ok = true;
   if (!postgresInstalled()) ok = ensurePackages('the PostgreSQL server', ['postgresql']) && ok;

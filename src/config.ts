@@ -23,7 +23,12 @@ import {
   type MemoryLimit,
   type MemorySizing,
 } from './worker/memory.js';
-import { FileKeyRing, PayloadKeyFileError } from './payload-codec/index.js';
+import {
+  FileKeyRing,
+  PayloadKeyFileError,
+  type AccessTokenPolicy,
+  type CodecServerSettings,
+} from './payload-codec/index.js';
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
 import type { TracingSettings } from './observability/tracing.js';
@@ -295,6 +300,129 @@ export function loadWorkerConfig(
     tracing: loadTracingSettings(env),
   };
 }
+
+/** Everything the codec server needs (`npm run codec-server`, docs/payload-codec.md). */
+export interface CodecServerConfig {
+  /** TEMPORAL_PAYLOAD_KEYS_FILE: the same ring the worker seals with, re-read when it changes. */
+  payloadKeysFile: string;
+  server: CodecServerSettings;
+  logLevel: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
+}
+
+/** The environment variables the codec server reads (docs/configuration.md). */
+export const CODEC_SERVER_SETTINGS = [
+  'TEMPORAL_PAYLOAD_KEYS_FILE',
+  'CODEC_SERVER_ADDRESS',
+  'CODEC_SERVER_ALLOWED_ORIGINS',
+  'CODEC_SERVER_ALLOW_CREDENTIALS',
+  'CODEC_SERVER_OIDC_ISSUER',
+  'CODEC_SERVER_OIDC_AUDIENCE',
+  'CODEC_SERVER_OIDC_JWKS_URL',
+  'CODEC_SERVER_OIDC_REQUIRED_CLAIM',
+  'LOG_LEVEL',
+] as const;
+
+/**
+ * Loads the codec server's settings. Without CODEC_SERVER_OIDC_ISSUER it runs on the local-only
+ * allowance, which only a loopback CODEC_SERVER_ADDRESS may use: anything else is refused here, so
+ * an open codec server never starts.
+ */
+export function loadCodecServerConfig(env: Env = process.env): CodecServerConfig {
+  const payloadKeysFile = text(env, 'TEMPORAL_PAYLOAD_KEYS_FILE');
+  if (payloadKeysFile === undefined)
+    throw new ConfigError(
+      'TEMPORAL_PAYLOAD_KEYS_FILE',
+      'is required: the codec server opens payloads with that ring',
+    );
+  checkKeyRingFile(payloadKeysFile);
+  // Loopback by default: the local-only allowance, the dev stack's.
+  const { host, port } = setting(env, 'CODEC_SERVER_ADDRESS', { host: '127.0.0.1', port: 8888 }, HOST_PORT);
+  const listenHost = host.replace(/^\[(.*)\]$/, '$1');
+  const accessToken = loadAccessTokenPolicy(env);
+  if (
+    accessToken === null &&
+    !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
+  )
+    throw new ConfigError(
+      'CODEC_SERVER_ADDRESS',
+      `${host} is not loopback, and without CODEC_SERVER_OIDC_ISSUER the codec server has no authorization: set CODEC_SERVER_OIDC_ISSUER and CODEC_SERVER_OIDC_AUDIENCE, or bind to 127.0.0.1`,
+    );
+  return {
+    payloadKeysFile,
+    server: {
+      host: listenHost,
+      port,
+      allowedOrigins: setting(env, 'CODEC_SERVER_ALLOWED_ORIGINS', [], ORIGINS),
+      allowCredentials:
+        setting(env, 'CODEC_SERVER_ALLOW_CREDENTIALS', 'false', oneOf('true', 'false')) === 'true',
+      accessToken,
+    },
+    logLevel: setting(env, 'LOG_LEVEL', 'INFO', oneOf('DEBUG', 'INFO', 'WARN', 'ERROR')),
+  };
+}
+
+/** The OIDC settings, all or none: an issuer without an audience would accept any of its tokens. */
+function loadAccessTokenPolicy(env: Env): AccessTokenPolicy | null {
+  const issuer = setting(env, 'CODEC_SERVER_OIDC_ISSUER', null, HTTPS_URL);
+  const audience = text(env, 'CODEC_SERVER_OIDC_AUDIENCE') ?? null;
+  const jwksUrl = setting(env, 'CODEC_SERVER_OIDC_JWKS_URL', null, HTTPS_URL);
+  const requiredClaim = setting(env, 'CODEC_SERVER_OIDC_REQUIRED_CLAIM', null, CLAIM);
+  if (issuer === null) {
+    const stray = [
+      'CODEC_SERVER_OIDC_AUDIENCE',
+      'CODEC_SERVER_OIDC_JWKS_URL',
+      'CODEC_SERVER_OIDC_REQUIRED_CLAIM',
+    ].find((name) => text(env, name) !== undefined);
+    if (stray) throw new ConfigError(stray, 'takes effect only with CODEC_SERVER_OIDC_ISSUER');
+    return null;
+  }
+  if (audience === null)
+    throw new ConfigError(
+      'CODEC_SERVER_OIDC_AUDIENCE',
+      'is required with CODEC_SERVER_OIDC_ISSUER (the aud the tokens must name)',
+    );
+  return { issuer, audience, jwksUrl, requiredClaim };
+}
+
+/**
+ * An issuer or JWKS URL, kept exactly as written (an issuer's trailing slash is part of its `iss`).
+ * https, or http to a loopback host (a local identity provider, the tests): keys fetched over
+ * plain HTTP from elsewhere could be replaced on the way.
+ */
+const HTTPS_URL: Kind<string> = {
+  parse: (value) => {
+    if (!URL.canParse(value)) return undefined;
+    const url = new URL(value);
+    if (url.username || url.password) return undefined;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))
+      ? value
+      : undefined;
+  },
+  mustBe: 'an https URL (http only to a loopback host), without credentials',
+};
+
+/** Exact web origins, comma-separated: `scheme://host[:port]`, as a browser sends `Origin`. */
+const ORIGINS: Kind<string[]> = {
+  parse: (value) => {
+    const origins = value
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter(Boolean);
+    const exact = origins.every((origin) => URL.canParse(origin) && new URL(origin).origin === origin);
+    return exact && origins.length > 0 ? origins : undefined;
+  },
+  mustBe:
+    'comma-separated origins such as "https://temporal.example.com" (scheme, host and port only, no path or trailing slash)',
+};
+
+/** `name=value`: a claim the token must hold. */
+const CLAIM: Kind<{ name: string; value: string }> = {
+  parse: (value) => {
+    const match = /^([^=\s]+)=(\S+)$/.exec(value);
+    return match ? { name: match[1] as string, value: match[2] as string } : undefined;
+  },
+  mustBe: '"<claim>=<value>", such as "groups=temporal-codec" or "scope=codec:decode"',
+};
 
 /**
  * Tracing from the standard OTEL_* variables: on when an OTLP endpoint is set (or

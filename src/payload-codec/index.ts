@@ -15,6 +15,19 @@ export {
   UnknownPayloadKeyError,
 } from './codec.js';
 export {
+  AccessTokenVerifier,
+  type AccessTokenPolicy,
+  type AccessVerdict,
+  type Refused,
+} from './access-token.js';
+export {
+  MAX_BODY_BYTES,
+  startCodecServer,
+  type CodecServer,
+  type CodecServerLogger,
+  type CodecServerSettings,
+} from './codec-server.js';
+export {
   FileKeyRing,
   KEY_BYTES,
   keyRing,

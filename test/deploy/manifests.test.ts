@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,15 +21,24 @@ import { SearchAttributeType, type Duration } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ConfigMap, Secret } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadWorkerConfig, WORKER_SETTINGS, workerOptionsFrom } from '../../src/config.js';
+import {
+  CODEC_SERVER_SETTINGS,
+  loadCodecServerConfig,
+  loadWorkerConfig,
+  WORKER_SETTINGS,
+  workerOptionsFrom,
+} from '../../src/config.js';
 import { findOnPath } from '../../dev/temporal-cli.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'deploy-test-'));
 after(() => rmSync(scratch, { recursive: true, force: true }));
+/** A payload key ring standing in for the mounted Secret's, which exists only in a pod. */
+const RING_FILE = join(scratch, 'payload-keys');
+writeFileSync(RING_FILE, `k1 ${randomBytes(32).toString('base64')}\n`);
 
 /**
  * What @temporalio/envconfig reads from the environment (node_modules/@temporalio/envconfig/lib),
@@ -112,6 +122,14 @@ interface ComposeService {
   stop_grace_period?: string;
 }
 
+/** Compose's `${VAR:-default}`, `${VAR-default}` and `${VAR}` with an empty environment. */
+function interpolate(value: string): string {
+  return value.replace(
+    /\$\{(\w+)(?::?-([^}]*))?\}/g,
+    (_, _name: string, fallback?: string) => fallback ?? '',
+  );
+}
+
 describe('docker-compose.yml', () => {
   // Merge keys (<<) are YAML 1.1, which Compose reads.
   const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
@@ -123,14 +141,6 @@ describe('docker-compose.yml', () => {
     const found = services[name];
     assert.ok(found, `docker-compose.yml has no service ${name}`);
     return found;
-  }
-
-  /** Compose's `${VAR:-default}`, `${VAR-default}` and `${VAR}` with an empty environment. */
-  function interpolate(value: string): string {
-    return value.replace(
-      /\$\{(\w+)(?::?-([^}]*))?\}/g,
-      (_, _name: string, fallback?: string) => fallback ?? '',
-    );
   }
 
   function environment(name: string): Record<string, string> {
@@ -333,7 +343,13 @@ describe('deploy/k8s', () => {
     return current;
   }
 
-  const deployment = only('Deployment');
+  function named(kind: string, name: string): Record<string, unknown> {
+    const found = documents.find((d) => d.body.kind === kind && path(d.body, 'metadata', 'name') === name);
+    assert.ok(found, `no ${kind} ${name}`);
+    return found.body;
+  }
+
+  const deployment = named('Deployment', 'agent-job-worker');
   const configMap = only('ConfigMap');
   const podSpec = record(path(deployment, 'spec', 'template', 'spec'), 'pod spec');
   const containers = podSpec.containers as Record<string, unknown>[];
@@ -349,6 +365,7 @@ describe('deploy/k8s', () => {
     const models: Record<string, (body: Record<string, unknown>) => { validate(): void }> = {
       'v1/ConfigMap': (b) => new ConfigMap(b),
       'v1/Secret': (b) => new Secret(b),
+      'v1/Service': (b) => new Service(b),
       'apps/v1/Deployment': (b) => new Deployment(b),
       'policy/v1/PodDisruptionBudget': (b) => new PodDisruptionBudget(b),
       'keda.sh/v1alpha1/ScaledObject': (b) => new ScaledObject(b as unknown as IScaledObject),
@@ -395,7 +412,12 @@ describe('deploy/k8s', () => {
   test('the configuration loader accepts the settings, with the API key read from the mounted file', () => {
     const keyFile = join(scratch, 'api-key');
     writeFileSync(keyFile, 'placeholder-key\n');
-    const config = loadWorkerConfig({ ...configData, ...literalEnv, AGENT_API_KEY_FILE: keyFile });
+    const config = loadWorkerConfig({
+      ...configData,
+      ...literalEnv,
+      AGENT_API_KEY_FILE: keyFile,
+      TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
+    });
     assert.equal(config.agentApi.apiKey, 'placeholder-key');
     assert.equal(config.temporal.taskQueue, configData.TEMPORAL_TASK_QUEUE);
   });
@@ -426,6 +448,80 @@ describe('deploy/k8s', () => {
 
     const temporalKey = containerEnv.find((e) => e.name === 'TEMPORAL_API_KEY');
     assert.equal(path(temporalKey, 'valueFrom', 'secretKeyRef', 'optional'), true);
+  });
+
+  /** The Secret and its key mounted at `file` in a pod spec, or a failed assertion. */
+  function mountedSecret(spec: Record<string, unknown>, file: string): { secretName: string; key: string } {
+    const target = (spec.containers as Record<string, unknown>[])[0]!;
+    const mounts = target.volumeMounts as { name: string; mountPath: string }[];
+    const mount = mounts.find((m) => file.startsWith(`${m.mountPath}/`));
+    assert.ok(mount, `${file} is not under a volume mount`);
+    const volume = (
+      spec.volumes as {
+        name: string;
+        secret?: { secretName: string; items?: { key: string; path: string }[] };
+      }[]
+    ).find((v) => v.name === mount.name);
+    assert.ok(volume?.secret, `${mount.name} must be a Secret volume`);
+    const item = volume.secret.items?.find((i) => `${mount.mountPath}/${i.path}` === file);
+    assert.ok(item, `no item of ${volume.secret.secretName} is mounted at ${file}`);
+    return { secretName: volume.secret.secretName, key: item.key };
+  }
+
+  const codecServer = named('Deployment', 'agent-job-codec-server');
+  const codecPodSpec = record(path(codecServer, 'spec', 'template', 'spec'), 'codec server pod spec');
+  const codecContainer = (codecPodSpec.containers as Record<string, unknown>[])[0]!;
+  const codecEnv = Object.fromEntries(
+    (codecContainer.env as { name: string; value: string }[]).map((e) => [e.name, e.value]),
+  );
+
+  test('the worker and the codec server mount the same payload key ring Secret, shown in the Secret example', () => {
+    const workerRing = mountedSecret(podSpec, literalEnv.TEMPORAL_PAYLOAD_KEYS_FILE ?? '');
+    const codecRing = mountedSecret(codecPodSpec, codecEnv.TEMPORAL_PAYLOAD_KEYS_FILE ?? '');
+    assert.deepEqual(codecRing, workerRing);
+    const example = documents.find(
+      (d) => d.body.kind === 'Secret' && path(d.body, 'metadata', 'name') === workerRing.secretName,
+    );
+    assert.ok(example, `secret.example.yaml must show the Secret ${workerRing.secretName}`);
+    assert.ok(workerRing.key in record(example.body.stringData, 'stringData'));
+  });
+
+  test("the codec server runs the worker's image with lib/codec-server.js and settings its loader reads and accepts", () => {
+    assert.equal(codecContainer.image, container.image, 'the same image, so kustomize sets both');
+    assert.deepEqual(codecContainer.args, ['node', 'lib/codec-server.js']);
+    const known = new Set<string>(CODEC_SERVER_SETTINGS);
+    assert.deepEqual(
+      Object.keys(codecEnv).filter((name) => !known.has(name)),
+      [],
+      'the codec server never reads these',
+    );
+    const config = loadCodecServerConfig({ ...codecEnv, TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(config.server.host, '0.0.0.0', 'reachable from the ingress');
+    assert.ok(config.server.accessToken, 'beyond loopback, access tokens are required');
+    assert.ok(config.server.allowedOrigins.length > 0, "the UI's origin is allowed");
+    assert.throws(
+      () =>
+        loadCodecServerConfig({
+          ...codecEnv,
+          TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
+          CODEC_SERVER_OIDC_ISSUER: '',
+          CODEC_SERVER_OIDC_AUDIENCE: '',
+        }),
+      /not loopback/,
+      'the same manifest without OIDC would not start',
+    );
+  });
+
+  test('the codec server Service targets its port, which its probes check at /healthz', () => {
+    const service = named('Service', 'agent-job-codec-server');
+    const labels = record(path(codecServer, 'spec', 'template', 'metadata', 'labels'), 'labels');
+    for (const [key, value] of Object.entries(record(path(service, 'spec', 'selector'), 'selector')))
+      assert.equal(labels[key], value, `the Service selects ${key}=${String(value)}`);
+    const port = (codecContainer.ports as { name: string; containerPort: number }[])[0]!;
+    assert.equal(port.containerPort, portOf(codecEnv.CODEC_SERVER_ADDRESS ?? ''));
+    assert.equal(path(service, 'spec', 'ports', 0, 'targetPort'), port.name);
+    for (const probe of ['readinessProbe', 'livenessProbe'])
+      assert.deepEqual(path(codecContainer, probe, 'httpGet'), { path: '/healthz', port: port.name });
   });
 
   test('the Secret example holds placeholders only', () => {
@@ -471,6 +567,7 @@ describe('deploy/k8s', () => {
       ...literalEnv,
       AGENT_API_KEY: 'x',
       AGENT_API_KEY_FILE: '',
+      TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
     });
     const drainMs = Number(workerOptionsFrom(config).shutdownForceTime);
     const termination = Number(podSpec.terminationGracePeriodSeconds) * 1000;
@@ -581,7 +678,9 @@ describe('versioned deployments', () => {
     assert.equal(found.length, 1, `deploy/k8s has one ${kind}`);
     return found[0]!;
   };
-  const baseDeployment = baseOf('Deployment');
+  const baseDeployment = baseDocs.find(
+    (d) => d.kind === 'Deployment' && (d.metadata as { name: string }).name === 'agent-job-worker',
+  )!;
   const baseScaledObject = baseOf('ScaledObject');
   const baseConfigMap = stringRecord(baseOf('ConfigMap').data, 'ConfigMap data');
   const versionFiles = readdirSync(dir).filter((f) => /^worker-.+\.yaml$/.test(f));
@@ -601,7 +700,13 @@ describe('versioned deployments', () => {
         .containers[0]!.env.filter((e) => e.value !== undefined)
         .map((e) => [e.name, e.value ?? '']),
     );
-    return loadWorkerConfig({ ...baseConfigMap, ...literal, AGENT_API_KEY: 'x', AGENT_API_KEY_FILE: '' });
+    return loadWorkerConfig({
+      ...baseConfigMap,
+      ...literal,
+      AGENT_API_KEY: 'x',
+      AGENT_API_KEY_FILE: '',
+      TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
+    });
   };
 
   test('kustomization.yaml builds on deploy/k8s, lists every version and replaces the unversioned worker', () => {
@@ -777,5 +882,71 @@ describe('versioned deployments', () => {
         assert.equal(slots[name]!.stop_grace_period, base.worker?.stop_grace_period);
       }
     });
+  });
+});
+
+/**
+ * deploy/compose/codec.yaml: the local stack with the payload codec. The workers and the codec
+ * server read one ring, a Compose secret from the host's TEMPORAL_PAYLOAD_KEYS_FILE; the codec
+ * server uses the local-only allowance on the host's loopback; the UI's codec endpoint is it.
+ */
+describe('deploy/compose/codec.yaml', () => {
+  const override = join(ROOT, 'deploy/compose/codec.yaml');
+  const read = (file: string) =>
+    parse(readFileSync(file, 'utf8'), { merge: true }) as {
+      services: Record<string, ComposeService & { secrets?: string[]; network_mode?: string }>;
+      secrets?: Record<string, { file: string }>;
+    };
+  const base = read(join(ROOT, 'docker-compose.yml')).services;
+  const codec = read(override);
+  const env = (service: ComposeService | undefined) =>
+    Object.fromEntries(
+      Object.entries(service?.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]),
+    );
+  const run = (extra: Record<string, string>) =>
+    spawnSync(
+      findOnPath('docker-compose') ?? 'docker-compose',
+      ['-f', 'docker-compose.yml', '-f', override, 'config', '-q'],
+      { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: scratch, ...extra } },
+    );
+  const server = codec.services['codec-server'];
+
+  test('is accepted by docker-compose with TEMPORAL_PAYLOAD_KEYS_FILE given, and refused without it', () => {
+    assert.ok(
+      findOnPath('docker-compose'),
+      'docker-compose is not installed (apt-get install -y docker-compose)',
+    );
+    const ok = run({ TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(ok.status, 0, `docker-compose config -q failed:\n${ok.stderr}${ok.stdout}`);
+    const missing = run({});
+    assert.notEqual(missing.status, 0);
+    assert.match(`${missing.stderr}${missing.stdout}`, /TEMPORAL_PAYLOAD_KEYS_FILE/);
+  });
+
+  test('the workers and the codec server read the one ring, and the worker accepts its settings', () => {
+    const secret = Object.keys(codec.secrets ?? {});
+    assert.equal(secret.length, 1);
+    for (const service of [codec.services.worker, server]) {
+      assert.deepEqual(service?.secrets, secret);
+      assert.equal(env(service).TEMPORAL_PAYLOAD_KEYS_FILE, `/run/secrets/${secret[0]}`);
+    }
+    const workerEnv = { ...env(base.worker), ...env(codec.services.worker) };
+    assertWorkerSettings(Object.keys(workerEnv), 'the compose worker with the codec');
+    const config = loadWorkerConfig({ ...workerEnv, TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(config.temporal.payloadKeysFile, RING_FILE);
+  });
+
+  test("the codec server runs on the host's loopback without tokens, for the UI's origin, and the UI points at it", () => {
+    assert.equal(server?.network_mode, 'host', "a loopback peer is the host's own browser");
+    assert.deepEqual(server?.command, ['node', 'lib/codec-server.js']);
+    assert.equal(server?.build?.target, base.worker?.build?.target, "the worker's image");
+    const config = loadCodecServerConfig({ ...env(server), TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.equal(config.server.accessToken, null);
+    assert.equal(config.server.host, '127.0.0.1');
+    const uiPort = (base['temporal-ui']?.ports ?? [])[0]?.split(':')[0];
+    assert.ok(config.server.allowedOrigins.includes(`http://localhost:${uiPort}`));
+    const endpoint = new URL(env(codec.services['temporal-ui']).TEMPORAL_CODEC_ENDPOINT ?? '');
+    assert.equal(endpoint.hostname, 'localhost');
+    assert.equal(Number(endpoint.port), config.server.port);
   });
 });

@@ -93,10 +93,14 @@ test('the Kubernetes and compose workers get the same memory limit, requested in
 
 test('the worker sizes a cache from the manifests that fits under their limit', () => {
   const { limit, env } = k8sWorker();
-  const config = loadWorkerConfig({ ...env, AGENT_API_KEY_FILE: '', AGENT_API_KEY: 'placeholder' }, () => ({
-    bytes: limit,
-    source: 'cgroup v2',
-  }));
+  // The ring is a Secret mounted in the pod; the sizing does not read it.
+  const config = loadWorkerConfig(
+    { ...env, AGENT_API_KEY_FILE: '', AGENT_API_KEY: 'placeholder', TEMPORAL_PAYLOAD_KEYS_FILE: '' },
+    () => ({
+      bytes: limit,
+      source: 'cgroup v2',
+    }),
+  );
   assert.equal(config.maxCachedWorkflows, cacheSizeFor(limit), 'the manifests leave the cache to the rule');
   assert.ok(modelMiB(config.maxCachedWorkflows) <= (limit / MiB) * (1 - HEADROOM));
   assert.ok(config.memory.workflowHeapMiB !== null && config.memory.workflowHeapMiB < limit / MiB);

@@ -12,12 +12,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
 import { after, test } from 'node:test';
+import { promisify } from 'node:util';
 import { Client, type WorkflowHandle } from '@temporalio/client';
+import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
 import { KEY_ID_METADATA_KEY, payloadDataConverter, SEALED_ENCODING } from '../../src/payload-codec/index.js';
 import {
   runStarter,
+  spawnTs,
   starterProcessEnv,
   startSimulatedWorld,
   startWorkerProcess,
@@ -40,6 +44,8 @@ const starterEnv = {
 };
 /** The worker process, started by the first test and used by the second. */
 let worker: Awaited<ReturnType<typeof startWorkerProcess>> | undefined;
+/** The first test's job, which the CLI test reads through the codec server. */
+let firstJob: { workflowId: string; marker: string } | undefined;
 
 /** A prompt whose first 80 characters (the static summary) hold the marker too. */
 function secretPrompt(marker: string): string {
@@ -97,8 +103,75 @@ test('with the codec on, a job runs to its prLink and its secret marker is in no
   worker = await startWorkerProcess(workerEnv);
   assert.match(worker.stdout(), /"payloadCodec":"aes-256-gcm"/);
   const job = await runSecretJob(marker);
+  firstJob = { workflowId: job.workflowId, marker };
   await assertSealed(job, marker, 'e2e-1');
   assert.ok(!worker.stdout().includes(marker) && !worker.stderr().includes(marker), 'no worker output line');
+});
+
+/** Every string of a JSON document, and what each one reads as base64 (the CLI's form of bytes). */
+function jsonTexts(value: unknown): string[] {
+  if (typeof value === 'string') return [value, Buffer.from(value, 'base64').toString('utf8')];
+  if (Array.isArray(value)) return value.flatMap(jsonTexts);
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(jsonTexts);
+  return [];
+}
+
+test('`temporal workflow show --codec-endpoint` through the codec server shows the marker decoded, and without it sealed; `workflow execute` with it seals the input', async () => {
+  assert.ok(firstJob, 'the first test ran a sealed job');
+  const codecServer = spawnTs('src/codec-server.ts', [], {
+    ...process.env,
+    TEMPORAL_PAYLOAD_KEYS_FILE: secret.path,
+    CODEC_SERVER_ADDRESS: '127.0.0.1:0',
+  });
+  await codecServer.waitForOutput(/codec server running/, 'the codec server to listen');
+  const endpoint = /"endpoint":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(codecServer.stdout())?.[1];
+  assert.ok(endpoint, codecServer.stdout());
+  const cli = await resolveTemporalCli(process.env, () => {});
+  const show = async (...extra: string[]) => {
+    const { stdout } = await promisify(execFile)(
+      cli.path,
+      [
+        ...['workflow', 'show', '--address', world.env.address, '--namespace', world.env.namespace],
+        ...['--workflow-id', firstJob!.workflowId, '--output', 'json', ...extra],
+      ],
+      { maxBuffer: 64 * 2 ** 20 },
+    );
+    return jsonTexts(JSON.parse(stdout)).filter((text) => text.includes(firstJob!.marker)).length;
+  };
+  assert.ok(
+    (await show('--codec-endpoint', endpoint)) > 0,
+    'the marker is shown decoded through the codec server',
+  );
+  assert.equal(await show(), 0, 'without --codec-endpoint the marker is not shown');
+  assert.match(codecServer.stdout(), /"msg":"codec request".*"path":"\/decode"/);
+
+  // docs/starting-jobs.md: a start through the CLI with the endpoint seals the input (/encode), and
+  // its result opens through it (/decode).
+  const marker = `secret-${randomUUID()}`;
+  const workflowId = uniqueId('codec-cli');
+  const run = await promisify(execFile)(
+    cli.path,
+    [
+      ...['workflow', 'execute', '--address', world.env.address, '--namespace', world.env.namespace],
+      ...['--type', WORKFLOW_TYPE, '--task-queue', workerEnv.taskQueue, '--workflow-id', workflowId],
+      ...[
+        '--input',
+        JSON.stringify({ projectId: world.project({ outcome: 'pr' }), prompt: secretPrompt(marker) }),
+      ],
+      ...['--output', 'json', '--codec-endpoint', endpoint],
+    ],
+    { timeout: 60_000 },
+  );
+  const out = JSON.parse(run.stdout) as { result: { prLink: string } };
+  assert.match(out.result.prLink, /^https:\/\/github\.com\//);
+  const started = world.env.client.workflow.getHandle(workflowId);
+  assert.deepEqual(await inputSeals(started), [`${SEALED_ENCODING} e2e-1`], 'the CLI sealed the input');
+  assert.equal((await historyBytes(started)).indexOf(marker), -1, 'the marker is in no history event');
+  assert.match(codecServer.stdout(), /"msg":"codec request".*"path":"\/encode"/);
+  for (const secretText of [firstJob.marker, marker])
+    assert.ok(!codecServer.stdout().includes(secretText), 'the codec server logs no payload');
+  codecServer.child.kill('SIGTERM');
+  assert.equal(await codecServer.exited, 0);
 });
 
 test('key 2 made current in the Secret seals the next job, and key 1 payloads still open, without a restart', async () => {

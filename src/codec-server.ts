@@ -1,0 +1,55 @@
+/**
+ * The codec server process (`npm run codec-server`, or `node lib/codec-server.js` in the image):
+ * reads its configuration, serves Temporal's `/encode` and `/decode` over the payload codec with
+ * the worker's key ring (re-read when it changes), and runs until SIGTERM or SIGINT. The HTTP
+ * logic is in src/payload-codec/codec-server.ts; docs/payload-codec.md says how to deploy it.
+ */
+import { ConfigError, loadCodecServerConfig, type CodecServerConfig } from './config.js';
+import { createJsonLogger, formatLogLine, logKeyFileEvents } from './observability/logger.js';
+import { AesGcmPayloadCodec, FileKeyRing, startCodecServer } from './payload-codec/index.js';
+
+/** Exit code for a missing or invalid setting, distinct from a crash (1), as the worker's. */
+const EXIT_CONFIG = 2;
+
+async function run(config: CodecServerConfig): Promise<void> {
+  const logger = createJsonLogger(config.logLevel);
+  const ring = new FileKeyRing(config.payloadKeysFile, {
+    onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
+  });
+  const server = await startCodecServer(new AesGcmPayloadCodec(ring), config.server, logger);
+  const { accessToken } = config.server;
+  logger.info('codec server running', {
+    endpoint: server.url,
+    // Not named "authorization": the logger masks fields of that name.
+    callers: accessToken === null ? 'local only (loopback)' : 'oidc access token',
+    issuer: accessToken?.issuer,
+    audience: accessToken?.audience,
+    requiredClaim: accessToken?.requiredClaim ? accessToken.requiredClaim.name : undefined,
+    allowedOrigins: config.server.allowedOrigins,
+    allowCredentials: config.server.allowCredentials,
+    payloadKeysFile: config.payloadKeysFile,
+  });
+  const signal = await new Promise<string>((resolve) => {
+    // Handlers that stay: a second signal during the close must not end the process half way.
+    for (const name of ['SIGTERM', 'SIGINT'] as const) process.on(name, () => resolve(name));
+  });
+  await server.close();
+  logger.info('codec server stopped', { signal });
+}
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`${formatLogLine({ level: 'ERROR', message, meta: {} }, new Date())}\n`);
+  process.exit(code);
+}
+
+let config: CodecServerConfig;
+try {
+  config = loadCodecServerConfig();
+} catch (err) {
+  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`, EXIT_CONFIG);
+  throw err;
+}
+run(config).then(
+  () => process.exit(0),
+  (err: unknown) => fail(`codec server failed: ${err instanceof Error ? err.message : String(err)}`, 1),
+);

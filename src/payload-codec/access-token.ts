@@ -1,0 +1,146 @@
+/**
+ * The codec server's one authorization mechanism: an OIDC access token (a JWT) in the
+ * `Authorization: Bearer` header, verified against the issuer's published keys (JWKS). The
+ * Temporal UI sends its signed-in user's token this way (`codec.passAccessToken`); a team whose
+ * UI signs in through a proxy's cookie session has the proxy put the token in that header
+ * (oauth2-proxy's `--set-authorization-header`), so both reach the same check. A fixed bearer
+ * token is not offered: the UI cannot send one.
+ *
+ * The token itself is never logged nor echoed: a refusal names what failed (expired, audience,
+ * signature), which is what an operator needs, and nothing a replay could use.
+ */
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+
+/** What a token must be to be accepted. */
+export interface AccessTokenPolicy {
+  /** The issuer exactly as the tokens' `iss` claim spells it (a trailing slash counts). */
+  issuer: string;
+  /** An `aud` the token must name: the codec server's API, as registered at the issuer. */
+  audience: string;
+  /**
+   * The issuer's JWKS. Null: read `jwks_uri` from `<issuer>/.well-known/openid-configuration` on
+   * first use (OIDC discovery).
+   */
+  jwksUrl: string | null;
+  /**
+   * A claim the token must carry: `value` equals a string claim, is one of its space-separated
+   * words (`scope`), or is an element of an array claim (`groups`). Null: any valid token.
+   */
+  requiredClaim: { name: string; value: string } | null;
+}
+
+/** A request's verdict: the caller it is, or the status to refuse it with and why. */
+export type AccessVerdict =
+  { ok: true; subject: string | null } | { ok: false; refusal: Refused; reason: string };
+
+/**
+ * Why a request is refused: no acceptable token (HTTP 401, with a `WWW-Authenticate` challenge), a
+ * valid token without the required claim (403), or the issuer's keys out of reach (503).
+ */
+export type Refused = 'unauthenticated' | 'forbidden' | 'unavailable';
+
+/** Tolerated clock difference between the issuer and this process for `exp` and `nbf`. */
+const CLOCK_TOLERANCE_S = 30;
+
+/** How long a key fetch (discovery or JWKS) may take before the request is refused with 503. */
+const FETCH_TIMEOUT_MS = 5_000;
+
+/** Verifies access tokens against one issuer's keys, fetched once and re-fetched on an unknown `kid`. */
+export class AccessTokenVerifier {
+  readonly #policy: AccessTokenPolicy;
+  #keys: Promise<ReturnType<typeof createRemoteJWKSet>> | null = null;
+
+  constructor(policy: AccessTokenPolicy) {
+    this.#policy = policy;
+  }
+
+  /** The verdict on a request's `Authorization` header (undefined when it has none). */
+  async verify(authorization: string | undefined): Promise<AccessVerdict> {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!match) return { ok: false, refusal: 'unauthenticated', reason: 'no bearer access token' };
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(match[1] as string, await this.#jwks(), {
+        issuer: this.#policy.issuer,
+        audience: this.#policy.audience,
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ['exp'],
+      }));
+    } catch (err) {
+      return refusalOf(err);
+    }
+    const claim = this.#policy.requiredClaim;
+    if (claim !== null && !claimHolds(payload[claim.name], claim.value))
+      return {
+        ok: false,
+        refusal: 'forbidden',
+        reason: `the token's ${claim.name} claim does not hold ${claim.value}`,
+      };
+    return { ok: true, subject: typeof payload.sub === 'string' ? payload.sub : null };
+  }
+
+  #jwks(): Promise<ReturnType<typeof createRemoteJWKSet>> {
+    // A failed discovery is not kept: the next request tries again.
+    this.#keys ??= jwksUrlOf(this.#policy).then(
+      (url) => createRemoteJWKSet(new URL(url), { timeoutDuration: FETCH_TIMEOUT_MS }),
+      (err: unknown) => {
+        this.#keys = null;
+        throw err;
+      },
+    );
+    return this.#keys;
+  }
+}
+
+/** The JWKS URL: configured, or from the issuer's discovery document. */
+async function jwksUrlOf(policy: AccessTokenPolicy): Promise<string> {
+  if (policy.jwksUrl !== null) return policy.jwksUrl;
+  const url = `${policy.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+  const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  if (!response.ok) throw new DiscoveryError(`${url} answered ${response.status}`);
+  const document = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  if (document.issuer !== policy.issuer)
+    throw new DiscoveryError(`${url} names another issuer than ${policy.issuer}`);
+  if (typeof document.jwks_uri !== 'string') throw new DiscoveryError(`${url} has no jwks_uri`);
+  return document.jwks_uri;
+}
+
+/** The issuer's discovery document could not be used. */
+class DiscoveryError extends Error {}
+
+function claimHolds(claim: unknown, value: string): boolean {
+  if (typeof claim === 'string') return claim === value || claim.split(' ').includes(value);
+  return Array.isArray(claim) && claim.includes(value);
+}
+
+/** A refusal naming what failed in terms an operator can act on; 503 when the keys are out of reach. */
+function refusalOf(err: unknown): AccessVerdict {
+  if (err instanceof errors.JWTExpired)
+    return { ok: false, refusal: 'unauthenticated', reason: 'the token has expired' };
+  if (err instanceof errors.JWTClaimValidationFailed)
+    return {
+      ok: false,
+      refusal: 'unauthenticated',
+      reason: `the token's ${err.claim} claim is not accepted (${err.reason})`,
+    };
+  if (
+    err instanceof errors.JWKSTimeout ||
+    err instanceof errors.JWKSInvalid ||
+    err instanceof DiscoveryError ||
+    !(err instanceof errors.JOSEError)
+  )
+    return {
+      ok: false,
+      refusal: 'unavailable',
+      reason: `the issuer's keys cannot be read: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  if (err instanceof errors.JWKSNoMatchingKey)
+    return {
+      ok: false,
+      refusal: 'unauthenticated',
+      reason: 'the token is signed with a key the issuer does not publish',
+    };
+  if (err instanceof errors.JWSSignatureVerificationFailed)
+    return { ok: false, refusal: 'unauthenticated', reason: 'the token signature does not verify' };
+  return { ok: false, refusal: 'unauthenticated', reason: `the token is not accepted (${err.code})` };
+}
