@@ -1,0 +1,93 @@
+/**
+ * The job-end notification: a workflow of its own, started by the agent-job workflow as a child
+ * just before that one returns or fails (./notifier.ts), with ParentClosePolicy ABANDON, so it
+ * outlives its parent and never holds the parent's result or deadline (decision
+ * 00NN-job-end-notification-as-a-child-workflow). It asks the worker for the target's bound, then
+ * runs one delivery activity that the server retries as the delivery policy says
+ * (src/notify/delivery-policy.ts), until a 2xx, a refusal, or the bound
+ * (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout). Its history holds the target's name
+ * and the notice, never the target's URL or secret (the activity reads those from the worker).
+ *
+ * Workflow code: deterministic, no Node modules.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  metricMeter,
+  proxyActivities,
+  TemporalFailure,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import type { AgentJobActivities, DeliverJobEndNoticeInput } from '../../activities/index.js';
+import { FailureType } from '../../contract.js';
+import { quoted } from '../../escape.js';
+
+/** Workflow type of the job-end notification, as the parent starts it. */
+export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
+
+/** What a delivered notice returns: its delivery ID and the receiver's status. */
+export interface JobEndNotificationResult {
+  deliveryId: string;
+  status: number;
+}
+
+// The target check is quick and local to the worker: retried on the server like any activity
+// whose worker died (an unknown name is final).
+const { notifyTarget } = proxyActivities<AgentJobActivities>({ startToCloseTimeout: '30s' });
+
+/** Delivers `notice` to `target`, or fails with `NotificationUndelivered` (`UnknownNotifyTarget` if the name went away). */
+export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promise<JobEndNotificationResult> {
+  const { target, notice } = input;
+  const { retryForMs } = await notifyTarget(target);
+  const { deliverJobEndNotice } = proxyActivities<AgentJobActivities>({
+    // One attempt is one POST, bounded at 30 s in the activity; this only catches a lost worker.
+    startToCloseTimeout: '60s',
+    // The bound: every attempt and every wait between them, measured by the server.
+    scheduleToCloseTimeout: retryForMs,
+    // The activity sets each wait itself (`nextRetryDelay`, the delivery policy's backoff and the
+    // receiver's Retry-After); the server caps those at `maximumInterval`, so it is set above the
+    // policy's longest wait. These values only space attempts lost with their worker.
+    retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1h' },
+  });
+  try {
+    const { status } = await deliverJobEndNotice(input);
+    return { deliveryId: notice.deliveryId, status };
+  } catch (err) {
+    throw undelivered(err, input, retryForMs);
+  }
+}
+
+/** The notification's own failure: why it ended undelivered, with the last attempt's problem. */
+function undelivered(
+  err: unknown,
+  { target, notice }: DeliverJobEndNoticeInput,
+  retryForMs: number,
+): unknown {
+  if (!(err instanceof ActivityFailure)) return err;
+  const last = lastApplicationFailure(err);
+  const expired = err.cause instanceof TimeoutFailure;
+  metricMeter
+    .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
+    .add(1, { target, outcome: expired ? 'expired' : 'undelivered' });
+  if (!expired && last !== null) return last;
+  const hours = Math.round((retryForMs / 3_600_000) * 100) / 100;
+  return ApplicationFailure.create({
+    type: FailureType.NotificationUndelivered,
+    message:
+      `Notification target ${quoted(target)} did not take the notice of workflow ${quoted(notice.workflowId)} ` +
+      `within ${hours} h (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
+      `Last attempt: ${last?.message ?? 'none finished'}`,
+    nonRetryable: true,
+    details: [{ target, deliveryId: notice.deliveryId }],
+  });
+}
+
+/** The last attempt's failure under an activity's failure (a timeout's cause holds it). */
+function lastApplicationFailure(err: TemporalFailure): ApplicationFailure | null {
+  let cause: unknown = err.cause;
+  while (cause instanceof TemporalFailure) {
+    if (cause instanceof ApplicationFailure) return cause;
+    cause = cause.cause;
+  }
+  return null;
+}
