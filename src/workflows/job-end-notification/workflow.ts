@@ -18,6 +18,7 @@ import {
   TemporalFailure,
   TimeoutFailure,
 } from '@temporalio/workflow';
+import { RetryState } from '@temporalio/common';
 import type { AgentJobActivities, DeliverJobEndNoticeInput } from '../../activities/index.js';
 import { FailureType } from '../../contract.js';
 import { quoted } from '../../escape.js';
@@ -65,21 +66,31 @@ function undelivered(
 ): unknown {
   if (!(err instanceof ActivityFailure)) return err;
   const last = lastApplicationFailure(err);
-  const expired = err.cause instanceof TimeoutFailure;
+  // The bound ends it two ways: the server's schedule-to-close timer fires between attempts (a
+  // TimeoutFailure), or the server sees the next wait would pass it and ends on the last failure.
+  const expired = err.cause instanceof TimeoutFailure || err.retryState === RetryState.TIMEOUT;
   metricMeter
     .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
     .add(1, { target, outcome: expired ? 'expired' : 'undelivered' });
   if (!expired && last !== null) return last;
-  const hours = Math.round((retryForMs / 3_600_000) * 100) / 100;
   return ApplicationFailure.create({
     type: FailureType.NotificationUndelivered,
     message:
       `Notification target ${quoted(target)} did not take the notice of workflow ${quoted(notice.workflowId)} ` +
-      `within ${hours} h (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
-      `Last attempt: ${last?.message ?? 'none finished'}`,
+      `within ${bound(retryForMs)} (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
+      (last === null
+        ? 'The worker logged each attempt ("job-end notice not delivered").'
+        : `Last attempt: ${last.message.replace(/; trying again\.$/, '.')}`),
     nonRetryable: true,
     details: [{ target, deliveryId: notice.deliveryId }],
   });
+}
+
+/** `24h`, `90m`, `3s`: the bound as AGENT_NOTIFY_RETRY_FOR is written. */
+function bound(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return `${Math.round(ms / 1000)}s`;
 }
 
 /** The last attempt's failure under an activity's failure (a timeout's cause holds it). */
