@@ -38,7 +38,10 @@ export const ExitCode = {
   Ok: 0,
   /** Anything unexpected. */
   Error: 1,
-  /** Bad arguments, invalid input or configuration: nothing was started. */
+  /**
+   * Bad arguments, invalid input or configuration: nothing was started, or the workflow refused
+   * its input before creating anything (`InvalidInput`, `UnknownNotifyTarget`).
+   */
   Usage: 2,
   /** The agent job ended `failed`. */
   AgentJobFailed: 3,
@@ -76,6 +79,8 @@ export interface StartOptions extends CommonOptions {
   jobId?: string;
   timeout?: string;
   pollInterval?: string;
+  /** A notification target's name (`notify` in the input). */
+  notify?: string;
 }
 
 /** The warning for calls sent again after an unknown outcome (`resent` of a result or the status). */
@@ -107,7 +112,8 @@ function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): { 
     cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
   if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
   if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
+  if (type === FailureType.InvalidInput || type === FailureType.UnknownNotifyTarget)
+    return { code: ExitCode.Usage, type };
   return { code: ExitCode.WorkflowFailed, type };
 }
 
@@ -183,6 +189,7 @@ function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
   // Durations are checked by the contract's resolveInput, with a message that names the field.
   if (options.timeout) input.timeout = options.timeout;
   if (options.pollInterval) input.poll = { initialInterval: options.pollInterval };
+  if (options.notify !== undefined) input.notify = options.notify;
   return input;
 }
 
