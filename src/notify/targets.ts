@@ -121,12 +121,12 @@ function problemOf(error: z.ZodError, raw: unknown): string {
   if (field === 'url' && typeof (raw as { url?: unknown }).url === 'string') {
     return `url ${checkUrl((raw as { url: string }).url) ?? 'is invalid'}`;
   }
+  if (issue?.code === 'unrecognized_keys')
+    return `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   if (field === 'secret')
     return `secret must be a string of at least ${MIN_WEBHOOK_SECRET_LENGTH} characters`;
   if (field === 'type' || field === '')
     return 'must be an object with "type": "webhook" (url, secret) or "slack" (url)';
-  if (issue?.code === 'unrecognized_keys')
-    return `unknown field ${issue.keys.map((k) => `"${k}"`).join(', ')}`;
   return `${field} is missing or invalid`;
 }
 
