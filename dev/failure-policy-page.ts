@@ -58,7 +58,7 @@ export function policyPage(): string {
     const verdict = DELIVERY_POLICY[kind];
     const does = verdict.retry
       ? `tried again${verdict.readsRetryAfter ? ', honours `Retry-After`' : ''}`
-      : 'stops: `NotificationUndelivered`';
+      : 'stops: `NoticeUndelivered`';
     return `| ${KIND_TEXT[kind].replace(/the API/g, 'the receiver').replace('`AGENT_API_BASE_URL`', "the target's URL")} | ${does} |`;
   });
   const backoffs = (Object.keys(BACKOFFS) as PolicyCall[]).map((call) => {
@@ -130,7 +130,7 @@ A workflow started with \`notify\` refuses a target name its worker does not kno
 \`UnknownNotifyTarget\`, final, before any quota use or create (docs/notifications.md). When it
 ends, a child workflow delivers the notice; each attempt that fails does what this table says
 (\`src/notify/delivery-policy.ts\`), for at most \`AGENT_NOTIFY_RETRY_FOR\` (24 h by default),
-after which the child fails with \`NotificationUndelivered\`. The agent-job workflow's own result
+after which the child fails with \`NoticeUndelivered\`. The agent-job workflow's own result
 never waits for it. Any 2xx is delivered, whatever its body.
 
 | What happened | delivery |

@@ -60,7 +60,7 @@ export const FailureType = {
   /** `notify` names no target this worker knows: refused before any quota use or create. Final. */
   UnknownNotifyTarget: 'UnknownNotifyTarget',
   /** A job-end notification's child workflow: the target refused it, or stayed down past the bound. */
-  NotificationUndelivered: 'NotificationUndelivered',
+  NoticeUndelivered: 'NoticeUndelivered',
 } as const;
 
 /** One of the {@link FailureType} names. */

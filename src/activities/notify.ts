@@ -72,7 +72,7 @@ export function createNotifyActivities(
 
     /**
      * One attempt to deliver the notice. A failure the policy retries is retryable with the
-     * policy's wait as `nextRetryDelay`; one it does not is final. Both are `NotificationUndelivered`.
+     * policy's wait as `nextRetryDelay`; one it does not is final. Both are `NoticeUndelivered`.
      */
     deliverJobEndNotice: async ({
       target: name,
@@ -104,14 +104,14 @@ export function createNotifyActivities(
       const details = [{ target: name, status: sent.status, kind: sent.kind, attempt }];
       if (delayMs === null) {
         throw ApplicationFailure.create({
-          type: FailureType.NotificationUndelivered,
+          type: FailureType.NoticeUndelivered,
           message: `Notification target ${quoted(name)} refused the notice: ${sent.what}. It is not sent again.`,
           nonRetryable: true,
           details,
         });
       }
       throw ApplicationFailure.create({
-        type: FailureType.NotificationUndelivered,
+        type: FailureType.NoticeUndelivered,
         message: `Notification target ${quoted(name)} did not take the notice: ${sent.what} (attempt ${attempt}); trying again.`,
         nextRetryDelay: delayMs,
         details,

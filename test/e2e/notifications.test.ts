@@ -115,7 +115,7 @@ test('a receiver that is down: the job returns, the notification gives up at the
   const { workflowId } = JSON.parse(run.stdout) as { workflowId: string };
   const { runId } = await world.env.client.workflow.getHandle(workflowId).describe();
   const failure = await workflowFailure(world.env.client.workflow.getHandle(`job-end-notification/${runId}`));
-  assert.equal(failure.type, FailureType.NotificationUndelivered);
+  assert.equal(failure.type, FailureType.NoticeUndelivered);
   await worker.waitForOutput(
     /job-end notice not delivered.*connection refused \(ECONNREFUSED\)/,
     'an attempt logged',

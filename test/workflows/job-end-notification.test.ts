@@ -172,7 +172,7 @@ test('a receiver that refuses the notice (404) is not tried again: the notificat
   });
   await handle.result();
   const failure = await workflowFailure(notificationOf(handle.firstExecutionRunId));
-  assert.equal(failure.type, FailureType.NotificationUndelivered);
+  assert.equal(failure.type, FailureType.NoticeUndelivered);
   assert.match(failure.message, /target "refusing" refused the notice: HTTP 404/);
   assert.equal(receiver.to(path('refusing')).length, 1, 'one attempt');
 });
@@ -249,7 +249,7 @@ test('a receiver down past the bound ends the notification with a clear failure,
     jobClosed && childClosed && childClosed.getTime() - jobClosed.getTime() >= 1_000,
     'the job returned first',
   );
-  assert.equal(failure.type, FailureType.NotificationUndelivered);
+  assert.equal(failure.type, FailureType.NoticeUndelivered);
   assert.match(failure.message, /target "down" did not take the notice .* within 3s/);
   assert.match(
     failure.message,

@@ -36,7 +36,7 @@ export interface JobEndNotificationResult {
 // whose worker died (an unknown name is final).
 const { notifyTarget } = proxyActivities<AgentJobActivities>({ startToCloseTimeout: '30s' });
 
-/** Delivers `notice` to `target`, or fails with `NotificationUndelivered` (`UnknownNotifyTarget` if the name went away). */
+/** Delivers `notice` to `target`, or fails with `NoticeUndelivered` (`UnknownNotifyTarget` if the name went away). */
 export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promise<JobEndNotificationResult> {
   const { target, notice } = input;
   const { retryForMs } = await notifyTarget(target);
@@ -74,7 +74,7 @@ function undelivered(
     .add(1, { target, outcome: expired ? 'expired' : 'undelivered' });
   if (!expired && last !== null) return last;
   return ApplicationFailure.create({
-    type: FailureType.NotificationUndelivered,
+    type: FailureType.NoticeUndelivered,
     message:
       `Notification target ${quoted(target)} did not take the notice of workflow ${quoted(notice.workflowId)} ` +
       `within ${bound(retryForMs)} (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
