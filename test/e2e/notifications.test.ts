@@ -79,6 +79,18 @@ test('the worker names its targets, never their URLs, and a job started with --n
   assert.equal(notice.outcome, 'completed');
   assert.equal(notice.prLink, prLink);
   assertNoTargetSecrets(run.stdout + run.stderr, 'the starter');
+  // The delivery is counted by target name, and the metrics name no URL.
+  const metrics = await waitFor(
+    async () => {
+      const text = await (await fetch(`http://127.0.0.1:${workerEnv.metricsPort}/metrics`)).text();
+      return (
+        /agent_job_notifications_total\{[^}]*outcome="delivered"[^}]*target="hook"[^}]*\} 1/.test(text) &&
+        text
+      );
+    },
+    { what: 'the delivery in the metrics', timeoutMs: 15_000, intervalMs: 500 },
+  );
+  assertNoTargetSecrets(metrics, 'the metrics');
 });
 
 test('an unknown --notify name exits 2 naming UnknownNotifyTarget, with no agent job created', async () => {
