@@ -26,7 +26,7 @@ export interface ActivityMetrics {
 }
 
 /** What one delivery attempt of a job-end notice did, or a name refused. */
-export type NotificationOutcome = 'delivered' | 'retrying' | 'refused' | 'unknown-target';
+export type NotificationOutcome = 'delivered' | 'retrying' | 'refused' | 'expired' | 'unknown-target';
 
 /** The per-project metrics the activities feed: uses the API accepted, 429s, waits for the quota. */
 export interface ProjectUseMetrics {

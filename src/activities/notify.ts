@@ -13,7 +13,7 @@ import type { Dispatcher } from 'undici';
 import type { Backoff } from '../agent-api/failure-policy.js';
 import { FailureType } from '../contract.js';
 import { quoted } from '../escape.js';
-import { nextDeliveryDelayMs } from '../notify/delivery-policy.js';
+import { formatBound, nextDeliveryDelayMs, outlastsBound } from '../notify/delivery-policy.js';
 import type { JobEndNotice } from '../notify/notice.js';
 import { sendNotice } from '../notify/sender.js';
 import type { NotifyTargetSource } from '../notify/targets.js';
@@ -49,7 +49,8 @@ export function createNotifyActivities(
   deps: NotifyDeps | undefined,
   metrics: Pick<ActivityMetrics, 'notification'>,
 ) {
-  function unknownTarget(name: string): ApplicationFailure {
+  /** `UnknownNotifyTarget` for `name`; `before` says what it stopped (nothing created, or the delivery). */
+  function unknownTarget(name: string, before: 'check' | 'delivery'): ApplicationFailure {
     metrics.notification(null, 'unknown-target');
     const configured =
       deps === undefined ? 'this worker has no notification targets' : 'this worker knows no such target';
@@ -57,16 +58,23 @@ export function createNotifyActivities(
       type: FailureType.UnknownNotifyTarget,
       message:
         `Notification target ${quoted(name)} is unknown: ${configured} (AGENT_NOTIFY_TARGETS_FILE, docs/notifications.md). ` +
-        'No agent job was created.',
+        (before === 'check'
+          ? 'No agent job was created.'
+          : 'The target was removed after the job started; the notice is not sent.'),
       nonRetryable: true,
       details: [{ target: name }],
     });
   }
 
   return {
-    /** The bound of deliveries to `name`; `UnknownNotifyTarget` (final) when the worker knows no such target. */
-    notifyTarget: (name: string): Promise<NotifyTargetInfo> => {
-      if (deps === undefined || !deps.targets.current().has(name)) return Promise.reject(unknownTarget(name));
+    /**
+     * The bound of deliveries to `name`; `UnknownNotifyTarget` (final) when the worker knows no
+     * such target. `asker`: the agent-job workflow before anything is created (`check`), or the
+     * notification before it delivers (`delivery`), for the message.
+     */
+    notifyTarget: (name: string, asker: 'check' | 'delivery' = 'check'): Promise<NotifyTargetInfo> => {
+      if (deps === undefined || !deps.targets.current().has(name))
+        return Promise.reject(unknownTarget(name, asker));
       return Promise.resolve({ retryForMs: deps.retryForMs });
     },
 
@@ -79,8 +87,8 @@ export function createNotifyActivities(
       notice,
     }: DeliverJobEndNoticeInput): Promise<{ status: number }> => {
       const target = deps?.targets.current().get(name);
-      if (deps === undefined || target === undefined) throw unknownTarget(name);
-      const { attempt } = activityInfo();
+      if (deps === undefined || target === undefined) throw unknownTarget(name, 'delivery');
+      const { attempt, scheduledTimestampMs, scheduleToCloseTimeoutMs } = activityInfo();
       const sent = await sendNotice(target, notice, {
         nowMs: Date.now(),
         signal: cancellationSignal(),
@@ -99,9 +107,31 @@ export function createNotifyActivities(
         backoff: deps.backoff,
         random: Math.random,
       });
-      metrics.notification(name, delayMs === null ? 'refused' : 'retrying');
-      log.warn('job-end notice not delivered', { ...facts, problem: sent.what, retryInMs: delayMs });
+      const expired =
+        delayMs !== null &&
+        outlastsBound({
+          nowMs: Date.now(),
+          delayMs,
+          firstScheduledMs: scheduledTimestampMs,
+          boundMs: scheduleToCloseTimeoutMs,
+        });
+      metrics.notification(name, delayMs === null ? 'refused' : expired ? 'expired' : 'retrying');
+      log.warn('job-end notice not delivered', {
+        ...facts,
+        problem: sent.what,
+        retryInMs: expired ? null : delayMs,
+      });
       const details = [{ target: name, status: sent.status, kind: sent.kind, attempt }];
+      if (expired) {
+        throw ApplicationFailure.create({
+          type: FailureType.NoticeUndelivered,
+          message:
+            `Notification target ${quoted(name)} did not take the notice within ${formatBound(scheduleToCloseTimeoutMs)} ` +
+            `(AGENT_NOTIFY_RETRY_FOR): ${sent.what} at attempt ${attempt}, the last. It is not sent again.`,
+          nonRetryable: true,
+          details,
+        });
+      }
       if (delayMs === null) {
         throw ApplicationFailure.create({
           type: FailureType.NoticeUndelivered,

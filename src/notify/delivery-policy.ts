@@ -82,3 +82,25 @@ export function nextDeliveryDelayMs(input: {
     random: input.random,
   });
 }
+
+/**
+ * Whether the next attempt, `delayMs` from `nowMs`, would come after the bound: `boundMs` from the
+ * first attempt's schedule (`AGENT_NOTIFY_RETRY_FOR`, the activity's schedule-to-close timeout). The
+ * delivery then ends at once, naming the last problem, rather than at the server's timer, whose
+ * failure does not carry it. A bound of 0 is none.
+ */
+export function outlastsBound(input: {
+  nowMs: number;
+  delayMs: number;
+  firstScheduledMs: number;
+  boundMs: number;
+}): boolean {
+  return input.boundMs > 0 && input.nowMs + input.delayMs >= input.firstScheduledMs + input.boundMs;
+}
+
+/** `24h`, `90m`, `3s`: a bound as AGENT_NOTIFY_RETRY_FOR is written. */
+export function formatBound(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return `${Math.round(ms / 1000)}s`;
+}

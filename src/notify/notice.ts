@@ -3,7 +3,8 @@
  * JSON body, and as a Slack message. docs/notifications.md describes every field; a field is
  * added, never renamed or removed (receivers parse it).
  *
- * Pure, no Node modules: the agent-job workflow builds the notice (./../workflows/job-end-notification/).
+ * Pure, no Node modules: the agent-job workflow builds the notice
+ * (src/workflows/job-end-notification/notifier.ts).
  */
 import type { AgentJobProgress, AgentJobRecord } from '../contract.js';
 import { slackLink, slackText } from '../escape.js';

@@ -83,7 +83,8 @@ export async function sendNotice(
     return networkFailure(err, timeout.aborted);
   }
   const { statusCode, headers: answerHeaders } = answer;
-  // Read to the end and dropped: a receiver's page may echo the request, URL included.
+  // Read to the end and dropped: a receiver's page may echo the request, URL included. A body
+  // that breaks off changes nothing: the status has decided, and undici's error would name the host.
   await answer.body.dump().catch(() => undefined);
   if (isSuccess(statusCode)) return { delivered: true, status: statusCode };
   const retryAfter = answerHeaders['retry-after'];

@@ -83,10 +83,8 @@ test('the worker names its targets, never their URLs, and a job started with --n
   const metrics = await waitFor(
     async () => {
       const text = await (await fetch(`http://127.0.0.1:${workerEnv.metricsPort}/metrics`)).text();
-      return (
-        /agent_job_notifications_total\{[^}]*outcome="delivered"[^}]*target="hook"[^}]*\} 1/.test(text) &&
-        text
-      );
+      const counted = /agent_job_notifications_total\{[^}]*outcome="delivered"[^}]*target="hook"[^}]*\} 1/;
+      return counted.test(text) ? text : null;
     },
     { what: 'the delivery in the metrics', timeoutMs: 15_000, intervalMs: 500 },
   );

@@ -13,7 +13,12 @@ import { FailureKind } from '../../src/agent-api/failure-kinds.js';
 import { ConfigError, loadNotifySettings } from '../../src/config.js';
 import { InvalidInputError } from '../../src/contract.js';
 import { resolveInput } from '../../src/input.js';
-import { DELIVERY_BACKOFF, nextDeliveryDelayMs } from '../../src/notify/delivery-policy.js';
+import {
+  DELIVERY_BACKOFF,
+  formatBound,
+  nextDeliveryDelayMs,
+  outlastsBound,
+} from '../../src/notify/delivery-policy.js';
 import { slackMessage, type JobEndNotice } from '../../src/notify/notice.js';
 import { noticeRequest } from '../../src/notify/sender.js';
 import { signNotice, verifyNotice } from '../../src/notify/signature.js';
@@ -228,4 +233,15 @@ test('notify in the input: a name of letters, digits, ".", "_", "-" up to 64; an
       JSON.stringify(notify),
     );
   }
+});
+
+test('the bound: an attempt whose next wait would pass it is the last; the bound as it is written', () => {
+  const first = 1_000_000;
+  const at = (nowMs: number, delayMs: number) =>
+    outlastsBound({ nowMs, delayMs, firstScheduledMs: first, boundMs: 3_000 });
+  assert.equal(at(first + 1_000, 1_000), false);
+  assert.equal(at(first + 2_000, 999), false);
+  assert.equal(at(first + 2_000, 1_000), true);
+  assert.equal(outlastsBound({ nowMs: first * 9, delayMs: 1, firstScheduledMs: first, boundMs: 0 }), false);
+  assert.deepEqual([24 * 3_600_000, 90 * 60_000, 3_000].map(formatBound), ['24h', '90m', '3s']);
 });

@@ -36,7 +36,7 @@ const { notifyTarget } = proxyActivities<AgentJobActivities>({
   retry: { maximumAttempts: 5 },
 });
 
-/** What the notice reports of the run (./../agent-job/run.ts). */
+/** What the notice reports of the run (../agent-job/run.ts). */
 export interface NoticeFacts {
   readonly projectId: string;
   readonly jobId: string | null;
@@ -46,7 +46,7 @@ export interface NoticeFacts {
   readonly created: boolean;
   readonly resent: number;
   /** How the run ended, as the `status` query shows it; null while it runs. */
-  readonly end: string | null;
+  readonly end: NoticeOutcome | null;
 }
 
 /**
@@ -112,7 +112,7 @@ export class JobEndNotifier {
       deliveryId: info.firstExecutionRunId,
       workflowId: info.workflowId,
       projectId: run.projectId,
-      outcome: run.end as NoticeOutcome,
+      outcome: run.end,
       jobId: run.jobId,
       prLink: run.lastRecord?.prLink ?? null,
       job: run.lastRecord,

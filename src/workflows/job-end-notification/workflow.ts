@@ -22,6 +22,7 @@ import { RetryState } from '@temporalio/common';
 import type { AgentJobActivities, DeliverJobEndNoticeInput } from '../../activities/index.js';
 import { FailureType } from '../../contract.js';
 import { quoted } from '../../escape.js';
+import { formatBound } from '../../notify/delivery-policy.js';
 
 /** Workflow type of the job-end notification, as the parent starts it. */
 export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
@@ -39,7 +40,10 @@ const { notifyTarget } = proxyActivities<AgentJobActivities>({ startToCloseTimeo
 /** Delivers `notice` to `target`, or fails with `NoticeUndelivered` (`UnknownNotifyTarget` if the name went away). */
 export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promise<JobEndNotificationResult> {
   const { target, notice } = input;
-  const { retryForMs } = await notifyTarget(target);
+  const { retryForMs } = await notifyTarget(target, 'delivery').catch((err: unknown) => {
+    // A target removed since the job started: its own failure, as the caller matches on its type.
+    throw err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : err;
+  });
   const { deliverJobEndNotice } = proxyActivities<AgentJobActivities>({
     // One attempt is one POST, bounded at 30 s in the activity; this only catches a lost worker.
     startToCloseTimeout: '60s',
@@ -69,28 +73,22 @@ function undelivered(
   // The bound ends it two ways: the server's schedule-to-close timer fires between attempts (a
   // TimeoutFailure), or the server sees the next wait would pass it and ends on the last failure.
   const expired = err.cause instanceof TimeoutFailure || err.retryState === RetryState.TIMEOUT;
+  if (!expired) return last ?? err;
+  // The activity counts the attempts it ends itself; this is the server's timer ending it.
   metricMeter
     .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
-    .add(1, { target, outcome: expired ? 'expired' : 'undelivered' });
-  if (!expired && last !== null) return last;
+    .add(1, { target, outcome: 'expired' });
   return ApplicationFailure.create({
     type: FailureType.NoticeUndelivered,
     message:
       `Notification target ${quoted(target)} did not take the notice of workflow ${quoted(notice.workflowId)} ` +
-      `within ${bound(retryForMs)} (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
+      `within ${formatBound(retryForMs)} (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
       (last === null
         ? 'The worker logged each attempt ("job-end notice not delivered").'
         : `Last attempt: ${last.message.replace(/; trying again\.$/, '.')}`),
     nonRetryable: true,
     details: [{ target, deliveryId: notice.deliveryId }],
   });
-}
-
-/** `24h`, `90m`, `3s`: the bound as AGENT_NOTIFY_RETRY_FOR is written. */
-function bound(ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  return `${Math.round(ms / 1000)}s`;
 }
 
 /** The last attempt's failure under an activity's failure (a timeout's cause holds it). */
