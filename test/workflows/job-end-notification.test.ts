@@ -18,7 +18,7 @@ import { FailureType, statusQuery } from '../../src/contract.js';
 import type { NotifyTarget } from '../../src/notify/targets.js';
 import { fixedNotifyTargets } from '../../src/notify/targets.js';
 import type { JobEndNotificationResult } from '../../src/workflows/job-end-notification/workflow.js';
-import { FAST_POLL, startSimulatedSuite, waitFor, workflowFailure } from '../harness.js';
+import { FAST_POLL, startSimulatedSuite, uniqueId, waitFor, workflowFailure } from '../harness.js';
 import { startNotifyReceiver, verifiedNotice } from '../notify-receiver.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
@@ -161,6 +161,37 @@ test('a receiver that answers 5xx three times gets the same delivery ID each tim
     deliveryId: handle.firstExecutionRunId,
     status: 200,
   });
+});
+
+test('across a worker restart mid-delivery the delivery ID stays the same, and one notice is delivered', async () => {
+  const taskQueue = uniqueId('notify-restart');
+  const notify = {
+    targets: fixedNotifyTargets(
+      new Map([['restart', { type: 'webhook', url: `${receiver.url}${path('restart')}`, secret: SECRET }]]),
+    ),
+    retryForMs: 60_000,
+    backoff: { initialIntervalMs: 200, backoffCoefficient: 1, maximumIntervalMs: 200 },
+  } as const;
+  receiver.answer(
+    path('restart'),
+    Array.from({ length: 1_000 }, () => 503),
+  );
+  const first = await suite.startWorker({ notify }, { taskQueue });
+  const handle = await startJob(
+    { projectId: project({ outcome: 'pr' }), prompt: 'Restart me', poll: FAST_POLL, notify: 'restart' },
+    { taskQueue },
+  );
+  await handle.result();
+  await waitFor(() => receiver.to(path('restart')).length >= 2, { what: 'two attempts on the first worker' });
+  first.worker.shutdown();
+  await waitFor(() => first.worker.getState() === 'STOPPED', { what: 'the first worker to stop' });
+  receiver.answer(path('restart'), []);
+  await suite.startWorker({ notify }, { taskQueue });
+  const requests = await deliveredTo('restart', handle.workflowId);
+  assert.ok(requests.length >= 3, `attempts: ${requests.length}`);
+  assert.equal(requests.filter((r) => r.answered === 200).length, 1, 'one notice delivered');
+  const ids = new Set(requests.map((r) => verifiedNotice(r, SECRET).deliveryId));
+  assert.deepEqual([...ids], [handle.firstExecutionRunId]);
 });
 
 test('a receiver that refuses the notice (404) is not tried again: the notification fails at once', async () => {
