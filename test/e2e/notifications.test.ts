@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -101,6 +101,31 @@ test('an unknown --notify name exits 2 naming UnknownNotifyTarget, with no agent
   const bad = await runStarter(['--project', projectId, '--prompt', 'x', '--notify', 'no/slash'], starterEnv);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /invalid input: notify: "no\/slash" is not a target name/);
+});
+
+test('batch --notify tells the target of every line without its own; a bad name starts nothing', async () => {
+  const projectId = world.project({ outcome: 'pr' });
+  const file = join(root, 'batch.jsonl');
+  writeFileSync(
+    file,
+    ['First page', 'Second page'].map((prompt) => JSON.stringify({ projectId, prompt })).join('\n'),
+  );
+  const bad = await runStarter(['batch', file, '--notify', 'no/slash'], starterEnv);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.equal(createdJobs(world.sim, projectId), 0);
+  const run = await runStarter(['batch', file, '--notify', 'hook', '--wait', '--json'], starterEnv);
+  assert.equal(run.code, 0, run.stderr);
+  const workflowIds = run.stdout
+    .trim()
+    .split('\n')
+    .map((line) => (JSON.parse(line) as { workflowId?: string }).workflowId)
+    .filter((id): id is string => id !== undefined);
+  assert.equal(new Set(workflowIds).size, 2, run.stdout);
+  for (const workflowId of workflowIds) {
+    await waitFor(() => receiver.to(path('hook')).some((r) => r.body.includes(JSON.stringify(workflowId))), {
+      what: `the notice of ${workflowId}`,
+    });
+  }
 });
 
 test('a target added to the Secret is used without a restart', async () => {
