@@ -20,6 +20,7 @@ import { fixedNotifyTargets } from '../../src/notify/targets.js';
 import type { JobEndNotificationResult } from '../../src/workflows/job-end-notification/workflow.js';
 import { FAST_POLL, startSimulatedSuite, uniqueId, waitFor, workflowFailure } from '../harness.js';
 import { startNotifyReceiver, verifiedNotice } from '../notify-receiver.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const receiver = await startNotifyReceiver();
@@ -94,6 +95,8 @@ test('a completed job: the notice reaches the webhook, signed, with the result, 
   assert.deepEqual(delivered, { deliveryId: handle.firstExecutionRunId, status: 200 });
   await assertNoTargetSecrets(handle, 'hook');
   await assertNoTargetSecrets(child, 'hook');
+  await captureHistory(env, handle, 'notify-completed');
+  await captureHistory(env, child, 'notify-delivered');
 });
 
 test('a failed job and a timed-out one: each notice names its outcome and the failure', async () => {
@@ -120,6 +123,7 @@ test('a failed job and a timed-out one: each notice names its outcome and the fa
   assert.equal(timedOutNotice.outcome, 'timed-out');
   assert.equal(timedOutNotice.failure?.type, FailureType.AgentJobTimedOut);
   assert.equal(timedOutNotice.job?.status, 'active');
+  await captureHistory(env, failed, 'notify-failed');
 });
 
 test('a cancelled workflow still sends its notice', async () => {
@@ -161,6 +165,7 @@ test('a receiver that answers 5xx three times gets the same delivery ID each tim
     deliveryId: handle.firstExecutionRunId,
     status: 200,
   });
+  await captureHistory(env, notificationOf(handle.firstExecutionRunId), 'notify-delivered-after-5xx');
 });
 
 test('across a worker restart mid-delivery the delivery ID stays the same, and one notice is delivered', async () => {
