@@ -15,6 +15,7 @@ import { after, test } from 'node:test';
 import { request } from 'undici';
 import { freePorts } from '../../dev/dev-server.js';
 import { FailureType } from '../../src/contract.js';
+import { jobEndNotificationId } from '../../src/workflows/job-end-notification/workflow.js';
 import {
   runStarter,
   starterProcessEnv,
@@ -149,7 +150,7 @@ test('a receiver that is down: the job returns, the notification gives up at the
   assert.equal(run.code, 0, run.stderr);
   const { workflowId } = JSON.parse(run.stdout) as { workflowId: string };
   const { runId } = await world.env.client.workflow.getHandle(workflowId).describe();
-  const failure = await workflowFailure(world.env.client.workflow.getHandle(`job-end-notification/${runId}`));
+  const failure = await workflowFailure(world.env.client.workflow.getHandle(jobEndNotificationId(runId)));
   assert.equal(failure.type, FailureType.NoticeUndelivered);
   await worker.waitForOutput(
     /job-end notice not delivered.*connection refused \(ECONNREFUSED\)/,

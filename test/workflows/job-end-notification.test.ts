@@ -17,7 +17,10 @@ import { freePorts } from '../../dev/dev-server.js';
 import { FailureType, statusQuery } from '../../src/contract.js';
 import type { NotifyTarget } from '../../src/notify/targets.js';
 import { fixedNotifyTargets } from '../../src/notify/targets.js';
-import type { JobEndNotificationResult } from '../../src/workflows/job-end-notification/workflow.js';
+import {
+  jobEndNotificationId,
+  type JobEndNotificationResult,
+} from '../../src/workflows/job-end-notification/workflow.js';
 import { FAST_POLL, startSimulatedSuite, uniqueId, waitFor, workflowFailure } from '../harness.js';
 import { startNotifyReceiver, verifiedNotice } from '../notify-receiver.js';
 import { captureHistory } from '../capture-history.js';
@@ -50,7 +53,7 @@ async function historyBytes(handle: WorkflowHandle): Promise<Buffer> {
 
 /** The notification child of an agent-job workflow. */
 function notificationOf(firstExecutionRunId: string): WorkflowHandle {
-  return env.client.workflow.getHandle(`job-end-notification/${firstExecutionRunId}`);
+  return env.client.workflow.getHandle(jobEndNotificationId(firstExecutionRunId));
 }
 
 /** The requests to target `name` about `workflowId`, once one was answered 200. */

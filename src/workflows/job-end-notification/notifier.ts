@@ -27,7 +27,11 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { AgentJobActivities } from '../../activities/index.js';
 import type { AgentJobRecord } from '../../contract.js';
 import type { JobEndNotice, NoticeOutcome } from '../../notify/notice.js';
-import { jobEndNotification } from './workflow.js';
+import {
+  JOB_END_NOTIFICATION_WORKFLOW_TYPE,
+  jobEndNotificationId,
+  type jobEndNotification,
+} from './workflow.js';
 
 const { notifyTarget } = proxyActivities<AgentJobActivities>({
   startToCloseTimeout: '30s',
@@ -47,14 +51,6 @@ export interface NoticeFacts {
   readonly resent: number;
   /** How the run ended, as the `status` query shows it; null while it runs. */
   readonly end: NoticeOutcome | null;
-}
-
-/**
- * The child's workflow ID: one per workflow chain (the first run's ID survives continue-as-new),
- * so a second start of it (a reset that ends again) is refused and the receiver gets one notice.
- */
-function notificationWorkflowId(): string {
-  return `job-end-notification/${workflowInfo().firstExecutionRunId}`;
 }
 
 /** One agent-job workflow's notification: its target, checked once, and the notice at its end. */
@@ -125,8 +121,8 @@ export class JobEndNotifier {
     };
     try {
       await CancellationScope.nonCancellable(() =>
-        startChild(jobEndNotification, {
-          workflowId: notificationWorkflowId(),
+        startChild<typeof jobEndNotification>(JOB_END_NOTIFICATION_WORKFLOW_TYPE, {
+          workflowId: jobEndNotificationId(info.firstExecutionRunId),
           args: [{ target: this.target as string, notice }],
           parentClosePolicy: ParentClosePolicy.ABANDON,
           workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -27,6 +27,15 @@ import { formatBound } from '../../notify/delivery-policy.js';
 /** Workflow type of the job-end notification, as the parent starts it. */
 export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
 
+/**
+ * The notification's workflow ID: one per agent-job workflow chain (its first run's ID survives
+ * continue-as-new and is the notice's delivery ID), so a second start (a reset that ends again) is
+ * refused and the receiver gets one notice.
+ */
+export function jobEndNotificationId(firstExecutionRunId: string): string {
+  return `job-end-notification/${firstExecutionRunId}`;
+}
+
 /** What a delivered notice returns: its delivery ID and the receiver's status. */
 export interface JobEndNotificationResult {
   deliveryId: string;
