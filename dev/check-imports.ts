@@ -38,7 +38,11 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
       'src/priority.ts',
     ],
   },
-  { name: 'workflows and activities', members: ['src/workflows/', 'src/activities/', 'src/quota/'] },
+  {
+    // Job-end notices (src/notify/): the receivers' HTTP client, signature and delivery policy, used by the activities.
+    name: 'workflows and activities',
+    members: ['src/workflows/', 'src/activities/', 'src/quota/', 'src/notify/'],
+  },
   {
     // The payload codec reads its keys the way the API keys are read, and is used by every process
     // that talks to Temporal; it knows nothing of workflows, configuration or the worker.

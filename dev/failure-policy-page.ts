@@ -17,6 +17,13 @@ import {
   type Verdict,
 } from '../src/agent-api/failure-policy.js';
 import { FailureKind, KIND_TEXT } from '../src/agent-api/failure-kinds.js';
+import { DELIVERY_BACKOFF, DELIVERY_POLICY } from '../src/notify/delivery-policy.js';
+
+/** Kinds a notice's delivery can meet: it sends no ID or key and reads no record. */
+const DELIVERY_KINDS = Object.values(FailureKind).filter(
+  (kind) =>
+    kind !== FailureKind.NotSendable && kind !== FailureKind.NotARecord && kind !== FailureKind.InvalidRecord,
+);
 
 const OPERATIONS = { create: 'createJob', poll: 'getJob', message: 'sendMessage' } as const;
 
@@ -46,6 +53,13 @@ export function policyPage(): string {
   const rows = Object.values(FailureKind).map((kind) => {
     const verdicts = POLICY[kind];
     return `| ${KIND_TEXT[kind]} | ${cell(verdicts.create, 'create')} | ${cell(verdicts.poll, 'poll')} | ${cell(verdicts.message, 'message')} |`;
+  });
+  const deliveries = DELIVERY_KINDS.map((kind) => {
+    const verdict = DELIVERY_POLICY[kind];
+    const does = verdict.retry
+      ? `tried again${verdict.readsRetryAfter ? ', honours `Retry-After`' : ''}`
+      : 'stops: `NoticeUndelivered`';
+    return `| ${KIND_TEXT[kind].replace(/the API/g, 'the receiver').replace('`AGENT_API_BASE_URL`', "the target's URL")} | ${does} |`;
   });
   const backoffs = (Object.keys(BACKOFFS) as PolicyCall[]).map((call) => {
     const b = BACKOFFS[call];
@@ -109,5 +123,20 @@ anything is retried as surely not applied. An attempt that ends without an answe
 (the worker killed mid-request, the SDK's \`WorkerShutdown\` failure) goes back to the workflow as
 one that may have been applied: the next attempt follows \`AGENT_API_AMBIGUOUS_CREATE\` under a new
 quota use.
+
+## A job-end notice's delivery
+
+A workflow started with \`notify\` refuses a target name its worker does not know with
+\`UnknownNotifyTarget\`, final, before any quota use or create (docs/notifications.md). When it
+ends, a child workflow delivers the notice; each attempt that fails does what this table says
+(\`src/notify/delivery-policy.ts\`), for at most \`AGENT_NOTIFY_RETRY_FOR\` (24 h by default),
+after which the child fails with \`NoticeUndelivered\`. The agent-job workflow's own result
+never waits for it. Any 2xx is delivered, whatever its body.
+
+| What happened | delivery |
+|---|---|
+${deliveries.join('\n')}
+
+Backoff between attempts: ${seconds(DELIVERY_BACKOFF.initialIntervalMs)}, ×${DELIVERY_BACKOFF.backoffCoefficient} per failure, at most ${minutes(DELIVERY_BACKOFF.maximumIntervalMs)}, plus up to ${RETRY_JITTER * 100}% jitter, raised to the receiver's \`Retry-After\` where the table says so.
 `;
 }

@@ -10,7 +10,7 @@
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { AmbiguousCreatePolicy } from './activities/index.js';
+import { DEFAULT_NOTIFY_RETRY_FOR_MS, type AmbiguousCreatePolicy } from './activities/index.js';
 import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
 import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';
@@ -32,6 +32,12 @@ import {
 import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
 import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
 import type { TracingSettings } from './observability/tracing.js';
+import {
+  FileNotifyTargets,
+  NotifyTargetsError,
+  parseNotifyTargets,
+  type NotifyTargets,
+} from './notify/targets.js';
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
@@ -105,6 +111,21 @@ export interface WorkerConfig {
   versioning: VersioningSettings;
   /** OpenTelemetry tracing from the standard OTEL_* variables (docs/tracing.md). */
   tracing: TracingSettings;
+  /** Job-end notification targets (docs/notifications.md); null when none are configured. */
+  notify: NotifySettings | null;
+}
+
+/**
+ * Job-end notification targets: from AGENT_NOTIFY_TARGETS_FILE (re-read when it changes) or
+ * AGENT_NOTIFY_TARGETS, and how long a notice is tried. Never logged: URLs and secrets.
+ */
+export interface NotifySettings {
+  /** The file to re-read, or null when the targets came from AGENT_NOTIFY_TARGETS. */
+  file: string | null;
+  /** The targets at start. */
+  targets: NotifyTargets;
+  /** AGENT_NOTIFY_RETRY_FOR: how long a notice is tried, default 24 h. */
+  retryForMs: number;
 }
 
 /** The environment variables the worker reads besides the standard TEMPORAL_* ones (docs/configuration.md). */
@@ -124,6 +145,9 @@ export const WORKER_SETTINGS = [
   'AGENT_API_PROJECT_QUOTA',
   'AGENT_API_PROJECT_QUOTA_OVERRIDES',
   'AGENT_API_PROJECT_QUOTA_LEASE',
+  'AGENT_NOTIFY_TARGETS',
+  'AGENT_NOTIFY_TARGETS_FILE',
+  'AGENT_NOTIFY_RETRY_FOR',
   'WORKER_MAX_CONCURRENT_ACTIVITIES',
   'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS',
   'WORKER_MAX_CACHED_WORKFLOWS',
@@ -298,6 +322,7 @@ export function loadWorkerConfig(
     projectQuota: { ...loadProjectQuotaSettings(env), followsRollouts: versioning.enabled },
     versioning,
     tracing: loadTracingSettings(env),
+    notify: loadNotifySettings(env),
   };
 }
 
@@ -423,6 +448,37 @@ const CLAIM: Kind<{ name: string; value: string }> = {
   },
   mustBe: '"<claim>=<value>", such as "groups=temporal-codec" or "scope=codec:decode"',
 };
+
+/**
+ * AGENT_NOTIFY_TARGETS_FILE or AGENT_NOTIFY_TARGETS (one JSON object, a target per name), and
+ * AGENT_NOTIFY_RETRY_FOR. Targets that cannot be used stop the start, as a bad API key file does;
+ * the error names the setting and the target's field, never a URL or secret.
+ */
+export function loadNotifySettings(env: Env = process.env): NotifySettings | null {
+  const file = text(env, 'AGENT_NOTIFY_TARGETS_FILE') ?? null;
+  const inline = text(env, 'AGENT_NOTIFY_TARGETS');
+  const retryForMs = setting(env, 'AGENT_NOTIFY_RETRY_FOR', DEFAULT_NOTIFY_RETRY_FOR_MS, DURATION);
+  if (file !== null && inline !== undefined)
+    throw new ConfigError(
+      'AGENT_NOTIFY_TARGETS_FILE',
+      'set AGENT_NOTIFY_TARGETS or AGENT_NOTIFY_TARGETS_FILE, not both',
+    );
+  if (retryForMs < 1_000) throw new ConfigError('AGENT_NOTIFY_RETRY_FOR', 'must be at least 1s');
+  if (file !== null) {
+    try {
+      return { file, targets: new FileNotifyTargets(file).current(), retryForMs };
+    } catch (err) {
+      if (err instanceof NotifyTargetsError)
+        throw new ConfigError('AGENT_NOTIFY_TARGETS_FILE', err.message, { cause: err });
+      throw err;
+    }
+  }
+  if (inline === undefined) return null;
+  const parsed = parseNotifyTargets(inline);
+  // The reason names a target and a field, never the text: it holds URLs and secrets.
+  if ('reason' in parsed) throw new ConfigError('AGENT_NOTIFY_TARGETS', parsed.reason);
+  return { file: null, targets: parsed.value, retryForMs };
+}
 
 /**
  * Tracing from the standard OTEL_* variables: on when an OTLP endpoint is set (or

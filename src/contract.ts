@@ -57,6 +57,10 @@ export const FailureType = {
    * again. Never ends a workflow.
    */
   ProjectQuotaQueue: 'ProjectQuotaQueue',
+  /** `notify` names no target this worker knows: refused before any quota use or create. Final. */
+  UnknownNotifyTarget: 'UnknownNotifyTarget',
+  /** A job-end notification's child workflow: the target refused it, or stayed down past the bound. */
+  NoticeUndelivered: 'NoticeUndelivered',
 } as const;
 
 /** One of the {@link FailureType} names. */
@@ -129,6 +133,13 @@ export interface AgentJobInput {
    * answer. At most 500 characters; only without `jobId`.
    */
   previousCreate?: string;
+  /**
+   * A notification target configured on the worker, by name (docs/notifications.md): when the
+   * workflow ends, its final record is delivered there at least once, with a stable delivery ID,
+   * without holding the workflow's result. A name the worker does not know fails the workflow with
+   * `UnknownNotifyTarget` before anything is created. Letters, digits, `.`, `_`, `-`; at most 64.
+   */
+  notify?: string;
 }
 
 /**

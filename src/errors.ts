@@ -34,6 +34,8 @@ export const ErrorName = {
   UnknownPayloadKey: 'UnknownPayloadKeyError',
   /** A sealed payload that does not open: altered, truncated or not sealed by this codec (src/payload-codec/codec.ts). */
   SealedPayload: 'SealedPayloadError',
+  /** Notification targets that cannot be read (src/notify/targets.ts). */
+  NotifyTargets: 'NotifyTargetsError',
   /** A command line that cannot be run: the starter's, the simulator's. */
   Usage: 'UsageError',
 } as const;

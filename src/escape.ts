@@ -116,3 +116,29 @@ export function jsonText(value: unknown, space?: number): string {
 export function quoted(text: string): string {
   return jsonText(text);
 }
+
+/** What Slack's mrkdwn acts on and lets be escaped: its three HTML entities. */
+const SLACK_ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+
+/**
+ * `text` for Slack's mrkdwn (a message's `text`, a `mrkdwn` text object): `&`, `<` and `>` as the
+ * entities Slack documents, so no value can make a link, a mention (`<!channel>`, `<@U123>`) or a
+ * date token, and control and format characters as visible `\u{..}` escapes, as
+ * {@link terminalText} does. Slack has no escape for its emphasis markers (`* _ ~` and the
+ * backtick): text that must show exactly goes in a `plain_text` object, which Slack renders as it
+ * is (the notification's Slack message does so for every value from the API or a caller).
+ */
+export function slackText(text: string): string {
+  return text.replace(/[&<>]/g, (char) => SLACK_ENTITIES[char] ?? char).replace(UNSAFE, visibleEscape);
+}
+
+/**
+ * A link in Slack's mrkdwn, `<url|label>`: only for an http(s) URL of characters that cannot end
+ * the link or start another (no white space, controls, `<>`, `|` or `&`); otherwise the URL as
+ * {@link slackText}, which shows it without linking it. `label` is the caller's own words
+ * (`Pull request`), without `|`.
+ */
+export function slackLink(url: string, label: string): string {
+  if (!AUTOLINK_URL.test(url)) return slackText(url);
+  return `<${url}|${slackText(label)}>`;
+}

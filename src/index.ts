@@ -2,11 +2,13 @@
  * The package's public API for other Node services: the contract (names, types, messages,
  * failure types), the functions that start and follow agent-job workflows, and the payload codec
  * (give the `Client` those functions take `dataConverter: payloadDataConverter(keysFile)`, with the
- * workers' key ring, so that what it sends is sealed and what it reads opens).
+ * workers' key ring, so that what it sends is sealed and what it reads opens), and what a receiver
+ * of job-end notices checks them with.
  */
 export * from './contract.js';
 export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
 export {
+  checkNotifyTargetName,
   checkPrompt,
   DEFAULT_TIMEOUT_MS,
   MAX_TIMEOUT_MS,
@@ -53,3 +55,5 @@ export {
   type KeyRingSource,
   type PayloadKey,
 } from './payload-codec/index.js';
+export { NOTIFY_HEADERS, verifyNotice } from './notify/signature.js';
+export type { JobEndNotice, NoticeOutcome } from './notify/notice.js';

@@ -10,6 +10,7 @@
 import { MAX_JOB_ID_BYTES } from './agent-api/types.js';
 import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from './contract.js';
 import { durationMs } from './duration.js';
+import { quoted } from './escape.js';
 import { isWellFormed, utf8ByteLength } from './ids.js';
 import { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
 import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
@@ -32,6 +33,8 @@ export type ResolvedInput = {
   blipToleranceMs: number;
   credentialToleranceMs: number;
   previousCreate: string | null;
+  /** The notification target's name, or null for none. */
+  notify: string | null;
 } &
   // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
   ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
@@ -84,6 +87,7 @@ export function resolveInput(input: unknown): ResolvedInput {
   if (previousCreate !== null && target.jobId !== undefined) {
     throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
   }
+  const notify = raw.notify === undefined ? null : checkNotifyTargetName(raw.notify);
   return {
     projectId,
     ...target,
@@ -93,7 +97,27 @@ export function resolveInput(input: unknown): ResolvedInput {
     blipToleranceMs,
     credentialToleranceMs,
     previousCreate,
+    notify,
   };
+}
+
+/**
+ * A notification target's name (`notify`): how the worker's targets are keyed, how metrics label
+ * them, and safe in a log line and a header as it is. Shape only: which names exist is the
+ * worker's to say.
+ */
+export const NOTIFY_TARGET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** `value` when it is a target name by {@link NOTIFY_TARGET_NAME}; `InvalidInputError` naming `field` otherwise. */
+export function checkNotifyTargetName(value: unknown, field = 'notify'): string {
+  if (typeof value !== 'string' || !NOTIFY_TARGET_NAME.test(value)) {
+    const shown = typeof value === 'string' ? quoted(value.slice(0, 80)) : typeof value;
+    throw new InvalidInputError(
+      field,
+      `${shown} is not a target name: 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    );
+  }
+  return value;
 }
 
 /**

@@ -44,6 +44,9 @@ function priorityOption(fallback: StartPriority): Option {
     .default(fallback);
 }
 
+/** `--notify`: a target configured on the worker (docs/notifications.md). */
+const NOTIFY_HELP = 'tell this notification target (configured on the worker) when the job ends';
+
 function program(exit: { code: number }): Command {
   const root = new Command('npm run starter --')
     .description(
@@ -66,6 +69,7 @@ function program(exit: { code: number }): Command {
       .option('--prompt-file <path>', 'read the prompt from a file, or from standard input with -')
       .option('--key <key>', 'idempotency key: the same project and key never make a second agent job')
       .option('--job-id <id>', 'an existing agent job: watch it, or with --prompt send it a follow-up')
+      .option('--notify <name>', NOTIFY_HELP)
       .addOption(priorityOption('interactive')),
   ).action(function (this: Command) {
     return run(() => runStart(this.opts<StartOptions>()))();
@@ -108,9 +112,10 @@ function program(exit: { code: number }): Command {
       false,
     )
     .option('--json', 'print one JSON object per job', false)
+    .option('--notify <name>', `${NOTIFY_HELP}, for lines without their own "notify"`)
     .addOption(priorityOption('batch'))
     .action(function (this: Command, file: string) {
-      return run(() => runBatch(file, this.opts<CommonOptions>()))();
+      return run(() => runBatch(file, this.opts<CommonOptions & { notify?: string }>()))();
     });
   return root;
 }

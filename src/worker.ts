@@ -21,6 +21,7 @@ import { installRuntime } from './worker/runtime.js';
 import { connectTemporal } from './worker/temporal-connection.js';
 import { workerDeploymentOptions } from './worker/version.js';
 import { workflowCode } from './worker/workflow-code.js';
+import { FileNotifyTargets, fixedNotifyTargets, type NotifyTargetSource } from './notify/targets.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
@@ -34,6 +35,19 @@ function apiKeySource(
   if (file === null) return config.agentApi.apiKey;
   // One line per change of state: the source reports a lasting problem once, not every check.
   return new FileApiKey(file, { onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key') });
+}
+
+/** The notification targets as configured; a targets file is re-read when it changes, as the key file is. */
+function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRuntime>) {
+  const { notify } = config;
+  if (notify === null) return undefined;
+  const targets: NotifyTargetSource =
+    notify.file === null
+      ? fixedNotifyTargets(notify.targets)
+      : new FileNotifyTargets(notify.file, {
+          onEvent: logKeyFileEvents(logger, 'AGENT_NOTIFY_TARGETS_FILE', 'notification targets'),
+        });
+  return { targets, retryForMs: notify.retryForMs };
 }
 
 /** Wires the worker from `config` and runs it until a shutdown signal has drained it. */
@@ -84,6 +98,7 @@ async function run(config: WorkerConfig): Promise<void> {
         projectQuota: config.projectQuota,
         metrics: createActivityMetrics(),
         projectMetrics,
+        notify: notifyDeps(config, logger),
       }),
       // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that
       // targets this task queue. Always on: without an endpoint no Nexus task reaches the queue,
@@ -117,6 +132,8 @@ async function run(config: WorkerConfig): Promise<void> {
       workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
       projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
       projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
+      // Names only: a target's URL and secret are credentials.
+      notifyTargets: config.notify === null ? [] : [...config.notify.targets.keys()],
     });
     if (deployment.useWorkerVersioning) {
       // Polling is not enough: new workflows come once the version is current or ramping.

@@ -11,6 +11,7 @@ import {
   SealedPayloadError,
   UnknownPayloadKeyError,
 } from '../src/payload-codec/index.js';
+import { NotifyTargetsError } from '../src/notify/targets.js';
 import { QuotaSettingError } from '../src/quota/settings.js';
 
 test("every error the project throws has the base and its own name from the one map, whatever the bundler's class names", () => {
@@ -32,6 +33,7 @@ test("every error the project throws has the base and its own name from the one 
     new PayloadKeyFileError('/run/payload-keys', 'it holds no key'),
     new UnknownPayloadKeyError('2026-10'),
     new SealedPayloadError('a sealed payload has no encryption-key-id'),
+    new NotifyTargetsError('/run/notify/targets.json', 'is not JSON'),
   ];
   const names = made.map((err) => err.name);
   for (const err of made) assert.ok(err instanceof AgentJobError, `${err.name} has the base`);

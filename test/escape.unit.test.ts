@@ -4,7 +4,15 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { jsonText, markdownText, markdownUrl, quoted, terminalText } from '../src/escape.js';
+import {
+  jsonText,
+  markdownText,
+  markdownUrl,
+  quoted,
+  slackLink,
+  slackText,
+  terminalText,
+} from '../src/escape.js';
 
 /** What CommonMark renders for backslash escapes: a backslash before ASCII punctuation is dropped. */
 const rendered = (markdown: string) => markdown.replace(/\\([!-/:-@[-`{-~])/g, '$1');
@@ -155,4 +163,14 @@ describe('jsonText and quoted', () => {
       assert.equal(JSON.parse(literal), text);
     }
   });
+});
+
+test('slackText: &, < and > as the entities Slack documents, so no mention or link; controls as visible escapes', () => {
+  assert.equal(slackText('a <!channel> & <@U1|x>'), 'a &lt;!channel&gt; &amp; &lt;@U1|x&gt;');
+  assert.equal(slackText('line\nbreak\u202e'), 'line\\u{a}break\\u{202e}');
+  assert.equal(
+    slackLink('https://github.com/a/b/pull/1', 'Pull request'),
+    '<https://github.com/a/b/pull/1|Pull request>',
+  );
+  assert.equal(slackLink('https://x.test/a>b', 'PR'), 'https://x.test/a&gt;b');
 });

@@ -45,6 +45,10 @@ export const ACTION_INPUTS = {
     description: 'How long the workflow waits for the agent job to end, e.g. 2h (default 6h, at most 7d).',
   },
   'poll-interval': { description: 'First wait between polls of the agent job, e.g. 10s (default 5s).' },
+  notify: {
+    description:
+      "A notification target's name, configured on the workers (docs/notifications.md): when the job ends, its final record is delivered there, also when this step does not wait.",
+  },
   'task-queue': {
     description: 'Task queue of the workers.',
     default: DEFAULT_TASK_QUEUE,
@@ -130,6 +134,8 @@ export interface ActionSettings {
   wait: boolean;
   timeout: string | undefined;
   pollInterval: string | undefined;
+  /** The notification target's name, or undefined for none. */
+  notify: string | undefined;
   /** The key ring's text, or undefined when the codec is off. */
   payloadKeys: string | undefined;
   /** The Temporal connection as `TEMPORAL_*` settings, for src/config.ts. */
@@ -206,6 +212,7 @@ export function readInputs(env: Env): ActionSettings {
     wait,
     timeout: value('timeout'),
     pollInterval: value('poll-interval'),
+    notify: value('notify'),
     payloadKeys: value('payload-keys'),
     temporalEnv,
   };

@@ -61,6 +61,7 @@ async function plan(inputs: ActionSettings, env: Record<string, string | undefin
   const input: AgentJobInput = { projectId: inputs.project, prompt };
   if (inputs.timeout !== undefined) input.timeout = inputs.timeout;
   if (inputs.pollInterval !== undefined) input.poll = { initialInterval: inputs.pollInterval };
+  if (inputs.notify !== undefined) input.notify = inputs.notify;
   resolveInput(input);
   const key = checkedKey(inputs.key ?? defaultKey(env)) as string;
   let settings: TemporalSettings;

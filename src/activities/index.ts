@@ -16,9 +16,16 @@ import { createToFailure } from './failures.js';
 import { KeyAnswers } from './key-answers.js';
 import { createMessageActivity } from './message.js';
 import { createPollActivities } from './poll.js';
+import { createNotifyActivities, type NotifyDeps } from './notify.js';
 
 export type { AmbiguousCreatePolicy } from './ambiguous.js';
-export type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
+export type { ActivityMetrics, NotificationOutcome, ProjectUseMetrics } from './metrics.js';
+export {
+  DEFAULT_NOTIFY_RETRY_FOR_MS,
+  type DeliverJobEndNoticeInput,
+  type NotifyDeps,
+  type NotifyTargetInfo,
+} from './notify.js';
 export type { CreateAgentJobInput } from './create.js';
 export type { SendAgentJobMessageInput } from './message.js';
 export type { GetAgentJobInput, PollAgentJobInput, PolledRecord } from './poll.js';
@@ -40,6 +47,8 @@ export interface ActivityDeps {
   metrics?: ActivityMetrics;
   /** Per-project metrics (uses accepted, 429s); absent: not counted. */
   projectMetrics?: ProjectUseMetrics;
+  /** Job-end notifications (AGENT_NOTIFY_TARGETS_FILE); absent: no targets, every `notify` name is refused. */
+  notify?: NotifyDeps;
 }
 
 /** Builds the activities around an API client. Their names are in histories: they never change. */
@@ -68,6 +77,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createCreateActivity({ ...sends, takeQuota: (input) => takeQuota('create', input) }),
     ...createPollActivities({ api: deps.api, toFailure, keys, metrics }),
     ...createMessageActivity({ ...sends, takeQuota: (input) => takeQuota('message', input) }),
+    ...createNotifyActivities(deps.notify, metrics),
   };
 }
 

@@ -18,7 +18,15 @@ export interface ActivityMetrics {
   ambiguous(operation: ApiOperation): void;
   /** A create or message answered 2xx with a body that is not a record. */
   unreadableAnswer(operation: ApiOperation): void;
+  /**
+   * A job-end notice's attempt, by target name (null for a name no target has: callers choose
+   * those, so they are not labels) and outcome.
+   */
+  notification(target: string | null, outcome: NotificationOutcome): void;
 }
+
+/** What one delivery attempt of a job-end notice did, or a name refused. */
+export type NotificationOutcome = 'delivered' | 'retrying' | 'refused' | 'expired' | 'unknown-target';
 
 /** The per-project metrics the activities feed: uses the API accepted, 429s, waits for the quota. */
 export interface ProjectUseMetrics {
@@ -34,4 +42,5 @@ export const NO_METRICS: ActivityMetrics = {
   apiError: () => undefined,
   ambiguous: () => undefined,
   unreadableAnswer: () => undefined,
+  notification: () => undefined,
 };

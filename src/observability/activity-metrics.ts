@@ -9,7 +9,7 @@
 import { activityInfo, metricMeter } from '@temporalio/activity';
 import type { MetricCounter } from '@temporalio/common';
 import type { AgentApiError, ApiOperation } from '../agent-api/index.js';
-import type { ActivityMetrics } from '../activities/metrics.js';
+import type { ActivityMetrics, NotificationOutcome } from '../activities/metrics.js';
 import { isTerminalStatus, type AgentJobRecord } from '../contract.js';
 
 /** An agent job created (`agent_jobs_created`). */
@@ -45,6 +45,16 @@ function countUnreadableAnswer(operation: ApiOperation): void {
       'Creates and messages answered 2xx with a body that is not a record',
     )
     .add(1, { operation });
+}
+
+/**
+ * A job-end notice's attempt by target name and outcome (`agent_job_notifications`): the name
+ * only, never the URL; a name no target has is `_unknown`, as callers choose those.
+ */
+function countNotification(target: string | null, outcome: NotificationOutcome): void {
+  metricMeter
+    .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
+    .add(1, { target: target ?? '_unknown', outcome });
 }
 
 /** How often the polls counted in the worker are added to the SDK's counter. */
@@ -97,5 +107,6 @@ export function createActivityMetrics(): ActivityMetrics {
     apiError: countApiError,
     ambiguous: countAmbiguous,
     unreadableAnswer: countUnreadableAnswer,
+    notification: countNotification,
   };
 }

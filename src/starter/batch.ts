@@ -7,6 +7,7 @@ import { SingleBar } from 'cli-progress';
 import { BatchFileError, followBatch, parseBatchFile, startBatch, type BatchPhase } from '../client/batch.js';
 import { jsonText, terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
+import { checkNotifyTargetName } from '../input.js';
 import { err, ExitCode, out, resentWarning, withClient, type CommonOptions } from './commands.js';
 
 function countPhases(phases: BatchPhase[]): Record<BatchPhase, number> {
@@ -35,7 +36,7 @@ function table(rows: string[][]): string {
 }
 
 /** `batch`: starts every line's job, or none when a line is invalid; --wait follows them all. */
-export async function runBatch(file: string, options: CommonOptions): Promise<number> {
+export async function runBatch(file: string, options: CommonOptions & { notify?: string }): Promise<number> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -49,6 +50,13 @@ export async function runBatch(file: string, options: CommonOptions): Promise<nu
     if (!(e instanceof BatchFileError)) throw e;
     err(`error: ${e.message}`);
     return ExitCode.Usage;
+  }
+  if (options.notify !== undefined) {
+    // After the keys are derived: --notify on a re-run attaches to the same jobs.
+    const notify = checkNotifyTargetName(options.notify, '--notify');
+    lines = lines.map((line) =>
+      line.input.notify === undefined ? { ...line, input: { ...line.input, notify } } : line,
+    );
   }
   return withClient(async (client, settings) => {
     const started = await startBatch(client, lines, {

@@ -55,6 +55,8 @@ export interface StartOptions extends CommonOptions {
   jobId?: string;
   timeout?: string;
   pollInterval?: string;
+  /** A notification target's name (`notify` in the input). */
+  notify?: string;
 }
 
 /** The warning for calls sent again after an unknown outcome (`resent` of a result or the status). */
@@ -149,6 +151,7 @@ function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
   // Durations are checked by the contract's resolveInput, with a message that names the field.
   if (options.timeout) input.timeout = options.timeout;
   if (options.pollInterval) input.poll = { initialInterval: options.pollInterval };
+  if (options.notify !== undefined) input.notify = options.notify;
   return input;
 }
 

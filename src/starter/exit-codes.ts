@@ -13,7 +13,10 @@ export const ExitCode = {
   Ok: 0,
   /** Anything unexpected. */
   Error: 1,
-  /** Bad arguments, invalid input or configuration: nothing was started. */
+  /**
+   * Bad arguments, invalid input or configuration: nothing was started, or the workflow refused
+   * its input before creating anything (`InvalidInput`, `UnknownNotifyTarget`).
+   */
   Usage: 2,
   /** The agent job ended `failed`. */
   AgentJobFailed: 3,
@@ -41,6 +44,7 @@ export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedErr
     cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
   if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
   if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
+  if (type === FailureType.InvalidInput || type === FailureType.UnknownNotifyTarget)
+    return { code: ExitCode.Usage, type };
   return { code: ExitCode.WorkflowFailed, type };
 }

@@ -234,6 +234,7 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
         { project, prompt: 'A', ...base, timeout: '30d' },
         /^::error::invalid input: timeout: must be at most 7 days/m,
       ],
+      [{ project, prompt: 'A', ...base, notify: 'team slack!' }, /^::error::invalid input: notify: /m],
       [
         { project, prompt: 'A', ...base, 'payload-keys': `k1 ${ringKey}\nk2 ${ringKey.slice(4)}` },
         /^::error::input payload-keys: key k2 is \d+ bytes, not 32\. Nothing was started\.$/m,

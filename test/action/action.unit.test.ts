@@ -41,6 +41,7 @@ describe('action inputs', () => {
       TEMPORAL_API_KEY: 'k',
     });
     assert.equal(readInputs(inputsEnv({ ...MINIMAL, wait: 'False' })).wait, false);
+    assert.equal(readInputs(inputsEnv({ ...MINIMAL, notify: ' docs-team ' })).notify, 'docs-team');
   });
 
   test('each bad combination is a usage error naming the input, never its value', () => {

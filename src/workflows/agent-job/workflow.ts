@@ -6,6 +6,7 @@
  */
 import { InvalidInputError, type AgentJobInput, type AgentJobResult } from '../../contract.js';
 import { resolveInput, type ResolvedInput } from '../../input.js';
+import { JobEndNotifier } from '../job-end-notification/notifier.js';
 import type { Continuation } from './continuation.js';
 import { invalidInput } from './outcomes.js';
 import { AgentJobRun } from './run.js';
@@ -20,15 +21,21 @@ export async function agentJobWorkflow(
 ): Promise<AgentJobResult> {
   // Validate: nothing is created from a bad input.
   const run = new AgentJobRun(input, validate(input), carried);
+  // `notify`: its target is checked before anything is created, and told of the end (no commands without it).
+  const notifier = new JobEndNotifier(run.input.notify, carried !== undefined);
   try {
+    await notifier.checkTarget();
     const jobId = await run.createOrAttach();
     const polled = run.pollUntilDone(jobId);
     // `{ jobId, prompt }`: the prompt is a follow-up, queued once polling has started; a failed
     // send fails the workflow.
     const sent = run.promptAtStart();
-    return await (sent === null ? polled : Promise.race([polled, sent.then(() => polled)]));
+    const result = await (sent === null ? polled : Promise.race([polled, sent.then(() => polled)]));
+    await notifier.completed(run);
+    return result;
   } catch (err) {
     await run.failed(err);
+    await notifier.failed(run, err);
     throw err;
   } finally {
     // The quota's spent and release signals must leave before the run closes, or the server drops them.

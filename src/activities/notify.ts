@@ -1,0 +1,151 @@
+/**
+ * The notification activities: whether a target name is one this worker knows (the agent-job
+ * workflow asks before anything is created; the job-end notification asks again for the bound),
+ * and one delivery of a job-end notice, retried by the server as the delivery policy says
+ * (src/notify/delivery-policy.ts): a receiver that is down is tried again after the policy's
+ * wait, one that refuses the notice ends the delivery. The target's URL and secret are read here,
+ * at each attempt, from the worker's targets (a rotated Secret applies to the next attempt), and
+ * never leave: not in a failure, a log line or a metric (src/notify/sender.ts).
+ */
+import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Dispatcher } from 'undici';
+import type { Backoff } from '../agent-api/failure-policy.js';
+import { FailureType } from '../contract.js';
+import { quoted } from '../escape.js';
+import { formatBound, nextDeliveryDelayMs, outlastsBound } from '../notify/delivery-policy.js';
+import type { JobEndNotice } from '../notify/notice.js';
+import { sendNotice } from '../notify/sender.js';
+import type { NotifyTargetSource } from '../notify/targets.js';
+import type { ActivityMetrics } from './metrics.js';
+
+/** Default of `AGENT_NOTIFY_RETRY_FOR`: how long a notice is tried before it is given up, 24 h. */
+export const DEFAULT_NOTIFY_RETRY_FOR_MS = 24 * 60 * 60_000;
+
+/** The notification settings the worker wires (AGENT_NOTIFY_TARGETS[_FILE], AGENT_NOTIFY_RETRY_FOR). */
+export interface NotifyDeps {
+  targets: NotifyTargetSource;
+  /** How long a notice is tried: its delivery's schedule-to-close timeout. */
+  retryForMs: number;
+  /** The wait between attempts; the delivery policy's by default (tests shorten it). */
+  backoff?: Backoff;
+  /** A test's HTTP dispatcher; the worker's shared one by default. */
+  dispatcher?: Dispatcher;
+}
+
+/** What the agent-job workflow and the notification learn of a known target: the delivery's bound. */
+export interface NotifyTargetInfo {
+  retryForMs: number;
+}
+
+/** Input of `deliverJobEndNotice`: the target's name (never its URL) and the notice. */
+export interface DeliverJobEndNoticeInput {
+  target: string;
+  notice: JobEndNotice;
+}
+
+/** Builds the notification activities; `deps` absent: no targets, every name is unknown. */
+export function createNotifyActivities(
+  deps: NotifyDeps | undefined,
+  metrics: Pick<ActivityMetrics, 'notification'>,
+) {
+  /** `UnknownNotifyTarget` for `name`; `before` says what it stopped (nothing created, or the delivery). */
+  function unknownTarget(name: string, before: 'check' | 'delivery'): ApplicationFailure {
+    metrics.notification(null, 'unknown-target');
+    const configured =
+      deps === undefined ? 'this worker has no notification targets' : 'this worker knows no such target';
+    return ApplicationFailure.create({
+      type: FailureType.UnknownNotifyTarget,
+      message:
+        `Notification target ${quoted(name)} is unknown: ${configured} (AGENT_NOTIFY_TARGETS_FILE, docs/notifications.md). ` +
+        (before === 'check'
+          ? 'No agent job was created.'
+          : 'The target was removed after the job started; the notice is not sent.'),
+      nonRetryable: true,
+      details: [{ target: name }],
+    });
+  }
+
+  return {
+    /**
+     * The bound of deliveries to `name`; `UnknownNotifyTarget` (final) when the worker knows no
+     * such target. `asker`: the agent-job workflow before anything is created (`check`), or the
+     * notification before it delivers (`delivery`), for the message.
+     */
+    notifyTarget: (name: string, asker: 'check' | 'delivery' = 'check'): Promise<NotifyTargetInfo> => {
+      if (deps === undefined || !deps.targets.current().has(name))
+        return Promise.reject(unknownTarget(name, asker));
+      return Promise.resolve({ retryForMs: deps.retryForMs });
+    },
+
+    /**
+     * One attempt to deliver the notice. A failure the policy retries is retryable with the
+     * policy's wait as `nextRetryDelay`; one it does not is final. Both are `NoticeUndelivered`.
+     */
+    deliverJobEndNotice: async ({
+      target: name,
+      notice,
+    }: DeliverJobEndNoticeInput): Promise<{ status: number }> => {
+      const target = deps?.targets.current().get(name);
+      if (deps === undefined || target === undefined) throw unknownTarget(name, 'delivery');
+      const { attempt, scheduledTimestampMs, scheduleToCloseTimeoutMs } = activityInfo();
+      const sent = await sendNotice(target, notice, {
+        nowMs: Date.now(),
+        signal: cancellationSignal(),
+        dispatcher: deps.dispatcher,
+      });
+      const facts = { target: name, deliveryId: notice.deliveryId, attempt };
+      if (sent.delivered) {
+        metrics.notification(name, 'delivered');
+        log.info('job-end notice delivered', { ...facts, status: sent.status });
+        return { status: sent.status };
+      }
+      const delayMs = nextDeliveryDelayMs({
+        kind: sent.kind,
+        attempt,
+        retryAfterMs: sent.retryAfterMs,
+        backoff: deps.backoff,
+        random: Math.random,
+      });
+      const expired =
+        delayMs !== null &&
+        outlastsBound({
+          nowMs: Date.now(),
+          delayMs,
+          firstScheduledMs: scheduledTimestampMs,
+          boundMs: scheduleToCloseTimeoutMs,
+        });
+      metrics.notification(name, delayMs === null ? 'refused' : expired ? 'expired' : 'retrying');
+      log.warn('job-end notice not delivered', {
+        ...facts,
+        problem: sent.what,
+        retryInMs: expired ? null : delayMs,
+      });
+      const details = [{ target: name, status: sent.status, kind: sent.kind, attempt }];
+      if (expired) {
+        throw ApplicationFailure.create({
+          type: FailureType.NoticeUndelivered,
+          message:
+            `Notification target ${quoted(name)} did not take the notice within ${formatBound(scheduleToCloseTimeoutMs)} ` +
+            `(AGENT_NOTIFY_RETRY_FOR): ${sent.what} at attempt ${attempt}, the last. It is not sent again.`,
+          nonRetryable: true,
+          details,
+        });
+      }
+      if (delayMs === null) {
+        throw ApplicationFailure.create({
+          type: FailureType.NoticeUndelivered,
+          message: `Notification target ${quoted(name)} refused the notice: ${sent.what}. It is not sent again.`,
+          nonRetryable: true,
+          details,
+        });
+      }
+      throw ApplicationFailure.create({
+        type: FailureType.NoticeUndelivered,
+        message: `Notification target ${quoted(name)} did not take the notice: ${sent.what} (attempt ${attempt}); trying again.`,
+        nextRetryDelay: delayMs,
+        details,
+      });
+    },
+  };
+}

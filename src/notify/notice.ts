@@ -1,0 +1,88 @@
+/**
+ * The job-end notice: what a target receives when an agent-job workflow ends, as the webhook's
+ * JSON body, and as a Slack message. docs/notifications.md describes every field; a field is
+ * added, never renamed or removed (receivers parse it).
+ *
+ * Pure, no Node modules: the agent-job workflow builds the notice
+ * (src/workflows/job-end-notification/notifier.ts).
+ */
+import type { AgentJobProgress, AgentJobRecord } from '../contract.js';
+import { slackLink, slackText } from '../escape.js';
+
+/** How the workflow ended: the `status` query's end phases. */
+export type NoticeOutcome = Extract<
+  AgentJobProgress['phase'],
+  'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled'
+>;
+
+/** The webhook body (`Content-Type: application/json`). */
+export interface JobEndNotice {
+  /** Always `agent-job.ended`. */
+  type: 'agent-job.ended';
+  /**
+   * The same for every attempt of this notice, across worker restarts, and sent as the
+   * `X-Agent-Job-Delivery` header: a receiver that has seen it ignores the notice.
+   */
+  deliveryId: string;
+  /** The agent-job workflow (its ID in the Temporal UI). */
+  workflowId: string;
+  projectId: string;
+  outcome: NoticeOutcome;
+  /** The agent job; null when the workflow ended before it was created. */
+  jobId: string | null;
+  /** The pull request's URL; null when the agent changed no files or the job did not complete. */
+  prLink: string | null;
+  /** The final record (the last one read when the workflow failed or timed out); null when none was read. */
+  job: AgentJobRecord | null;
+  /** The workflow's failure, for `failed`, `timed-out` and `cancelled`; null otherwise. */
+  failure: { type: string; message: string } | null;
+  /** The counts of the workflow's result (`polls`, `turns`, `created`, `resent`). */
+  polls: number;
+  turns: number;
+  created: boolean;
+  resent: number;
+  /** ISO time the workflow ended (its own clock). */
+  endedAt: string;
+}
+
+const HEADLINE: Readonly<Record<NoticeOutcome, string>> = {
+  completed: 'Agent job completed',
+  archived: 'Agent job archived',
+  failed: 'Agent job failed',
+  'timed-out': 'Agent job timed out',
+  cancelled: 'Agent job workflow cancelled',
+};
+
+/** A Slack `plain_text` object: Slack renders it as it is, with no formatting, link or mention. */
+function plain(text: string) {
+  return { type: 'plain_text', text, emoji: false } as const;
+}
+
+/**
+ * The Slack incoming-webhook message of `notice`: `text` (what notifications and clients without
+ * blocks show) in mrkdwn with every value escaped ({@link slackText}), and blocks whose values are
+ * `plain_text`, shown exactly; the pull request is a link when its URL is a clean one.
+ */
+export function slackMessage(notice: JobEndNotice): object {
+  const headline = HEADLINE[notice.outcome];
+  const pr = notice.prLink === null ? null : slackLink(notice.prLink, 'Pull request');
+  const text =
+    `${headline} in project ${slackText(notice.projectId)}` +
+    (notice.jobId === null ? '' : `, job ${slackText(notice.jobId)}`) +
+    (pr === null ? '' : `: ${pr}`);
+  const fields = [
+    plain(`Project: ${notice.projectId}`),
+    plain(`Job: ${notice.jobId ?? '(not created)'}`),
+    plain(`Workflow: ${notice.workflowId}`),
+    plain(`Polls: ${notice.polls}, turns: ${notice.turns}`),
+  ];
+  const blocks: object[] = [{ type: 'section', text: { type: 'mrkdwn', text: `*${headline}*` }, fields }];
+  if (pr !== null) blocks.push({ type: 'section', text: { type: 'mrkdwn', text: pr } });
+  if (notice.failure !== null) {
+    blocks.push({
+      type: 'context',
+      elements: [plain(`${notice.failure.type}: ${notice.failure.message}`.slice(0, 2_000))],
+    });
+  }
+  return { text, blocks };
+}

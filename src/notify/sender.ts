@@ -1,0 +1,114 @@
+/**
+ * Sends one job-end notice to one target over HTTP (undici, the worker's shared dispatcher, so an
+ * egress proxy applies as for the API), and says what happened without naming where: undici's
+ * messages and causes name hosts and URLs (`getaddrinfo ENOTFOUND hooks.example.com`, `connect
+ * ECONNREFUSED 10.0.0.7:443`), and a target's URL is a credential (a Slack webhook URL is one by
+ * itself). So no error from undici leaves this module, as a message or a cause: what happened is
+ * its kind and its code (`ECONNREFUSED`), or an HTTP status; the receiver's body is read and
+ * dropped.
+ */
+import { request, type Dispatcher } from 'undici';
+import { getDispatcher } from '../agent-api/dispatcher.js';
+import { FailureKind, isSuccess, kindOfNetworkError, kindOfStatus } from '../agent-api/failure-kinds.js';
+import { parseRetryAfter } from '../agent-api/retry-after.js';
+import { slackMessage, type JobEndNotice } from './notice.js';
+import { NOTIFY_HEADERS, signNotice } from './signature.js';
+import type { NotifyTarget } from './targets.js';
+
+/** What one attempt did: delivered (a 2xx), or failed with its kind, described without the URL. */
+export type SendResult =
+  | { delivered: true; status: number }
+  | {
+      delivered: false;
+      kind: FailureKind;
+      /** `HTTP 503`, `connection refused (ECONNREFUSED)`: no host, no URL. */
+      what: string;
+      status: number | null;
+      retryAfterMs: number | null;
+    };
+
+/** What {@link sendNotice} needs besides the target and the notice. */
+export interface SendOptions {
+  /** Epoch ms now, for the signature's timestamp. */
+  nowMs: number;
+  /** Aborts the request (the activity's cancellation). */
+  signal?: AbortSignal;
+  /** A test's dispatcher; the worker's shared one by default. */
+  dispatcher?: Dispatcher;
+  /** The whole attempt's bound: 30 s by default. */
+  timeoutMs?: number;
+}
+
+/** Default bound of one attempt: a receiver answers a webhook at once, or is treated as down. */
+export const SEND_TIMEOUT_MS = 30_000;
+
+/** The request for `target`: the body and the headers (signed for a webhook). */
+export function noticeRequest(
+  target: NotifyTarget,
+  notice: JobEndNotice,
+  nowMs: number,
+): { body: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': 'agent-job-orchestrator',
+  };
+  if (target.type === 'slack') return { body: JSON.stringify(slackMessage(notice)), headers };
+  const body = JSON.stringify(notice);
+  const timestamp = Math.floor(nowMs / 1000);
+  headers[NOTIFY_HEADERS.timestamp] = String(timestamp);
+  headers[NOTIFY_HEADERS.deliveryId] = notice.deliveryId;
+  headers[NOTIFY_HEADERS.signature] = signNotice(target.secret, timestamp, body);
+  return { body, headers };
+}
+
+/** One attempt to deliver `notice` to `target`. Never throws an undici error. */
+export async function sendNotice(
+  target: NotifyTarget,
+  notice: JobEndNotice,
+  options: SendOptions,
+): Promise<SendResult> {
+  const { body, headers } = noticeRequest(target, notice, options.nowMs);
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? SEND_TIMEOUT_MS);
+  const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]);
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await request(target.url, {
+      method: 'POST',
+      headers,
+      body,
+      signal,
+      dispatcher: options.dispatcher ?? getDispatcher(),
+    });
+  } catch (err) {
+    return networkFailure(err, timeout.aborted);
+  }
+  const { statusCode, headers: answerHeaders } = answer;
+  // Read to the end and dropped: a receiver's page may echo the request, URL included. A body
+  // that breaks off changes nothing: the status has decided, and undici's error would name the host.
+  await answer.body.dump().catch(() => undefined);
+  if (isSuccess(statusCode)) return { delivered: true, status: statusCode };
+  const retryAfter = answerHeaders['retry-after'];
+  return {
+    delivered: false,
+    kind: kindOfStatus(statusCode),
+    what: `HTTP ${statusCode}`,
+    status: statusCode,
+    retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, options.nowMs),
+  };
+}
+
+/** A request that got no answer, by its kind and code only. */
+function networkFailure(err: unknown, timedOut: boolean): SendResult {
+  if (timedOut) {
+    return {
+      delivered: false,
+      kind: FailureKind.NoAnswerInTime,
+      what: 'no answer in time',
+      status: null,
+      retryAfterMs: null,
+    };
+  }
+  const { kind, what } = kindOfNetworkError(err);
+  // `what` is built from fixed text and the error's code; a proxy's refusal names its status.
+  return { delivered: false, kind, what, status: null, retryAfterMs: null };
+}

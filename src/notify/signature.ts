@@ -1,0 +1,54 @@
+/**
+ * The webhook signature: HMAC-SHA256 under the target's shared secret, over the timestamp, a dot
+ * and the exact body bytes (`${timestamp}.${body}`), sent as `X-Agent-Job-Signature: v1=<hex>`
+ * with the timestamp (Unix seconds) in `X-Agent-Job-Timestamp`. Signing the timestamp lets a
+ * receiver refuse a captured request replayed later; the `v1=` prefix lets a second scheme be
+ * added beside it. The same scheme as Stripe's and Slack's own request signing, so receivers know
+ * it. docs/notifications.md shows a receiver verifying it.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** The headers a webhook notice carries, besides `Content-Type`. */
+export const NOTIFY_HEADERS = {
+  signature: 'x-agent-job-signature',
+  timestamp: 'x-agent-job-timestamp',
+  deliveryId: 'x-agent-job-delivery',
+} as const;
+
+/** The signature scheme's version, the prefix of the header's value. */
+const SCHEME = 'v1';
+
+/** `v1=<hex HMAC-SHA256 of "<timestamp>.<body>">` under `secret`. */
+export function signNotice(secret: string, timestampSeconds: number, body: string): string {
+  const mac = createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
+  return `${SCHEME}=${mac}`;
+}
+
+/** Default of {@link verifyNotice}'s tolerance: 5 minutes between the signing and the check. */
+export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
+
+/**
+ * A receiver's check, in Node: the signature matches the body and the timestamp under `secret`
+ * (compared in constant time), and the timestamp is within `toleranceSeconds` of `nowSeconds`.
+ * Why it fails, or null when it holds.
+ */
+export function verifyNotice(input: {
+  secret: string;
+  body: string;
+  signature: string | undefined;
+  timestamp: string | undefined;
+  nowSeconds: number;
+  toleranceSeconds?: number;
+}): string | null {
+  const { secret, body, signature, timestamp, nowSeconds } = input;
+  if (signature === undefined || timestamp === undefined) return 'no signature or timestamp header';
+  const seconds = Number(timestamp);
+  if (!/^\d+$/.test(timestamp) || !Number.isSafeInteger(seconds)) return 'the timestamp is not Unix seconds';
+  const tolerance = input.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
+  if (Math.abs(nowSeconds - seconds) > tolerance) return 'the timestamp is outside the tolerance';
+  const expected = Buffer.from(signNotice(secret, seconds, body));
+  const given = Buffer.from(signature);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given))
+    return 'the signature does not match';
+  return null;
+}

@@ -1,0 +1,138 @@
+/**
+ * The agent-job workflow's side of a job-end notification: the target named by `notify` is
+ * checked before anything else (an unknown one fails the workflow with `UnknownNotifyTarget`
+ * before any quota use or create), and when the workflow ends, the notice is handed to a child
+ * workflow (./workflow.ts) that delivers it. The parent waits for the child's start only (the
+ * SDK's `startChild` resolves on ChildWorkflowExecutionStarted), never for its delivery; with
+ * ParentClosePolicy ABANDON the child goes on after the parent has closed.
+ *
+ * Without `notify` nothing here issues a command: such runs replay exactly as before.
+ *
+ * Workflow code: deterministic, no Node modules.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  ContinueAsNew,
+  isCancellation,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+  workflowInfo,
+  WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { AgentJobActivities } from '../../activities/index.js';
+import type { AgentJobRecord } from '../../contract.js';
+import type { JobEndNotice, NoticeOutcome } from '../../notify/notice.js';
+import {
+  JOB_END_NOTIFICATION_WORKFLOW_TYPE,
+  jobEndNotificationId,
+  type jobEndNotification,
+} from './workflow.js';
+
+const { notifyTarget } = proxyActivities<AgentJobActivities>({
+  startToCloseTimeout: '30s',
+  // An unknown name is final; a lost worker is retried, briefly: the input is wrong or the
+  // deployment is, and the caller should hear of it soon either way.
+  retry: { maximumAttempts: 5 },
+});
+
+/** What the notice reports of the run (../agent-job/run.ts). */
+export interface NoticeFacts {
+  readonly projectId: string;
+  readonly jobId: string | null;
+  readonly lastRecord: AgentJobRecord | null;
+  readonly polls: number;
+  readonly turns: number;
+  readonly created: boolean;
+  readonly resent: number;
+  /** How the run ended, as the `status` query shows it; null while it runs. */
+  readonly end: NoticeOutcome | null;
+}
+
+/** One agent-job workflow's notification: its target, checked once, and the notice at its end. */
+export class JobEndNotifier {
+  #accepted: boolean;
+
+  /**
+   * `target`: the input's `notify`, or null. `continued`: this run continues one that checked
+   * the target already (its name is carried in the input).
+   */
+  constructor(
+    private readonly target: string | null,
+    continued: boolean,
+  ) {
+    this.#accepted = target !== null && continued;
+  }
+
+  /** Refuses an unknown target before anything else runs (`UnknownNotifyTarget`, final). */
+  async checkTarget(): Promise<void> {
+    if (this.target === null || this.#accepted) return;
+    try {
+      await notifyTarget(this.target);
+    } catch (err) {
+      // The activity's refusal is the workflow's own failure, as a caller matches on its type.
+      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
+      throw err;
+    }
+    this.#accepted = true;
+  }
+
+  /** The workflow returns: the notice of `run`, handed to the child. */
+  async completed(run: NoticeFacts): Promise<void> {
+    await this.#notify(run, null);
+  }
+
+  /**
+   * The workflow fails with `err`, or is cancelled: the notice, handed to the child (in a scope
+   * that a cancellation does not reach, so a cancelled workflow still starts it). Continue-as-new
+   * is not an end: the next run sends it.
+   */
+  async failed(run: NoticeFacts, err: unknown): Promise<void> {
+    if (err instanceof ContinueAsNew) return;
+    if (isCancellation(err)) {
+      await this.#notify(run, { type: 'Cancelled', message: 'The workflow was cancelled.' });
+    } else if (err instanceof ApplicationFailure) {
+      await this.#notify(run, { type: err.type ?? 'ApplicationFailure', message: err.message });
+    }
+  }
+
+  async #notify(run: NoticeFacts, failure: JobEndNotice['failure']): Promise<void> {
+    if (this.target === null || !this.#accepted || run.end === null) return;
+    const info = workflowInfo();
+    const notice: JobEndNotice = {
+      type: 'agent-job.ended',
+      deliveryId: info.firstExecutionRunId,
+      workflowId: info.workflowId,
+      projectId: run.projectId,
+      outcome: run.end,
+      jobId: run.jobId,
+      prLink: run.lastRecord?.prLink ?? null,
+      job: run.lastRecord,
+      failure,
+      polls: run.polls,
+      turns: run.turns,
+      created: run.created,
+      resent: run.resent,
+      endedAt: new Date(Date.now()).toISOString(),
+    };
+    try {
+      await CancellationScope.nonCancellable(() =>
+        startChild<typeof jobEndNotification>(JOB_END_NOTIFICATION_WORKFLOW_TYPE, {
+          workflowId: jobEndNotificationId(info.firstExecutionRunId),
+          args: [{ target: this.target as string, notice }],
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          staticSummary: `Job-end notice to target ${this.target}`,
+        }),
+      );
+    } catch (err) {
+      // A reset run that ends again: the notice of this chain is on its way already, under the same delivery ID.
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      log.info('the job-end notice was started before; not started again', { target: this.target });
+    }
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The job-end notification: a workflow of its own, started by the agent-job workflow as a child
+ * just before that one returns or fails (./notifier.ts), with ParentClosePolicy ABANDON, so it
+ * outlives its parent and never holds the parent's result or deadline (decision
+ * 0020-job-end-notification-as-a-child-workflow). It asks the worker for the target's bound, then
+ * runs one delivery activity that the server retries as the delivery policy says
+ * (src/notify/delivery-policy.ts), until a 2xx, a refusal, or the bound
+ * (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout). Its history holds the target's name
+ * and the notice, never the target's URL or secret (the activity reads those from the worker).
+ *
+ * Workflow code: deterministic, no Node modules.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  metricMeter,
+  proxyActivities,
+  TemporalFailure,
+  TimeoutFailure,
+} from '@temporalio/workflow';
+import { RetryState } from '@temporalio/common';
+import type { AgentJobActivities, DeliverJobEndNoticeInput } from '../../activities/index.js';
+import { FailureType } from '../../contract.js';
+import { quoted } from '../../escape.js';
+import { formatBound } from '../../notify/delivery-policy.js';
+
+/** Workflow type of the job-end notification, as the parent starts it. */
+export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
+
+/**
+ * The notification's workflow ID: one per agent-job workflow chain (its first run's ID survives
+ * continue-as-new and is the notice's delivery ID), so a second start (a reset that ends again) is
+ * refused and the receiver gets one notice.
+ */
+export function jobEndNotificationId(firstExecutionRunId: string): string {
+  return `job-end-notification/${firstExecutionRunId}`;
+}
+
+/** What a delivered notice returns: its delivery ID and the receiver's status. */
+export interface JobEndNotificationResult {
+  deliveryId: string;
+  status: number;
+}
+
+// The target check is quick and local to the worker: retried on the server like any activity
+// whose worker died (an unknown name is final).
+const { notifyTarget } = proxyActivities<AgentJobActivities>({ startToCloseTimeout: '30s' });
+
+/** Delivers `notice` to `target`, or fails with `NoticeUndelivered` (`UnknownNotifyTarget` if the name went away). */
+export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promise<JobEndNotificationResult> {
+  const { target, notice } = input;
+  const { retryForMs } = await notifyTarget(target, 'delivery').catch((err: unknown) => {
+    // A target removed since the job started: its own failure, as the caller matches on its type.
+    throw err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : err;
+  });
+  const { deliverJobEndNotice } = proxyActivities<AgentJobActivities>({
+    // One attempt is one POST, bounded at 30 s in the activity; this only catches a lost worker.
+    startToCloseTimeout: '60s',
+    // The bound: every attempt and every wait between them, measured by the server.
+    scheduleToCloseTimeout: retryForMs,
+    // The activity sets each wait itself (`nextRetryDelay`, the delivery policy's backoff and the
+    // receiver's Retry-After); the server caps those at `maximumInterval`, so it is set above the
+    // policy's longest wait. These values only space attempts lost with their worker.
+    retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1h' },
+  });
+  try {
+    const { status } = await deliverJobEndNotice(input);
+    return { deliveryId: notice.deliveryId, status };
+  } catch (err) {
+    throw undelivered(err, input, retryForMs);
+  }
+}
+
+/** The notification's own failure: why it ended undelivered, with the last attempt's problem. */
+function undelivered(
+  err: unknown,
+  { target, notice }: DeliverJobEndNoticeInput,
+  retryForMs: number,
+): unknown {
+  if (!(err instanceof ActivityFailure)) return err;
+  const last = lastApplicationFailure(err);
+  // The bound ends it two ways: the server's schedule-to-close timer fires between attempts (a
+  // TimeoutFailure), or the server sees the next wait would pass it and ends on the last failure.
+  const expired = err.cause instanceof TimeoutFailure || err.retryState === RetryState.TIMEOUT;
+  if (!expired) return last ?? err;
+  // The activity counts the attempts it ends itself; this is the server's timer ending it.
+  metricMeter
+    .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
+    .add(1, { target, outcome: 'expired' });
+  return ApplicationFailure.create({
+    type: FailureType.NoticeUndelivered,
+    message:
+      `Notification target ${quoted(target)} did not take the notice of workflow ${quoted(notice.workflowId)} ` +
+      `within ${formatBound(retryForMs)} (AGENT_NOTIFY_RETRY_FOR); it is not sent again. ` +
+      (last === null
+        ? 'The worker logged each attempt ("job-end notice not delivered").'
+        : `Last attempt: ${last.message.replace(/; trying again\.$/, '.')}`),
+    nonRetryable: true,
+    details: [{ target, deliveryId: notice.deliveryId }],
+  });
+}
+
+/** The last attempt's failure under an activity's failure (a timeout's cause holds it). */
+function lastApplicationFailure(err: TemporalFailure): ApplicationFailure | null {
+  let cause: unknown = err.cause;
+  while (cause instanceof TemporalFailure) {
+    if (cause instanceof ApplicationFailure) return cause;
+    cause = cause.cause;
+  }
+  return null;
+}
