@@ -6,6 +6,7 @@ import type { DataConverter } from '@temporalio/common';
 import type { WatchedFileOptions } from '../agent-api/watched-file.js';
 import { AesGcmPayloadCodec } from './codec.js';
 import { FileKeyRing } from './key-ring.js';
+import { UnsealedMarkingCodec } from './unsealed-mark.js';
 
 export {
   AesGcmPayloadCodec,
@@ -26,11 +27,13 @@ export {
   type KeyRingSource,
   type PayloadKey,
 } from './key-ring.js';
+export { UnsealedMarkingCodec } from './unsealed-mark.js';
 
 /**
  * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined when there
  * is none: the codec is off and payloads are stored as the default converter writes them.
- * `onEvent` hears of a new ring and of a file that became unusable, never a key.
+ * `onEvent` hears of a new ring and of a file that became unusable, never a key. Payloads that
+ * arrive unsealed are marked on decode, so that the workflow refuses such an input (decision 0018).
  * @throws PayloadKeyFileError when the file holds no usable ring now
  */
 export function payloadDataConverter(
@@ -38,5 +41,6 @@ export function payloadDataConverter(
   options: WatchedFileOptions = {},
 ): DataConverter | undefined {
   if (keysFile === null) return undefined;
-  return { payloadCodecs: [new AesGcmPayloadCodec(new FileKeyRing(keysFile, options))] };
+  const codec = new UnsealedMarkingCodec(new AesGcmPayloadCodec(new FileKeyRing(keysFile, options)));
+  return { payloadCodecs: [codec] };
 }

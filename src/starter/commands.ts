@@ -38,7 +38,7 @@ export const ExitCode = {
   Ok: 0,
   /** Anything unexpected. */
   Error: 1,
-  /** Bad arguments, invalid input or configuration: nothing was started. */
+  /** Bad arguments, invalid input or configuration (`UnsealedInput` too): nothing was created. */
   Usage: 2,
   /** The agent job ended `failed`. */
   AgentJobFailed: 3,
@@ -107,7 +107,9 @@ function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): { 
     cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
   if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
   if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput) return { code: ExitCode.Usage, type };
+  // Both are the caller's setup, and nothing was created: a fixed input, or a client with the codec.
+  if (type === FailureType.InvalidInput || type === FailureType.UnsealedInput)
+    return { code: ExitCode.Usage, type };
   return { code: ExitCode.WorkflowFailed, type };
 }
 

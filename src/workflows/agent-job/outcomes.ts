@@ -59,6 +59,22 @@ export function invalidInput(err: InvalidInputError): ApplicationFailure {
 }
 
 /**
+ * `UnsealedInput`: the input arrived in plain text on a worker that seals payloads. The message
+ * names no input field: it is the one failure that says the input is exposed.
+ */
+export function unsealedInput(): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.UnsealedInput,
+    message:
+      'The workflow input arrived in plain text on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE is set), ' +
+      "so it is stored in plain text in this workflow's history already. Start the job again from a client with the " +
+      'payload codec (the starter with TEMPORAL_PAYLOAD_KEYS_FILE, a library client with payloadDataConverter). ' +
+      'No agent job was created.',
+    nonRetryable: true,
+  });
+}
+
+/**
  * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
  * result's count of calls sent again).
  */
