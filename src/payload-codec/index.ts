@@ -2,6 +2,7 @@
  * The payload codec: AES-256-GCM over a key ring read from a file, for every process that reads or
  * writes this project's payloads (worker, starter, client library, Nexus handler).
  */
+import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import type { WatchedFileOptions } from '../agent-api/watched-file.js';
 import { AesGcmPayloadCodec } from './codec.js';
@@ -29,11 +30,17 @@ export {
 } from './key-ring.js';
 export { UnsealedMarkingCodec } from './unsealed-mark.js';
 
+/** The failure converter a process with a ring loads by path (./failure-converter.ts). */
+const FAILURE_CONVERTER_MODULE = fileURLToPath(
+  new URL(`./failure-converter.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+);
+
 /**
  * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined when there
  * is none: the codec is off and payloads are stored as the default converter writes them.
  * `onEvent` hears of a new ring and of a file that became unusable, never a key. Payloads that
- * arrive unsealed are marked on decode, so that the workflow refuses such an input (decision 0018).
+ * arrive unsealed are marked on decode, so that the workflow refuses such an input; failures carry
+ * their message and stack trace sealed (`encodeCommonAttributes`). Decision 0018.
  * @throws PayloadKeyFileError when the file holds no usable ring now
  */
 export function payloadDataConverter(
@@ -42,5 +49,5 @@ export function payloadDataConverter(
 ): DataConverter | undefined {
   if (keysFile === null) return undefined;
   const codec = new UnsealedMarkingCodec(new AesGcmPayloadCodec(new FileKeyRing(keysFile, options)));
-  return { payloadCodecs: [codec] };
+  return { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_MODULE };
 }

@@ -28,6 +28,14 @@ const PAYLOAD_CONVERTER_MODULE = fileURLToPath(
 );
 
 /**
+ * The failure converter of every bundle (src/workflows/sealed-failures.ts): the default one, which
+ * keeps sealed a failure that arrived sealed, and one built around it.
+ */
+const FAILURE_CONVERTER_MODULE = fileURLToPath(
+  new URL(`../workflows/sealed-failures.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+);
+
+/**
  * Bundle options for the workflows at `workflowsPath` (their index module).
  *
  * Every module is preloaded (the interceptors too): evaluated once per worker thread and shared, deep-frozen, by all its
@@ -47,12 +55,14 @@ export function workflowBundleOptions(
   | 'preloadModules'
   | 'webpackConfigHook'
   | 'payloadConverterPath'
+  | 'failureConverterPath'
 > {
   return {
     workflowsPath,
     payloadConverterPath: PAYLOAD_CONVERTER_MODULE,
+    failureConverterPath: FAILURE_CONVERTER_MODULE,
     workflowInterceptorModules: [TRACE_CONTEXT_MODULE],
-    preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE, PAYLOAD_CONVERTER_MODULE],
+    preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE, PAYLOAD_CONVERTER_MODULE, FAILURE_CONVERTER_MODULE],
     webpackConfigHook: (config) => ({ ...config, context: ROOT }),
   };
 }
