@@ -46,7 +46,7 @@ const client = new Client({
 const size = (payloads: Payload[]) => payloads.reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
 const encodingOf = (p: Payload) => Buffer.from(p.metadata?.encoding ?? new Uint8Array()).toString('utf8');
 
-test('a prompt at the maximum, records at the budget and follow-ups carried up to the guard run sealed to their prLink', async () => {
+test('a prompt at the maximum, records at the budget and follow-ups carried up to the guard run sealed to their prLink', async (t) => {
   // Every answer (create, reads, messages) carries an unknown field that brings the record just
   // under its budget: kept whole, not trimmed.
   const padding = 'p'.repeat(RECORD_BUDGET_BYTES - 600);
@@ -90,4 +90,7 @@ test('a prompt at the maximum, records at the budget and follow-ups carried up t
   const queued = (continuation?.followUps ?? []).filter((f) => f.prompt.length === MAX_PROMPT_LENGTH);
   assert.ok(queued.length >= 8, `the first run carried ${queued.length} follow-ups at the maximum`);
   assert.ok(size(carried) > queued.length * 96_000, `continue-as-new carried ${size(carried)} bytes sealed`);
+  t.diagnostic(
+    `sealed: start input ${size(input)} B, first continue-as-new ${size(carried)} B carrying ${queued.length} follow-ups`,
+  );
 });
