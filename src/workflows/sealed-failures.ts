@@ -32,8 +32,8 @@ import {
 /** The message the SDK puts where a sealed failure's message was. */
 const SEALED_MESSAGE = 'Encoded failure';
 
-/** A failure's own or one of its causes' was sealed when it arrived. */
-function wrapsSealed(err: unknown): boolean {
+/** True when `err`, or one of its causes, is a failure that arrived sealed. */
+export function wrapsSealed(err: unknown): boolean {
   for (let cause = err; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof TemporalFailure && cause.failure?.encodedAttributes) return true;
   }

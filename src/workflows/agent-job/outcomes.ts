@@ -75,6 +75,27 @@ export function unsealedInput(): ApplicationFailure {
 }
 
 /**
+ * A follow-up's failure in an earlier run, for its caller re-attaching in this one. One that
+ * arrived sealed keeps its message in the details (a payload, sealed) rather than in the message,
+ * which the workflow cannot seal (decision 0018).
+ */
+export function earlierRunFailure(failed: {
+  type: string | null;
+  message: string;
+  sealed?: true;
+}): ApplicationFailure {
+  const where = 'the message failed in an earlier run of this workflow';
+  return ApplicationFailure.create({
+    type: failed.type ?? undefined,
+    message: failed.sealed
+      ? `The follow-up ${where}; its failure's message is in the details`
+      : `${failed.message} (${where})`,
+    nonRetryable: true,
+    details: failed.sealed ? [{ message: failed.message }] : undefined,
+  });
+}
+
+/**
  * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
  * result's count of calls sent again).
  */
