@@ -10,7 +10,8 @@
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
-import { DEFAULT_NOTIFY_RETRY_FOR_MS, type AmbiguousCreatePolicy } from './activities/index.js';
+import type { AmbiguousCreatePolicy } from './activities/index.js';
+import { DEFAULT_NOTIFY_RETRY_FOR_MS } from './notify/delivery-policy.js';
 import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
 import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';

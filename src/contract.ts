@@ -45,6 +45,11 @@ export const FailureType = {
   ...ApiFailureType,
   /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
+  /**
+   * The input arrived unsealed on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE): it is
+   * in the history in plain text already. No agent job was created, no quota used.
+   */
+  UnsealedInput: 'UnsealedInput',
   /** The agent job ended with status `failed`; details carry the final record. */
   AgentJobFailed: 'AgentJobFailed',
   /** The agent job was still working at the workflow's deadline; details carry the last record. */

@@ -52,8 +52,11 @@ function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRunti
 
 /** Wires the worker from `config` and runs it until a shutdown signal has drained it. */
 async function run(config: WorkerConfig): Promise<void> {
-  const logger = installRuntime(config.logLevel, config.metricsBindAddress);
-  const tracing = installTracing(config.tracing, 'agent-job-worker');
+  // With the payload codec on, error messages (which may quote a prompt or an API answer) stay out
+  // of log lines and spans, as they stay out of histories (decision 0021).
+  const sealing = config.temporal.payloadKeysFile !== null;
+  const logger = installRuntime(config.logLevel, config.metricsBindAddress, { errorText: !sealing });
+  const tracing = installTracing({ ...config.tracing, withoutExceptionText: sealing }, 'agent-job-worker');
   const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);

@@ -19,8 +19,7 @@ import { sendNotice } from '../notify/sender.js';
 import type { NotifyTargetSource } from '../notify/targets.js';
 import type { ActivityMetrics } from './metrics.js';
 
-/** Default of `AGENT_NOTIFY_RETRY_FOR`: how long a notice is tried before it is given up, 24 h. */
-export const DEFAULT_NOTIFY_RETRY_FOR_MS = 24 * 60 * 60_000;
+export { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../notify/delivery-policy.js';
 
 /** The notification settings the worker wires (AGENT_NOTIFY_TARGETS[_FILE], AGENT_NOTIFY_RETRY_FOR). */
 export interface NotifyDeps {

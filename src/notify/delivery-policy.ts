@@ -23,6 +23,9 @@ const retry: DeliveryVerdict = { retry: true, readsRetryAfter: false };
 const retryAfter: DeliveryVerdict = { retry: true, readsRetryAfter: true };
 const stop: DeliveryVerdict = { retry: false, readsRetryAfter: false };
 
+/** Default of `AGENT_NOTIFY_RETRY_FOR`: how long a notice is tried before it is given up, 24 h. */
+export const DEFAULT_NOTIFY_RETRY_FOR_MS = 24 * 60 * 60_000;
+
 /**
  * The table. A redirect stops: a webhook that moved is a configuration to fix, and following it
  * would send the signed notice to a host no one configured. A TLS failure is retried: a

@@ -14,34 +14,62 @@ const SECRET_FIELD = /^(api[-_]?key|authorization|token|password|secret|tlsKey|c
 const MAX_DEPTH = 8;
 
 /**
- * Copies `meta` with secret-named fields masked at any depth (nested objects, arrays); values that
- * are errors keep name and message only, a cycle reads `[circular]`, and anything deeper than
- * {@link MAX_DEPTH} reads `[too deep]`, so no path lets a secret through unread.
+ * What a log line may hold besides its metadata's names. `errorText: false` (the payload codec is
+ * on) leaves errors' messages out, as they may quote a prompt or an API answer (decision 0021):
+ * an error keeps its name and its failure type.
  */
-export function redact(meta: LogMetadata | undefined): Record<string, unknown> {
-  return redactObject(meta ?? {}, new Set(), 0);
+export interface LogTextOptions {
+  errorText: boolean;
 }
 
-function redactObject(value: object, seen: Set<object>, depth: number): Record<string, unknown> {
+/** Errors with their messages: the codec is off. */
+const WITH_ERROR_TEXT: LogTextOptions = { errorText: true };
+
+/**
+ * Copies `meta` with secret-named fields masked at any depth (nested objects, arrays); values that
+ * are errors keep name and message only (name and failure type without `errorText`), a cycle reads
+ * `[circular]`, and anything deeper than {@link MAX_DEPTH} reads `[too deep]`, so no path lets a
+ * secret through unread.
+ */
+export function redact(
+  meta: LogMetadata | undefined,
+  options: LogTextOptions = WITH_ERROR_TEXT,
+): Record<string, unknown> {
+  return redactObject(meta ?? {}, new Set(), 0, options);
+}
+
+function redactObject(
+  value: object,
+  seen: Set<object>,
+  depth: number,
+  options: LogTextOptions,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(value)) {
-    out[key] = SECRET_FIELD.test(key) ? '[redacted]' : redactValue(field, seen, depth + 1);
+    out[key] = SECRET_FIELD.test(key) ? '[redacted]' : redactValue(field, seen, depth + 1, options);
   }
   return out;
 }
 
-function redactValue(value: unknown, seen: Set<object>, depth: number): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message };
+/** An error as a log line shows it. */
+function errorFields(err: Error, options: LogTextOptions): Record<string, unknown> {
+  if (options.errorText) return { name: err.name, message: err.message };
+  const type = (err as { type?: unknown }).type;
+  return typeof type === 'string' ? { name: err.name, type } : { name: err.name };
+}
+
+function redactValue(value: unknown, seen: Set<object>, depth: number, options: LogTextOptions): unknown {
+  if (value instanceof Error) return errorFields(value, options);
   if (typeof value !== 'object' || value === null) return value;
   if (seen.has(value)) return '[circular]';
   if (depth > MAX_DEPTH) return '[too deep]';
   seen.add(value);
   try {
-    if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1));
+    if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1, options));
     // Dates, URLs and the like write themselves as JSON: keep what they write, not their fields.
     const json = (value as { toJSON?: unknown }).toJSON;
-    if (typeof json === 'function') return redactValue(json.call(value), seen, depth);
-    return redactObject(value, seen, depth);
+    if (typeof json === 'function') return redactValue(json.call(value), seen, depth, options);
+    return redactObject(value, seen, depth, options);
   } finally {
     seen.delete(value);
   }
@@ -53,12 +81,16 @@ function redactValue(value: unknown, seen: Set<object>, depth: number): unknown 
  * bidi and other format characters, U+2028), so a value the API sent cannot act on the terminal
  * that shows the log, and a parser reads the same value back.
  */
-export function formatLogLine(entry: Pick<LogEntry, 'level' | 'message' | 'meta'>, time: Date): string {
+export function formatLogLine(
+  entry: Pick<LogEntry, 'level' | 'message' | 'meta'>,
+  time: Date,
+  options: LogTextOptions = WITH_ERROR_TEXT,
+): string {
   return jsonText({
     time: time.toISOString(),
     level: entry.level,
     msg: entry.message,
-    ...redact(entry.meta),
+    ...redact(entry.meta, options),
   });
 }
 
@@ -66,9 +98,10 @@ export function formatLogLine(entry: Pick<LogEntry, 'level' | 'message' | 'meta'
 export function createJsonLogger(
   level: LogLevel,
   stream: NodeJS.WritableStream = process.stdout,
+  options: LogTextOptions = WITH_ERROR_TEXT,
 ): DefaultLogger {
   return new DefaultLogger(level, (entry) => {
-    stream.write(`${formatLogLine(entry, new Date(Number(entry.timestampNanos / 1_000_000n)))}\n`);
+    stream.write(`${formatLogLine(entry, new Date(Number(entry.timestampNanos / 1_000_000n)), options)}\n`);
   });
 }
 

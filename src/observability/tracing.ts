@@ -19,6 +19,7 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ConsoleSpanExporter,
+  type ReadableSpan,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
@@ -34,6 +35,11 @@ export interface TracingSettings {
   exporter: 'otlp' | 'console' | null;
   /** Where OTLP spans go, for the start log line only (the exporter reads the variables itself). */
   endpoint: string | null;
+  /**
+   * Leave exceptions' messages and stack traces out of the spans: set when the payload codec is
+   * on, as they may quote a prompt or an API answer (decision 0021). Their type stays.
+   */
+  withoutExceptionText?: boolean;
 }
 
 /** The tracing of one process: the interceptors to wire in, and its flush at exit. */
@@ -66,8 +72,9 @@ export function installTracing(
   serviceName: string,
   processor: SpanProcessor | null = null,
 ): Tracing {
-  const spanProcessor = processor ?? exporterProcessor(settings);
-  if (spanProcessor === null) return TRACING_OFF;
+  const exporting = processor ?? exporterProcessor(settings);
+  if (exporting === null) return TRACING_OFF;
+  const spanProcessor = settings.withoutExceptionText ? new WithoutExceptionText(exporting) : exporting;
   const resource = serviceResource(serviceName);
   const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
   trace.setGlobalTracerProvider(provider);
@@ -95,6 +102,50 @@ export function installTracing(
       propagation.disable();
     },
   };
+}
+
+/** The attributes of an exception event that hold its text (OpenTelemetry's semantic conventions). */
+const EXCEPTION_TEXT = ['exception.message', 'exception.stacktrace'];
+
+/**
+ * Hands `next` each ended span without the text of its exception events and status: the activity
+ * interceptors record a failed attempt's error, whose message may quote what the API answered.
+ */
+class WithoutExceptionText implements SpanProcessor {
+  constructor(private readonly next: SpanProcessor) {}
+
+  onStart(...args: Parameters<SpanProcessor['onStart']>): void {
+    this.next.onStart(...args);
+  }
+
+  onEnd(span: ReadableSpan): void {
+    const hasText = span.status.message !== undefined || span.events.some((e) => e.name === 'exception');
+    if (!hasText) return this.next.onEnd(span);
+    const events = span.events.map((event) =>
+      event.name !== 'exception' || event.attributes === undefined
+        ? event
+        : {
+            ...event,
+            attributes: Object.fromEntries(
+              Object.entries(event.attributes).filter(([key]) => !EXCEPTION_TEXT.includes(key)),
+            ),
+          },
+    );
+    // The span as it is, its events and status replaced: the exporter reads the rest through the
+    // prototype. An error status keeps its code; its message is the error's.
+    const status = { code: span.status.code };
+    this.next.onEnd(
+      Object.create(span, { events: { value: events }, status: { value: status } }) as ReadableSpan,
+    );
+  }
+
+  forceFlush(): Promise<void> {
+    return this.next.forceFlush();
+  }
+
+  shutdown(): Promise<void> {
+    return this.next.shutdown();
+  }
 }
 
 function exporterProcessor(settings: TracingSettings): SpanProcessor | null {

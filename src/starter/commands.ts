@@ -95,7 +95,8 @@ export async function withClient(
     err(`error: cannot reach the Temporal server at ${settings.address}: ${(e as Error).message}`);
     return ExitCode.Connection;
   }
-  const tracing = installTracing(tracingSettings, 'agent-job-starter');
+  const withoutExceptionText = settings.payloadKeysFile !== null;
+  const tracing = installTracing({ ...tracingSettings, withoutExceptionText }, 'agent-job-starter');
   try {
     const interceptors = { workflow: tracing.clientInterceptors };
     // The same codec as the worker's: the input is sealed before it leaves, the result opened here.

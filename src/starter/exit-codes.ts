@@ -15,7 +15,7 @@ export const ExitCode = {
   Error: 1,
   /**
    * Bad arguments, invalid input or configuration: nothing was started, or the workflow refused
-   * its input before creating anything (`InvalidInput`, `UnknownNotifyTarget`).
+   * its input before creating anything (`InvalidInput`, `UnknownNotifyTarget`, `UnsealedInput`).
    */
   Usage: 2,
   /** The agent job ended `failed`. */
@@ -32,6 +32,13 @@ export const ExitCode = {
   BatchIncomplete: 8,
 } as const;
 
+/** Failure types that refuse the caller's input before anything is created. */
+const CALLER_SETUP = new Set<string>([
+  FailureType.InvalidInput,
+  FailureType.UnknownNotifyTarget,
+  FailureType.UnsealedInput,
+]);
+
 /** Maps a workflow or update failure to an exit code and its failure type. */
 export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): {
   code: number;
@@ -44,7 +51,8 @@ export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedErr
     cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
   if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
   if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  if (type === FailureType.InvalidInput || type === FailureType.UnknownNotifyTarget)
-    return { code: ExitCode.Usage, type };
+  // The caller's setup, and nothing was created: a fixed input, a target the workers know, or a
+  // client with the payload codec.
+  if (CALLER_SETUP.has(type)) return { code: ExitCode.Usage, type };
   return { code: ExitCode.WorkflowFailed, type };
 }

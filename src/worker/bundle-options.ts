@@ -19,6 +19,23 @@ const TRACE_CONTEXT_MODULE = fileURLToPath(
 );
 
 /**
+ * The payload converter of every bundle (src/workflows/unsealed-input.ts): the default one, which
+ * also marks an input that arrived unsealed on a worker with a payload key ring. In every bundle,
+ * ring or not, for the same reason as the interceptors.
+ */
+const PAYLOAD_CONVERTER_MODULE = fileURLToPath(
+  new URL(`../workflows/unsealed-input.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+);
+
+/**
+ * The failure converter of every bundle (src/workflows/sealed-failures.ts): the default one, which
+ * keeps sealed a failure that arrived sealed, and one built around it.
+ */
+const FAILURE_CONVERTER_MODULE = fileURLToPath(
+  new URL(`../workflows/sealed-failures.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+);
+
+/**
  * Bundle options for the workflows at `workflowsPath` (their index module).
  *
  * Every module is preloaded (the interceptors too): evaluated once per worker thread and shared, deep-frozen, by all its
@@ -33,12 +50,19 @@ export function workflowBundleOptions(
   workflowsPath: string,
 ): Pick<
   BundleOptions,
-  'workflowsPath' | 'workflowInterceptorModules' | 'preloadModules' | 'webpackConfigHook'
+  | 'workflowsPath'
+  | 'workflowInterceptorModules'
+  | 'preloadModules'
+  | 'webpackConfigHook'
+  | 'payloadConverterPath'
+  | 'failureConverterPath'
 > {
   return {
     workflowsPath,
+    payloadConverterPath: PAYLOAD_CONVERTER_MODULE,
+    failureConverterPath: FAILURE_CONVERTER_MODULE,
     workflowInterceptorModules: [TRACE_CONTEXT_MODULE],
-    preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE],
+    preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE, PAYLOAD_CONVERTER_MODULE, FAILURE_CONVERTER_MODULE],
     webpackConfigHook: (config) => ({ ...config, context: ROOT }),
   };
 }

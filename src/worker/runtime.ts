@@ -4,16 +4,20 @@
  */
 import type { LogLevel } from '@temporalio/common';
 import { Runtime, type DefaultLogger } from '@temporalio/worker';
-import { createJsonLogger } from '../observability/logger.js';
+import { createJsonLogger, type LogTextOptions } from '../observability/logger.js';
 import { PROJECT_HISTOGRAM_BUCKETS } from '../observability/project-metrics.js';
 
 /**
  * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics served at
- * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown. Returns the
- * logger.
+ * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown; errors without
+ * their messages when `text` says so (the payload codec is on). Returns the logger.
  */
-export function installRuntime(logLevel: LogLevel, metricsBindAddress: string | null): DefaultLogger {
-  const logger = createJsonLogger(logLevel);
+export function installRuntime(
+  logLevel: LogLevel,
+  metricsBindAddress: string | null,
+  text?: LogTextOptions,
+): DefaultLogger {
+  const logger = createJsonLogger(logLevel, process.stdout, text);
   Runtime.install({
     logger,
     telemetryOptions: {

@@ -5,59 +5,11 @@
  * spans would go were the switch ignored), nothing is sent.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { WORKFLOW_TYPE } from '../../src/contract.js';
-import { onCleanup, spawnTs, starterProcessEnv, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
+import { spawnTs, starterProcessEnv, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
+import { startReceiver } from '../otlp-receiver.js';
 import { requestsTo } from '../simulator-stats.js';
-
-/** The parts of an OTLP/JSON span this test reads. */
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-}
-
-/** An OTLP/HTTP trace receiver: the spans it was sent, with the service that sent each. */
-async function startReceiver() {
-  const spans: Array<OtlpSpan & { service: string }> = [];
-  const bodies: string[] = [];
-  const server = createServer((req: IncomingMessage, res) => {
-    let body = '';
-    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    req.on('end', () => {
-      bodies.push(body);
-      if (req.url === '/v1/traces') {
-        const request = JSON.parse(body) as {
-          resourceSpans: Array<{
-            resource: { attributes: Array<{ key: string; value: { stringValue?: string } }> };
-            scopeSpans: Array<{ spans: OtlpSpan[] }>;
-          }>;
-        };
-        for (const resourceSpans of request.resourceSpans) {
-          const service =
-            resourceSpans.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '?';
-          for (const scope of resourceSpans.scopeSpans)
-            for (const span of scope.spans) spans.push({ ...span, service });
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  onCleanup(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans, bodies };
-}
 
 test('with OTEL_EXPORTER_OTLP_ENDPOINT set, the starter and the worker export one trace over OTLP; switched off with it still set, nothing', async () => {
   const { env, sim, apiKey, workerEnv } = await startSimulatedWorld('otlp', { durationMs: 200 });

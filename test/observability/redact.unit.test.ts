@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
+import { ApplicationFailure } from '@temporalio/common';
 import { createJsonLogger, formatLogLine, redact } from '../../src/observability/logger.js';
 
 const SECRET = 'mint_nested_secret';
@@ -33,6 +34,18 @@ test('an error keeps its name and message only, nested or not; a cycle does not 
   const out = redact({ failure: { error: new TypeError('boom'), token: SECRET }, cyclic });
   assert.deepEqual(out.failure, { error: { name: 'TypeError', message: 'boom' }, token: '[redacted]' });
   assert.equal((out.cyclic as Record<string, unknown>).self, '[circular]');
+});
+
+test('without error text (the payload codec on), an error keeps its name and failure type, never its message', () => {
+  const failure = ApplicationFailure.create({
+    type: 'InvalidRequest',
+    message: 'the prompt "marker" is refused',
+  });
+  const out = redact({ error: failure, cause: new TypeError('marker') }, { errorText: false });
+  assert.deepEqual(out, {
+    error: { name: 'ApplicationFailure', type: 'InvalidRequest' },
+    cause: { name: 'TypeError' },
+  });
 });
 
 test('a logger never writes a nested secret', () => {

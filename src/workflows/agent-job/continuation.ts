@@ -4,6 +4,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { AgentJobProgress, AgentJobRecord } from '../../contract.js';
+import { wrapsSealed } from '../sealed-failures.js';
 import type { FailureStreakState } from './failure-streak.js';
 import type { TurnState } from './turn.js';
 
@@ -30,8 +31,10 @@ export interface CarriedFollowUp {
   /**
    * Its message failed: the failure's type and message (continue-as-new input is data, so the
    * error itself cannot travel; the caller re-attaching gets an ApplicationFailure with both).
+   * `sealed`: that failure arrived sealed (the payload codec is on), so the next run keeps its
+   * message out of plain text (decision 0021); absent otherwise.
    */
-  failed: { type: string | null; message: string } | null;
+  failed: { type: string | null; message: string; sealed?: true } | null;
 }
 
 /** What a run carries into the next through continue-as-new. Callers never set it. */
@@ -114,8 +117,9 @@ export class UnansweredFollowUps {
   }
 }
 
-/** What continue-as-new carries of a message's failure: its type and message. */
+/** What continue-as-new carries of a message's failure: its type and message, and whether it was sealed. */
 function failureOf(err: unknown): CarriedFollowUp['failed'] {
-  if (err instanceof ApplicationFailure) return { type: err.type ?? null, message: err.message };
-  return { type: null, message: err instanceof Error ? err.message : 'the message failed' };
+  const sealed = wrapsSealed(err) ? { sealed: true as const } : {};
+  if (err instanceof ApplicationFailure) return { type: err.type ?? null, message: err.message, ...sealed };
+  return { type: null, message: err instanceof Error ? err.message : 'the message failed', ...sealed };
 }

@@ -59,6 +59,43 @@ export function invalidInput(err: InvalidInputError): ApplicationFailure {
 }
 
 /**
+ * `UnsealedInput`: the input arrived in plain text on a worker that seals payloads. The message
+ * names no input field: it is the one failure that says the input is exposed.
+ */
+export function unsealedInput(): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.UnsealedInput,
+    message:
+      'The workflow input arrived in plain text on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE is set), ' +
+      "so it is stored in plain text in this workflow's history already. Start the job again from a client with the " +
+      'payload codec (the starter with TEMPORAL_PAYLOAD_KEYS_FILE, a library client with payloadDataConverter). ' +
+      'No agent job was created.',
+    nonRetryable: true,
+  });
+}
+
+/**
+ * A follow-up's failure in an earlier run, for its caller re-attaching in this one. One that
+ * arrived sealed keeps its message in the details (a payload, sealed) rather than in the message,
+ * which the workflow cannot seal (decision 0021).
+ */
+export function earlierRunFailure(failed: {
+  type: string | null;
+  message: string;
+  sealed?: true;
+}): ApplicationFailure {
+  const where = 'the message failed in an earlier run of this workflow';
+  return ApplicationFailure.create({
+    type: failed.type ?? undefined,
+    message: failed.sealed
+      ? `The follow-up ${where}; its failure's message is in the details`
+      : `${failed.message} (${where})`,
+    nonRetryable: true,
+    details: failed.sealed ? [{ message: failed.message }] : undefined,
+  });
+}
+
+/**
  * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
  * result's count of calls sent again).
  */

@@ -48,7 +48,7 @@ import { createJob, createKey, pollJob, sendMessage, startFollowUpKey, updateMes
 import { UnansweredFollowUps, type Continuation, type UnansweredFollowUp } from './continuation.js';
 import { FailureStreak } from './failure-streak.js';
 import { FollowUpQueue, type FollowUp, type SendWhen, type Sent } from './follow-up-queue.js';
-import { outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
+import { earlierRunFailure, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { PollWait } from './poll-wait.js';
 import * as show from './progress.js';
 import { Turn, type EndStatus } from './turn.js';
@@ -462,13 +462,7 @@ export class AgentJobRun implements show.RunProgress {
       );
       // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
       if (followUp.error !== undefined) throw followUp.error as Error;
-      if (followUp.failed !== null) {
-        throw ApplicationFailure.create({
-          type: followUp.failed.type ?? undefined,
-          message: `${followUp.failed.message} (the message failed in an earlier run of this workflow)`,
-          nonRetryable: true,
-        });
-      }
+      if (followUp.failed !== null) throw earlierRunFailure(followUp.failed);
       const turn = followUp.turn as number;
       await condition(() => followUp.ended !== null);
       // Its own turn's, also for a caller that re-attaches after a later turn has started.

@@ -4,11 +4,13 @@
  * and return the final record with its prLink. The run's state, handlers and steps are one object
  * (./run.ts); this function is the order it takes them in.
  */
+import { patched } from '@temporalio/workflow';
 import { InvalidInputError, type AgentJobInput, type AgentJobResult } from '../../contract.js';
 import { resolveInput, type ResolvedInput } from '../../input.js';
 import { JobEndNotifier } from '../job-end-notification/notifier.js';
+import { arrivedUnsealed } from '../unsealed-input.js';
 import type { Continuation } from './continuation.js';
-import { invalidInput } from './outcomes.js';
+import { invalidInput, unsealedInput } from './outcomes.js';
 import { AgentJobRun } from './run.js';
 
 export type { Continuation } from './continuation.js';
@@ -19,6 +21,7 @@ export async function agentJobWorkflow(
   input: AgentJobInput,
   carried?: Continuation,
 ): Promise<AgentJobResult> {
+  refuseUnsealed(input, carried);
   // Validate: nothing is created from a bad input.
   const run = new AgentJobRun(input, validate(input), carried);
   // `notify`: its target is checked before anything is created, and told of the end (no commands without it).
@@ -41,6 +44,24 @@ export async function agentJobWorkflow(
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
     await run.quota.settle();
   }
+}
+
+/**
+ * The patch that refuses an input that arrived unsealed on a worker with a payload key ring
+ * (decision 0021). Its marker is what tells a refused run from one that this build started before
+ * the ring was configured: replayed on a keyed worker, the latter's input is unsealed too, but its
+ * history has no marker, so `patched` is false and it runs on.
+ */
+const REFUSE_UNSEALED_INPUT = 'refuse-unsealed-input';
+
+/**
+ * Fails a first run whose input arrived unsealed, before anything reads it: `UnsealedInput`, no
+ * agent job, no quota. A continued run's input was sealed by the worker that continued it, or by
+ * one without a ring before the ring was configured: never refused.
+ */
+function refuseUnsealed(input: AgentJobInput, carried: Continuation | undefined): void {
+  if (carried === undefined && arrivedUnsealed(input) && patched(REFUSE_UNSEALED_INPUT))
+    throw unsealedInput();
 }
 
 function validate(input: AgentJobInput): ResolvedInput {
