@@ -423,24 +423,12 @@ describe('deploy/k8s', () => {
   });
 
   test('the API key file is a mounted Secret, and TEMPORAL_API_KEY an optional Secret', () => {
-    const file = literalEnv.AGENT_API_KEY_FILE ?? '';
-    const mounts = container.volumeMounts as { name: string; mountPath: string }[];
-    const mount = mounts.find((m) => file.startsWith(`${m.mountPath}/`));
-    assert.ok(mount, `${file} is not under a volume mount`);
-    const volume = (
-      podSpec.volumes as {
-        name: string;
-        secret?: { secretName: string; items?: { key: string; path: string }[] };
-      }[]
-    ).find((v) => v.name === mount.name);
-    assert.ok(volume?.secret, `${mount.name} must be a Secret volume`);
-    const item = volume.secret.items?.find((i) => `${mount.mountPath}/${i.path}` === file);
-    assert.ok(item, `no item of ${volume.secret.secretName} is mounted at ${file}`);
+    const { secretName, key } = mountedSecret(podSpec, literalEnv.AGENT_API_KEY_FILE ?? '');
     const example = documents.find(
-      (d) => d.body.kind === 'Secret' && path(d.body, 'metadata', 'name') === volume.secret?.secretName,
+      (d) => d.body.kind === 'Secret' && path(d.body, 'metadata', 'name') === secretName,
     );
-    assert.ok(example, `secret.example.yaml must show the Secret ${volume.secret.secretName}`);
-    assert.ok(item.key in record(example.body.stringData, 'stringData'));
+    assert.ok(example, `secret.example.yaml must show the Secret ${secretName}`);
+    assert.ok(key in record(example.body.stringData, 'stringData'));
     assert.ok(
       !('AGENT_API_KEY' in literalEnv) && !containerEnv.some((e) => e.name === 'AGENT_API_KEY'),
       'the key must not be an env var',
