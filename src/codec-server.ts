@@ -4,12 +4,10 @@
  * the worker's key ring (re-read when it changes), and runs until SIGTERM or SIGINT. The HTTP
  * logic is in src/payload-codec/codec-server.ts; docs/payload-codec.md says how to deploy it.
  */
-import { ConfigError, loadCodecServerConfig, type CodecServerConfig } from './config.js';
-import { createJsonLogger, formatLogLine, logKeyFileEvents } from './observability/logger.js';
+import { loadCodecServerConfig, type CodecServerConfig } from './config.js';
+import { createJsonLogger, logKeyFileEvents } from './observability/logger.js';
 import { AesGcmPayloadCodec, FileKeyRing, startCodecServer } from './payload-codec/index.js';
-
-/** Exit code for a missing or invalid setting, distinct from a crash (1), as the worker's. */
-const EXIT_CONFIG = 2;
+import { runProcess } from './worker/process-entry.js';
 
 async function run(config: CodecServerConfig): Promise<void> {
   const logger = createJsonLogger(config.logLevel);
@@ -37,19 +35,4 @@ async function run(config: CodecServerConfig): Promise<void> {
   logger.info('codec server stopped', { signal });
 }
 
-function fail(message: string, code: number): never {
-  process.stderr.write(`${formatLogLine({ level: 'ERROR', message, meta: {} }, new Date())}\n`);
-  process.exit(code);
-}
-
-let config: CodecServerConfig;
-try {
-  config = loadCodecServerConfig();
-} catch (err) {
-  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`, EXIT_CONFIG);
-  throw err;
-}
-run(config).then(
-  () => process.exit(0),
-  (err: unknown) => fail(`codec server failed: ${err instanceof Error ? err.message : String(err)}`, 1),
-);
+runProcess('codec server', loadCodecServerConfig, run);

@@ -6,11 +6,11 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
-import { ConfigError, loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
+import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
 import { createActivityMetrics } from './observability/activity-metrics.js';
 import { startHealthServer } from './observability/health.js';
-import { formatLogLine, logKeyFileEvents } from './observability/logger.js';
+import { logKeyFileEvents } from './observability/logger.js';
 import { ProjectMetrics } from './observability/project-metrics.js';
 import { installTracing } from './observability/tracing.js';
 import { payloadDataConverter } from './payload-codec/index.js';
@@ -20,11 +20,9 @@ import { applyWorkflowHeap } from './worker/memory.js';
 import { installRuntime } from './worker/runtime.js';
 import { connectTemporal } from './worker/temporal-connection.js';
 import { workerDeploymentOptions } from './worker/version.js';
+import { runProcess } from './worker/process-entry.js';
 import { workflowCode } from './worker/workflow-code.js';
 import { FileNotifyTargets, fixedNotifyTargets, type NotifyTargetSource } from './notify/targets.js';
-
-/** Exit code for a missing or invalid setting, distinct from a crash (1). */
-export const EXIT_CONFIG = 2;
 
 /** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */
 function apiKeySource(
@@ -158,19 +156,4 @@ async function run(config: WorkerConfig): Promise<void> {
   }
 }
 
-function fail(message: string, code: number): never {
-  process.stderr.write(`${formatLogLine({ level: 'ERROR', message, meta: {} }, new Date())}\n`);
-  process.exit(code);
-}
-
-let config: WorkerConfig;
-try {
-  config = loadWorkerConfig();
-} catch (err) {
-  if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`, EXIT_CONFIG);
-  throw err;
-}
-run(config).then(
-  () => process.exit(0),
-  (err: unknown) => fail(`worker failed: ${err instanceof Error ? err.message : String(err)}`, 1),
-);
+runProcess('worker', loadWorkerConfig, run);
