@@ -21,7 +21,10 @@ export function installRuntime(
   Runtime.install({
     logger,
     telemetryOptions: {
-      // The SDK core's own log lines go through the JSON logger too, instead of to the console.
+      // The SDK core's own log lines go through the JSON logger too, instead of to the console, with
+      // the same fields and masking as every other line. The price, measured by bench:profile: the
+      // SDK then logs at TRACE and drops below LOG_LEVEL only after buffering, about 0.2 ms of
+      // worker CPU per poll (docs/PERFORMANCE.md, "Against (b), on Server 1.32.2").
       logging: { forward: {} },
       metrics: metricsBindAddress
         ? {
