@@ -45,8 +45,8 @@ test('the cgroup limit: v2 first, then v1, and "no limit" in either form', () =>
 });
 
 test('the cache grows with the limit and its planned memory stays under it', () => {
-  assert.equal(cacheSizeFor(GiB), 1200);
-  assert.equal(cacheSizeFor(2 * GiB), 2800);
+  assert.equal(cacheSizeFor(GiB), 1100);
+  assert.equal(cacheSizeFor(2 * GiB), 2700);
   assert.equal(cacheSizeFor(128 * 2 ** 20), 10, 'a tiny limit still gets a usable cache');
   for (const gib of [0.5, 1, 2, 4, 8]) {
     const cache = cacheSizeFor(gib * GiB);
@@ -58,9 +58,9 @@ test('the cache grows with the limit and its planned memory stays under it', () 
 
 test('the worker config: WORKER_MEMORY_LIMIT over the cgroup, an explicit cache over both', () => {
   const cgroup = () => ({ bytes: 2 * GiB, source: 'cgroup v2' as const });
-  assert.equal(loadWorkerConfig(base, cgroup).maxCachedWorkflows, 2800);
+  assert.equal(loadWorkerConfig(base, cgroup).maxCachedWorkflows, 2700);
   const fromSetting = loadWorkerConfig({ ...base, WORKER_MEMORY_LIMIT: '1Gi' }, cgroup);
-  assert.equal(fromSetting.maxCachedWorkflows, 1200);
+  assert.equal(fromSetting.maxCachedWorkflows, 1100);
   assert.equal(fromSetting.memory.limit?.source, 'WORKER_MEMORY_LIMIT');
   const explicit = loadWorkerConfig({ ...base, WORKER_MAX_CACHED_WORKFLOWS: '500' }, cgroup);
   assert.equal(explicit.maxCachedWorkflows, 500);
