@@ -136,6 +136,7 @@ export const WORKER_SETTINGS = [
   'TEMPORAL_WORKER_VERSIONING',
   'TEMPORAL_DEPLOYMENT_NAME',
   'TEMPORAL_WORKER_BUILD_ID',
+  'WORKER_UPGRADE_CHECK',
   'TEMPORAL_API_KEY_FILE',
   'TEMPORAL_PAYLOAD_KEYS_FILE',
   'AGENT_API_BASE_URL',
@@ -531,6 +532,9 @@ export function loadVersioningSettings(env: Env = process.env): VersioningSettin
     enabled: mode === 'on',
     deploymentName: setting(env, 'TEMPORAL_DEPLOYMENT_NAME', DEFAULT_DEPLOYMENT_NAME, DEPLOYMENT_NAME),
     buildIdOverride: setting(env, 'TEMPORAL_WORKER_BUILD_ID', null, VERSION_FIELD),
+    // On unless a person decides otherwise: the override is for a run they know can never be
+    // replayed and mean to end by hand (docs/versioning.md, "Upgrades").
+    upgradeCheck: setting(env, 'WORKER_UPGRADE_CHECK', 'on', oneOf('on', 'off')) === 'on',
   };
 }
 

@@ -38,6 +38,8 @@ export const ErrorName = {
   NotifyTargets: 'NotifyTargetsError',
   /** A command line that cannot be run: the starter's, the simulator's. */
   Usage: 'UsageError',
+  /** Open workflows a new build cannot take over (src/worker/upgrade-check.ts). */
+  UpgradeRefused: 'UpgradeRefusedError',
 } as const;
 
 /** One of the {@link ErrorName} values. */
@@ -55,5 +57,12 @@ export class AgentJobError extends Error {
 export class UsageError extends AgentJobError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorName.Usage, message, options);
+  }
+}
+
+/** Open workflows this build cannot take over; the message is the one line an operator reads. */
+export class UpgradeRefusedError extends AgentJobError {
+  constructor(message: string) {
+    super(ErrorName.UpgradeRefused, message);
   }
 }

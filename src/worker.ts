@@ -19,8 +19,10 @@ import { temporalApiKeySource } from './temporal-api-key.js';
 import { applyWorkflowHeap } from './worker/memory.js';
 import { installRuntime } from './worker/runtime.js';
 import { connectTemporal } from './worker/temporal-connection.js';
+import { checkUpgrade, refusal } from './worker/upgrade-check.js';
 import { workerDeploymentOptions } from './worker/version.js';
 import { runProcess } from './worker/process-entry.js';
+import { UpgradeRefusedError } from './errors.js';
 import { workflowCode } from './worker/workflow-code.js';
 import { FileNotifyTargets, fixedNotifyTargets, type NotifyTargetSource } from './notify/targets.js';
 
@@ -49,7 +51,9 @@ function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRunti
 }
 
 /** Wires the worker from `config` and runs it until a shutdown signal has drained it. */
-async function run(config: WorkerConfig): Promise<void> {
+async function run(settings: WorkerConfig): Promise<void> {
+  const checkOnly = process.argv.includes('--check-upgrade');
+  const config = checkOnly ? { ...settings, metricsBindAddress: null } : settings;
   // With the payload codec on, error messages (which may quote a prompt or an API answer) stay out
   // of log lines and spans, as they stay out of histories (decision 0021).
   const sealing = config.temporal.payloadKeysFile !== null;
@@ -74,17 +78,42 @@ async function run(config: WorkerConfig): Promise<void> {
       apiKey: apiKeySource(config, logger),
     });
     const started: { worker?: Worker } = {};
-    // Bound before the worker exists, so a port in use ends the start with its own error: once a
-    // worker holds the connection, closing the connection throws, which would hide it.
-    const health = await startHealthServer(config.healthAddress, () => {
-      const state = started.worker?.getState() ?? 'STARTING';
-      return { ready: state === 'RUNNING', state };
-    });
     // The worker's own client (activities' and the Nexus handler's getClient()) takes the worker's
     // data converter too, so every payload this process writes is sealed alike.
     const dataConverter = payloadDataConverter(config.temporal.payloadKeysFile, {
       onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
     });
+    // Bound before the worker exists, so a port in use ends the start with its own error: once a
+    // worker holds the connection, closing the connection throws, which would hide it.
+    // `--check-upgrade` runs beside a running worker (kubectl exec in its pod): it binds no port.
+    const health = checkOnly
+      ? null
+      : await startHealthServer(config.healthAddress, () => {
+          const state = started.worker?.getState() ?? 'STARTING';
+          return { ready: state === 'RUNNING', state };
+        });
+    // Unversioned, this build gets every open workflow at its next task: it must replay them all
+    // before it polls (decision 0022). Versioned, nothing reaches it until an operator makes its
+    // version current, and `--check-upgrade` is the step before that.
+    if (checkOnly || (config.versioning.upgradeCheck && !deployment.useWorkerVersioning)) {
+      const result = await checkUpgrade({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue: config.temporal.taskQueue,
+        workflowBundle,
+        dataConverter,
+        version: deployment.useWorkerVersioning ? deployment.version : null,
+      }).catch(async (err: unknown) => {
+        await health?.close();
+        throw err;
+      });
+      if (result.blockers.length > 0) {
+        await health?.close();
+        throw new UpgradeRefusedError(refusal(result));
+      }
+      logger.info('upgrade check passed', { replayed: result.replayed, buildId: deployment.version.buildId });
+      if (health === null) return;
+    }
     const worker = await Worker.create({
       connection,
       dataConverter,
@@ -106,7 +135,7 @@ async function run(config: WorkerConfig): Promise<void> {
       // and its poller costs nothing beside the workflow and activity pollers.
       nexusServices: [agentJobsServiceHandler],
     }).catch(async (err: unknown) => {
-      await health.close();
+      await health?.close();
       throw err;
     });
     started.worker = worker;
@@ -123,7 +152,7 @@ async function run(config: WorkerConfig): Promise<void> {
       workerVersioning: deployment.useWorkerVersioning ? 'on' : 'off',
       payloadCodec: dataConverter === undefined ? 'off' : 'aes-256-gcm',
       startupMs: Math.round(process.uptime() * 1000),
-      healthPort: health.port,
+      healthPort: health?.port,
       metrics: config.metricsBindAddress ?? 'off',
       tracing:
         config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
@@ -145,7 +174,7 @@ async function run(config: WorkerConfig): Promise<void> {
     try {
       await worker.run();
     } finally {
-      await health.close();
+      await health?.close();
     }
     logger.info('worker stopped', { state: worker.getState() });
   } finally {

@@ -4,10 +4,14 @@
  * line and exit 1. One place, so that both processes fail the same way.
  */
 import { ConfigError } from '../config.js';
+import { UpgradeRefusedError } from '../errors.js';
 import { formatLogLine } from '../observability/logger.js';
 
 /** Exit code for a missing or invalid setting, distinct from a crash (1). */
 export const EXIT_CONFIG = 2;
+
+/** Exit code of a worker whose upgrade check found open workflows it cannot take over (decision 0022). */
+export const EXIT_UPGRADE_REFUSED = 3;
 
 function fail(message: string, code: number): never {
   process.stderr.write(`${formatLogLine({ level: 'ERROR', message, meta: {} }, new Date())}\n`);
@@ -25,6 +29,9 @@ export function runProcess<C>(what: string, load: () => C, run: (config: C) => P
   }
   run(config).then(
     () => process.exit(0),
-    (err: unknown) => fail(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, 1),
+    (err: unknown) => {
+      if (err instanceof UpgradeRefusedError) fail(err.message, EXIT_UPGRADE_REFUSED);
+      fail(`${what} failed: ${err instanceof Error ? err.message : String(err)}`, 1);
+    },
   );
 }

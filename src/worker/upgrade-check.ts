@@ -1,0 +1,145 @@
+/**
+ * The upgrade check (docs/decisions/0022-upgrades-with-jobs-in-flight.md): before a build takes
+ * over open workflows, find the ones it could not run. Without versioning a build gets every open
+ * workflow of its task queue at the workflow's next task, and replays its history there; a history
+ * the build cannot replay (code changed without a patch, a workflow type it no longer has) fails
+ * that task again and again while the agent job goes on unwatched. With versioning only the runs
+ * that follow rollouts move (the project quota's), and the versions before the current one must
+ * have drained: one release at a time, as Temporal's own releases are taken.
+ *
+ * The check replays: it does not guess from build IDs or release numbers, so it holds for every
+ * future release as for the frozen quota of the builds before 1.2.0.
+ */
+import { Client, type ConnectionLike } from '@temporalio/client';
+import type { DataConverter, WorkerDeploymentVersion } from '@temporalio/common';
+import { Worker, type WorkflowBundleOption } from '@temporalio/worker';
+
+/** An open workflow that stops the upgrade, and why. */
+export interface UpgradeBlocker {
+  workflowId: string;
+  runId: string;
+  workflowType: string;
+  /** What this build would do with it, in a few words a person can act on. */
+  reason: string;
+}
+
+/** What the check looked at and what it found. */
+export interface UpgradeCheckResult {
+  /** Open workflows replayed on this build. */
+  replayed: number;
+  blockers: UpgradeBlocker[];
+}
+
+/** Where the check looks and what it replays with. */
+export interface UpgradeCheckOptions {
+  connection: ConnectionLike;
+  namespace: string;
+  taskQueue: string;
+  workflowBundle: WorkflowBundleOption;
+  /** The worker's own, so that sealed histories open as they will at the next task. */
+  dataConverter?: DataConverter;
+  /** The version this build declares, when versioned: only the runs that would move to it replay. */
+  version: WorkerDeploymentVersion | null;
+}
+
+/** Blockers listed by name in the refusal; the rest are counted. */
+const NAMED_BLOCKERS = 3;
+
+/** Finds the open workflows of the task queue that this build could not take over. */
+export async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckResult> {
+  const client = new Client({ connection: options.connection, namespace: options.namespace });
+  const open = `ExecutionStatus = 'Running' AND TaskQueue = '${options.taskQueue}'`;
+  const blockers: UpgradeBlocker[] = [];
+  let moving = open;
+  if (options.version !== null) {
+    const keep = [versionString(options.version)];
+    const current = await currentVersion(client, options.version.deploymentName);
+    if (current !== null) keep.push(versionString(current));
+    // Pinned runs of an older version run there until they end; another version made current
+    // beside them would be a third code line serving the same projects (the 1.0 and 1.1 jobs
+    // still speak the frozen quota's protocol, which later builds do not have).
+    for await (const run of client.workflow.list({
+      query: `${open} AND TemporalWorkflowVersioningBehavior = 'Pinned' AND TemporalWorkerDeploymentVersion NOT IN (${keep.map(quote).join(', ')})`,
+    })) {
+      blockers.push({
+        workflowId: run.workflowId,
+        runId: run.runId,
+        workflowType: run.type,
+        reason: `pinned to ${String(run.searchAttributes.TemporalWorkerDeploymentVersion?.[0] ?? 'an older version')}, which has not drained`,
+      });
+    }
+    moving = `${open} AND TemporalWorkflowVersioningBehavior != 'Pinned'`;
+  }
+  const runs: Array<{ workflowId: string; runId: string; type: string }> = [];
+  for await (const run of client.workflow.list({ query: moving })) runs.push(run);
+  // One open run per workflow ID: the ID names it.
+  const byId = new Map(runs.map((run) => [run.workflowId, run]));
+  async function* histories() {
+    for (const run of runs) {
+      const history = await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+      yield { workflowId: run.workflowId, history };
+    }
+  }
+  let replayed = 0;
+  const replays = Worker.runReplayHistories(
+    { workflowBundle: options.workflowBundle, dataConverter: options.dataConverter },
+    histories(),
+  );
+  for await (const result of replays) {
+    replayed += 1;
+    if (result.error === undefined) continue;
+    const run = byId.get(result.workflowId);
+    blockers.push({
+      workflowId: result.workflowId,
+      runId: run?.runId ?? result.runId,
+      workflowType: run?.type ?? 'unknown',
+      reason: `does not replay on this build (${result.error.name})`,
+    });
+  }
+  return { replayed, blockers };
+}
+
+/**
+ * The one line a refused upgrade prints: how many, the first few by ID and type, and the two ways
+ * on (let them end on the build that started them, or the override).
+ */
+export function refusal(result: UpgradeCheckResult): string {
+  const named = result.blockers
+    .slice(0, NAMED_BLOCKERS)
+    .map((b) => `${b.workflowId} (${b.workflowType}: ${b.reason})`)
+    .join('; ');
+  const more = result.blockers.length - NAMED_BLOCKERS;
+  return (
+    `upgrade refused: ${result.blockers.length} open workflow(s) this build cannot take over: ${named}` +
+    `${more > 0 ? `; and ${more} more` : ''}. Let them end on the workers of the build that runs them ` +
+    `(docs/versioning.md, "Upgrades"), or set WORKER_UPGRADE_CHECK=off to start anyway`
+  );
+}
+
+async function currentVersion(
+  client: Client,
+  deploymentName: string,
+): Promise<WorkerDeploymentVersion | null> {
+  try {
+    const { workerDeploymentInfo } = await client.workflowService.describeWorkerDeployment({
+      namespace: client.options.namespace,
+      deploymentName,
+    });
+    const current = workerDeploymentInfo?.routingConfig?.currentDeploymentVersion;
+    if (!current?.buildId || !current.deploymentName) return null;
+    return { deploymentName: current.deploymentName, buildId: current.buildId };
+  } catch (err) {
+    // A deployment no worker has polled yet: no version is current, nothing is pinned to one.
+    if ((err as { code?: number }).code === 5) return null;
+    throw err;
+  }
+}
+
+/** The form the `TemporalWorkerDeploymentVersion` search attribute holds. */
+function versionString(version: WorkerDeploymentVersion): string {
+  return `${version.deploymentName}:${version.buildId}`;
+}
+
+function quote(value: string): string {
+  return `'${value.replace(/'/g, "\\'")}'`;
+}
