@@ -5,7 +5,7 @@ import { FailureKind } from '../src/agent-api/failure-kinds.js';
 import { BatchFileError } from '../src/client/batch.js';
 import { ConfigError } from '../src/config.js';
 import { InvalidInputError } from '../src/contract.js';
-import { AgentJobError, ErrorName, UsageError } from '../src/errors.js';
+import { AgentJobError, ErrorName, UpgradeRefusedError, UsageError } from '../src/errors.js';
 import {
   PayloadKeyFileError,
   SealedPayloadError,
@@ -34,6 +34,7 @@ test("every error the project throws has the base and its own name from the one 
     new UnknownPayloadKeyError('2026-10'),
     new SealedPayloadError('a sealed payload has no encryption-key-id'),
     new NotifyTargetsError('/run/notify/targets.json', 'is not JSON'),
+    new UpgradeRefusedError('upgrade refused: 1 open workflow(s) this build cannot take over'),
   ];
   const names = made.map((err) => err.name);
   for (const err of made) assert.ok(err instanceof AgentJobError, `${err.name} has the base`);

@@ -112,7 +112,7 @@ export function refusal(result: UpgradeCheckResult): string {
   return (
     `upgrade refused: ${result.blockers.length} open workflow(s) this build cannot take over: ${named}` +
     `${more > 0 ? `; and ${more} more` : ''}. Let them end on the workers of the build that runs them ` +
-    `(docs/versioning.md, "Upgrades"), or set WORKER_UPGRADE_CHECK=off to start anyway`
+    `(docs/versioning.md, "Upgrades without versioning"), or set WORKER_UPGRADE_CHECK=off to start anyway`
   );
 }
 

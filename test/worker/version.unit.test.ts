@@ -38,6 +38,7 @@ test('versioning is off by default, with the default deployment name and the bun
     enabled: false,
     deploymentName: DEFAULT_DEPLOYMENT_NAME,
     buildIdOverride: null,
+    upgradeCheck: true,
   });
   assert.equal(DEFAULT_DEPLOYMENT_NAME, 'agent-job-orchestrator');
   // Declared all the same, so the server records which build completed each workflow task.
@@ -65,12 +66,14 @@ test('TEMPORAL_WORKER_BUILD_ID replaces the bundle build ID', () => {
     TEMPORAL_WORKER_BUILD_ID: ' release-42 ',
   });
   assert.equal(settings.buildIdOverride, 'release-42');
+  assert.equal(loadVersioningSettings({ WORKER_UPGRADE_CHECK: 'off' }).upgradeCheck, false);
   assert.equal(workerDeploymentOptions(settings, 'abc123def456').version.buildId, 'release-42');
 });
 
 test('bad versioning settings are ConfigErrors naming the setting', () => {
   const cases: [Record<string, string>, string, RegExp][] = [
     [{ TEMPORAL_WORKER_VERSIONING: 'yes' }, 'TEMPORAL_WORKER_VERSIONING', /"on" or "off"/],
+    [{ WORKER_UPGRADE_CHECK: 'no' }, 'WORKER_UPGRADE_CHECK', /"on" or "off"/],
     [{ TEMPORAL_DEPLOYMENT_NAME: 'agents.v2' }, 'TEMPORAL_DEPLOYMENT_NAME', /"\." or ":"/],
     [{ TEMPORAL_DEPLOYMENT_NAME: 'agents:v2' }, 'TEMPORAL_DEPLOYMENT_NAME', /"\." or ":"/],
     [{ TEMPORAL_DEPLOYMENT_NAME: '__agents' }, 'TEMPORAL_DEPLOYMENT_NAME', /"__"/],
