@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onCleanup, ROOT } from './harness.js';
 
-/** Releases whose runs may still be open somewhere: their commits. */
+/** Releases whose code a test runs: their commits (tagged `v<version>` where the repository carries tags). */
 export const RELEASES = {
-  /** 1.0.0: "Version 1.0.0" (docs/decisions/0001). */
-  '1.0': '37c6b5a',
-  /** 1.1.0: "Version 1.1.0" (its runs are PINNED to its build, as 1.0's). */
+  /** 1.1.0: "Version 1.1.0", the rollout's first version and the upgrade check's refusal. */
   '1.1': '82bfbaf',
+  /** 1.2.0: "Version 1.2.0", the last release with the frozen quota of 1.0 and 1.1 (decision 0022). */
+  '1.2': 'e302acd',
 } as const;
 
 /** A directory holding the sources of `release` (removed when the test ends). */

@@ -68,7 +68,7 @@ export async function checkUpgrade(options: UpgradeCheckOptions): Promise<Upgrad
         reason: `pinned to ${String(run.searchAttributes.TemporalWorkerDeploymentVersion?.[0] ?? 'an older version')}, which has not drained`,
       });
     }
-    moving = `${open} AND TemporalWorkflowVersioningBehavior != 'Pinned'`;
+    moving = `${open} AND (TemporalWorkflowVersioningBehavior IS NULL OR TemporalWorkflowVersioningBehavior != 'Pinned')`;
   }
   const runs: Array<{ workflowId: string; runId: string; type: string }> = [];
   for await (const run of client.workflow.list({ query: moving })) runs.push(run);

@@ -1,7 +1,5 @@
 /** The workflows this worker runs; `workflowsPath` and the prebuilt bundle point here. */
 export { agentJobWorkflow } from './agent-job/workflow.js';
 export { projectQuota } from './project-quota/workflow.js';
-/** The quota protocol of earlier builds, frozen for their quota workflows and pinned jobs (./legacy-quota/). */
-export { projectQuotaWorkflow } from './legacy-quota/workflow.js';
 /** The job-end notification, a child of an agent-job workflow started with `notify` (./job-end-notification/). */
 export { jobEndNotification } from './job-end-notification/workflow.js';

@@ -1,35 +1,33 @@
 /**
  * The rollout of docs/versioning.md, for real, with the project quota on and steady traffic through
- * every switch: three builds of the worker as Worker Deployment Versions on one task queue, moved
+ * every switch: three releases of the worker as Worker Deployment Versions on one task queue, moved
  * with the Temporal CLI commands the document gives.
  *
- * - Build A is the **1.0 release** (commit {@link RELEASE_1_0}), taken with `git archive` into a
- *   temporary directory with this checkout's node_modules (1.0 has the same dependencies).
- * - Build B is this checkout.
- * - Build C is a copy of this checkout with one more exported workflow type (never started): the
- *   next release after this one, a bundle whose workflow code differs trivially.
+ * - Build A is the **1.1 release**, build B the **1.2.0 release**, both taken with `git archive`
+ *   into a temporary directory with this checkout's node_modules (test/release-source.ts).
+ * - Build C is this checkout: the next release, without the frozen quota of 1.0 and 1.1.
  *
  * A is current, then B ramps at 50%, then B is made current. As a control, A is still draining
- * once only its (pinned) quota workflows run there; step 3b of the rollout moves them with
+ * once only its (pinned) quota workflows run there; step 3b of the rollout moves them to B with
  * `temporal workflow update-options --versioning-override-behavior auto_upgrade`, and A must be
- * reported drained while traffic goes on. Then C is made current with no step at all: the quota
+ * reported drained while traffic goes on. C's upgrade check (`--check-upgrade`, decision 0022)
+ * refuses while A has open runs and while a quota workflow of the frozen type is open (C no longer
+ * has it), and passes once both are gone. Then C is made current with no step at all: the quota
  * workflow born on B (a fourth project joins once B is current) follows rollouts by itself, since a
  * versioned worker starts quota workflows as AUTO_UPGRADE; B must be reported drained while traffic
- * goes on. Every
- * agent job is created exactly once at the API (the simulator ignores Idempotency-Key, as the live
- * API does), every workflow finishes on the build that started it, and from B to C the API refuses
- * nothing with a 429: its budget is the quota's own. (From A to B the quota changes type, decision
- * 0015-quota-one-way-in: until A's jobs end, a project's uses are counted in A's budget and in B's,
- * and the API's 429 bounds them.) Each worker derives its build ID from its own bundle.
+ * goes on. Every agent job is created exactly once at the API (the simulator ignores
+ * Idempotency-Key, as the live API does), every workflow finishes on the build that started it, and
+ * from B to C the API refuses nothing with a 429: its budget is the quota's own. (From A to B the
+ * quota changes type, decision 0015-quota-one-way-in: until A's jobs end, a project's uses are
+ * counted in A's budget and in B's, and the API's 429 bounds them.) Each worker derives its build ID
+ * from its own bundle.
  *
  * The assertions read what an operator and a user see (versions, drainage, results, the API's
- * counts), not how the workflows are written today, so they hold for whatever this checkout's
- * workflow code becomes.
+ * counts, the check's line), not how the workflows are written today, so they hold for whatever
+ * this checkout's workflow code becomes.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { appendFileSync, cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -40,7 +38,7 @@ import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messag
 import { buildIdOf } from '../../src/worker/version.js';
 import {
   onCleanup,
-  ROOT,
+  spawnTs,
   startWorkerProcess,
   startTestSimulator,
   uniqueId,
@@ -51,12 +49,10 @@ import {
 } from '../harness.js';
 import { activeJobs } from '../scale-out.js';
 import { createdJobs } from '../simulator-stats.js';
-import { releaseSource, RELEASES } from '../release-source.js';
+import type { RELEASES } from '../release-source.js';
+import { releaseSource } from '../release-source.js';
 
 const execFileAsync = promisify(execFile);
-
-/** The 1.0.0 release: the commit "Version 1.0.0". */
-export const RELEASE_1_0 = RELEASES['1.0'];
 
 /** The project quota of every worker, and the simulator's own budget: small, so it matters. */
 const QUOTA = { uses: 3, windowSeconds: 10 };
@@ -99,17 +95,19 @@ export interface RolloutFigures {
   refused429: number;
   /** Creates that waited 5 s or more after their workflow's start, and the longest wait. */
   quotaWaits: { over5s: number; longestSeconds: number };
-  /** From B current until only 1.0's quota workflows ran on A, still draining. */
+  /** From B current until only 1.1's quota workflows ran on A, still draining. */
   heldSeconds: number;
   rampedOn: { a: number; b: number };
   /** A's agent jobs still running when B became current. */
   activeOnAAtSwitch: number;
-  /** Quota workflows the 1.0 step moved. */
+  /** Quota workflows the 1.1 step moved. */
   quotaWorkflowsOnA: number;
   /** Agent jobs each worker created (its own counter). */
   createdBy: { a: number; b: number; c: number };
   /** From the step that frees a version to the server reporting it drained. */
   drainSeconds: { a: number; b: number };
+  /** C's upgrade check: its refusals (one line each) while A ran and the frozen quota was open, then its pass. */
+  checks: { refusedWhileA: string; refusedWhileFrozenQuota: string | null; passedAfterSeconds: number };
   seconds: number;
 }
 
@@ -117,39 +115,29 @@ interface VersionWorker {
   process: TestProcess;
   metricsPort: number;
   buildId: string;
+  /** Its entry and environment, for its upgrade check. */
+  script: string;
+  vars: NodeJS.ProcessEnv;
 }
 
-/** A scratch directory with this checkout's node_modules, removed after its worker is gone. */
-function scratchBuild(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  // Registered before the worker's own cleanup, so it runs after the process is gone.
-  onCleanup(() => rmSync(dir, { recursive: true, force: true }));
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
-  return dir;
+/** The worker entry of a release's sources (test/release-source.ts). */
+function releaseWorker(release: keyof typeof RELEASES): string {
+  return join(releaseSource(release), 'src/worker.ts');
 }
 
-/** The 1.0 release's sources (test/release-source.ts): build A. Returns its worker entry. */
-function makeRelease10(): string {
-  return join(releaseSource('1.0'), 'src/worker.ts');
-}
-
-/** A copy of this checkout with one more exported workflow: build C. Returns its worker entry. */
-function makeNextBuild(): string {
-  const dir = scratchBuild('agent-job-build-c-');
-  cpSync(join(ROOT, 'src'), join(dir, 'src'), { recursive: true });
-  for (const file of ['package.json', 'tsconfig.json']) cpSync(join(ROOT, file), join(dir, file));
-  appendFileSync(
-    join(dir, 'src/workflows/index.ts'),
-    [
-      '',
-      '/** Only in build C of test/cluster/rollout.ts: one more workflow type, never started. */',
-      'export async function rolloutBuildC(): Promise<string> {',
-      "  return 'C';",
-      '}',
-      '',
-    ].join('\n'),
-  );
-  return join(dir, 'src/worker.ts');
+/**
+ * Runs `worker`'s upgrade check beside it (`--check-upgrade`, docs/versioning.md step 3): its exit
+ * code, and the line it logged, the pass or the refusal.
+ */
+async function upgradeCheck(worker: VersionWorker): Promise<{ code: number | string; line: string }> {
+  const check = spawnTs(worker.script, ['--check-upgrade'], worker.vars);
+  const code = await check.exited;
+  const line =
+    `${check.stdout()}\n${check.stderr()}`
+      .split('\n')
+      .find((l) => l.includes('upgrade refused') || l.includes('upgrade check passed')) ?? '';
+  assert.ok(line, `the check says what it found (exit ${code}):\n${check.stdout()}\n${check.stderr()}`);
+  return { code, line };
 }
 
 /** Starts `script` as a versioned worker with the quota on, and reads the build ID from its start line. */
@@ -178,7 +166,13 @@ async function startVersionWorker(
     .find((line) => line.msg === 'worker running');
   assert.equal(running?.workerVersioning, 'on');
   assert.ok(running.buildId, 'the worker logs its build ID');
-  return { process: worker, metricsPort: workerEnv.metricsPort, buildId: running.buildId };
+  return {
+    process: worker,
+    metricsPort: workerEnv.metricsPort,
+    buildId: running.buildId,
+    script,
+    vars: workerEnv.vars,
+  };
 }
 
 /** Agent jobs this worker created, from its own Prometheus counter. */
@@ -248,12 +242,12 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   };
 
   const [a, b, c] = await Promise.all([
-    startVersionWorker(env, api, makeRelease10(), { taskQueue, deploymentName }),
+    startVersionWorker(env, api, releaseWorker('1.1'), { taskQueue, deploymentName }),
+    startVersionWorker(env, api, releaseWorker('1.2'), { taskQueue, deploymentName }),
     startVersionWorker(env, api, 'src/worker.ts', { taskQueue, deploymentName }),
-    startVersionWorker(env, api, makeNextBuild(), { taskQueue, deploymentName }),
   ]);
-  // B runs this checkout's sources: its ID is the one `npm run build` gives the same bundle.
-  assert.equal(b.buildId, buildIdOf(env.workflowBundle.code), 'build B derives its ID from its bundle');
+  // C runs this checkout's sources: its ID is the one `npm run build` gives the same bundle.
+  assert.equal(c.buildId, buildIdOf(env.workflowBundle.code), 'build C derives its ID from its bundle');
   assert.equal(new Set([a.buildId, b.buildId, c.buildId]).size, 3, 'each workflow change is a new build ID');
 
   // A version exists once its workers polled; set-current-version refuses one that does not poll
@@ -272,7 +266,7 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await makeCurrent(a.buildId);
 
   // One more project joins once B is current: its quota workflow starts on B, where the others'
-  // started on 1.0 and follow by the 1.0 step, so the move from B to C is B's own code at work.
+  // started on 1.1 and follow by the 1.1 step, so the move from B to C is B's own code at work.
   const projects = Array.from({ length: options.projects + 1 }, (_, i) => uniqueId(`docs-rollout-${i}`));
   const projectsOf = (phase: Phase) =>
     phase === 'a' || phase === 'ramped' ? projects.slice(0, -1) : projects;
@@ -307,9 +301,14 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
    * Steady traffic: one start every `intervalMs` until `done` says so, or fails past `timeoutMs`.
    * The pace is the load, not a wait for something: each start is awaited before the next is timed.
    */
-  const traffic = async (phase: Phase, done: () => boolean, what: string, timeoutMs: number) => {
+  const traffic = async (
+    phase: Phase,
+    done: () => boolean | Promise<boolean>,
+    what: string,
+    timeoutMs: number,
+  ) => {
     const deadline = Date.now() + timeoutMs;
-    while (!done()) {
+    while (!(await done())) {
       if (Date.now() > deadline) throw new Error(`${what} not within ${timeoutMs / 1000}s of steady traffic`);
       const next = Date.now() + options.intervalMs;
       await startOne(phase);
@@ -351,10 +350,15 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await makeCurrent(b.buildId);
   const switchedAt = Date.now();
   const activeOnAAtSwitch = projects.reduce((sum, project) => sum + activeJobs(sim, project), 0);
+  // The next release may not become current while 1.1 still runs: its jobs speak the frozen
+  // quota's protocol, which C does not have.
+  const whileA = await upgradeCheck(c);
+  assert.equal(whileA.code, 3, `C's check refuses while A has open runs: ${whileA.line}`);
+  assert.match(whileA.line, new RegExp(`pinned to ${deploymentName}:${a.buildId}, which has not drained`));
 
-  // Without the 1.0 step, A cannot drain: once every agent job started before the switch has
+  // Without the 1.1 step, A cannot drain: once every agent job started before the switch has
   // closed and the server's grace (10 s) and refresh (5 s) have passed, what still runs on A is
-  // 1.0's quota workflows, pinned, kept open by the traffic.
+  // 1.1's quota workflows, pinned, kept open by the traffic.
   const count = async (query: string) =>
     Number((await temporal('workflow', 'count', '--query', query)).match(/\d+/)?.[0] ?? NaN);
   const onA = `ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${a.buildId}'`;
@@ -381,16 +385,16 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     DRAIN_BOUND_S * 1000,
   );
   const quotaWorkflowsOnA = await count(quotaOnA);
-  assert.ok(quotaWorkflowsOnA > 0, `1.0 started quota workflows, pinned to A (${quotaOnA})`);
-  assert.equal(await count(onA), quotaWorkflowsOnA, "only 1.0's quota workflows still run on A");
+  assert.ok(quotaWorkflowsOnA > 0, `1.1 started quota workflows, pinned to A (${quotaOnA})`);
+  assert.equal(await count(onA), quotaWorkflowsOnA, "only 1.1's quota workflows still run on A");
   assert.equal(
     (await describe(a.buildId)).drainageInfo?.drainageStatus,
     'draining',
-    "1.0's pinned quota workflows keep A draining under traffic",
+    "1.1's pinned quota workflows keep A draining under traffic",
   );
 
-  // The 1.0 step (docs/versioning.md): moves them to the current version at their next workflow
-  // task, where B's code replays their history.
+  // The 1.1 step (docs/versioning.md): moves them to the current version at their next workflow
+  // task, where B's code (1.2.0, the last with the frozen quota) replays their history.
   await moveQuotaWorkflows(quotaOnA);
   const freedA = Date.now();
   const heldSeconds = (freedA - switchedAt) / 1000;
@@ -399,7 +403,26 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
   await traffic('b', drainA.drained, `version A ${a.buildId} reported drained`, DRAIN_BOUND_S * 1000);
   const drainSecondsA = (Date.now() - freedA) / 1000;
 
-  // The next release, with no step at all: the quota workflows born on B (the fourth project's)
+  // A has drained; the frozen quota's runs, now on B, close once their window holds no use. Until
+  // then C's check refuses them (C cannot replay them); then it passes.
+  const frozenQuota = `WorkflowType='projectQuotaWorkflow' AND ExecutionStatus='Running'`;
+  const whileFrozen = (await count(frozenQuota)) > 0 ? await upgradeCheck(c) : null;
+  if (whileFrozen !== null && whileFrozen.code !== 0) {
+    assert.equal(whileFrozen.code, 3, whileFrozen.line);
+    assert.match(whileFrozen.line, /projectQuotaWorkflow: does not replay on this build/);
+  }
+  const checkFrom = Date.now();
+  await traffic(
+    'b',
+    async () => (await count(frozenQuota)) === 0,
+    "the frozen quota's runs to close",
+    DRAIN_BOUND_S * 1000,
+  );
+  const passed = await upgradeCheck(c);
+  assert.equal(passed.code, 0, `C's check passes once nothing it cannot take over is open: ${passed.line}`);
+  const passedAfterSeconds = (Date.now() - checkFrom) / 1000;
+
+  // The next release, with no step beyond its check: the quota workflows born on B (the fourth project's)
   // follow rollouts by themselves (AUTO_UPGRADE, src/workflows/project-quota/workflow.ts), and B
   // must drain while traffic goes on.
   const quotaOnB = `WorkflowType='projectQuota' AND ExecutionStatus='Running' AND TemporalWorkerDeploymentVersion='${deploymentName}:${b.buildId}'`;
@@ -523,6 +546,11 @@ export async function runRollout(options: RolloutOptions): Promise<RolloutFigure
     quotaWorkflowsOnA,
     createdBy: created,
     drainSeconds: { a: drainSecondsA, b: drainSecondsB },
+    checks: {
+      refusedWhileA: whileA.line,
+      refusedWhileFrozenQuota: whileFrozen?.code === 3 ? whileFrozen.line : null,
+      passedAfterSeconds,
+    },
     seconds,
   };
 }

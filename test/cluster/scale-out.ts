@@ -97,7 +97,7 @@ test(`${JOBS} agent jobs survive a SIGKILLed worker and a SIGKILLed Temporal Ser
   summary(`API requests ${JSON.stringify(figures.requestsPerEndpoint)}`);
 });
 
-test('a versioned rollout with the project quota on: 1.0 to this checkout to the next build, under steady traffic', async () => {
+test('a versioned rollout with the project quota on: 1.1 to 1.2.0 to this checkout, under steady traffic', async () => {
   // The rollout runs the Temporal CLI, as docs/deploy.md gives its steps.
   const cli = await resolveTemporalCli();
   const f = await runRollout({
@@ -115,14 +115,21 @@ test('a versioned rollout with the project quota on: 1.0 to this checkout to the
       `${f.quotaWaits.over5s} creates waited 5 s or more for the quota (longest ${f.quotaWaits.longestSeconds.toFixed(1)}s)`,
   );
   summary(
-    `A ${f.builds.a} (the 1.0 release) current: ${f.started.a} started; B ${f.builds.b} (this checkout) ramped 50%: ` +
+    `A ${f.builds.a} (the 1.1 release) current: ${f.started.a} started; B ${f.builds.b} (the 1.2.0 release) ramped 50%: ` +
       `${f.started.ramped} started (on A/B ${f.rampedOn.a}/${f.rampedOn.b}); B current with ${f.activeOnAAtSwitch} agent jobs ` +
       `of A running; ${f.heldSeconds.toFixed(0)}s later only its ${f.quotaWorkflowsOnA} quota workflows ran on A, still draining; ` +
       `moved by update-options; ${f.started.b} started in all; ` +
       `A reported drained ${f.drainSeconds.a.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s)`,
   );
+  summary(`C's upgrade check while A ran: ${f.checks.refusedWhileA}`);
   summary(
-    `C ${f.builds.c} (the next build) current, B's quota workflow following by itself (AUTO_UPGRADE, no step): ${f.started.c} started; B reported drained ` +
+    `C's upgrade check once A had drained: ${f.checks.refusedWhileFrozenQuota ?? 'nothing of the frozen quota was still open'}`,
+  );
+  summary(
+    `C's upgrade check passed ${f.checks.passedAfterSeconds.toFixed(1)}s later, once no frozen quota run was open`,
+  );
+  summary(
+    `C ${f.builds.c} (this checkout, the frozen quota gone) current, B's quota workflow following by itself (AUTO_UPGRADE, no step): ${f.started.c} started; B reported drained ` +
       `${f.drainSeconds.b.toFixed(1)}s after (bound ${DRAIN_BOUND_S}s); every agent-job workflow pinned, each of its ` +
       `workflow tasks completed by its build; creates by worker A/B/C ${f.createdBy.a}/${f.createdBy.b}/${f.createdBy.c}; workers exit 0`,
   );

@@ -26,13 +26,13 @@ export const QUOTA_PRIORITY_KEY = 1;
 export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
 
 /**
- * Workflow type of the per-project quota workflow. Not the `projectQuotaWorkflow` of earlier
- * builds, whose protocol differs (src/workflows/legacy-quota/): a run of either type only ever
- * replays its own code (docs/decisions/0015-quota-one-way-in.md).
+ * Workflow type of the per-project quota workflow. Not the `projectQuotaWorkflow` of 1.0 and 1.1,
+ * whose protocol differed and whose code left after 1.2.0 (docs/decisions/0015-quota-one-way-in.md,
+ * 0022-upgrades-with-jobs-in-flight.md): a run of that type would replay on no later build.
  */
 export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuota';
 
-/** What comes before the project in a quota workflow's ID; earlier builds' is `agent-api-quota/`. */
+/** What comes before the project in a quota workflow's ID; 1.0's and 1.1's was `agent-api-quota/`. */
 const ID_PREFIX = 'agent-quota/';
 
 /**
