@@ -132,12 +132,13 @@ function releaseWorker(release: keyof typeof RELEASES): string {
 async function upgradeCheck(worker: VersionWorker): Promise<{ code: number | string; line: string }> {
   const check = spawnTs(worker.script, ['--check-upgrade'], worker.vars);
   const code = await check.exited;
-  const line =
-    `${check.stdout()}\n${check.stderr()}`
-      .split('\n')
-      .find((l) => l.includes('upgrade refused') || l.includes('upgrade check passed')) ?? '';
-  assert.ok(line, `the check says what it found (exit ${code}):\n${check.stdout()}\n${check.stderr()}`);
-  return { code, line };
+  const logged = `${check.stdout()}\n${check.stderr()}`
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { msg: string }).msg)
+    .find((msg) => msg.startsWith('upgrade refused') || msg === 'upgrade check passed');
+  assert.ok(logged, `the check says what it found (exit ${code}):\n${check.stdout()}\n${check.stderr()}`);
+  return { code, line: logged };
 }
 
 /** Starts `script` as a versioned worker with the quota on, and reads the build ID from its start line. */
