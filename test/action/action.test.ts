@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import proto from '@temporalio/proto';
-import { inputVariable } from '../../src/action/inputs.js';
 import { defaultKey } from '../../src/action/key.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { MAX_PROMPT_LENGTH } from '../../src/contract.js';
@@ -93,7 +92,10 @@ async function runStep(inputs: Record<string, string>, github: Record<string, st
     GITHUB_OUTPUT: outputFile,
     GITHUB_STEP_SUMMARY: summaryFile,
     ...github,
-    ...Object.fromEntries(Object.entries(inputs).map(([name, value]) => [inputVariable(name), value])),
+    // The inputs as the runner passes them: INPUT_ and the name upper-cased.
+    ...Object.fromEntries(
+      Object.entries(inputs).map(([name, value]) => [`INPUT_${name.toUpperCase()}`, value]),
+    ),
   };
   const child = spawn(process.execPath, [join(ROOT, 'dist/action/index.js')], {
     cwd: dir,
