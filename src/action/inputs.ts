@@ -1,8 +1,8 @@
 /**
  * The GitHub Action's inputs and outputs: one table each, from which dev/build-action.ts writes
- * action.yml (so a new input is one row here), and the inputs read the way the runner passes them:
- * `INPUT_<NAME>`, the name upper-cased with spaces as `_` and hyphens kept. Pure: no I/O.
+ * action.yml (so a new input is one row here), and the inputs read through @actions/core.
  */
+import * as core from '@actions/core';
 import { DEFAULT_TASK_QUEUE } from '../contract.js';
 import { UsageError } from '../errors.js';
 
@@ -12,7 +12,7 @@ export interface ActionInput {
   readonly required?: boolean;
   /** The default the runner passes (and the action applies when the variable is absent). */
   readonly default?: string;
-  /** Masked in the log (`::add-mask::`, line by line) before anything else runs. */
+  /** Masked in the log ({@link maskValues}) before anything else runs. */
   readonly secret?: boolean;
   /**
    * The `TEMPORAL_*` setting it gives the Temporal connection: the same settings as the worker's
@@ -118,13 +118,6 @@ export const ACTION_OUTPUTS = {
 /** A name of {@link ACTION_OUTPUTS}. */
 export type ActionOutputName = keyof typeof ACTION_OUTPUTS;
 
-/** The variable the runner passes an input in: `INPUT_` and the name upper-cased, spaces as `_`. */
-export function inputVariable(name: string): string {
-  return `INPUT_${name.replace(/ /g, '_').toUpperCase()}`;
-}
-
-type Env = Record<string, string | undefined>;
-
 /** The action's inputs, read and checked; the prompt file is not read yet. */
 export interface ActionSettings {
   project: string;
@@ -142,18 +135,33 @@ export interface ActionSettings {
   temporalEnv: Record<string, string>;
 }
 
-/** An input's value: trimmed (as the runner's own toolkit reads them), its default when empty. */
-export function inputValue(env: Env, name: ActionInputName): string | undefined {
+/** An input's value (trimmed by @actions/core), its default when empty. */
+function inputValue(name: ActionInputName): string | undefined {
   const spec: ActionInput = ACTION_INPUTS[name];
-  const value = env[inputVariable(name)]?.trim() ?? '';
-  return value === '' ? spec.default : value;
+  return core.getInput(name) || spec.default;
 }
 
 /** The values of the secret inputs given, to mask before anything is printed. */
-export function secretValues(env: Env): string[] {
+export function secretValues(): string[] {
   return (Object.keys(ACTION_INPUTS) as ActionInputName[])
     .filter((name) => (ACTION_INPUTS[name] as ActionInput).secret)
-    .flatMap((name) => inputValue(env, name) ?? []);
+    .flatMap((name) => inputValue(name) ?? []);
+}
+
+/**
+ * What to mask for a secret: the whole value, and each of its lines, since the runner masks the
+ * log line by line and a multi-line value (a PEM key, a key ring) would never match whole;
+ * `core.setSecret` masks exactly what it is given. PEM armour lines (`-----BEGIN ...-----`) and
+ * comments of a key ring are public and left out.
+ */
+export function maskValues(secret: string): string[] {
+  const lines = secret
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(
+      (line) => line !== '' && !/^-----(BEGIN|END) [A-Z0-9 ]+-----$/.test(line) && !line.startsWith('#'),
+    );
+  return [...new Set([secret.trim(), ...lines])].filter((value) => value !== '');
 }
 
 /** The input that gives the Temporal setting `setting` (TEMPORAL_UI_URL: temporal-ui-url), if any. */
@@ -163,39 +171,32 @@ export function inputOfSetting(setting: string): ActionInputName | undefined {
   );
 }
 
-/** YAML 1.2's booleans, as the runner's own toolkit accepts them. */
-const BOOLEANS: Record<string, boolean> = {
-  true: true,
-  True: true,
-  TRUE: true,
-  false: false,
-  False: false,
-  FALSE: false,
-};
+/** YAML 1.2's booleans, as the runner's toolkit reads them (`core.getBooleanInput`). */
+const BOOLEANS = ['true', 'True', 'TRUE', 'false', 'False', 'FALSE'];
 
 /**
  * Reads the inputs. A bad one is a {@link UsageError} naming the input, never its value (it may
  * be a secret).
  */
-export function readInputs(env: Env): ActionSettings {
-  const value = (name: ActionInputName) => inputValue(env, name);
-  const project = value('project');
+export function readInputs(): ActionSettings {
+  const project = inputValue('project');
   if (project === undefined) throw new UsageError('input project is required');
-  const prompt = value('prompt');
-  const promptFile = value('prompt-file');
+  const prompt = inputValue('prompt');
+  const promptFile = inputValue('prompt-file');
   if (prompt !== undefined && promptFile !== undefined) {
     throw new UsageError('give the input prompt or prompt-file, not both');
   }
   if (prompt === undefined && promptFile === undefined) {
     throw new UsageError('the input prompt or prompt-file is required');
   }
-  const waitText = value('wait') ?? 'true';
-  const wait = BOOLEANS[waitText];
-  if (wait === undefined) throw new UsageError(`input wait must be true or false, not "${waitText}"`);
+  // Not core.getBooleanInput: its TypeError would not be a usage error (exit 2) naming the value.
+  const waitText = inputValue('wait') ?? 'true';
+  if (!BOOLEANS.includes(waitText))
+    throw new UsageError(`input wait must be true or false, not "${waitText}"`);
   const temporalEnv: Record<string, string> = {};
   for (const name of Object.keys(ACTION_INPUTS) as ActionInputName[]) {
     const setting = (ACTION_INPUTS[name] as ActionInput).temporalSetting;
-    const given = value(name);
+    const given = inputValue(name);
     if (setting !== undefined && given !== undefined) temporalEnv[setting] = given;
   }
   if (temporalEnv.TEMPORAL_ADDRESS === undefined) throw new UsageError('input temporal-address is required');
@@ -208,12 +209,12 @@ export function readInputs(env: Env): ActionSettings {
   return {
     project,
     prompt: prompt !== undefined ? { text: prompt } : { file: promptFile as string },
-    key: value('key'),
-    wait,
-    timeout: value('timeout'),
-    pollInterval: value('poll-interval'),
-    notify: value('notify'),
-    payloadKeys: value('payload-keys'),
+    key: inputValue('key'),
+    wait: waitText.toLowerCase() === 'true',
+    timeout: inputValue('timeout'),
+    pollInterval: inputValue('poll-interval'),
+    notify: inputValue('notify'),
+    payloadKeys: inputValue('payload-keys'),
     temporalEnv,
   };
 }

@@ -6,6 +6,7 @@
  * (../starter/exit-codes.ts): 2 for bad inputs with nothing started, 5 for a server out of reach,
  * 3, 4, 6, 7 for how a waited-for job failed.
  */
+import * as core from '@actions/core';
 import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
@@ -24,10 +25,9 @@ import { resolveInput } from '../input.js';
 import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
 import { clientConnectionOptions } from '../temporal-api-key.js';
-import { inputOfSetting, readInputs, secretValues, type ActionSettings } from './inputs.js';
+import { inputOfSetting, maskValues, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
-import type { Runner } from './runner.js';
-import { jobSummary, type SummaryFacts } from './summary.js';
+import { writeJobSummary, type SummaryFacts } from './summary.js';
 
 /**
  * How often the step asks the workflow for its progress while it waits: 5 s. The result arrives
@@ -56,14 +56,14 @@ function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
 }
 
 /** Reads and checks everything before anything connects. */
-async function plan(inputs: ActionSettings, env: Record<string, string | undefined>): Promise<Plan> {
+async function plan(inputs: ActionSettings): Promise<Plan> {
   const prompt = 'text' in inputs.prompt ? inputs.prompt.text : await readPromptFile(inputs.prompt.file);
   const input: AgentJobInput = { projectId: inputs.project, prompt };
   if (inputs.timeout !== undefined) input.timeout = inputs.timeout;
   if (inputs.pollInterval !== undefined) input.poll = { initialInterval: inputs.pollInterval };
   if (inputs.notify !== undefined) input.notify = inputs.notify;
   resolveInput(input);
-  const key = checkedKey(inputs.key ?? defaultKey(env)) as string;
+  const key = checkedKey(inputs.key ?? defaultKey(process.env)) as string;
   let settings: TemporalSettings;
   try {
     settings = loadTemporalSettings(inputs.temporalEnv);
@@ -112,19 +112,17 @@ function jobIdOf(failure: unknown): string | null {
  * details carry no record (an API error while polling); null when it made none. A failed read is
  * logged and gives null: the failure's own exit code and message matter more than the ID.
  */
-async function recordedJobId(handle: AgentJobHandle, runner: Runner): Promise<string | null> {
+async function recordedJobId(handle: AgentJobHandle): Promise<string | null> {
   try {
     return (await handle.describe()).typedSearchAttributes.get(SearchAttributes.jobId) ?? null;
   } catch (err) {
-    runner.log(
-      `could not read the agent job's ID from the workflow: ${terminalText((err as Error).message)}`,
-    );
+    core.info(`could not read the agent job's ID from the workflow: ${terminalText((err as Error).message)}`);
     return null;
   }
 }
 
 /** Starts (or attaches), and with `wait` follows the job to its end: the exit code. */
-async function start(plan: Plan, runner: Runner): Promise<number> {
+async function start(plan: Plan): Promise<number> {
   const { settings } = plan;
   let connection: Connection;
   try {
@@ -133,7 +131,7 @@ async function start(plan: Plan, runner: Runner): Promise<number> {
       connectTimeout: 10_000,
     });
   } catch (err) {
-    runner.error(
+    core.error(
       `cannot reach the Temporal server at ${settings.address}: ${terminalText((err as Error).message)}`,
     );
     return ExitCode.Connection;
@@ -146,67 +144,63 @@ async function start(plan: Plan, runner: Runner): Promise<number> {
     });
     const handle = await startAgentJob(client, plan.input, { key: plan.key, taskQueue: settings.taskQueue });
     const workflowUrl = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
-    runner.log(`workflow: ${terminalText(handle.workflowId)}`);
-    if (workflowUrl) runner.log(`ui:       ${workflowUrl}`);
-    runner.setOutput('workflow-id', handle.workflowId);
-    runner.setOutput('workflow-url', workflowUrl ?? '');
+    core.info(`workflow: ${terminalText(handle.workflowId)}`);
+    if (workflowUrl) core.info(`ui:       ${workflowUrl}`);
+    core.setOutput('workflow-id', handle.workflowId);
+    core.setOutput('workflow-url', workflowUrl ?? '');
     const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl };
     if (!plan.wait) {
-      runner.summary(jobSummary({ ...facts, outcome: { kind: 'started' } }));
+      await writeJobSummary({ ...facts, outcome: { kind: 'started' } });
       return ExitCode.Ok;
     }
-    return await waitForEnd(runner, facts, handle);
+    return await waitForEnd(facts, handle);
   } finally {
     await connection.close();
   }
 }
 
 /** Waits for the result; sets job-id, status and pr-link, and writes the summary. */
-async function waitForEnd(
-  runner: Runner,
-  facts: Omit<SummaryFacts, 'outcome'>,
-  handle: AgentJobHandle,
-): Promise<number> {
+async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJobHandle): Promise<number> {
   try {
-    const onProgress = (p: AgentJobProgress) => runner.log(progressLine(p));
+    const onProgress = (p: AgentJobProgress) => core.info(progressLine(p));
     const { job, status, prLink } = await followAgentJob(handle, onProgress, {
       intervalMs: PROGRESS_INTERVAL_MS,
     });
-    runner.setOutput('job-id', job.id);
-    runner.setOutput('status', status);
-    runner.setOutput('pr-link', prLink ?? '');
-    runner.log(`prLink: ${prLink === null ? '(none: the agent changed no files)' : terminalText(prLink)}`);
-    runner.summary(jobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } }));
+    core.setOutput('job-id', job.id);
+    core.setOutput('status', status);
+    core.setOutput('pr-link', prLink ?? '');
+    core.info(`prLink: ${prLink === null ? '(none: the agent changed no files)' : terminalText(prLink)}`);
+    await writeJobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } });
     return ExitCode.Ok;
   } catch (err) {
     if (!(err instanceof WorkflowFailedError)) throw err;
     const { code, type } = classifyFailure(err);
     const status = failedStatus(code);
     const message = err.cause?.message ?? err.message;
-    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle, runner));
-    runner.setOutput('job-id', jobId ?? '');
-    runner.setOutput('status', status);
-    runner.setOutput('pr-link', '');
-    runner.error(`the agent job's workflow failed (${terminalText(type)}): ${terminalText(message)}`);
-    runner.summary(jobSummary({ ...facts, outcome: { kind: 'failed', status, type, message, jobId } }));
+    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle));
+    core.setOutput('job-id', jobId ?? '');
+    core.setOutput('status', status);
+    core.setOutput('pr-link', '');
+    core.error(`the agent job's workflow failed (${terminalText(type)}): ${terminalText(message)}`);
+    await writeJobSummary({ ...facts, outcome: { kind: 'failed', status, type, message, jobId } });
     return code;
   }
 }
 
 /**
- * Runs the step for the runner's environment `env` (the `INPUT_*` and `GITHUB_*` variables):
- * the exit code. Secrets are masked first, before any line can name them.
+ * Runs the step for this process's environment (the `INPUT_*` and `GITHUB_*` variables the runner
+ * sets): the exit code. Secrets are masked first, before any line can name them.
  */
-export async function runAction(env: Record<string, string | undefined>, runner: Runner): Promise<number> {
-  for (const secret of secretValues(env)) runner.mask(secret);
+export async function runAction(): Promise<number> {
+  for (const secret of secretValues()) maskValues(secret).forEach((value) => core.setSecret(value));
   let checked: Plan;
   try {
-    checked = await plan(readInputs(env), env);
+    checked = await plan(readInputs());
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof InvalidInputError)) throw err;
     const what = err instanceof InvalidInputError ? `invalid input: ${err.message}` : err.message;
-    runner.error(`${terminalText(what)}. Nothing was started.`);
+    core.error(`${terminalText(what)}. Nothing was started.`);
     return ExitCode.Usage;
   }
-  return start(checked, runner);
+  return start(checked);
 }

@@ -3,8 +3,9 @@
  * the project, the workflow and its link in the Temporal UI, and, once it ended, the agent job, its
  * status and its pull request. Every value goes through the project's one escaping module: the
  * API's IDs, statuses, links and messages, and the caller's project and key too, render as the text
- * they are and never as markdown or HTML. Pure: no I/O.
+ * they are and never as markdown or HTML.
  */
+import * as core from '@actions/core';
 import { markdownText, markdownUrl } from '../escape.js';
 
 /** How far the action got. */
@@ -51,4 +52,12 @@ export function jobSummary(facts: SummaryFacts): string {
     rows.push(row('Failure', `${markdownText(outcome.type)}: ${markdownText(outcome.message)}`));
   }
   return ['### Agent job', '', '| | |', '| --- | --- |', ...rows, '', ''].join('\n');
+}
+
+/**
+ * Appends the job summary of `facts`. Outside a runner, where GITHUB_STEP_SUMMARY is not set and
+ * `core.summary` would throw, there is no summary to write.
+ */
+export async function writeJobSummary(facts: SummaryFacts): Promise<void> {
+  if (process.env.GITHUB_STEP_SUMMARY) await core.summary.addRaw(jobSummary(facts)).write();
 }

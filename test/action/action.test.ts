@@ -14,7 +14,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import proto from '@temporalio/proto';
-import { inputVariable } from '../../src/action/inputs.js';
 import { defaultKey } from '../../src/action/key.js';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { MAX_PROMPT_LENGTH } from '../../src/contract.js';
@@ -93,7 +92,10 @@ async function runStep(inputs: Record<string, string>, github: Record<string, st
     GITHUB_OUTPUT: outputFile,
     GITHUB_STEP_SUMMARY: summaryFile,
     ...github,
-    ...Object.fromEntries(Object.entries(inputs).map(([name, value]) => [inputVariable(name), value])),
+    // The inputs as the runner passes them: INPUT_ and the name upper-cased.
+    ...Object.fromEntries(
+      Object.entries(inputs).map(([name, value]) => [`INPUT_${name.toUpperCase()}`, value]),
+    ),
   };
   const child = spawn(process.execPath, [join(ROOT, 'dist/action/index.js')], {
     cwd: dir,
@@ -214,6 +216,8 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
     const project = world.project();
     const apiKey = `temporal-key-${randomUUID()}`;
     const ringKey = randomBytes(32).toString('base64');
+    // k2's key is a slice of k1's, so a check for k1's would miss a line that printed k2's alone.
+    const shortKey = ringKey.slice(4);
     const long = promptFile('x'.repeat(MAX_PROMPT_LENGTH + 1));
     // An unreachable server: an exit 2 (not 5) shows that nothing tried to connect.
     const base = { ...connection(), 'temporal-address': '127.0.0.1:1', 'temporal-api-key': apiKey };
@@ -236,7 +240,7 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
       ],
       [{ project, prompt: 'A', ...base, notify: 'team slack!' }, /^::error::invalid input: notify: /m],
       [
-        { project, prompt: 'A', ...base, 'payload-keys': `k1 ${ringKey}\nk2 ${ringKey.slice(4)}` },
+        { project, prompt: 'A', ...base, 'payload-keys': `k1 ${ringKey}\nk2 ${shortKey}` },
         /^::error::input payload-keys: key k2 is \d+ bytes, not 32\. Nothing was started\.$/m,
       ],
     ];
@@ -249,11 +253,20 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
       // The runner masks what ::add-mask:: names, as the first lines, before anything else.
       const lines = run.stdout.split('\n');
       assert.equal(lines[0], `::add-mask::${apiKey}`);
+      if (inputs['payload-keys'] !== undefined) {
+        // The runner masks line by line: each line of the ring is masked on its own.
+        for (const [id, key] of [
+          ['k1', ringKey],
+          ['k2', shortKey],
+        ]) {
+          assert.ok(lines.includes(`::add-mask::${id} ${key}`), `${id}'s line masked on its own`);
+        }
+      }
       const unmasked = lines.filter((line) => !line.startsWith('::add-mask::'));
-      assert.ok(
-        !unmasked.some((line) => line.includes(apiKey) || line.includes(ringKey)),
-        'no secret printed',
+      const printed = Object.entries({ apiKey, shortKey }).flatMap(([name, secret]) =>
+        unmasked.some((line) => line.includes(secret)) ? [name] : [],
       );
+      assert.deepEqual(printed, [], 'no secret printed');
     }
     assert.equal(createdJobs(world.sim, project), 0);
   });
@@ -276,13 +289,17 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
     const run = await runStep({ project, prompt: 'Escape it', ...connection() }, githubRun());
     assert.equal(run.code, 0, run.stdout + run.stderr);
     assert.equal(run.outputs['pr-link'], evil);
+    // Raw, `**bold**` would render bold and `&lt;img&gt;` as the text `<img>`: every character
+    // markdown acts on has its backslash.
+    const pullRequest = /^\| Pull request \| (.*) \|$/m.exec(run.summary)?.[1];
+    assert.ok(pullRequest !== undefined, run.summary);
+    assert.doesNotMatch(pullRequest, /(?<!\\)[*_|&{}<>]/, run.summary);
     assert.ok(
       run.summary.includes(
         '| Pull request | https://github.com/acme/docs/pull/7?q=\\*\\*bold\\*\\*\\_x\\_\\|\\&lt;img\\&gt;\\&amp;\\{workflowId\\} |',
       ),
       run.summary,
     );
-    assert.ok(!run.summary.includes('**bold**') && !run.summary.includes('<img'), 'nothing raw');
   });
 });
 

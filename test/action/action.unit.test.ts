@@ -1,36 +1,45 @@
 /**
- * The GitHub Action's pure modules: how inputs are read from the runner's variables, the default
- * key, the runner's protocol (commands, masks, outputs), and the job summary's escaping.
+ * The GitHub Action's modules that need no server: how inputs are read from the runner's
+ * variables, what is masked, the default key, and the job summary's escaping.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   ACTION_INPUTS,
   inputOfSetting,
-  inputVariable,
+  maskValues,
   readInputs,
   secretValues,
 } from '../../src/action/inputs.js';
 import { defaultKey } from '../../src/action/key.js';
-import { commandData, maskValues, outputEntry, workflowCommand } from '../../src/action/runner.js';
 import { jobSummary } from '../../src/action/summary.js';
 import { UsageError } from '../../src/errors.js';
 
-/** The runner's variables for `inputs`, as GitHub names them. */
-function inputsEnv(inputs: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(inputs).map(([name, value]) => [inputVariable(name), value]));
+/**
+ * `read()` with `inputs` in this process's environment as the runner passes them (`INPUT_` and the
+ * name upper-cased), every other input of the action unset; the environment is restored before it
+ * returns, and synchronously, so no other test sees the inputs.
+ */
+function withInputs<T>(inputs: Record<string, string>, read: () => T): T {
+  const variables = Object.keys(ACTION_INPUTS).map((name) => [`INPUT_${name.toUpperCase()}`, name] as const);
+  const saved = variables.map(([variable]) => [variable, process.env[variable]] as const);
+  const set = (variable: string, value: string | undefined) => {
+    if (value === undefined) delete process.env[variable];
+    else process.env[variable] = value;
+  };
+  for (const [variable, name] of variables) set(variable, inputs[name]);
+  try {
+    return read();
+  } finally {
+    for (const [variable, value] of saved) set(variable, value);
+  }
 }
 
 const MINIMAL = { project: 'docs-site', prompt: 'Update the docs', 'temporal-address': 'temporal:7233' };
 
 describe('action inputs', () => {
-  test("the runner's variable names: INPUT_ and the name upper-cased, spaces as _, hyphens kept", () => {
-    assert.equal(inputVariable('prompt-file'), 'INPUT_PROMPT-FILE');
-    assert.equal(inputVariable('temporal api key'), 'INPUT_TEMPORAL_API_KEY');
-  });
-
   test('defaults apply to inputs the runner left empty, and the connection inputs become TEMPORAL_* settings', () => {
-    const settings = readInputs(inputsEnv({ ...MINIMAL, 'task-queue': '  ', 'temporal-api-key': 'k' }));
+    const settings = withInputs({ ...MINIMAL, 'task-queue': '  ', 'temporal-api-key': 'k' }, readInputs);
     assert.deepEqual(settings.prompt, { text: 'Update the docs' });
     assert.equal(settings.wait, true);
     assert.equal(settings.key, undefined);
@@ -40,8 +49,8 @@ describe('action inputs', () => {
       TEMPORAL_TASK_QUEUE: 'agent-jobs',
       TEMPORAL_API_KEY: 'k',
     });
-    assert.equal(readInputs(inputsEnv({ ...MINIMAL, wait: 'False' })).wait, false);
-    assert.equal(readInputs(inputsEnv({ ...MINIMAL, notify: ' docs-team ' })).notify, 'docs-team');
+    assert.equal(withInputs({ ...MINIMAL, wait: 'False' }, readInputs).wait, false);
+    assert.equal(withInputs({ ...MINIMAL, notify: ' docs-team ' }, readInputs).notify, 'docs-team');
   });
 
   test('each bad combination is a usage error naming the input, never its value', () => {
@@ -55,7 +64,7 @@ describe('action inputs', () => {
     ];
     for (const [inputs, message] of cases) {
       assert.throws(
-        () => readInputs(inputsEnv(inputs)),
+        () => withInputs(inputs, readInputs),
         (err: unknown) =>
           err instanceof UsageError && message.test(err.message) && !/SECRET/.test(err.message),
       );
@@ -70,13 +79,23 @@ describe('action inputs', () => {
   test('the secret inputs are the API key, the TLS key and the payload keys', () => {
     const secret = Object.entries(ACTION_INPUTS).flatMap(([name, spec]) => ('secret' in spec ? [name] : []));
     assert.deepEqual(secret.sort(), ['payload-keys', 'temporal-api-key', 'temporal-tls-key']);
-    const env = inputsEnv({
+    const inputs = {
       ...MINIMAL,
       'temporal-api-key': 'a',
       'payload-keys': 'k1 AAAA',
       'temporal-tls-cert': 'c',
-    });
-    assert.deepEqual(secretValues(env).sort(), ['a', 'k1 AAAA']);
+    };
+    assert.deepEqual(withInputs(inputs, secretValues).sort(), ['a', 'k1 AAAA']);
+  });
+
+  test('a multi-line secret is masked whole and line by line, PEM armour and comments left out', () => {
+    const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQ\nIBADAN\n-----END PRIVATE KEY-----\n';
+    assert.deepEqual(maskValues(pem), [pem.trim(), 'MIIEvQ', 'IBADAN']);
+    assert.deepEqual(maskValues('# ring\nk2 QUJD\n\nk1 REVG\n'), [
+      '# ring\nk2 QUJD\n\nk1 REVG',
+      'k2 QUJD',
+      'k1 REVG',
+    ]);
   });
 });
 
@@ -116,28 +135,6 @@ describe('the default key', () => {
       () => defaultKey({ ...github, GITHUB_SHA: undefined, GITHUB_JOB: '' }),
       /input key not given and GITHUB_JOB, GITHUB_SHA not set/,
     );
-  });
-});
-
-describe("the runner's protocol", () => {
-  test('a command message with a line break stays one line: %, CR and LF escaped', () => {
-    assert.equal(commandData('50% done\r\n::error::forged'), '50%25 done%0D%0A::error::forged');
-    assert.equal(workflowCommand('error', 'a\nb'), '::error::a%0Ab');
-  });
-
-  test('an output value cannot end its entry early', () => {
-    assert.equal(outputEntry('pr-link', 'x\ny', 'D'), 'pr-link<<D\nx\ny\nD\n');
-    assert.throws(() => outputEntry('pr-link', 'x\nD\nstatus=ok', 'D'), /delimiter/);
-  });
-
-  test('a multi-line secret is masked whole and line by line, PEM armour and comments left out', () => {
-    const pem = '-----BEGIN PRIVATE KEY-----\nMIIEvQ\nIBADAN\n-----END PRIVATE KEY-----\n';
-    assert.deepEqual(maskValues(pem), [pem.trim(), 'MIIEvQ', 'IBADAN']);
-    assert.deepEqual(maskValues('# ring\nk2 QUJD\n\nk1 REVG\n'), [
-      '# ring\nk2 QUJD\n\nk1 REVG',
-      'k2 QUJD',
-      'k1 REVG',
-    ]);
   });
 });
 
