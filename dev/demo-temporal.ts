@@ -13,7 +13,7 @@
  *
  * `npm test` and the benchmark never come here: they run the pinned release only.
  */
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment, type EphemeralServerExecutable } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
@@ -112,8 +112,10 @@ async function fromDownload(options: DemoTemporalOptions): Promise<DemoTemporal 
   // is the one paired with this SDK release (our @temporalio packages are pinned together).
   const binary = join(dir, `temporal-sdk-typescript-${sdkVersion()}`);
   options.log(
-    `fetching the Temporal CLI's dev server the SDK's way into ${dir} ` +
-      `(given up after ${DOWNLOAD_STALL_MS / 1000} s without progress)`,
+    existsSync(binary)
+      ? `starting the dev server of the Temporal CLI the SDK downloaded before (${binary}), with its UI`
+      : `fetching the Temporal CLI's dev server the SDK's way into ${dir} ` +
+          `(given up after ${DOWNLOAD_STALL_MS / 1000} s without progress)`,
   );
   const started = Date.now();
   const starting = startCliServer(

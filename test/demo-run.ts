@@ -4,16 +4,25 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { delimiter, join } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, delimiter, join } from 'node:path';
 import { isExecutable } from '../dev/go-install.js';
-import { ROOT } from './harness.js';
+import {
+  resolveTemporalServer,
+  resolveTemporalUi,
+  serverCacheDir,
+  uiCacheDir,
+} from '../dev/temporal-builds.js';
+import { onCleanup, ROOT } from './harness.js';
 
 /**
  * The environment of a demo run from nothing: none of the suite's server, API settings or key ring.
  * Unless the test says otherwise, no `temporal` CLI on PATH and a proxy that refuses at once for the
- * SDK's download (which honours HTTPS_PROXY), so the demo goes straight to the build from source,
- * the pinned release CI runs, whatever this machine has installed or can reach. npm honours that
- * proxy too: a run that installs (`predemo` in a fresh clone) unsets it.
+ * SDK's download (which honours HTTPS_PROXY), so the demo goes on to the build from source, the
+ * pinned release CI runs, whatever this machine can reach ({@link pinnedBuildsCache} keeps it from
+ * a CLI downloaded before). npm honours that proxy too: a run that installs (`predemo` in a fresh
+ * clone) unsets it.
  */
 export function demoEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
@@ -41,6 +50,22 @@ export function demoEnv(overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   // An override of undefined unsets the variable (spawn would pass the word "undefined").
   for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name];
   return merged;
+}
+
+/**
+ * A project cache (an XDG_CACHE_HOME) that holds only the pinned Server and UI server builds, linked
+ * from this machine's cache, where they are built first if missing. The demo finds nothing else
+ * there, not a CLI the SDK downloaded on an earlier run, so it runs on those builds, and a build it
+ * started would show in its output. Removed after the file's tests.
+ */
+export async function pinnedBuildsCache(): Promise<string> {
+  await Promise.all([resolveTemporalServer(), resolveTemporalUi()]);
+  const home = mkdtempSync(join(tmpdir(), 'demo-cache-'));
+  onCleanup(() => rmSync(home, { recursive: true, force: true }));
+  const project = join(home, 'agent-job-orchestrator');
+  mkdirSync(project);
+  for (const dir of [serverCacheDir(), uiCacheDir()]) symlinkSync(dir, join(project, basename(dir)));
+  return home;
 }
 
 /**

@@ -2,7 +2,8 @@
  * `npm run demo` on the Temporal a newcomer already has (dev/demo-temporal.ts): with a `temporal`
  * CLI on PATH and no Go, from a clean copy of the repository, the CLI's dev server and no build;
  * with an older CLI and a network that drops everything, the CLI named, the SDK's download given up
- * within its bound, and the build from source (the cached one) as before.
+ * within its bound, and the build from source (the cached one) as before; and a CLI the SDK
+ * downloaded earlier, started from the SDK's cache without the network.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -12,15 +13,10 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, test } from 'node:test';
 import { DOWNLOAD_STALL_MS, OLDEST_CLI } from '../../dev/demo-temporal.js';
+import { sdkVersion } from '../../dev/dev-server.js';
 import { resolveTemporalCli } from '../../dev/temporal-cli.js';
-import {
-  resolveTemporalServer,
-  resolveTemporalUi,
-  serverCacheDir,
-  uiCacheDir,
-} from '../../dev/temporal-builds.js';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../dev/temporal-versions.js';
-import { demoEnv, pathWithout, runDemo } from '../demo-run.js';
+import { demoEnv, pathWithout, pinnedBuildsCache, runDemo } from '../demo-run.js';
 import { ROOT } from '../harness.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'demo-temporal-e2e-'));
@@ -66,7 +62,10 @@ function refused(address: string): Promise<boolean> {
 }
 
 test('with a temporal CLI on PATH and no Go, npm run demo -- --codec from a clean clone runs on the CLI dev server, its UI decoding through the codec server, builds nothing, and stops it', async (t) => {
-  const cli = await resolveTemporalCli(process.env, () => {});
+  // The pinned CLI build of the tests (cached, or built now), whatever else this machine has.
+  const cliEnv: NodeJS.ProcessEnv = { ...process.env, PATH: pathWithout(['temporal']) };
+  delete cliEnv.TEMPORAL_CLI_PATH;
+  const cli = await resolveTemporalCli(cliEnv, () => {});
   const clone = cleanCopy();
   const env = demoEnv({
     PATH: [binWithTemporal('cli-bin', cli.path), pathWithout(['go', 'temporal'])].join(delimiter),
@@ -119,7 +118,8 @@ test('with a temporal CLI on PATH and no Go, npm run demo -- --codec from a clea
 });
 
 test('an older CLI is named and passed over, the download is given up within its bound, and the demo builds from source as before', async () => {
-  // A stand-in for an older installation: it answers `--version` as CLI 1.4.0 does and nothing else.
+  // A stand-in for an older installation: it answers `--version` in the CLI's format, as 1.4.0, and
+  // does nothing else.
   const oldBin = join(scratch, 'old-cli', 'temporal');
   mkdirSync(join(scratch, 'old-cli'));
   writeFileSync(oldBin, '#!/bin/sh\necho "temporal version 1.4.0 (Server 1.28.0, UI 2.36.0)"\n', {
@@ -131,18 +131,14 @@ test('an older CLI is named and passed over, the download is given up within its
   const blackhole = createServer((socket) => held.push(socket)).listen(0, '127.0.0.1');
   await new Promise((resolve) => blackhole.once('listening', resolve));
   const { port } = blackhole.address() as { port: number };
-  // The pinned release's builds, made now if this machine has none, linked into an otherwise empty
-  // project cache: the demo must find them there, and must not build.
-  await Promise.all([resolveTemporalServer(), resolveTemporalUi()]);
-  const cache = join(scratch, 'linked-cache', 'agent-job-orchestrator');
-  mkdirSync(cache, { recursive: true });
-  for (const dir of [serverCacheDir(), uiCacheDir()]) symlinkSync(dir, join(cache, dir.split('/').pop()!));
+  // The demo must find the pinned builds in its cache, and must not build.
+  const cacheHome = await pinnedBuildsCache();
   try {
     const { code, out, lines } = await runDemo([], {
       env: demoEnv({
         PATH: [join(scratch, 'old-cli'), pathWithout(['temporal'])].join(delimiter),
         HTTPS_PROXY: `http://127.0.0.1:${port}`,
-        XDG_CACHE_HOME: join(scratch, 'linked-cache'),
+        XDG_CACHE_HOME: cacheHome,
       }),
       timeoutMs: 180_000,
     });
@@ -176,4 +172,24 @@ test('an older CLI is named and passed over, the download is given up within its
     for (const socket of held) socket.destroy();
     await new Promise((resolve) => blackhole.close(resolve));
   }
+});
+
+test("a CLI the SDK downloaded before is started from the SDK's cache, with no network", async () => {
+  // The tests' CLI build placed where, and under the name which, the SDK keeps its download: the
+  // SDK then starts it without asking the network (which the default demo env refuses).
+  const cli = await resolveTemporalCli(process.env, () => {});
+  const cacheHome = join(scratch, 'download-cache');
+  const downloads = join(cacheHome, 'agent-job-orchestrator', 'temporal-cli-download');
+  mkdirSync(downloads, { recursive: true });
+  symlinkSync(cli.path, join(downloads, `temporal-sdk-typescript-${sdkVersion()}`));
+  const { code, out } = await runDemo([], { env: demoEnv({ XDG_CACHE_HOME: cacheHome }) });
+  assert.equal(code, 0, out);
+  assert.match(out, /starting the dev server of the Temporal CLI the SDK downloaded before/);
+  assert.match(
+    out,
+    /versions: Temporal CLI \d+\.\d+\.\d+ dev server downloaded by the SDK \(Temporal Server /,
+  );
+  assert.match(out, /prLink: https:\/\/github\.com\//);
+  assert.doesNotMatch(out, /Temporal Server v\d|building/);
+  assert.match(out, /stopped the Temporal CLI's dev server on 127\.0\.0\.1:\d+/);
 });

@@ -10,11 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../dev/temporal-versions.js';
-import { demoEnv, runDemo } from '../demo-run.js';
+import { demoEnv, pinnedBuildsCache, runDemo } from '../demo-run.js';
 import { ROOT, waitFor } from '../harness.js';
 
+const env = demoEnv({ XDG_CACHE_HOME: await pinnedBuildsCache() });
+
 test('npm run demo prints a final record with a prLink and stops what it started', async () => {
-  const { code, out } = await runDemo([]);
+  const { code, out } = await runDemo([], { env });
   assert.equal(code, 0, out);
   // The releases the compose file deploys, and the Node the Dockerfile runs.
   const server = TEMPORAL_SERVER_VERSION.replaceAll('.', '\\.');
@@ -38,7 +40,7 @@ test('npm run demo prints a final record with a prLink and stops what it started
 });
 
 test('npm run demo -- --jobs 4 --budget 2/10s shows jobs queued for the project quota, and no 429', async () => {
-  const { code, out } = await runDemo(['--jobs', '4', '--budget', '2/10s']);
+  const { code, out } = await runDemo(['--jobs', '4', '--budget', '2/10s'], { env });
   assert.equal(code, 0, out);
   assert.match(out, /job \d: queued for the project's API budget: position \d of \d, earliest start \d{4}-/);
   assert.equal(out.match(/job \d: prLink: https:\/\/github\.com\//g)?.length, 4, out);
@@ -54,7 +56,7 @@ test('npm run demo -- --codec --keep: the UI server is given the codec server, w
     ['run', '--silent', 'demo', '--', '--codec', '--keep', '--prompt', `Document ${marker}`],
     {
       cwd: ROOT,
-      env: demoEnv(),
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     },
