@@ -1,6 +1,7 @@
 /**
- * `npm run demo`: one agent job end to end on embedded defaults. Starts a Temporal dev server with
- * the UI (unless TEMPORAL_ADDRESS is set), the API simulator (unless AGENT_API_BASE_URL is set) and
+ * `npm run demo`: one agent job end to end on embedded defaults. Finds or starts a Temporal server
+ * with the UI (dev/demo-temporal.ts: TEMPORAL_ADDRESS, a CLI on PATH, the SDK's download of one, or
+ * the build from source), the API simulator (unless AGENT_API_BASE_URL is set) and
  * a worker process, starts one workflow through the client library, shows its progress, prints
  * the final record with its prLink and the UI link, and stops what it started (unless --keep).
  *
@@ -30,7 +31,8 @@ import { jsonText, terminalText } from '../src/escape.js';
 import type { QuotaLimit } from '../src/quota/settings.js';
 import { parseQuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
-import { startDevServer, freePorts, sdkVersion, type DevServer } from './dev-server.js';
+import { startDemoTemporal } from './demo-temporal.js';
+import { freePorts, sdkVersion } from './dev-server.js';
 
 const DEFAULT_PROMPT = 'Add a "Quickstart" page that shows how to install the CLI and run a first command.';
 const DEMO_KEY = 'demo-local-key';
@@ -148,23 +150,12 @@ async function main(): Promise<number> {
   // Known before the UI starts, which takes it as its codec endpoint.
   const codecPort = ring === null ? null : (await freePorts(1))[0]!;
   const codecEndpoint = codecPort === null ? undefined : `http://127.0.0.1:${codecPort}`;
-  let server: DevServer | null = null;
-  let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  let uiUrl = process.env.TEMPORAL_UI_URL ?? null;
-  if (!temporalAddress) {
-    say(
-      'starting a local Temporal server with the UI (the first run on a machine builds Temporal Server and the UI server, which takes minutes)',
-    );
-    server = await startDevServer({ ui: true, uiCodecEndpoint: codecEndpoint, log: (line) => say(line) });
-    cleanups.push(() => server!.stop());
-    temporalAddress = server.address;
-    uiUrl = server.uiUrl;
-    say(
-      `versions: Temporal Server ${server.version}, Temporal UI ${server.uiVersion ?? '(none)'}, ` +
-        `TypeScript SDK ${sdkVersion()}, Node ${process.version}`,
-    );
-  } else {
-    say(`using the Temporal server at ${temporalAddress}`);
+  const temporal = await startDemoTemporal({ codecEndpoint, log: say });
+  cleanups.push(() => temporal.stop());
+  const temporalAddress = temporal.address;
+  const uiUrl = temporal.uiUrl;
+  if (temporal.described !== null) {
+    say(`versions: ${temporal.described}, TypeScript SDK ${sdkVersion()}, Node ${process.version}`);
   }
 
   let simulator: RunningSimulator | null = null;
@@ -209,7 +200,7 @@ async function main(): Promise<number> {
     say(
       `payload codec on, key ring ${ring.throwaway ? `${ring.path} (a throwaway one)` : ring.path}: ` +
         `codec server on ${codecEndpoint}` +
-        (server ? ', the UI decodes through it' : '') +
+        (temporal.described !== null ? ', the UI decodes through it' : '') +
         `; temporal workflow show --codec-endpoint ${codecEndpoint} ...`,
     );
   }

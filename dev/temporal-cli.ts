@@ -2,8 +2,9 @@
  * Finds the Temporal CLI, which the project uses as a client only: the tests of the commands the
  * docs give (`temporal workflow execute`, `temporal workflow reset`), deploy/compose/temporal-init.sh
  * (which the admin-tools image runs with it) and the versioned rollout of `npm run test:cluster`.
- * The server of the tests, the demo and the benchmark is Temporal Server itself
- * (dev/dev-server.ts), not the CLI's dev server. This machine reaches package registries only, so
+ * The server of the tests and the benchmark is Temporal Server itself (dev/dev-server.ts), not
+ * this CLI's dev server; the demo runs the dev server of a CLI of the user's own on PATH when there is
+ * one (dev/demo-temporal.ts). This machine reaches package registries only, so
  * the CLI is built from source through the Go module proxy once and cached for every clone.
  *
  * Order: $TEMPORAL_CLI_PATH, `temporal` on PATH, the cached build, a fresh `go install`.

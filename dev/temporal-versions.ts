@@ -9,7 +9,7 @@
 /**
  * The Temporal CLI, used as a client only: the `temporal` commands the docs give and the tests run
  * (`workflow execute`, `workflow reset`), the compose init script and the rollout steps. No server
- * runs from it. It stays 1.5.1: CLI 1.9.1's go.mod replaces its own `github.com/temporalio/cli/cliext`
+ * of the tests runs from it (the demo's test runs the demo on its dev server, as on a user's CLI). It stays 1.5.1: CLI 1.9.1's go.mod replaces its own `github.com/temporalio/cli/cliext`
  * module with a directory that the module proxy's zip leaves out, and the proxy serves no version of
  * that module, so `go install ...@v1.9.1` stops with "contains one or more replace directives" and
  * no build of it can be had from the proxy (1.6 to 1.9.0 have the same replace).

@@ -1,7 +1,8 @@
 /**
  * `npm run demo`, exactly as a newcomer runs it: it starts its own Temporal server with the UI,
  * the simulator and a worker, runs one agent job, prints the final record with its prLink and the
- * UI link, and stops everything it started.
+ * UI link, and stops everything it started. Here on the build from source of the pinned release,
+ * CI's path (test/demo-run.ts); the other ways to a server are test/e2e/demo-temporal.test.ts's.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -9,44 +10,13 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { TEMPORAL_SERVER_VERSION, TEMPORAL_UI_VERSION } from '../../dev/temporal-versions.js';
+import { demoEnv, pinnedBuildsCache, runDemo } from '../demo-run.js';
 import { ROOT, waitFor } from '../harness.js';
 
-/** The environment of a demo run from nothing: no server, no API settings, no key ring. */
-function demoEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  // The suite's server and any API settings would make the demo reuse them: start from nothing.
-  for (const name of [
-    'TEMPORAL_ADDRESS',
-    'TEMPORAL_NAMESPACE',
-    'AGENT_API_BASE_URL',
-    'AGENT_API_KEY',
-    'AGENT_API_KEY_FILE',
-    'TEMPORAL_PAYLOAD_KEYS_FILE',
-  ]) {
-    delete env[name];
-  }
-  return env;
-}
-
-/** Runs `npm run demo -- <args>` from nothing (no server, no API settings) and returns its exit code and output. */
-async function runDemo(args: string[]): Promise<{ code: number | null; out: string }> {
-  const env = demoEnv();
-  const demo = spawn('npm', ['run', '--silent', 'demo', ...(args.length > 0 ? ['--', ...args] : [])], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  demo.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  demo.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const killer = setTimeout(() => demo.kill('SIGKILL'), 120_000);
-  const [code] = (await once(demo, 'exit')) as [number | null];
-  clearTimeout(killer);
-  return { code, out };
-}
+const env = demoEnv({ XDG_CACHE_HOME: await pinnedBuildsCache() });
 
 test('npm run demo prints a final record with a prLink and stops what it started', async () => {
-  const { code, out } = await runDemo([]);
+  const { code, out } = await runDemo([], { env });
   assert.equal(code, 0, out);
   // The releases the compose file deploys, and the Node the Dockerfile runs.
   const server = TEMPORAL_SERVER_VERSION.replaceAll('.', '\\.');
@@ -70,7 +40,7 @@ test('npm run demo prints a final record with a prLink and stops what it started
 });
 
 test('npm run demo -- --jobs 4 --budget 2/10s shows jobs queued for the project quota, and no 429', async () => {
-  const { code, out } = await runDemo(['--jobs', '4', '--budget', '2/10s']);
+  const { code, out } = await runDemo(['--jobs', '4', '--budget', '2/10s'], { env });
   assert.equal(code, 0, out);
   assert.match(out, /job \d: queued for the project's API budget: position \d of \d, earliest start \d{4}-/);
   assert.equal(out.match(/job \d: prLink: https:\/\/github\.com\//g)?.length, 4, out);
@@ -86,7 +56,7 @@ test('npm run demo -- --codec --keep: the UI server is given the codec server, w
     ['run', '--silent', 'demo', '--', '--codec', '--keep', '--prompt', `Document ${marker}`],
     {
       cwd: ROOT,
-      env: demoEnv(),
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     },
