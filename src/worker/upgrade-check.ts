@@ -72,6 +72,8 @@ export async function checkUpgrade(options: UpgradeCheckOptions): Promise<Upgrad
   }
   const runs: Array<{ workflowId: string; runId: string; type: string }> = [];
   for await (const run of client.workflow.list({ query: moving })) runs.push(run);
+  // A replay worker loads the whole bundle: a fresh task queue, the usual start, pays none of it.
+  if (runs.length === 0) return { replayed: 0, blockers };
   // One open run per workflow ID: the ID names it.
   const byId = new Map(runs.map((run) => [run.workflowId, run]));
   async function* histories() {
