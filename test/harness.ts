@@ -368,7 +368,11 @@ export interface TestProcess {
   child: ChildProcess;
   stdout(): string;
   stderr(): string;
-  /** Waits until stdout or stderr matches `pattern`. */
+  /**
+   * Waits until stdout or stderr matches `pattern`, 120 s by default: a worker process bundles its
+   * workflow code as it starts, which took past 30 s on a loaded two-core machine (the bound
+   * {@link startWorkerProcess} gives readiness too). A deadline, not a wait: a match returns at once.
+   */
   waitForOutput(pattern: RegExp, what: string, timeoutMs?: number): Promise<void>;
   /** Resolves with the exit code (or the signal name) once the process has exited. */
   exited: Promise<number | string>;
@@ -406,7 +410,7 @@ export function spawnTs(
     stdout: () => out,
     stderr: () => err,
     exited,
-    waitForOutput: (pattern, what, timeoutMs = 30_000) =>
+    waitForOutput: (pattern, what, timeoutMs = 120_000) =>
       waitFor(() => pattern.test(out) || pattern.test(err) || child.exitCode !== null, {
         what,
         timeoutMs,
