@@ -48,7 +48,7 @@ const NAMED_BLOCKERS = 3;
 /** Finds the open workflows of the task queue that this build could not take over. */
 export async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckResult> {
   const client = new Client({ connection: options.connection, namespace: options.namespace });
-  const open = `ExecutionStatus = 'Running' AND TaskQueue = '${options.taskQueue}'`;
+  const open = `ExecutionStatus = 'Running' AND TaskQueue = ${quote(options.taskQueue)}`;
   const blockers: UpgradeBlocker[] = [];
   let moving = open;
   if (options.version !== null) {
