@@ -6,7 +6,7 @@
  */
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { AgentJobRecord } from '../../src/contract.js';
-import { CREATE_BACKOFF, retryPolicyOf } from '../../src/agent-api/failure-policy.js';
+import { CREATE_BACKOFF, retryPolicyOf } from '../../src/failure-policy/backoff.js';
 import type { BaselineActivities } from './activities.js';
 
 const { createAgentJob } = proxyActivities<BaselineActivities>({

@@ -10,7 +10,7 @@
  */
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
-import { GET_BACKOFF, retryPolicyOf } from '../../src/agent-api/failure-policy.js';
+import { GET_BACKOFF, retryPolicyOf } from '../../src/failure-policy/backoff.js';
 import type { BaselineActivities } from './activities.js';
 import { createJob } from './create.js';
 import { jitteredMs } from './jitter.js';

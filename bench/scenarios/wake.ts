@@ -23,7 +23,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
 import { mapLimit } from '../../src/client/map-limit.js';
-import { GET_BACKOFF } from '../../src/agent-api/failure-policy.js';
+import { GET_BACKOFF } from '../../src/failure-policy/backoff.js';
 import { POLL_ATTEMPT_TIMEOUT_MS } from '../../src/poll-schedule.js';
 import type { BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';

@@ -22,14 +22,9 @@ import {
 import { TimeoutType } from '@temporalio/common';
 import type { ApiErrorDetails, LastApiError } from '../../contract.js';
 import { POLL_PAST_DEADLINE } from '../../poll-schedule.js';
-import {
-  legacyBound,
-  type ApiOperation,
-  type Backoff,
-  type StreakBound,
-  type Tolerances,
-} from '../../agent-api/failure-policy.js';
-import type { FailureStreak } from './failure-streak.js';
+import type { Backoff } from '../../failure-policy/backoff.js';
+import type { FailureStreak, Tolerances } from '../../failure-policy/streak.js';
+import { legacyBound, type ApiOperation, type StreakBound } from '../../failure-policy/table.js';
 import { markdownText } from '../../escape.js';
 
 /** The run a call is made for (./run.ts): its deadline and streak, and where a call reports. */

@@ -15,13 +15,8 @@ import type { AgentJobActivities, PolledRecord } from '../../activities/index.js
 import type { AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
 import type { QuotaUseKind } from '../project-quota/messages.js';
-import {
-  CREATE_BACKOFF,
-  GET_BACKOFF,
-  MESSAGE_BACKOFF,
-  retryPolicyOf,
-  SDK_WORKER_SHUTDOWN_TYPE,
-} from '../../agent-api/failure-policy.js';
+import { CREATE_BACKOFF, GET_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../failure-policy/backoff.js';
+import { SDK_WORKER_SHUTDOWN_TYPE } from '../../failure-policy/table.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';
 import type { ProjectQuotaRequester, QuotaTicket, QuotaUse } from '../project-quota/requester.js';
