@@ -67,35 +67,32 @@ export const MAX_RETRY_AFTER_MS = 10 * 60_000;
  */
 export const RETRY_JITTER = 0.2;
 
-/** The backoff before attempt `failures + 1`, after `failures` (at least 1) failed attempts in a row. */
-export function backoffMs(backoff: Backoff, failures: number): number {
-  const exponent = Math.max(0, failures - 1);
-  const wait = backoff.initialIntervalMs * backoff.backoffCoefficient ** exponent;
-  return Math.min(Number.isFinite(wait) ? wait : backoff.maximumIntervalMs, backoff.maximumIntervalMs);
-}
-
-/** What {@link retryDelayMs} decides from. */
-export interface RetryDelayInput {
-  backoff: Backoff;
-  /** Failed attempts in a row so far, at least 1. */
-  failures: number;
-  /** The server's `Retry-After` in ms (0 for a date in the past), or null when it sent none. */
-  retryAfterMs: number | null;
-  /** A uniform number in [0, 1): the workflow's seeded `Math.random`, or the activity's. */
-  random: () => number;
-}
-
 /**
- * The wait before the next attempt: the backoff, raised (never lowered) to the server's
- * `Retry-After` capped at {@link MAX_RETRY_AFTER_MS}, plus up to {@link RETRY_JITTER}. So
+ * The wait before the next attempt, after `failures` (at least 1) failed attempts in a row: the
+ * backoff, raised (never lowered) to the server's `Retry-After` (`retryAfterMs`: 0 for a date in
+ * the past, null when it sent none) capped at {@link MAX_RETRY_AFTER_MS}, plus up to
+ * {@link RETRY_JITTER} from `random` (the workflow's seeded `Math.random`, or the activity's). So
  * `Retry-After: 0` or a date in the past (clock skew) can never cause a retry storm. Callers cap
  * the result at their deadline.
  */
-export function retryDelayMs(input: RetryDelayInput): number {
-  const floor = backoffMs(input.backoff, input.failures);
-  const asked =
-    input.retryAfterMs === null ? 0 : Math.min(Math.max(0, input.retryAfterMs), MAX_RETRY_AFTER_MS);
-  return Math.round(Math.max(floor, asked) * (1 + input.random() * RETRY_JITTER));
+export function retryDelayMs({
+  backoff,
+  failures,
+  retryAfterMs,
+  random,
+}: {
+  backoff: Backoff;
+  failures: number;
+  retryAfterMs: number | null;
+  random: () => number;
+}): number {
+  const grown = backoff.initialIntervalMs * backoff.backoffCoefficient ** Math.max(0, failures - 1);
+  const floor = Math.min(
+    Number.isFinite(grown) ? grown : backoff.maximumIntervalMs,
+    backoff.maximumIntervalMs,
+  );
+  const asked = retryAfterMs === null ? 0 : Math.min(Math.max(0, retryAfterMs), MAX_RETRY_AFTER_MS);
+  return Math.round(Math.max(floor, asked) * (1 + random() * RETRY_JITTER));
 }
 
 /**

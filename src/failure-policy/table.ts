@@ -218,13 +218,19 @@ export function handedBack(
 }
 
 /**
- * The bound of a failure handed back by an activity of an earlier build, whose details carry no
- * `bound`: 404s and odd bodies were a blip, the rest retried until the deadline.
+ * How the workflow bounds a streak of a failure of `type` that an activity handed back: as its
+ * `details` say, or for a failure from an earlier build (no `bound` in its details) as that build
+ * did: 404s and odd bodies were a blip, the rest retried until the deadline. A failure with no API
+ * error below it (no details: a timeout, a stopping worker) is retried until the deadline.
  */
-export function legacyBound(type: string): StreakBound {
-  return type === ApiFailureType.JobNotFound || type === ApiFailureType.UnexpectedResponse
-    ? 'blip'
-    : 'deadline';
+export function boundOf(
+  details: { final: boolean; bound?: StreakBound } | undefined,
+  type: string,
+): StreakBound {
+  if (details === undefined) return 'deadline';
+  if (details.final) return 'final';
+  const legacy = type === ApiFailureType.JobNotFound || type === ApiFailureType.UnexpectedResponse;
+  return details.bound ?? (legacy ? 'blip' : 'deadline');
 }
 
 /** Whether a failure of this type refused a project-quota use (429): the quota must hear of it. */
@@ -243,10 +249,3 @@ export function outcomeUnknownType(operation: 'createJob' | 'sendMessage'): ApiF
     ? ApiFailureType.CreateOutcomeUnknown
     : ApiFailureType.MessageOutcomeUnknown;
 }
-
-/**
- * The failure type the SDK gives an activity attempt that a stopping worker cancelled and that let
- * the cancellation out. Create and message never retry it on the server: the workflow decides, as
- * the request may have left.
- */
-export const SDK_WORKER_SHUTDOWN_TYPE = 'WorkerShutdown';

@@ -1,54 +1,43 @@
 /**
  * The failure types an Agent Job API call fails with: the names the failure policy's table
  * (./table.ts) gives each kind of failure, and src/contract.ts re-exports with the workflow's own.
+ * What each does (final or retried, for how long, whether it may have been applied) is the
+ * table's alone, printed in docs/failure-policy.md; below, only what it names.
  *
  * Pure: no imports. The API client, workflow code and the contract import it.
  */
 
 /** Failure types of the API client. Stable names: callers match on them. */
 export const ApiFailureType = {
-  /** The API refused the request as malformed (400, 422, other 4xx). Final. */
+  /** The API refused the request as malformed (400, 422, other 4xx), or it was not sendable. */
   InvalidRequest: 'InvalidRequest',
-  /**
-   * The API refused the key (401, 403). A poll or message waits for a working key for the input's
-   * `credentialTolerance`; a create fails at once unless the key worked for the project lately.
-   */
+  /** The API refused the key (401, 403): unknown, expired, revoked, a scope or an allow-list. */
   Unauthorized: 'Unauthorized',
-  /** Create answered 404: the project does not exist or the key cannot see it. Final. */
+  /** A create answered 404: the project does not exist or the key cannot see it. */
   ProjectNotFound: 'ProjectNotFound',
-  /** Get or message answered 404; retried a bounded few times (read-after-create lag), then final. */
+  /** A get or message answered 404. */
   JobNotFound: 'JobNotFound',
-  /** 429: too many requests; retried after `Retry-After`. */
+  /** 429: too many requests. */
   RateLimited: 'RateLimited',
-  /** 408, 425, 500, 502, 503, 504 and other 5xx: the API is unwell for now; retried. */
+  /** 408, 425, 500, 502, 503, 504 and other 5xx: the API is unwell for now. */
   ServiceUnavailable: 'ServiceUnavailable',
-  /** Refused or reset connection, DNS failure: retried. */
+  /** A refused or reset connection, a DNS failure. */
   NetworkError: 'NetworkError',
-  /**
-   * The TLS handshake failed (an untrusted, expired or mismatched certificate, https to a plain
-   * port): nothing was sent. Final for a create; a poll or message rides it out like a blip.
-   */
+  /** The TLS handshake failed (an untrusted, expired or mismatched certificate, https to a plain port). */
   TlsHandshakeFailed: 'TlsHandshakeFailed',
-  /**
-   * The API answered a redirect: `AGENT_API_BASE_URL` points somewhere else than the API. Final,
-   * never sent again (a 303 after a create or message means it was processed: ambiguous instead).
-   */
+  /** The API answered a redirect: `AGENT_API_BASE_URL` points somewhere else than the API. */
   Redirected: 'Redirected',
-  /**
-   * The egress proxy (`HTTPS_PROXY`, `HTTP_PROXY`) refused the request or its tunnel (407 and the
-   * like): nothing reached the API. Final: its credentials or its policy need a person.
-   */
+  /** The egress proxy (`HTTPS_PROXY`, `HTTP_PROXY`) refused the request or its tunnel (407 and the like). */
   ProxyRefused: 'ProxyRefused',
-  /** The worker stopped before the request was sent: retried. */
+  /** The worker stopped before the request was sent. */
   WorkerShutdown: 'WorkerShutdown',
-  /** The request did not finish within its timeout: retried. */
+  /** The request did not finish within its timeout. */
   RequestTimeout: 'RequestTimeout',
-  /** A body that is not JSON or not an agent job record (a proxy's error page, say); bounded retries. */
+  /** A body that is not JSON or not an agent job record (a proxy's error page, say). */
   UnexpectedResponse: 'UnexpectedResponse',
   /**
    * A create or follow-up message answered 2xx, so it took effect, but its body cannot be read as
-   * a record. Final: it is never sent again (the API documents no idempotency key). The message
-   * names the agent job when the answer or the call does.
+   * a record. The message names the agent job when the answer or the call does.
    */
   UnreadableAnswer: 'UnreadableAnswer',
   /** A create whose outcome is unknown, under the `fail` policy for ambiguous calls. */
