@@ -62,10 +62,10 @@ export interface Verdict {
  * which the server alone keeps), or it ends undelivered at once (`final`). The receiver's
  * `Retry-After` raises the wait where `readsRetryAfter` says so.
  */
-export type DeliveryVerdict = Pick<Verdict, 'readsRetryAfter'> & { bound: 'deadline' | 'final' };
+type DeliveryVerdict = Pick<Verdict, 'readsRetryAfter'> & { bound: 'deadline' | 'final' };
 
 /** One row of the table: a verdict per API call, and the delivery's. */
-export type Row = Readonly<Record<ApiOperation, Verdict>> & { readonly delivery: DeliveryVerdict };
+type Row = Readonly<Record<ApiOperation, Verdict>> & { readonly delivery: DeliveryVerdict };
 
 type Init = Partial<Verdict> & Pick<Verdict, 'type' | 'bound'>;
 
