@@ -110,7 +110,7 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 /** The activity task queue's backlog, as the server counts it. */
 async function activityBacklog(env: BenchEnvironment, taskQueue: string): Promise<string> {
   const { stats } = await env.client.workflowService.describeTaskQueue({
-    namespace: env.namespace,
+    namespace: env.temporal.namespace,
     taskQueue: { name: taskQueue },
     taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     reportStats: true,
@@ -131,11 +131,10 @@ async function main(): Promise<void> {
   const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));
   const env = await startBenchEnvironment(say);
   try {
-    const project = `profile-${Date.now()}`;
-    env.simulator.setScenario(project, { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
+    const project = env.newProject('profile', { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
     // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
-    const worker = await env.spawnWorker(impl, project, {}, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-    await worker.waitForLine('worker running', 60_000);
+    const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+    const worker = await env.startWorker(impl, project, { nodeArgs });
     say(`starting ${jobs} jobs of ${label(impl)} polled every ${cadenceMs / 1000} s`);
     await startJobs(
       env.client,
@@ -143,7 +142,7 @@ async function main(): Promise<void> {
       project,
       jobs,
     );
-    const created = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0;
+    const created = () => env.requestsOf(project).create ?? 0;
     await waitUntil({
       check: () => (created() >= jobs ? true : undefined),
       deadline: Date.now() + 10 * 60_000,
@@ -155,15 +154,10 @@ async function main(): Promise<void> {
     await sleep(cadenceMs);
     const read = () => ({
       threads: threadCpu(worker.pid),
-      polls: env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0,
-      gets: new Map(
-        env.simulator
-          .stats()
-          .jobs.filter((job) => job.projectId === project)
-          .map((job) => [job.id, job.requests.get.count]),
-      ),
+      polls: env.requestsOf(project).get ?? 0,
+      gets: new Map(env.jobsOf(project).map((job) => [job.id, job.requests.get.count])),
       at: Date.now(),
-      server: env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds,
+      server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
       machine: cpuTimes(),
     });
     say(`steady window: ${cadences} cadences`);

@@ -12,7 +12,6 @@
  * CPU over a few hundred polls does; the worker processes' CPU per poll is reported beside them
  * for scale.
  */
-import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -20,7 +19,6 @@ import { startAgentJob } from '../../src/client/index.js';
 import { AesGcmPayloadCodec, FileKeyRing } from '../../src/payload-codec/index.js';
 import type { BenchEnvironment } from '../environment.js';
 import { chainHistories, firstRunId, type History } from '../history.js';
-import type { MeasuredProcess } from '../processes.js';
 import { sampleProcess } from '../resources.js';
 import { spread, sum } from '../stats.js';
 import type { CodecCost, CodecCostSide } from '../catalogue.js';
@@ -44,26 +42,21 @@ export interface CodecCostParams {
  * one job of the first side (what the second side sealed).
  */
 export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams): Promise<CodecCost> {
-  const workers: MeasuredProcess[] = [];
-  try {
-    const off = await runSide(env, null, params, workers);
-    const on = await runSide(env, env.payloadKeysFile, params, workers);
-    const payloads = payloadsOf(off.firstHistory);
-    const codec = new AesGcmPayloadCodec(new FileKeyRing(env.payloadKeysFile));
-    const pollInput = pollInputOf(off.firstHistory);
-    return {
-      sides: [off.side, on.side],
-      sealOpen: {
-        payloads: payloads.length,
-        bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
-        cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
-        pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
-        cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
-      },
-    };
-  } finally {
-    for (const worker of workers) await worker.stop();
-  }
+  const off = await runSide(env, false, params);
+  const on = await runSide(env, true, params);
+  const payloads = payloadsOf(off.firstHistory);
+  const codec = new AesGcmPayloadCodec(new FileKeyRing(env.payloadKeysFile));
+  const pollInput = pollInputOf(off.firstHistory);
+  return {
+    sides: [off.side, on.side],
+    sealOpen: {
+      payloads: payloads.length,
+      bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
+      cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
+      pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
+      cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
+    },
+  };
 }
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
@@ -75,34 +68,19 @@ interface SideRun {
   firstHistory: History;
 }
 
-/** Runs the jobs of one side at once, on a worker of its own that joins `workers`. */
-async function runSide(
-  env: BenchEnvironment,
-  keysFile: string | null,
-  params: CodecCostParams,
-  workers: MeasuredProcess[],
-): Promise<SideRun> {
-  const codec = keysFile === null ? 'off' : 'on';
-  const taskQueue = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
-  const worker = await env.spawnWorker(
-    'worker',
-    taskQueue,
-    keysFile === null ? {} : { TEMPORAL_PAYLOAD_KEYS_FILE: keysFile },
-  );
-  workers.push(worker);
-  await worker.waitForLine('worker running', 60_000);
-  // The client seals what it starts, as a caller with the codec does: a keyed worker refuses
-  // unsealed input.
-  const client = keysFile === null ? env.client : env.sealingClient();
-  const projectId = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
-  env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
+/** Runs the jobs of one side at once, on a worker of its own and a client with the same ring. */
+async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams): Promise<SideRun> {
+  const codec = sealed ? 'on' : 'off';
+  const projectId = env.newProject(`codec-cost-${codec}`, { durationMs: JOB_MS, outcome: 'pr' });
+  const worker = await env.startWorker('worker', projectId, { sealed });
+  const client = env.clientOf(sealed);
   const cpuBefore = sampleProcess(worker.pid).cpuSeconds;
   const handles: WorkflowHandle[] = await Promise.all(
     Array.from({ length: params.jobs }, (_, i) =>
       startAgentJob(
         client,
         { projectId, prompt: `Benchmark: payload codec ${codec}, job ${i}`, poll: POLL },
-        { taskQueue, key: `job-${i}` },
+        { taskQueue: projectId, key: `job-${i}` },
       ),
     ),
   );

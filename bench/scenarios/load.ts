@@ -21,31 +21,25 @@ import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
 import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import type { BenchEnvironment } from '../environment.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { Endpoint } from '../../src/simulator/index.js';
 import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
-import { writeStdin, type MeasuredProcess } from '../processes.js';
+import { runPlainLoop, type MeasuredProcess } from '../processes.js';
 import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
 import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
+import type { ChoiceSide, CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
 
-/** What to run. */
-export interface LoadParams {
+/** What to run: one implementation at one load point, and for this worker a side of a design choice. */
+export type LoadParams = ChoiceSide & {
   impl: Implementation;
   jobs: number;
   /** Poll interval in force (fixed: initial = max, coefficient 1). */
   cadenceMs: number;
   /** Length of the steady window, in whole cadences. */
   steadyCadences: number;
-  /** Extra worker settings (cache size, concurrency), as environment variables. */
-  workerEnv?: Record<string, string>;
-  /** Label of a design-choice variant; empty for the defaults. */
-  variant?: string;
-  /** The payload codec on: the worker and the client that starts the jobs seal with one ring. */
-  sealed?: boolean;
-}
+};
 
 /** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
 export class BenchmarkBroken extends Error {
@@ -72,23 +66,17 @@ const PROMPT = 'Benchmark agent job: add a changelog entry.';
 /** Jobs stay active until released; this only bounds a run that lost its release. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
 
-/** Runs one load scenario. */
+/** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
 export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
-  const project = `load-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
-  env.simulator.setScenario(project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const project = env.newProject(`load-${params.impl}-${params.jobs}`, {
+    durationMs: HELD_JOB_MS,
+    outcome: 'pr',
+  });
   const proc =
     params.impl === 'plain-loop'
-      ? env.spawnPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
-      : await env.spawnWorker(params.impl, project, {
-          ...params.workerEnv,
-          ...(params.sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: env.payloadKeysFile }),
-        });
-  try {
-    await proc.waitForLine(params.impl === 'plain-loop' ? 'ready' : 'worker running', 60_000);
-    return await drive(env, params, project, proc);
-  } finally {
-    await proc.stop();
-  }
+      ? await env.startPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
+      : await env.startWorker(params.impl, project, { overrides: params.workerEnv, sealed: params.sealed });
+  return drive(env, params, project, proc);
 }
 
 /** A clock over the three processes, read at phase boundaries. */
@@ -105,9 +93,9 @@ function read(env: BenchEnvironment, pid: number, project: string): Reading {
   return {
     at: Date.now(),
     proc: sampleProcess(pid),
-    server: env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds,
+    server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
     bench: (bench.user + bench.system) / 1e6,
-    polls: env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0,
+    polls: env.requestsOf(project).get ?? 0,
   };
 }
 
@@ -141,26 +129,24 @@ async function drive(
 
   // 1. Ramp.
   if (params.impl === 'plain-loop') {
-    await writeStdin(proc, 'go\n');
     // The result only comes after the release; until it is awaited there, a failure is kept as a value.
-    loopResult = proc.waitForLine('result', timeoutMs * 3).then(
-      (hit) => ({ line: hit.line }),
+    loopResult = runPlainLoop(proc, timeoutMs * 3).then(
+      (line) => ({ line }),
       (error: unknown) => ({ error }),
     );
   } else {
     try {
       const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(params.cadenceMs) };
-      const client = params.sealed ? env.sealingClient() : env.client;
-      started = await startJobs(client, how, project, params.jobs);
+      started = await startJobs(env.clientOf(params.sealed ?? false), how, project, params.jobs);
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
   }
   const deadline = () => Date.now() + timeoutMs;
   const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
-  if (broke === null) broke = await waitForCount(created, params.jobs, 'created', deadline(), proc);
+  broke ??= await waitForCount(created, params.jobs, 'created', deadline(), proc);
   const rampEnd = read(env, proc.pid, project);
-  const jobs = env.simulator.stats().jobs.filter((j) => j.projectId === project);
+  const jobs = env.jobsOf(project);
 
   // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
   // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
@@ -168,9 +154,8 @@ async function drive(
   // half a cadence later, so that those jobs are in their polling rhythm too.
   const watch = new ResourceWatch(proc.pid);
   let steadyStart = rampEnd;
-  const polled = () =>
-    env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
-  if (broke === null) broke = await waitForCount(polled, params.jobs, 'polled', deadline(), proc);
+  const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
+  broke ??= await waitForCount(polled, params.jobs, 'polled', deadline(), proc);
   if (broke === null) {
     await sleep(params.cadenceMs / 2);
     steadyStart = read(env, proc.pid, project);
@@ -200,7 +185,7 @@ async function drive(
         broke = `the plain loop did not finish: ${String((outcome.error as Error).message).split('\n')[0]}`;
       }
     } else {
-      if (broke === null) broke = await waitForClose(env.client, project, params.jobs, deadline());
+      broke ??= await waitForClose(env.client, project, params.jobs, deadline());
       if (broke !== null) await terminateLeftovers(env, project);
       closes =
         params.impl === 'worker'
@@ -213,11 +198,7 @@ async function drive(
 
   // When the simulator made each job terminal.
   const terminalAt = new Map(
-    env.simulator
-      .stats()
-      .jobs.flatMap((j) =>
-        j.projectId === project && j.terminalAt !== null ? [[j.id, j.terminalAt] as const] : [],
-      ),
+    env.jobsOf(project).flatMap((j) => (j.terminalAt === null ? [] : [[j.id, j.terminalAt] as const])),
   );
   const latencies = closes.flatMap((c) => {
     const at = c.jobId === null ? undefined : terminalAt.get(c.jobId);
@@ -257,7 +238,7 @@ async function drive(
     steadyPollsPerSecond: steadyPolls / steadySeconds,
     cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
     cpuPerStart: cpuBetween(idle, rampEnd, params.jobs),
-    apiRequestsPerJob: apiRequests(env.simulator, project) / params.jobs,
+    apiRequestsPerJob: apiRequests(env.requestsOf(project)) / params.jobs,
     idleRssMiB: idle.proc.rssMiB,
     peakRssMiB,
     rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / params.jobs) * 1000,
@@ -407,7 +388,7 @@ export async function waitForClose(
 export async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
   const running = `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`;
   await env.client.workflowService.startBatchOperation({
-    namespace: env.namespace,
+    namespace: env.temporal.namespace,
     jobId: randomUUID(),
     reason: 'benchmark run over',
     visibilityQuery: running,
@@ -471,8 +452,7 @@ async function splitDetection(
   return split.wait.length === 0 ? null : { sampled: split.wait.length, p50: at(50), p99: at(99) };
 }
 
-/** The requests of `project` at the simulator: its creates, GETs and messages. */
-export function apiRequests(simulator: RunningSimulator, project: string): number {
-  const counts = simulator.stats().requestsPerProjectEndpoint[project] ?? {};
+/** A project's API requests at the simulator (its counts by endpoint): its creates, GETs and messages. */
+export function apiRequests(counts: Partial<Record<Endpoint, number>>): number {
   return (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
 }

@@ -19,7 +19,6 @@
  * it waits between attempts leaves no ActivityTaskStarted event, so its attempts (each one GET and
  * one billable action) are in no history; the scenario counts both to show the gap.
  */
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
 import { mapLimit } from '../../src/client/map-limit.js';
@@ -68,7 +67,6 @@ export async function runWake(env: BenchEnvironment, params: WakeParams): Promis
     return await scenario.run();
   } finally {
     await terminateLeftovers(env, scenario.project);
-    for (const worker of scenario.workers) await worker.stop();
   }
 }
 
@@ -83,32 +81,31 @@ interface Probe {
   error: string | null;
 }
 
-/** One run of the scenario: its project at the simulator, and the workers it started. */
+/** One run of the scenario: its project at the simulator, whose name is its task queue too. */
 class WakeScenario {
   readonly project: string;
-  readonly workers: MeasuredProcess[] = [];
 
   constructor(
     private readonly env: BenchEnvironment,
     private readonly params: WakeParams,
   ) {
-    this.project = `wake-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
-    env.simulator.setScenario(this.project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`, {
+      durationMs: HELD_JOB_MS,
+      outcome: 'pr',
+    });
   }
 
   #jobs() {
-    return this.env.simulator.stats().jobs.filter((j) => j.projectId === this.project);
+    return this.env.jobsOf(this.project);
   }
 
-  async #spawn(): Promise<{ worker: MeasuredProcess; runningAt: number }> {
-    const worker = await this.env.spawnWorker(this.params.impl, this.project);
-    this.workers.push(worker);
-    return { worker, runningAt: (await worker.waitForLine('worker running', 60_000)).at };
+  #startWorker() {
+    return this.env.startWorker(this.params.impl, this.project);
   }
 
   async run(): Promise<WakeRun> {
     const { env, params, project } = this;
-    const { worker } = await this.#spawn();
+    const worker = await this.#startWorker();
     const t0 = Date.now();
     const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(CADENCE_MS) };
     const started = await startJobs(env.client, how, project, params.jobs);
@@ -221,7 +218,7 @@ class WakeScenario {
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
     await first.exited;
-    const { runningAt } = await this.#spawn();
+    const { runningAt } = await this.#startWorker();
     const resumedAt = new Map<string, number>();
     const jobs = this.#jobs().length;
     await waitUntil<null>({
