@@ -21,6 +21,7 @@ import {
   type Scenario,
   type SimulatorOptions,
 } from '../src/simulator/index.js';
+import type { PlainLoopOptions } from './baselines/plain-loop.js';
 import { buildForBench, type Build } from './build.js';
 import type { BenchServer, WorkerImplementation } from './catalogue.js';
 import { spawnMeasured, type MeasuredProcess } from './processes.js';
@@ -250,14 +251,9 @@ export class BenchEnvironment {
     jobs: number,
     schedule: Schedule,
   ): Promise<MeasuredProcess> {
+    const options: PlainLoopOptions = { baseUrl: simulatorUrl, projectId: project, jobs, schedule };
     const proc = this.#spawn(
-      [
-        this.build.plainLoopEntry,
-        ...['--base-url', simulatorUrl, '--project', project, '--jobs', String(jobs)],
-        ...['--interval-ms', String(schedule.initialIntervalMs)],
-        ...['--max-interval-ms', String(schedule.maxIntervalMs)],
-        ...['--backoff', String(schedule.backoffCoefficient)],
-      ],
+      [this.build.plainLoopEntry, JSON.stringify(options)],
       { AGENT_API_KEY: BENCH_API_KEY },
       { stdin: 'pipe' },
     );

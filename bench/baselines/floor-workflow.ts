@@ -11,9 +11,9 @@
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
 import { GET_BACKOFF, retryPolicyOf } from '../../src/agent-api/failure-policy.js';
+import { pollJitterFactor } from '../../src/poll-schedule.js';
 import type { BaselineActivities } from './activities.js';
 import { createJob } from './create.js';
-import { jitteredMs } from './jitter.js';
 
 /** Workflow type of the baseline. */
 export const FLOOR_WORKFLOW = 'floorWorkflow';
@@ -38,7 +38,8 @@ const { readAgentJob } = proxyLocalActivities<BaselineActivities>({
 export async function floorWorkflow(input: FloorInput): Promise<AgentJobRecord> {
   const created = await createJob(input.projectId, input.prompt);
   for (;;) {
-    await sleep(jitteredMs(input.intervalMs));
+    // The worker's jitter, in whole milliseconds as its timers get it (src/poll-schedule.ts).
+    await sleep(Math.max(1, Math.round(input.intervalMs * pollJitterFactor(Math.random))));
     const record = await readAgentJob({ projectId: input.projectId, jobId: created.id });
     if (isTerminalStatus(record.status)) return record;
   }
