@@ -34,8 +34,8 @@ type Options = PlainLoopOptions & { api: AgentApiClient };
 /** What one job ended with. */
 interface Outcome {
   jobId: string;
-  /** Epoch ms at which the loop saw the terminal status. */
-  detectedAt: number;
+  /** Epoch ms at which the loop saw the terminal status: its workflow's close, for the others. */
+  closedAt: number;
   polls: number;
 }
 
@@ -73,7 +73,7 @@ async function follow(options: Options, jobId: string): Promise<Outcome> {
     try {
       const record = await options.api.getJob(options.projectId, jobId);
       polls++;
-      if (isTerminalStatus(record.status)) return { jobId, detectedAt: Date.now(), polls };
+      if (isTerminalStatus(record.status)) return { jobId, closedAt: Date.now(), polls };
     } catch (err) {
       // A transient error waits one more interval, as the workflow's retry policy would.
       if (!(err instanceof AgentApiError) || !err.retryable) throw err;

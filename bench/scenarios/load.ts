@@ -25,7 +25,7 @@ import type { Endpoint } from '../../src/simulator/index.js';
 import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { runPlainLoop, type MeasuredProcess } from '../processes.js';
-import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
+import { ResourceWatch, sampleProcess } from '../resources.js';
 import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
@@ -68,85 +68,55 @@ const HELD_JOB_MS = 6 * 60 * 60_000;
 
 /** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
 export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
-  const project = env.newProject(`load-${params.impl}-${params.jobs}`, {
-    durationMs: HELD_JOB_MS,
-    outcome: 'pr',
-  });
+  const { impl, jobs, cadenceMs } = params;
+  const project = env.newProject(`load-${impl}-${jobs}`, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const schedule = fixedSchedule(cadenceMs);
   const proc =
-    params.impl === 'plain-loop'
-      ? await env.startPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
-      : await env.startWorker(params.impl, project, { overrides: params.workerEnv, sealed: params.sealed });
-  return drive(env, params, project, proc);
-}
-
-/** A clock over the three processes, read at phase boundaries. */
-interface Reading {
-  at: number;
-  proc: ProcessSample;
-  server: number;
-  bench: number;
-  polls: number;
-}
-
-function read(env: BenchEnvironment, pid: number, project: string): Reading {
-  const bench = process.cpuUsage();
-  return {
-    at: Date.now(),
-    proc: sampleProcess(pid),
-    server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
-    bench: (bench.user + bench.system) / 1e6,
-    polls: env.requestsOf(project).get ?? 0,
+    impl === 'plain-loop'
+      ? await env.startPlainLoop(env.simulator.url, project, jobs, schedule)
+      : await env.startWorker(impl, project, { overrides: params.workerEnv, sealed: params.sealed });
+  const timeoutMs = phaseTimeoutMs(jobs, cadenceMs);
+  const deadline = () => Date.now() + timeoutMs;
+  /** A clock over the three busy processes and the polls so far, read at phase boundaries. */
+  const read = () => {
+    const bench = process.cpuUsage();
+    return {
+      at: Date.now(),
+      proc: sampleProcess(proc.pid),
+      server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
+      bench: (bench.user + bench.system) / 1e6,
+      polls: env.requestsOf(project).get ?? 0,
+    };
   };
-}
-
-function cpuBetween(a: Reading, b: Reading, per: number): CpuSplit {
-  return {
-    measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
-    server: (b.server - a.server) / per,
-    bench: (b.bench - a.bench) / per,
-  };
-}
-
-/** A started workflow: its ID and first run. */
-interface Started {
-  workflowId: string;
-  runId: string;
-}
-
-async function drive(
-  env: BenchEnvironment,
-  params: LoadParams,
-  project: string,
-  proc: MeasuredProcess,
-): Promise<LoadRun> {
-  const timeoutMs = phaseTimeoutMs(params.jobs, params.cadenceMs);
   await sleep(500);
-  const idle = read(env, proc.pid, project);
-  const t0 = Date.now();
+  const idle = read();
   let broke: string | null = null;
   let started: Started[] = [];
-  let loopResult: Promise<{ line: Record<string, unknown> } | { error: unknown }> | null = null;
+  let loopResult: Promise<{ outcomes: Close[] } | { error: unknown }> | null = null;
 
   // 1. Ramp.
-  if (params.impl === 'plain-loop') {
+  if (impl === 'plain-loop') {
     // The result only comes after the release; until it is awaited there, a failure is kept as a value.
     loopResult = runPlainLoop(proc, timeoutMs * 3).then(
-      (line) => ({ line }),
+      (line) => ({ outcomes: line.outcomes as Close[] }),
       (error: unknown) => ({ error }),
     );
   } else {
     try {
-      const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(params.cadenceMs) };
-      started = await startJobs(env.clientOf(params.sealed ?? false), how, project, params.jobs);
+      started = await startJobs(
+        env.clientOf(params.sealed ?? false),
+        { impl, taskQueue: project, schedule },
+        project,
+        jobs,
+      );
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
   }
-  const deadline = () => Date.now() + timeoutMs;
   const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
-  broke ??= await waitForCount(created, params.jobs, 'created', deadline(), proc);
-  const rampEnd = read(env, proc.pid, project);
-  const jobs = env.jobsOf(project);
+  broke ??= await waitForCount(created, jobs, 'created', deadline(), proc);
+  const rampEnd = read();
+  const agentJobs = env.jobsOf(project);
 
   // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
   // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
@@ -155,40 +125,36 @@ async function drive(
   const watch = new ResourceWatch(proc.pid);
   let steadyStart = rampEnd;
   const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
-  broke ??= await waitForCount(polled, params.jobs, 'polled', deadline(), proc);
+  broke ??= await waitForCount(polled, jobs, 'polled', deadline(), proc);
   if (broke === null) {
-    await sleep(params.cadenceMs / 2);
-    steadyStart = read(env, proc.pid, project);
-    await sleep(params.steadyCadences * params.cadenceMs);
+    await sleep(cadenceMs / 2);
+    steadyStart = read();
+    await sleep(params.steadyCadences * cadenceMs);
   }
   watch.stop();
-  const steadyEnd = read(env, proc.pid, project);
+  const steadyEnd = read();
   checkAlive(proc);
 
   // 3. Release and drain: each agent job ends at a random moment of one cadence, so that detection
   // latency covers every point of a poll interval.
   const releaseAt = Date.now();
-  const timers = jobs.map((job) =>
-    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * params.cadenceMs),
+  const timers = agentJobs.map((job) =>
+    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * cadenceMs),
   );
   let closes: Close[] = [];
   try {
-    if (params.impl === 'plain-loop') {
+    if (impl === 'plain-loop') {
       const outcome = broke === null ? await loopResult : null;
-      if (outcome && 'line' in outcome) {
-        closes = (outcome.line.outcomes as Array<{ jobId: string; detectedAt: number }>).map((o) => ({
-          jobId: o.jobId,
-          closedAt: o.detectedAt,
-        }));
-      } else if (outcome) {
+      if (outcome && 'outcomes' in outcome) closes = outcome.outcomes;
+      else if (outcome) {
         checkAlive(proc);
         broke = `the plain loop did not finish: ${String((outcome.error as Error).message).split('\n')[0]}`;
       }
     } else {
-      broke ??= await waitForClose(env.client, project, params.jobs, deadline());
+      broke ??= await waitForClose(env.client, project, jobs, deadline());
       if (broke !== null) await terminateLeftovers(env, project);
       closes =
-        params.impl === 'worker'
+        impl === 'worker'
           ? await closesFromVisibility(env.client, project)
           : await closesFromHistories(env.client, started);
     }
@@ -206,42 +172,38 @@ async function drive(
   });
   const sample = started.slice(0, HISTORY_SAMPLE);
   const costs = await mapLimit(sample, 16, (s) => workflowCost(env.client, s.workflowId, s.runId));
-  const detection =
-    broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null;
   const lastClose = closes.length > 0 ? Math.max(...closes.map((c) => c.closedAt)) : Date.now();
-  const rampSeconds = (rampEnd.at - t0) / 1000;
+  const rampSeconds = (rampEnd.at - idle.at) / 1000;
   const drainSeconds = (lastClose - releaseAt) / 1000;
   const steadyPolls = steadyEnd.polls - steadyStart.polls;
-  const steadySeconds = (steadyEnd.at - steadyStart.at) / 1000;
   const peakRssMiB = Math.max(watch.peakRssMiB, steadyEnd.proc.rssMiB);
+  const cpuBetween = (a: typeof idle, b: typeof idle, per: number): CpuSplit => ({
+    measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
+    server: (b.server - a.server) / per,
+    bench: (b.bench - a.bench) / per,
+  });
+  const at = (p: number) => percentile(latencies, p);
   return {
-    impl: params.impl,
+    impl,
     variant: params.variant ?? '',
-    jobs: params.jobs,
-    cadenceMs: params.cadenceMs,
+    jobs,
+    cadenceMs,
     workerEnv: params.workerEnv ?? {},
     completed: closes.length,
     rampSeconds,
     drainSeconds,
     throughput: closes.length / (rampSeconds + drainSeconds),
     latency:
-      latencies.length === 0
-        ? null
-        : {
-            p50: percentile(latencies, 50),
-            p95: percentile(latencies, 95),
-            p99: percentile(latencies, 99),
-            max: Math.max(...latencies),
-          },
-    detection,
+      latencies.length === 0 ? null : { p50: at(50), p95: at(95), p99: at(99), max: Math.max(...latencies) },
+    detection: broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null,
     steadyPolls,
-    steadyPollsPerSecond: steadyPolls / steadySeconds,
+    steadyPollsPerSecond: steadyPolls / ((steadyEnd.at - steadyStart.at) / 1000),
     cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
-    cpuPerStart: cpuBetween(idle, rampEnd, params.jobs),
-    apiRequestsPerJob: apiRequests(env.requestsOf(project)) / params.jobs,
+    cpuPerStart: cpuBetween(idle, rampEnd, jobs),
+    apiRequestsPerJob: apiRequests(env.requestsOf(project)) / jobs,
     idleRssMiB: idle.proc.rssMiB,
     peakRssMiB,
-    rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / params.jobs) * 1000,
+    rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / jobs) * 1000,
     history:
       costs.length === 0
         ? null
@@ -253,6 +215,12 @@ async function drive(
           },
     broke,
   };
+}
+
+/** A started workflow: its ID and first run. */
+interface Started {
+  workflowId: string;
+  runId: string;
 }
 
 /** How a run starts its jobs: the implementation, on its task queue, every job on one schedule. */
@@ -303,15 +271,7 @@ export async function startJob(
           {
             taskQueue,
             workflowId: `${impl}/${project}/${index}`,
-            args: [
-              {
-                projectId: project,
-                prompt: PROMPT,
-                intervalMs: schedule.initialIntervalMs,
-                maxIntervalMs: schedule.maxIntervalMs,
-                backoffCoefficient: schedule.backoffCoefficient,
-              },
-            ],
+            args: [{ projectId: project, prompt: PROMPT, schedule }],
           },
         );
   return { workflowId: handle.workflowId, runId: await firstRunId(handle) };
@@ -409,6 +369,7 @@ export async function terminateLeftovers(env: BenchEnvironment, taskQueue: strin
 /** How long terminating a run's leftovers may take: thousands of workflows, on a busy machine. */
 const LEFTOVERS_TIMEOUT_MS = 5 * 60_000;
 
+/** When a job's end was seen: its workflow's close, or the plain loop's read of the terminal record. */
 interface Close {
   jobId: string | null;
   closedAt: number;
