@@ -29,9 +29,8 @@ import { parseArgs } from 'node:util';
 import proto from '@temporalio/proto';
 import { startBenchEnvironment, type BenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startJobs } from './scenarios/load.js';
+import { startJobs, waitForCount } from './scenarios/load.js';
 import { fixedSchedule } from './schedule.js';
-import { waitUntil } from './wait.js';
 import { cpuShares, cpuTimes, sampleProcess, threadCpu } from './resources.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -123,7 +122,7 @@ async function activityBacklog(env: BenchEnvironment, taskQueue: string): Promis
   );
 }
 
-async function main(): Promise<void> {
+try {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
   const cadenceMs = cadenceFlag(values.cadence);
@@ -143,14 +142,8 @@ async function main(): Promise<void> {
       jobs,
     );
     const created = () => env.requestsOf(project).create ?? 0;
-    await waitUntil({
-      check: () => (created() >= jobs ? true : undefined),
-      deadline: Date.now() + 10 * 60_000,
-      everyMs: 200,
-      late: () => {
-        throw new Error(`only ${created()} of ${jobs} agent jobs created within 10 min`);
-      },
-    });
+    const short = await waitForCount(created, jobs, 'created', Date.now() + 10 * 60_000, worker);
+    if (short !== null) throw new Error(short);
     await sleep(cadenceMs);
     const read = () => ({
       threads: threadCpu(worker.pid),
@@ -218,12 +211,9 @@ async function main(): Promise<void> {
     await env.close();
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
   }
+} catch (err) {
+  process.stderr.write(`[profile] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
 }
-
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`[profile] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+// Ends the process with the code set above, whatever handles are left open.
+process.exit();

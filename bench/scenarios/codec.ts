@@ -1,16 +1,9 @@
 /**
  * What the payload codec costs per job and per poll: the same jobs on two workers of this project
  * that differ only in `TEMPORAL_PAYLOAD_KEYS_FILE` (off, and a ring of one key), each side started
- * by a client with the same setting, in a project of its own.
- *
- * Counted per job from the real histories: events (the codec must add none), the bytes the server
- * stores (the histories serialized as protobuf, every run of the chain), and the payloads in them.
- * The codec's own CPU is measured apart, in this process, on the payloads of a real job: sealing
- * and opening every payload of one job's history, and the poll activity's input alone (what each
- * poll attempt opens on the worker, its attempt's failure aside), many times over, timed with
- * `process.cpuUsage`. Those figures do not depend on the machine's load the way a worker process's
- * CPU over a few hundred polls does; the worker processes' CPU per poll is reported beside them
- * for scale.
+ * by a client with the same setting, in a project of its own; the codec's own CPU timed apart, in
+ * this process, on the payloads of a real job, where the machine's load moves it little. The method:
+ * docs/PERFORMANCE.md, "The payload codec".
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';

@@ -1,16 +1,9 @@
 /**
  * Cost per job for jobs that last 1 minute, 10 minutes and 1 hour (and, in full mode, 6 hours, the
  * default timeout, whose ~365 polls span three continue-as-new runs), counted from real histories
- * and the simulator's request counters.
- *
- * How an hour fits in seconds: the number of polls a job of length L takes on a schedule is fixed
- * by the schedule alone (apart from the ±10% jitter), so it is replayed without a server
- * (schedule.ts), and the workflow then runs for real on the same schedule with every interval
- * divided by `scale`, against an agent job that the simulator ends right after the poll before the
- * last one. The history then holds exactly the polls, timers, activities and runs of a real-time
- * job of length L, made in L / scale or so. (Scaling the job length too would not do: each poll
- * spends tens of milliseconds between its timer and its response, nothing next to intervals of 5 to
- * 60 s but most of a scaled one, so a scaled-time job would end after far fewer polls.)
+ * and the simulator's request counters. How an hour fits in seconds (the schedule replayed, then run
+ * with every interval divided by `scale` against a job that ends after the poll before the last),
+ * and why the job's length is not scaled too: docs/PERFORMANCE.md, "Cost per job".
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';

@@ -1,17 +1,11 @@
 /**
  * The load scenario: N agent jobs in flight at once, polled at a fixed cadence, by one of four
- * implementations — this worker, baseline (a) the plain Node loop, baseline (b) the
- * poll-by-activity-retry workflow, baseline (c) the floor of this design (a timer and a
- * local-activity poll, nothing else) — each in a fresh process on its own task queue and simulator
- * project. One run has three phases:
- *
- * 1. ramp: start N workflows (or create N jobs, for the plain loop) whose agent jobs stay active;
- * 2. steady: with all N open, measure CPU per poll and memory over a window of whole cadences;
- * 3. release: end every agent job at a random moment within one cadence (the simulator archives
- *    it, a terminal status) and wait for every workflow to close.
- *
- * Holding the jobs until all N are open is what makes "N concurrent jobs" true: creating
- * thousands of workflows takes tens of seconds here, longer than a job of a few cadences lasts.
+ * implementations (this worker, (a) the plain Node loop, (b) the poll-by-activity-retry workflow,
+ * (c) the floor of this design), each in a fresh process on its own task queue and simulator
+ * project. One run ramps up N jobs that the simulator holds active, measures a steady window with
+ * all N open, then releases every job and drains (docs/PERFORMANCE.md, "Load runs"). Holding the
+ * jobs until all N are open is what makes "N concurrent jobs" true: creating thousands of
+ * workflows takes tens of seconds here, longer than a job of a few cadences lasts.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
