@@ -19,7 +19,7 @@ import type { Endpoint } from '../../src/simulator/index.js';
 import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { runPlainLoop, type MeasuredProcess } from '../processes.js';
-import { ResourceWatch, sampleProcess } from '../resources.js';
+import { sampleProcess, watchPeakRss } from '../resources.js';
 import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
@@ -116,7 +116,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
   // would otherwise fall in the window for the jobs created last, where (b) polls at once), and
   // half a cadence later, so that those jobs are in their polling rhythm too.
-  const watch = new ResourceWatch(proc.pid);
+  const watch = watchPeakRss(proc.pid);
   let steadyStart = rampEnd;
   const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
   broke ??= await waitForCount(polled, jobs, 'polled', deadline(), proc);
@@ -125,7 +125,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
     steadyStart = read();
     await sleep(params.steadyCadences * cadenceMs);
   }
-  watch.stop();
+  const watchedPeakMiB = watch.stop();
   const steadyEnd = read();
   checkAlive(proc);
 
@@ -170,7 +170,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   const rampSeconds = (rampEnd.at - idle.at) / 1000;
   const drainSeconds = (lastClose - releaseAt) / 1000;
   const steadyPolls = steadyEnd.polls - steadyStart.polls;
-  const peakRssMiB = Math.max(watch.peakRssMiB, steadyEnd.proc.rssMiB);
+  const peakRssMiB = Math.max(watchedPeakMiB, steadyEnd.proc.rssMiB);
   const cpuBetween = (a: typeof idle, b: typeof idle, per: number): CpuSplit => ({
     measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
     server: (b.server - a.server) / per,
