@@ -43,9 +43,28 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['@temporalio/*', '../*', '!../errors.js'],
+              group: ['@temporalio/*', '../*', '!../errors.js', '!../failure-policy/'],
               message:
-                'src/agent-api/ knows nothing of Temporal or the rest of the project (but the errors base, src/errors.ts).',
+                'src/agent-api/ knows nothing of Temporal or the rest of the project (but the errors base, src/errors.ts, and the failure policy, src/failure-policy/).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // What a failure means is pure and read by everything, workflow code included: it imports
+    // nothing but its own files.
+    files: ['src/failure-policy/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins,
+          patterns: [
+            {
+              group: ['../*', '@temporalio/*', 'undici'],
+              message: 'src/failure-policy/ is pure and the lowest layer: it imports only its own files.',
             },
           ],
         },
@@ -73,15 +92,9 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: [
-                'undici',
-                '**/agent-api/*',
-                '!**/agent-api/types.js',
-                '!**/agent-api/failure-policy.js',
-                '**/simulator/**',
-              ],
+              group: ['undici', '**/agent-api/*', '!**/agent-api/types.js', '**/simulator/**'],
               message:
-                'Workflows reach the API through activities only (they may read its types and the pure failure policy).',
+                'Workflows reach the API through activities only (they may read its types, and src/failure-policy/).',
             },
           ],
         },

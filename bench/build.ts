@@ -65,20 +65,18 @@ export async function buildForBench(): Promise<Build> {
 
     const bundleStarted = Date.now();
     const logger = new DefaultLogger('WARN');
-    const worker = await bundleWorkflowCode({
-      ...workflowBundleOptions(join(ROOT, 'src/workflows/index.ts')),
-      logger,
-    });
+    const bundle = async (entry: string, out: string) => {
+      const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(join(ROOT, entry)), logger });
+      writeFileSync(join(dir, out), code);
+      return join(dir, out);
+    };
     // Where the worker looks for the bundle `npm run build` writes: lib/workflow-bundle.js.
-    const workerBundlePath = join(dir, 'src/workflow-bundle.js');
-    writeFileSync(workerBundlePath, worker.code);
+    const workerBundlePath = await bundle('src/workflows/index.ts', 'src/workflow-bundle.js');
     // The baselines are bundled on the same terms, so (c) stays the floor of this design.
-    const baselines = await bundleWorkflowCode({
-      ...workflowBundleOptions(join(ROOT, 'bench/baselines/workflows.ts')),
-      logger,
-    });
-    const baselineBundlePath = join(dir, 'bench/baselines/workflow-bundle.js');
-    writeFileSync(baselineBundlePath, baselines.code);
+    const baselineBundlePath = await bundle(
+      'bench/baselines/workflows.ts',
+      'bench/baselines/workflow-bundle.js',
+    );
     return {
       dir,
       workerEntry: join(dir, 'src', `${WORKER_ENTRY}.js`),
@@ -102,22 +100,17 @@ export async function buildForBench(): Promise<Build> {
  * depends on another file's types.
  */
 function emitTree(from: string, to: string): void {
-  for (const entry of readdirSync(from, { withFileTypes: true })) {
-    const source = join(from, entry.name);
-    if (entry.isDirectory()) {
-      emitTree(source, join(to, entry.name));
-      continue;
-    }
-    if (!entry.name.endsWith('.ts') || entry.name.endsWith('.d.ts')) continue;
-    const output = ts.transpileModule(readFileSync(source, 'utf8'), {
-      fileName: relative(ROOT, source),
+  for (const name of readdirSync(from, { recursive: true, encoding: 'utf8' })) {
+    if (!name.endsWith('.ts') || name.endsWith('.d.ts')) continue;
+    const output = ts.transpileModule(readFileSync(join(from, name), 'utf8'), {
+      fileName: relative(ROOT, join(from, name)),
       compilerOptions: {
         target: ts.ScriptTarget.ES2022,
         module: ts.ModuleKind.ES2022,
         verbatimModuleSyntax: true,
       },
     });
-    const target = join(to, entry.name.replace(/\.ts$/, '.js'));
+    const target = join(to, name.replace(/\.ts$/, '.js'));
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, output.outputText);
   }

@@ -7,7 +7,7 @@
 import { durationMs } from '../src/duration.js';
 import type { ActionCounts, DetectionParts } from './history.js';
 import type { MachineInfo } from './resources.js';
-import { DEFAULT_SCHEDULE, type Schedule } from './schedule.js';
+import { DEFAULT_SCHEDULE, fixedSchedule, type Schedule } from './schedule.js';
 import type { Spread } from './stats.js';
 
 // The implementations compared.
@@ -166,18 +166,10 @@ export const COST_VARIANTS: CostVariant[] = [
   // ours only in the mechanism.
   { name: '(b) poll by retry, same schedule', impl: 'poll-by-retry', schedule: DEFAULT_SCHEDULE },
   // The pattern as Temporal documents it for polling: coefficient 1, here at our longest interval.
-  {
-    name: '(b) poll by retry, fixed 60 s',
-    impl: 'poll-by-retry',
-    schedule: { initialIntervalMs: 60_000, maxIntervalMs: 60_000, backoffCoefficient: 1 },
-  },
+  { name: '(b) poll by retry, fixed 60 s', impl: 'poll-by-retry', schedule: fixedSchedule(60_000) },
   // The poll-schedule design choice: a fixed cadence as short as the default's first interval
   // would detect the end sooner and cost more.
-  {
-    name: 'this worker, fixed 10 s',
-    impl: 'worker',
-    schedule: { initialIntervalMs: 10_000, maxIntervalMs: 10_000, backoffCoefficient: 1 },
-  },
+  { name: 'this worker, fixed 10 s', impl: 'worker', schedule: fixedSchedule(10_000) },
 ];
 
 /**

@@ -2,10 +2,10 @@
  * What every scenario runs against: the real Temporal dev server (from the project's CLI
  * resolver) with raised rate limits, or with `--server postgres` Temporal Server on PostgreSQL as
  * `npm run test:cluster` runs it; the API simulator without its create limit, a client, and the
- * scratch build of the measured processes. Everything started here is stopped by `close()`, newest
- * first, also when a later step failed.
+ * scratch build of the measured processes, and the processes each scenario starts. Everything
+ * started here is stopped by `close()`, newest first, also when a later step failed.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,15 @@ import { Client, Connection } from '@temporalio/client';
 import { payloadDataConverter } from '../src/payload-codec/index.js';
 import { freePort, startDevServer } from '../dev/dev-server.js';
 import { startCluster } from '../dev/temporal-cluster.js';
-import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
+import {
+  startSimulator,
+  type Endpoint,
+  type JobStats,
+  type RunningSimulator,
+  type Scenario,
+  type SimulatorOptions,
+} from '../src/simulator/index.js';
+import type { PlainLoopOptions } from './baselines/plain-loop.js';
 import { buildForBench, type Build } from './build.js';
 import type { BenchServer, WorkerImplementation } from './catalogue.js';
 import { spawnMeasured, type MeasuredProcess } from './processes.js';
@@ -55,7 +63,7 @@ export const DYNAMIC_CONFIG: Record<string, number> = {
 };
 
 /** A Temporal server of either kind, with the bench's client to it. */
-interface Temporal {
+export interface Temporal {
   address: string;
   namespace: string;
   /** The server's process, for its CPU time; null when it came from the SDK's download. */
@@ -108,12 +116,14 @@ export function startBenchSimulator(
 
 /**
  * What every scenario runs against, started by {@link startBenchEnvironment}. The server changes
- * when {@link BenchEnvironment.renewServer} replaces it: read its fields at the time of use, and
- * spawn workers after a renewal, not before.
+ * when {@link BenchEnvironment.renewServer} replaces it: read {@link temporal} at the time of use,
+ * and start workers after a renewal, not before.
  */
 export class BenchEnvironment {
   #temporal: Temporal | null;
   #payloadKeysDir: string | null = null;
+  /** The processes started and not yet stopped by {@link stopProcesses}. */
+  #processes: MeasuredProcess[] = [];
 
   constructor(
     private readonly serverKind: BenchServer,
@@ -127,7 +137,8 @@ export class BenchEnvironment {
     this.#temporal = temporal;
   }
 
-  get #current(): Temporal {
+  /** The current server. */
+  get temporal(): Temporal {
     if (this.#temporal === null)
       throw new Error('the bench environment has no Temporal server: its renewal failed');
     return this.#temporal;
@@ -135,22 +146,27 @@ export class BenchEnvironment {
 
   /** A client of the current server. */
   get client(): Client {
-    return this.#current.client;
+    return this.temporal.client;
   }
 
-  /** The current server's namespace. */
-  get namespace(): string {
-    return this.#current.namespace;
+  /**
+   * A project of its own at the simulator, named `prefix` and a random tail, whose jobs follow
+   * `scenario`. Its name serves as the task queue of the run too.
+   */
+  newProject(prefix: string, scenario: Partial<Scenario>): string {
+    const project = `${prefix}-${randomUUID().slice(0, 8)}`;
+    this.simulator.setScenario(project, scenario);
+    return project;
   }
 
-  /** The server's process, for its CPU time; null when it came from the SDK's download. */
-  get serverPid(): number | null {
-    return this.#current.pid;
+  /** The simulator's jobs of `project`, with their request counts. */
+  jobsOf(project: string): JobStats[] {
+    return this.simulator.stats().jobs.filter((job) => job.projectId === project);
   }
 
-  /** Temporal server version as the server reports it. */
-  get serverVersion(): string {
-    return this.#current.version;
+  /** The simulator's requests of `project`, by endpoint. */
+  requestsOf(project: string): Partial<Record<Endpoint, number>> {
+    return this.simulator.stats().requestsPerProjectEndpoint[project] ?? {};
   }
 
   /**
@@ -166,13 +182,15 @@ export class BenchEnvironment {
   }
 
   /**
-   * A client of the current server that seals what it sends with the ring of {@link payloadKeysFile},
-   * as a caller with the payload codec does.
+   * A client of the current server; with `sealed`, one that seals what it sends with the ring of
+   * {@link payloadKeysFile}, as a caller with the payload codec does (a keyed worker refuses
+   * unsealed input).
    */
-  sealingClient(): Client {
+  clientOf(sealed: boolean): Client {
+    if (!sealed) return this.client;
     return new Client({
       connection: this.client.connection,
-      namespace: this.namespace,
+      namespace: this.temporal.namespace,
       dataConverter: payloadDataConverter(this.payloadKeysFile),
     });
   }
@@ -180,8 +198,8 @@ export class BenchEnvironment {
   /** Environment of a worker process on `taskQueue` (ours or the baselines'), before overrides. */
   async workerEnv(taskQueue: string, overrides: Record<string, string> = {}): Promise<NodeJS.ProcessEnv> {
     return {
-      TEMPORAL_ADDRESS: this.#current.address,
-      TEMPORAL_NAMESPACE: this.namespace,
+      TEMPORAL_ADDRESS: this.temporal.address,
+      TEMPORAL_NAMESPACE: this.temporal.namespace,
       TEMPORAL_TASK_QUEUE: taskQueue,
       AGENT_API_BASE_URL: this.simulator.url,
       AGENT_API_KEY: BENCH_API_KEY,
@@ -197,42 +215,71 @@ export class BenchEnvironment {
   }
 
   /**
-   * Spawns a worker on `taskQueue`: this project's worker (`node` on the build's entry,
-   * prebuilt bundle) or, for (b) and (c), the one of the benchmark's own workflows. `overrides` are
-   * worker settings such as WORKER_MAX_CACHED_WORKFLOWS; `nodeArgs` go to node before the entry
-   * (the profiler's flags).
+   * Starts a worker on `taskQueue` and waits for its "worker running" line: this project's worker
+   * (`node` on the build's entry, prebuilt bundle) or, for (b) and (c), the one of the benchmark's
+   * own workflows. `overrides` are worker settings such as WORKER_MAX_CACHED_WORKFLOWS, `sealed`
+   * gives it the payload codec's ring; `nodeArgs` go to node before the entry (the profiler's
+   * flags). It runs until {@link stopProcesses}.
    */
-  async spawnWorker(
+  async startWorker(
     impl: WorkerImplementation,
     taskQueue: string,
-    overrides: Record<string, string> = {},
-    nodeArgs: string[] = [],
-  ): Promise<MeasuredProcess> {
-    const env = await this.workerEnv(taskQueue, overrides);
-    if (impl === 'worker') return spawnMeasured([...nodeArgs, this.build.workerEntry], env);
-    return spawnMeasured([...nodeArgs, this.build.baselineWorkerEntry], {
-      ...env,
-      BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath,
+    options: { overrides?: Record<string, string>; sealed?: boolean; nodeArgs?: string[] } = {},
+  ): Promise<MeasuredProcess & { runningAt: number }> {
+    const { overrides = {}, sealed = false, nodeArgs = [] } = options;
+    const env = await this.workerEnv(taskQueue, {
+      ...overrides,
+      ...(sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: this.payloadKeysFile }),
     });
+    const proc =
+      impl === 'worker'
+        ? this.#spawn([...nodeArgs, this.build.workerEntry], env)
+        : this.#spawn([...nodeArgs, this.build.baselineWorkerEntry], {
+            ...env,
+            BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath,
+          });
+    return { ...proc, runningAt: (await proc.waitForLine('worker running', 60_000)).at };
   }
 
-  /** Spawns (a), the plain loop, for `jobs` jobs of `project` at `simulatorUrl` on `schedule`. */
-  spawnPlainLoop(simulatorUrl: string, project: string, jobs: number, schedule: Schedule): MeasuredProcess {
-    return spawnMeasured(
-      [
-        this.build.plainLoopEntry,
-        ...['--base-url', simulatorUrl, '--project', project, '--jobs', String(jobs)],
-        ...[
-          '--interval-ms',
-          String(schedule.initialIntervalMs),
-          '--max-interval-ms',
-          String(schedule.maxIntervalMs),
-        ],
-        ...['--backoff', String(schedule.backoffCoefficient)],
-      ],
+  /**
+   * Starts (a), the plain loop, for `jobs` jobs of `project` at `simulatorUrl` on `schedule`, and
+   * waits until it is ready for `runPlainLoop` (./processes.ts). It runs until {@link stopProcesses}.
+   */
+  async startPlainLoop(
+    simulatorUrl: string,
+    project: string,
+    jobs: number,
+    schedule: Schedule,
+  ): Promise<MeasuredProcess> {
+    const options: PlainLoopOptions = { baseUrl: simulatorUrl, projectId: project, jobs, schedule };
+    const proc = this.#spawn(
+      [this.build.plainLoopEntry, JSON.stringify(options)],
       { AGENT_API_KEY: BENCH_API_KEY },
       { stdin: 'pipe' },
     );
+    await proc.waitForLine('ready', 60_000);
+    return proc;
+  }
+
+  #spawn(...args: Parameters<typeof spawnMeasured>): MeasuredProcess {
+    const proc = spawnMeasured(...args);
+    this.#processes.push(proc);
+    return proc;
+  }
+
+  /** Stops every process started since the last call, in the order they were started. */
+  async stopProcesses(): Promise<void> {
+    const processes = this.#processes.splice(0);
+    for (const proc of processes) await proc.stop();
+  }
+
+  /** Runs one scenario, then stops the processes it started, also when it broke. */
+  async scenario<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } finally {
+      await this.stopProcesses();
+    }
   }
 
   /**
@@ -244,7 +291,7 @@ export class BenchEnvironment {
    * old server when this is called.
    */
   async renewServer(): Promise<void> {
-    const old = this.#current;
+    const old = this.temporal;
     this.#temporal = null;
     await old.stop();
     this.#temporal = await startTemporal(this.serverKind, this.log);
@@ -254,6 +301,7 @@ export class BenchEnvironment {
   async close(): Promise<void> {
     const errors: unknown[] = [];
     const stops: Array<() => unknown> = [
+      () => this.stopProcesses(),
       () => this.build.remove(),
       () => this.#payloadKeysDir && rmSync(this.#payloadKeysDir, { recursive: true, force: true }),
       () => this.simulator.stop(),

@@ -71,9 +71,8 @@ function heapMiB(moment: string): number {
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const env = await startBenchEnvironment(say);
 try {
-  const project = `heap-${impl}-${Date.now()}`;
   // Jobs that outlast the measurement: every poll finds them active.
-  env.simulator.setScenario(project, { durationMs: 24 * 3_600_000, outcome: 'pr' });
+  const project = env.newProject(`heap-${impl}`, { durationMs: 24 * 3_600_000, outcome: 'pr' });
   const config = loadWorkerConfig(await env.workerEnv(project));
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
   const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
@@ -97,7 +96,7 @@ try {
   });
   try {
     await worker.runUntil(async () => {
-      const gets = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0;
+      const gets = () => env.requestsOf(project).get ?? 0;
       // Counted at the simulator: a poll is one GET of the project's jobs.
       const pollsOf = async (count: number) => {
         const target = gets() + count;

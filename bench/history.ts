@@ -1,14 +1,9 @@
 /**
  * Cost of a workflow, counted from its real event histories: events per run and billable actions,
- * over every run of a continue-as-new chain.
- *
- * Billable actions follow Temporal Cloud's list (docs.temporal.io/cloud/actions, "Temporal Cloud
- * Actions"): workflow started (by a client or by continue-as-new), timer started, activity started
- * or retried (every attempt), local activities (one per workflow task that records any), search
- * attribute upsert (one per command, however many keys), signal, accepted update, side effect,
- * workflow options updated, child workflow start (two). Queries are billable too but never reach the
- * history; the benchmark sends none. Any other marker counts
- * as one action under `other`: the list does not name it, so we count high rather than low.
+ * over every run of a continue-as-new chain. Billable actions follow Temporal Cloud's list
+ * (docs.temporal.io/cloud/actions), as docs/PERFORMANCE.md's "Billable actions" sets out; side
+ * effects and workflow options updated count one each, and any other marker counts one under
+ * `other`: the list does not name it, so we count high rather than low.
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';

@@ -32,7 +32,7 @@ import { AgentApiClient } from '../src/agent-api/index.js';
 import { workflowBundleOptions } from '../src/worker/bundle-options.js';
 import { POLLS_PER_RUN } from '../src/workflows/agent-job/workflow.js';
 import { WORKFLOW_TYPE, type AgentJobInput } from '../src/contract.js';
-import { startSimulator } from '../src/simulator/index.js';
+import { BENCH_API_KEY, startBenchSimulator } from './environment.js';
 import { chainHistories, isClose, timestampMs, type HistoryEvent } from './history.js';
 import { formatMarkdown, removeResults, resultNames, table, writeResultFile } from './report.js';
 import { waitUntil } from './wait.js';
@@ -40,7 +40,6 @@ import { waitUntil } from './wait.js';
 // @temporalio/proto is CommonJS without named exports Node can detect.
 const { temporal } = proto;
 const HOUR_MS = 60 * 60 * 1000;
-const API_KEY = 'bench-outage-key';
 const WORKFLOWS_PATH = new URL('../src/workflows/index.ts', import.meta.url).pathname;
 /** How long the create may take in real time before the run is called broken. */
 const CREATE_DEADLINE_MS = 60_000;
@@ -81,11 +80,7 @@ async function main(): Promise<void> {
   });
   const startedAt = new Date().toISOString();
   const server = await startTimeSkippingServer(log);
-  const simulator = await startSimulator({
-    apiKeys: [API_KEY],
-    log: false,
-    createsPerProjectPerHour: 0,
-  }).catch(async (err: unknown) => {
+  const simulator = await startBenchSimulator().catch(async (err: unknown) => {
     await server.stop();
     throw err;
   });
@@ -103,7 +98,9 @@ async function main(): Promise<void> {
         logger: new DefaultLogger('ERROR'),
       }),
       sinks: new ProjectMetrics(Runtime.instance().metricMeter, 100).sinks(),
-      activities: createActivities({ api: new AgentApiClient({ baseUrl: simulator.url, apiKey: API_KEY }) }),
+      activities: createActivities({
+        api: new AgentApiClient({ baseUrl: simulator.url, apiKey: BENCH_API_KEY }),
+      }),
     });
     const snapshots = await worker.runUntil(async () => {
       const realStart = Date.now();

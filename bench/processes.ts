@@ -4,13 +4,19 @@
  * benchmark's own work (the simulator, the client) mixed in.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { ROOT } from './build.js';
-import { withTimeout } from './wait.js';
 
 /** A JSON log line of a child, as the project's JSON logger writes it. */
 export type LogLine = Record<string, unknown> & { msg?: string };
+
+/**
+ * The lines the benchmark waits for: a worker's start-up line, and the plain loop's protocol
+ * (bench/baselines/plain-loop.ts). The first of each is kept, so a wait that starts after it came
+ * still sees it; no other line is kept, since a worker logs one line per agent job.
+ */
+const CONTROL_LINES: ReadonlySet<string> = new Set(['worker running', 'ready', 'result']);
 
 /** A child process that writes JSON lines on stdout. */
 export interface MeasuredProcess {
@@ -43,7 +49,6 @@ export function spawnMeasured(
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`could not spawn node ${nodeArgs.join(' ')}`);
-  const pid = child.pid;
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
   );
@@ -52,8 +57,9 @@ export function spawnMeasured(
     tailLines.push(text);
     if (tailLines.length > 30) tailLines.shift();
   };
-  const waiters: Array<{ message: string; resolve: (hit: { line: LogLine; at: number }) => void }> = [];
-  const seen: Array<{ line: LogLine; at: number }> = [];
+  const tail = () => tailLines.join('\n');
+  const firsts = new Map<string, { line: LogLine; at: number }>();
+  const control = new EventEmitter();
   let failures = 0;
   createInterface({ input: child.stdout! }).on('line', (text) => {
     const at = Date.now();
@@ -67,29 +73,29 @@ export function spawnMeasured(
     }
     if (line.level === 'ERROR' || line.level === 'WARN') keep(text);
     if (line.msg === 'Workflow failed') failures++;
-    // Only the lines someone waits for are kept; a worker logs one line per agent job.
-    const waiting = waiters.filter((w) => w.message === line.msg);
-    if (waiting.length === 0 && seen.length < 100 && isControlLine(line)) seen.push({ line, at });
-    for (const w of waiting) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve({ line, at });
+    if (line.msg !== undefined && CONTROL_LINES.has(line.msg) && !firsts.has(line.msg)) {
+      firsts.set(line.msg, { line, at });
+      control.emit(line.msg, { line, at });
     }
   });
   createInterface({ input: child.stderr! }).on('line', keep);
 
   const waitForLine = async (message: string, timeoutMs: number) => {
-    const early = seen.find((hit) => hit.line.msg === message);
+    const early = firsts.get(message);
     if (early) return early;
-    return withTimeout(
-      Promise.race([
-        new Promise<{ line: LogLine; at: number }>((resolve) => waiters.push({ message, resolve })),
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      const [hit] = (await Promise.race([
+        once(control, message, { signal }),
         exited.then((code) => {
-          throw new Error(`process exited (${code}) before "${message}":\n${tailLines.join('\n')}`);
+          throw new Error(`process exited (${code}) before "${message}":\n${tail()}`);
         }),
-      ]),
-      timeoutMs,
-      () => new Error(`no "${message}" within ${timeoutMs}ms:\n${tailLines.join('\n')}`),
-    );
+      ])) as [{ line: LogLine; at: number }];
+      return hit;
+    } catch (err) {
+      if (!signal.aborted) throw err;
+      throw new Error(`no "${message}" within ${timeoutMs}ms:\n${tail()}`, { cause: err });
+    }
   };
 
   const stop = async (graceMs = 20_000) => {
@@ -103,25 +109,24 @@ export function spawnMeasured(
   };
 
   return {
-    pid,
+    pid: child.pid,
     spawnedAt,
     child,
     waitForLine,
     exited,
-    tail: () => tailLines.join('\n'),
+    tail,
     failures: () => failures,
     stop,
   };
 }
 
-/** Lines the benchmark may wait for before it starts waiting: start-up and result lines. */
-function isControlLine(line: LogLine): boolean {
-  return line.msg === 'worker running' || line.msg === 'ready' || line.msg === 'result';
-}
-
-/** Writes `text` to the child's stdin (spawned with `stdin: 'pipe'`). */
-export async function writeStdin(proc: MeasuredProcess, text: string): Promise<void> {
+/**
+ * Starts the plain loop's run (bench/baselines/plain-loop.ts: `go` on its stdin) and resolves with
+ * its result line, the outcome of every job.
+ */
+export async function runPlainLoop(proc: MeasuredProcess, timeoutMs: number): Promise<LogLine> {
   const stdin = proc.child.stdin;
-  if (!stdin) throw new Error('the process has no stdin pipe');
-  if (!stdin.write(text)) await once(stdin, 'drain');
+  if (!stdin) throw new Error('the plain loop has no stdin pipe');
+  if (!stdin.write('go\n')) await once(stdin, 'drain');
+  return (await proc.waitForLine('result', timeoutMs)).line;
 }

@@ -29,9 +29,8 @@ import { parseArgs } from 'node:util';
 import proto from '@temporalio/proto';
 import { startBenchEnvironment, type BenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
-import { startJobs } from './scenarios/load.js';
+import { startJobs, waitForCount } from './scenarios/load.js';
 import { fixedSchedule } from './schedule.js';
-import { waitUntil } from './wait.js';
 import { cpuShares, cpuTimes, sampleProcess, threadCpu } from './resources.js';
 
 const say = (line: string) => process.stderr.write(`[profile] ${line}\n`);
@@ -110,7 +109,7 @@ function top(map: Map<string, number>, n: number, total: number): string[] {
 /** The activity task queue's backlog, as the server counts it. */
 async function activityBacklog(env: BenchEnvironment, taskQueue: string): Promise<string> {
   const { stats } = await env.client.workflowService.describeTaskQueue({
-    namespace: env.namespace,
+    namespace: env.temporal.namespace,
     taskQueue: { name: taskQueue },
     taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
     reportStats: true,
@@ -123,7 +122,7 @@ async function activityBacklog(env: BenchEnvironment, taskQueue: string): Promis
   );
 }
 
-async function main(): Promise<void> {
+try {
   const impl = workerImpl(values.impl);
   const jobs = Number(values.jobs);
   const cadenceMs = cadenceFlag(values.cadence);
@@ -131,11 +130,10 @@ async function main(): Promise<void> {
   const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));
   const env = await startBenchEnvironment(say);
   try {
-    const project = `profile-${Date.now()}`;
-    env.simulator.setScenario(project, { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
+    const project = env.newProject('profile', { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
     // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
-    const worker = await env.spawnWorker(impl, project, {}, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-    await worker.waitForLine('worker running', 60_000);
+    const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+    const worker = await env.startWorker(impl, project, { nodeArgs });
     say(`starting ${jobs} jobs of ${label(impl)} polled every ${cadenceMs / 1000} s`);
     await startJobs(
       env.client,
@@ -143,27 +141,16 @@ async function main(): Promise<void> {
       project,
       jobs,
     );
-    const created = () => env.simulator.stats().requestsPerProjectEndpoint[project]?.create ?? 0;
-    await waitUntil({
-      check: () => (created() >= jobs ? true : undefined),
-      deadline: Date.now() + 10 * 60_000,
-      everyMs: 200,
-      late: () => {
-        throw new Error(`only ${created()} of ${jobs} agent jobs created within 10 min`);
-      },
-    });
+    const created = () => env.requestsOf(project).create ?? 0;
+    const short = await waitForCount(created, jobs, 'created', Date.now() + 10 * 60_000, worker);
+    if (short !== null) throw new Error(short);
     await sleep(cadenceMs);
     const read = () => ({
       threads: threadCpu(worker.pid),
-      polls: env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0,
-      gets: new Map(
-        env.simulator
-          .stats()
-          .jobs.filter((job) => job.projectId === project)
-          .map((job) => [job.id, job.requests.get.count]),
-      ),
+      polls: env.requestsOf(project).get ?? 0,
+      gets: new Map(env.jobsOf(project).map((job) => [job.id, job.requests.get.count])),
       at: Date.now(),
-      server: env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds,
+      server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
       machine: cpuTimes(),
     });
     say(`steady window: ${cadences} cadences`);
@@ -224,12 +211,9 @@ async function main(): Promise<void> {
     await env.close();
     if (!values.keep) rmSync(dir, { recursive: true, force: true });
   }
+} catch (err) {
+  process.stderr.write(`[profile] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
 }
-
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    process.stderr.write(`[profile] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+// Ends the process with the code set above, whatever handles are left open.
+process.exit();

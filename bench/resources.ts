@@ -69,40 +69,29 @@ export function threadCpu(pid: number): Map<string, { name: string; cpuSeconds: 
 
 /**
  * Samples a process every `intervalMs` to keep the highest resident memory seen while a scenario
- * runs (VmHWM also includes start-up, when the bundle is loaded).
+ * runs (VmHWM also includes start-up, when the bundle is loaded). `stop()` takes one last reading
+ * and returns the highest VmRSS seen, in MiB.
  */
-export class ResourceWatch {
-  #peakRssMiB = 0;
-  readonly #timer: NodeJS.Timeout;
-
-  constructor(
-    private readonly pid: number,
-    intervalMs = 250,
-  ) {
-    this.#timer = setInterval(() => this.#sample(), intervalMs);
-    this.#sample();
-  }
-
-  /** The highest VmRSS seen so far, in MiB. */
-  get peakRssMiB(): number {
-    return this.#peakRssMiB;
-  }
-
-  /** Stops sampling, after one last reading. */
-  stop(): void {
-    clearInterval(this.#timer);
-    this.#sample();
-  }
-
-  #sample(): void {
+export function watchPeakRss(pid: number, intervalMs = 250): { stop(): number } {
+  let peakMiB = 0;
+  const sample = () => {
     try {
-      this.#peakRssMiB = Math.max(this.#peakRssMiB, sampleProcess(this.pid).rssMiB);
+      peakMiB = Math.max(peakMiB, sampleProcess(pid).rssMiB);
     } catch (err) {
       // The process exited between two readings; the caller learns that from the process itself.
-      clearInterval(this.#timer);
+      clearInterval(timer);
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-  }
+  };
+  const timer = setInterval(sample, intervalMs);
+  sample();
+  return {
+    stop: () => {
+      clearInterval(timer);
+      sample();
+      return peakMiB;
+    },
+  };
 }
 
 /** The kernel's CPU time counters of all cores together (/proc/stat, first line), in ticks. */

@@ -287,7 +287,9 @@ async function loadRun(
   );
   await env.renewServer();
   const { steadyCadences } = p.settings;
-  const run = await runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant, sealed });
+  const run = await env.scenario(() =>
+    runLoad(env, { impl, ...point, steadyCadences, workerEnv, variant, sealed }),
+  );
   say(
     `  ${Math.round((Date.now() - started) / 1000)} s: ${run.throughput.toFixed(1)} jobs/s, ` +
       `p99 ${fixed(run.latency?.p99, 2, ' s', 1000)}, ${run.steadyPollsPerSecond.toFixed(0)} polls/s, ` +
@@ -329,7 +331,9 @@ async function runWakes(env: BenchEnvironment, p: Plan): Promise<BenchResult['wa
     say(`wake-ups and a worker SIGKILLed: ${impl} N=${p.wakeJobs} at 10 s`);
     const started = Date.now();
     await env.renewServer();
-    const run = await runWake(env, { impl, jobs: p.wakeJobs, quick: p.mode === 'quick', log: say });
+    const run = await env.scenario(() =>
+      runWake(env, { impl, jobs: p.wakeJobs, quick: p.mode === 'quick', log: say }),
+    );
     runs.push(run);
     const ms = (v: number | null | undefined) => fixed(v, 0, ' ms');
     say(
@@ -343,29 +347,33 @@ async function runWakes(env: BenchEnvironment, p: Plan): Promise<BenchResult['wa
 
 /** Runs the scenarios of the plan into `result`; what ran before a break stays in it. */
 async function runScenarios(env: BenchEnvironment, p: Plan, result: BenchResult): Promise<void> {
+  // Jobs per side of the quota's and the payload codec's comparisons.
+  const sideJobs = p.mode === 'quick' ? 10 : 20;
   if (p.only.has('startup')) {
     say('start-up');
-    result.startup = await runStartup(env, p.settings.startupRepeats);
+    result.startup = await env.scenario(() => runStartup(env, p.settings.startupRepeats));
   }
   if (p.only.has('cost')) {
     say(`cost per job, schedules ${p.settings.costScale} times faster than real time`);
-    result.cost = await runCost(env, {
-      // The fixed 10 s schedule polls 360 times an hour: full mode only.
-      variants: COST_VARIANTS.filter((v) => p.mode === 'full' || v.name !== 'this worker, fixed 10 s'),
-      jobLengthsMs: p.settings.costLengthsMs,
-      scale: p.settings.costScale,
-      samples: p.settings.costSamples,
-      maxMeasuredPolls: p.costMaxPolls,
-      log: say,
-    });
+    result.cost = await env.scenario(() =>
+      runCost(env, {
+        // The fixed 10 s schedule polls 360 times an hour: full mode only.
+        variants: COST_VARIANTS.filter((v) => p.mode === 'full' || v.name !== 'this worker, fixed 10 s'),
+        jobLengthsMs: p.settings.costLengthsMs,
+        scale: p.settings.costScale,
+        samples: p.settings.costSamples,
+        maxMeasuredPolls: p.costMaxPolls,
+        log: say,
+      }),
+    );
   }
   if (p.only.has('quota')) {
     say('project quota on and off');
-    result.quota = await runQuotaCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
+    result.quota = await env.scenario(() => runQuotaCost(env, { jobs: sideJobs, log: say }));
   }
   if (p.only.has('codec')) {
     say('payload codec off and on');
-    result.codec = await runCodecCost(env, { jobs: p.mode === 'quick' ? 10 : 20, log: say });
+    result.codec = await env.scenario(() => runCodecCost(env, { jobs: sideJobs, log: say }));
   }
   if (p.only.has('wake')) result.wake = await runWakes(env, p);
   if (p.only.has('load')) await runLoads(env, p, result);
@@ -407,7 +415,7 @@ async function main(): Promise<number> {
       startedAt: new Date(began).toISOString(),
       finishedAt: '',
       durationSeconds: 0,
-      machine: describeMachine(env.serverVersion),
+      machine: describeMachine(env.temporal.version),
       settings: p.settings,
       setupMs: env.setupMs,
       server: p.server,

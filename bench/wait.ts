@@ -1,7 +1,7 @@
 /**
- * The benchmark's waits, each with a deadline that says what it waited for when it gives up: a
- * loop for conditions it can only look at (the simulator's counts, visibility, a history), and a
- * time limit for what it is told about (a process's log line, the simulator's first request).
+ * The benchmark's waits on conditions it can only look at (the simulator's counts, visibility, a
+ * history), each with a deadline that says what it waited for when it gives up. A process's log
+ * line is waited for as an event (./processes.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -24,20 +24,5 @@ export async function waitUntil<T>(options: WaitOptions<T>): Promise<T> {
     if (value !== undefined) return value;
     if (Date.now() > options.deadline) return options.late();
     await sleep(options.everyMs);
-  }
-}
-
-/** `promise`, or a rejection with `error()` when it has not settled within `ms`. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, error: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(error()), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }

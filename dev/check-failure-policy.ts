@@ -1,9 +1,9 @@
 /**
- * Keeps the failure policy (src/agent-api/failure-policy.ts) the one place that decides what a
- * failed Agent Job API call does. Run by `npm run lint`; exits 1 with every finding.
+ * Keeps the failure policy (src/failure-policy/) the one place that decides what a failed call
+ * does. Run by `npm run lint`; exits 1 with every finding.
  *
- * - No other file in src/ (the policy's other half, failure-kinds.ts, and the simulator apart: it
- *   plays the API) compares an HTTP status or an API failure type: `status === 401`, `case 503:`,
+ * - No other file in src/ (the simulator apart: it plays the API) compares an HTTP status or an
+ *   API failure type: `status === 401`, `case 503:`,
  *   `err.type === ApiFailureType.RateLimited`, `type !== 'UnreadableAnswer'`. They ask the policy instead (a verdict's flags, or a named
  *   question such as `refusesQuotaUse(type)`).
  * - docs/failure-policy.md is what `--write` generates from the policy's table, so the page and
@@ -16,13 +16,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { ApiFailureType } from '../src/agent-api/types.js';
+import { ApiFailureType } from '../src/failure-policy/types.js';
 import { policyPage } from './failure-policy-page.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const POLICY_FILE = 'src/agent-api/failure-policy.ts';
-/** The policy's other half: what happened, as kinds (statuses and network errors classified). */
-const KINDS_FILE = 'src/agent-api/failure-kinds.ts';
+const POLICY = 'src/failure-policy/';
 const PAGE = 'docs/failure-policy.md';
 
 const API_TYPES: ReadonlySet<string> = new Set(Object.values(ApiFailureType));
@@ -37,7 +35,7 @@ const COMPARISONS: ReadonlySet<ts.SyntaxKind> = new Set([
   ts.SyntaxKind.GreaterThanEqualsToken,
 ]);
 
-/** The files that must not decide: src/ but the policy itself, its kinds and the simulator. */
+/** The files that must not decide: src/ but the policy itself and the simulator. */
 function checkedFiles(): string[] {
   const out = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'src'], {
     cwd: ROOT,
@@ -45,13 +43,7 @@ function checkedFiles(): string[] {
   });
   return out
     .split('\n')
-    .filter(
-      (file) =>
-        file.endsWith('.ts') &&
-        file !== POLICY_FILE &&
-        file !== KINDS_FILE &&
-        !file.startsWith('src/simulator/'),
-    );
+    .filter((file) => file.endsWith('.ts') && !file.startsWith(POLICY) && !file.startsWith('src/simulator/'));
 }
 
 /** An HTTP status literal (100 to 599). */
@@ -119,11 +111,11 @@ const current = (() => {
 if (write) {
   writeFileSync(join(ROOT, PAGE), page);
 } else if (current !== page) {
-  problems.push(`${PAGE} does not match ${POLICY_FILE}: run \`tsx dev/check-failure-policy.ts --write\``);
+  problems.push(`${PAGE} does not match ${POLICY}: run \`tsx dev/check-failure-policy.ts --write\``);
 }
 if (problems.length > 0) {
   process.stderr.write(
-    `The failure policy (${POLICY_FILE}) is the one place that decides what a failed call does:\n` +
+    `The failure policy (${POLICY}) is the one place that decides what a failed call does:\n` +
       problems.map((problem) => `  ${problem}\n`).join(''),
   );
   process.exit(1);

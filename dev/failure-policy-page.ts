@@ -1,23 +1,23 @@
 /**
- * docs/failure-policy.md, generated from the failure policy's table (src/agent-api/failure-policy.ts)
- * by `tsx dev/check-failure-policy.ts --write`; the check in `npm run lint` fails when the page
- * and the table differ.
+ * docs/failure-policy.md, generated from the failure policy (src/failure-policy/) by
+ * `tsx dev/check-failure-policy.ts --write`; the check in `npm run lint` fails when the page and
+ * the table differ.
  */
+import { BACKOFFS, MAX_RETRY_AFTER_MS, RETRY_JITTER, type Backoff } from '../src/failure-policy/backoff.js';
+import { FailureKind, KIND_TEXT } from '../src/failure-policy/kinds.js';
 import {
   ANSWERS_IN_A_ROW,
-  BACKOFFS,
   DEFAULT_BLIP_TOLERANCE_MS,
   DEFAULT_CREDENTIAL_TOLERANCE_MS,
+  DEFAULT_NOTIFY_RETRY_FOR_MS,
+} from '../src/failure-policy/streak.js';
+import {
   handedBack,
-  MAX_RETRY_AFTER_MS,
   POLICY,
-  RETRY_JITTER,
-  type PolicyCall,
+  type ApiOperation,
   type StreakBound,
   type Verdict,
-} from '../src/agent-api/failure-policy.js';
-import { FailureKind, KIND_TEXT } from '../src/agent-api/failure-kinds.js';
-import { DELIVERY_BACKOFF, DELIVERY_POLICY } from '../src/notify/delivery-policy.js';
+} from '../src/failure-policy/table.js';
 
 /** Kinds a notice's delivery can meet: it sends no ID or key and reads no record. */
 const DELIVERY_KINDS = Object.values(FailureKind).filter(
@@ -25,7 +25,13 @@ const DELIVERY_KINDS = Object.values(FailureKind).filter(
     kind !== FailureKind.NotSendable && kind !== FailureKind.NotARecord && kind !== FailureKind.InvalidRecord,
 );
 
-const OPERATIONS = { create: 'createJob', poll: 'getJob', message: 'sendMessage' } as const;
+/** The API calls' columns, as the page names them. */
+const CALLS: Readonly<Record<ApiOperation, string>> = {
+  createJob: 'create',
+  getJob: 'poll',
+  sendMessage: 'message',
+};
+const OPERATIONS = Object.keys(CALLS) as ApiOperation[];
 
 const BOUND_TEXT: Readonly<Record<StreakBound, string>> = {
   final: 'final',
@@ -35,41 +41,40 @@ const BOUND_TEXT: Readonly<Record<StreakBound, string>> = {
   credentials: 'waits for `credentialTolerance`',
 };
 
-function cell(verdict: Verdict, call: PolicyCall): string {
+function cell(verdict: Verdict, operation: ApiOperation): string {
   const parts = [`\`${verdict.type}\``, BOUND_TEXT[verdict.bound]];
-  if (verdict.bound === 'credentials' && call === 'create') parts[1] = 'waits only if the key worked lately';
-  if (verdict.mayHaveBeenApplied && call !== 'poll') parts.push('**may have been applied**');
+  if (verdict.bound === 'credentials' && operation === 'createJob')
+    parts[1] = 'waits only if the key worked lately';
+  if (verdict.mayHaveBeenApplied && operation !== 'getJob') parts.push('**may have been applied**');
   if (verdict.readsRetryAfter) parts.push('honours `Retry-After`');
-  if (verdict.bound !== 'final' && !handedBack(verdict, OPERATIONS[call]))
-    parts.push('retried on the server');
+  if (verdict.bound !== 'final' && !handedBack(verdict, operation)) parts.push('retried on the server');
   return parts.join(', ');
 }
 
 const minutes = (ms: number) => `${ms / 60_000} min`;
 const seconds = (ms: number) => `${ms / 1000} s`;
+const backoff = (b: Backoff, unit: (ms: number) => string) =>
+  `${seconds(b.initialIntervalMs)}, ×${b.backoffCoefficient} per failure, at most ${unit(b.maximumIntervalMs)}`;
 
 /** The page. */
 export function policyPage(): string {
-  const rows = Object.values(FailureKind).map((kind) => {
-    const verdicts = POLICY[kind];
-    return `| ${KIND_TEXT[kind]} | ${cell(verdicts.create, 'create')} | ${cell(verdicts.poll, 'poll')} | ${cell(verdicts.message, 'message')} |`;
-  });
+  const rows = Object.values(FailureKind).map(
+    (kind) => `| ${KIND_TEXT[kind]} | ${OPERATIONS.map((op) => cell(POLICY[kind][op], op)).join(' | ')} |`,
+  );
   const deliveries = DELIVERY_KINDS.map((kind) => {
-    const verdict = DELIVERY_POLICY[kind];
-    const does = verdict.retry
-      ? `tried again${verdict.readsRetryAfter ? ', honours `Retry-After`' : ''}`
-      : 'stops: `NoticeUndelivered`';
+    const verdict = POLICY[kind].delivery;
+    const does =
+      verdict.bound === 'final'
+        ? 'stops: `NoticeUndelivered`'
+        : `tried again${verdict.readsRetryAfter ? ', honours `Retry-After`' : ''}`;
     return `| ${KIND_TEXT[kind].replace(/the API/g, 'the receiver').replace('`AGENT_API_BASE_URL`', "the target's URL")} | ${does} |`;
   });
-  const backoffs = (Object.keys(BACKOFFS) as PolicyCall[]).map((call) => {
-    const b = BACKOFFS[call];
-    return `- ${call}: ${seconds(b.initialIntervalMs)}, ×${b.backoffCoefficient} per failure, at most ${seconds(b.maximumIntervalMs)}`;
-  });
-  return `<!-- Generated from src/agent-api/failure-policy.ts by \`tsx dev/check-failure-policy.ts --write\`. Do not edit. -->
+  const backoffs = OPERATIONS.map((op) => `- ${CALLS[op]}: ${backoff(BACKOFFS[op], seconds)}`);
+  return `<!-- Generated from src/failure-policy/ by \`tsx dev/check-failure-policy.ts --write\`. Do not edit. -->
 
 # What a failed Agent Job API call does
 
-One table decides it, in \`src/agent-api/failure-policy.ts\`; this page is generated from it, and
+One table decides it, in \`src/failure-policy/table.ts\`; this page is generated from it, and
 \`npm run lint\` fails when the two differ or when another file compares an HTTP status or an API
 failure type. Each cell: the failure type the caller sees, how a streak of it ends, and whether a
 create or message **may have been applied** (a create that may have made an agent job, a message
@@ -129,14 +134,14 @@ quota use.
 A workflow started with \`notify\` refuses a target name its worker does not know with
 \`UnknownNotifyTarget\`, final, before any quota use or create (docs/notifications.md). When it
 ends, a child workflow delivers the notice; each attempt that fails does what this table says
-(\`src/notify/delivery-policy.ts\`), for at most \`AGENT_NOTIFY_RETRY_FOR\` (24 h by default),
-after which the child fails with \`NoticeUndelivered\`. The agent-job workflow's own result
+(the same table's delivery column), for at most \`AGENT_NOTIFY_RETRY_FOR\` (${DEFAULT_NOTIFY_RETRY_FOR_MS / 3_600_000} h by default,
+kept by the server), after which the child fails with \`NoticeUndelivered\`. The agent-job workflow's own result
 never waits for it. Any 2xx is delivered, whatever its body.
 
 | What happened | delivery |
 |---|---|
 ${deliveries.join('\n')}
 
-Backoff between attempts: ${seconds(DELIVERY_BACKOFF.initialIntervalMs)}, ×${DELIVERY_BACKOFF.backoffCoefficient} per failure, at most ${minutes(DELIVERY_BACKOFF.maximumIntervalMs)}, plus up to ${RETRY_JITTER * 100}% jitter, raised to the receiver's \`Retry-After\` where the table says so.
+Backoff between attempts: ${backoff(BACKOFFS.delivery, minutes)}, plus up to ${RETRY_JITTER * 100}% jitter, raised to the receiver's \`Retry-After\` where the table says so.
 `;
 }

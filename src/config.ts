@@ -11,7 +11,7 @@
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
 import type { AmbiguousCreatePolicy } from './activities/index.js';
-import { DEFAULT_NOTIFY_RETRY_FOR_MS } from './notify/delivery-policy.js';
+import { DEFAULT_NOTIFY_RETRY_FOR_MS } from './failure-policy/streak.js';
 import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
 import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
 import { DEFAULT_TASK_QUEUE } from './contract.js';

@@ -7,12 +7,13 @@
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { ApiFailureType, type AgentJobRecord, type AgentJobStatus } from './agent-api/types.js';
+import type { AgentJobRecord, AgentJobStatus } from './agent-api/types.js';
+import { ApiFailureType } from './failure-policy/types.js';
 import { AgentJobError, ErrorName } from './errors.js';
 
+export { ApiFailureType } from './failure-policy/types.js';
 export {
   AGENT_JOB_STATUSES,
-  ApiFailureType,
   isTerminalStatus,
   MAX_JOB_ID_BYTES,
   TERMINAL_STATUSES,

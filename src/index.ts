@@ -6,7 +6,7 @@
  * of job-end notices checks them with.
  */
 export * from './contract.js';
-export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
+export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './failure-policy/streak.js';
 export {
   checkNotifyTargetName,
   checkPrompt,

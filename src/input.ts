@@ -13,7 +13,7 @@ import { durationMs } from './duration.js';
 import { quoted } from './escape.js';
 import { isWellFormed, utf8ByteLength } from './ids.js';
 import { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
-import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './agent-api/failure-policy.js';
+import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './failure-policy/streak.js';
 
 /** Default of {@link AgentJobInput.timeout}: 6 hours. */
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;

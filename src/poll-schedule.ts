@@ -15,7 +15,7 @@
  * Pure: callers pass the time, the attempt and the random source (the workflow's seeded
  * `Math.random`, or the activity's).
  */
-import { retryDelayMs, RETRY_JITTER, type Backoff } from './agent-api/failure-policy.js';
+import { retryDelayMs, RETRY_JITTER, type Backoff } from './failure-policy/backoff.js';
 
 /** Poll settings with every default applied, in milliseconds. */
 export interface ResolvedPollSettings {

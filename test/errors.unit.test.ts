@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AgentApiError, ApiKeyFileError, InvalidAgentJobRecordError } from '../src/agent-api/index.js';
-import { FailureKind } from '../src/agent-api/failure-kinds.js';
+import { FailureKind } from '../src/failure-policy/kinds.js';
 import { BatchFileError } from '../src/client/batch.js';
 import { ConfigError } from '../src/config.js';
 import { InvalidInputError } from '../src/contract.js';

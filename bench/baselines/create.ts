@@ -6,7 +6,8 @@
  */
 import { proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { AgentJobRecord } from '../../src/contract.js';
-import { CREATE_BACKOFF, retryPolicyOf } from '../../src/agent-api/failure-policy.js';
+import type { Schedule } from '../schedule.js';
+import { CREATE_BACKOFF, retryPolicyOf } from '../../src/failure-policy/backoff.js';
 import type { BaselineActivities } from './activities.js';
 
 const { createAgentJob } = proxyActivities<BaselineActivities>({
@@ -14,6 +15,13 @@ const { createAgentJob } = proxyActivities<BaselineActivities>({
   startToCloseTimeout: '75s',
   retry: retryPolicyOf(CREATE_BACKOFF),
 });
+
+/** Input of the baselines' workflows: the job to create, and the schedule to poll it on. */
+export interface BaselineInput {
+  projectId: string;
+  prompt: string;
+  schedule: Schedule;
+}
 
 /** Creates the agent job of this workflow and returns its first record. */
 export function createJob(projectId: string, prompt: string): Promise<AgentJobRecord> {

@@ -1,7 +1,7 @@
 /**
  * Baseline (c), the floor of this design: the agent-job workflow's own work when nothing goes
  * wrong, and nothing else. It creates the agent job (the same create step as baseline (b)), then,
- * until the record is terminal, waits one cadence on a durable timer (jittered as the worker's
+ * until the record is terminal, waits one cadence (the schedule's first interval) on a durable timer (jittered as the worker's
  * waits are) and reads the job with one local activity. No summaries, current details, search
  * attributes, metrics, queries, signals or updates, and no continue-as-new: a load run's
  * jobs poll a few dozen times at most, far below the worker's 150 polls per run, so the worker does
@@ -10,21 +10,13 @@
  */
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
-import { GET_BACKOFF, retryPolicyOf } from '../../src/agent-api/failure-policy.js';
+import { GET_BACKOFF, retryPolicyOf } from '../../src/failure-policy/backoff.js';
+import { pollJitterFactor } from '../../src/poll-schedule.js';
 import type { BaselineActivities } from './activities.js';
-import { createJob } from './create.js';
-import { jitteredMs } from './jitter.js';
+import { createJob, type BaselineInput } from './create.js';
 
 /** Workflow type of the baseline. */
 export const FLOOR_WORKFLOW = 'floorWorkflow';
-
-/** Input of {@link floorWorkflow}. */
-export interface FloorInput {
-  projectId: string;
-  prompt: string;
-  /** The cadence: every wait, before its jitter, in ms. */
-  intervalMs: number;
-}
 
 const { readAgentJob } = proxyLocalActivities<BaselineActivities>({
   // The worker's poll timeout and backoff. A poll that succeeds, as every poll of a load run does,
@@ -35,10 +27,11 @@ const { readAgentJob } = proxyLocalActivities<BaselineActivities>({
 });
 
 /** Creates the agent job and polls it until it is terminal; returns the final record. */
-export async function floorWorkflow(input: FloorInput): Promise<AgentJobRecord> {
+export async function floorWorkflow(input: BaselineInput): Promise<AgentJobRecord> {
   const created = await createJob(input.projectId, input.prompt);
   for (;;) {
-    await sleep(jitteredMs(input.intervalMs));
+    // The worker's jitter, in whole milliseconds as its timers get it (src/poll-schedule.ts).
+    await sleep(Math.max(1, Math.round(input.schedule.initialIntervalMs * pollJitterFactor(Math.random))));
     const record = await readAgentJob({ projectId: input.projectId, jobId: created.id });
     if (isTerminalStatus(record.status)) return record;
   }

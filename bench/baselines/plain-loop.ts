@@ -1,77 +1,50 @@
 /**
  * Baseline (a): what a user would write without Temporal. One Node process creates N agent jobs
- * and polls each on its own `setTimeout` at the same cadence as the workflow (same jitter), with
- * the project's API client against the same simulator. Nothing is durable: a crash loses every job.
- * It is the floor for CPU per poll and for detection latency.
+ * and polls each on its own `setTimeout` on the workflow's own schedule (src/poll-schedule.ts, its
+ * jitter included), with the project's API client against the same simulator. Nothing is durable:
+ * a crash loses every job. It is the floor for CPU per poll and for detection latency.
  *
  * Protocol with the benchmark: prints `{"msg":"ready"}`, waits for a line `go` on stdin, runs,
  * prints one `{"msg":"result", ...}` line, and exits when stdin closes (so the benchmark can read
  * its CPU time from /proc before it goes).
  *
- *   node plain-loop.js --base-url URL --project ID --jobs N --interval-ms MS
- *     [--max-interval-ms MS --backoff X]   (the key in AGENT_API_KEY)
+ *   node plain-loop.js '{"baseUrl":URL,"projectId":ID,"jobs":N,"schedule":{...}}'   (the key in AGENT_API_KEY)
  */
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentApiClient, AgentApiError } from '../../src/agent-api/index.js';
 import { mapLimit } from '../../src/client/map-limit.js';
 import { isTerminalStatus } from '../../src/contract.js';
-import { jitteredMs } from './jitter.js';
+import { PollSchedule } from '../../src/poll-schedule.js';
+import type { Schedule } from '../schedule.js';
 
 /** Creates in flight at once, like the benchmark's workflow starts. */
 const CREATE_CONCURRENCY = 64;
 
-interface Options {
-  api: AgentApiClient;
+/** What the benchmark asks of the loop, as JSON in its one argument. */
+export interface PlainLoopOptions {
+  baseUrl: string;
   projectId: string;
   jobs: number;
-  intervalMs: number;
-  maxIntervalMs: number;
-  backoff: number;
+  schedule: Schedule;
 }
+
+type Options = PlainLoopOptions & { api: AgentApiClient };
 
 /** What one job ended with. */
 interface Outcome {
   jobId: string;
-  /** Epoch ms at which the loop saw the terminal status. */
-  detectedAt: number;
+  /** Epoch ms at which the loop saw the terminal status: its workflow's close, for the others. */
+  closedAt: number;
   polls: number;
 }
 
 function readOptions(): Options {
-  const { values } = parseArgs({
-    options: {
-      'base-url': { type: 'string' },
-      project: { type: 'string' },
-      jobs: { type: 'string' },
-      'interval-ms': { type: 'string' },
-      'max-interval-ms': { type: 'string' },
-      backoff: { type: 'string', default: '1' },
-    },
-    strict: true,
-  });
-  const jobs = Number(values.jobs);
-  const intervalMs = Number(values['interval-ms']);
-  const maxIntervalMs = Number(values['max-interval-ms'] ?? intervalMs);
-  const backoff = Number(values.backoff);
+  const options = JSON.parse(process.argv[2] ?? 'null') as PlainLoopOptions | null;
   const apiKey = process.env.AGENT_API_KEY;
-  const valid = jobs >= 1 && intervalMs >= 10 && maxIntervalMs >= intervalMs && backoff >= 1;
-  if (!values['base-url'] || !values.project || !apiKey || !valid) {
-    throw new Error(
-      'usage: plain-loop --base-url URL --project ID --jobs N --interval-ms MS [--max-interval-ms MS --backoff X], with AGENT_API_KEY set',
-    );
-  }
-  return {
-    api: new AgentApiClient({ baseUrl: values['base-url'], apiKey }),
-    projectId: values.project,
-    jobs,
-    intervalMs,
-    maxIntervalMs,
-    backoff,
-  };
+  if (!options || !apiKey) throw new Error('usage: plain-loop <options as JSON>, with AGENT_API_KEY set');
+  return { ...options, api: new AgentApiClient({ baseUrl: options.baseUrl, apiKey }) };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates one agent job, retrying what the client calls retryable, like the create activity. */
 async function create(options: Options, index: number): Promise<string> {
@@ -92,16 +65,15 @@ async function create(options: Options, index: number): Promise<string> {
 /** Polls one agent job until it is terminal: the whole of what the workflow does, minus durability. */
 async function follow(options: Options, jobId: string): Promise<Outcome> {
   let polls = 0;
-  let intervalMs = options.intervalMs;
+  const polling = new PollSchedule(options.schedule);
   for (;;) {
-    // The workflow's jitter, so both poll with the same spread.
-    await sleep(jitteredMs(intervalMs));
-    // The workflow's schedule: grow after every wait, up to the maximum.
-    intervalMs = Math.min(intervalMs * options.backoff, options.maxIntervalMs);
+    // The workflow's wait and jitter, so both poll with the same spread; then the wait grows.
+    await sleep(polling.waitMs(0, Infinity, Math.random));
+    polling.grow();
     try {
       const record = await options.api.getJob(options.projectId, jobId);
       polls++;
-      if (isTerminalStatus(record.status)) return { jobId, detectedAt: Date.now(), polls };
+      if (isTerminalStatus(record.status)) return { jobId, closedAt: Date.now(), polls };
     } catch (err) {
       // A transient error waits one more interval, as the workflow's retry policy would.
       if (!(err instanceof AgentApiError) || !err.retryable) throw err;

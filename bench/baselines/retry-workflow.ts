@@ -7,31 +7,21 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type { AgentJobRecord } from '../../src/contract.js';
 import type { BaselineActivities } from './activities.js';
-import { createJob } from './create.js';
+import { createJob, type BaselineInput } from './create.js';
 
 /** Workflow type of the baseline. */
 export const POLL_BY_RETRY_WORKFLOW = 'pollByRetryWorkflow';
 
-/** Input of {@link pollByRetryWorkflow}. */
-export interface PollByRetryInput {
-  projectId: string;
-  prompt: string;
-  /** The cadence: the retry policy's initial interval, in ms. */
-  intervalMs: number;
-  /** Longest wait between attempts; default `intervalMs`. */
-  maxIntervalMs?: number;
-  /** Growth of the wait; default 1, the pattern as Temporal documents it for polling. */
-  backoffCoefficient?: number;
-}
-
 /** Creates the agent job and waits for its end through activity retries; returns the final record. */
-export async function pollByRetryWorkflow(input: PollByRetryInput): Promise<AgentJobRecord> {
+export async function pollByRetryWorkflow(input: BaselineInput): Promise<AgentJobRecord> {
   const { awaitTerminalStatus } = proxyActivities<BaselineActivities>({
     startToCloseTimeout: '75s',
+    // The schedule as a retry policy: the cadence, growing by its coefficient (1, the pattern as
+    // Temporal documents it for polling) up to its longest wait.
     retry: {
-      initialInterval: input.intervalMs,
-      maximumInterval: input.maxIntervalMs ?? input.intervalMs,
-      backoffCoefficient: input.backoffCoefficient ?? 1,
+      initialInterval: input.schedule.initialIntervalMs,
+      maximumInterval: input.schedule.maxIntervalMs,
+      backoffCoefficient: input.schedule.backoffCoefficient,
       // No maximumAttempts: unlimited, so only the agent job's end stops the polling.
     },
   });

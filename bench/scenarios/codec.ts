@@ -1,18 +1,10 @@
 /**
  * What the payload codec costs per job and per poll: the same jobs on two workers of this project
  * that differ only in `TEMPORAL_PAYLOAD_KEYS_FILE` (off, and a ring of one key), each side started
- * by a client with the same setting, in a project of its own.
- *
- * Counted per job from the real histories: events (the codec must add none), the bytes the server
- * stores (the histories serialized as protobuf, every run of the chain), and the payloads in them.
- * The codec's own CPU is measured apart, in this process, on the payloads of a real job: sealing
- * and opening every payload of one job's history, and the poll activity's input alone (what each
- * poll attempt opens on the worker, its attempt's failure aside), many times over, timed with
- * `process.cpuUsage`. Those figures do not depend on the machine's load the way a worker process's
- * CPU over a few hundred polls does; the worker processes' CPU per poll is reported beside them
- * for scale.
+ * by a client with the same setting, in a project of its own; the codec's own CPU timed apart, in
+ * this process, on the payloads of a real job, where the machine's load moves it little. The method:
+ * docs/PERFORMANCE.md, "The payload codec".
  */
-import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -20,7 +12,6 @@ import { startAgentJob } from '../../src/client/index.js';
 import { AesGcmPayloadCodec, FileKeyRing } from '../../src/payload-codec/index.js';
 import type { BenchEnvironment } from '../environment.js';
 import { chainHistories, firstRunId, type History } from '../history.js';
-import type { MeasuredProcess } from '../processes.js';
 import { sampleProcess } from '../resources.js';
 import { spread, sum } from '../stats.js';
 import type { CodecCost, CodecCostSide } from '../catalogue.js';
@@ -44,26 +35,21 @@ export interface CodecCostParams {
  * one job of the first side (what the second side sealed).
  */
 export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams): Promise<CodecCost> {
-  const workers: MeasuredProcess[] = [];
-  try {
-    const off = await runSide(env, null, params, workers);
-    const on = await runSide(env, env.payloadKeysFile, params, workers);
-    const payloads = payloadsOf(off.firstHistory);
-    const codec = new AesGcmPayloadCodec(new FileKeyRing(env.payloadKeysFile));
-    const pollInput = pollInputOf(off.firstHistory);
-    return {
-      sides: [off.side, on.side],
-      sealOpen: {
-        payloads: payloads.length,
-        bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
-        cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
-        pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
-        cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
-      },
-    };
-  } finally {
-    for (const worker of workers) await worker.stop();
-  }
+  const off = await runSide(env, false, params);
+  const on = await runSide(env, true, params);
+  const payloads = payloadsOf(off.firstHistory);
+  const codec = new AesGcmPayloadCodec(new FileKeyRing(env.payloadKeysFile));
+  const pollInput = pollInputOf(off.firstHistory);
+  return {
+    sides: [off.side, on.side],
+    sealOpen: {
+      payloads: payloads.length,
+      bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
+      cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
+      pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
+      cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
+    },
+  };
 }
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
@@ -75,34 +61,19 @@ interface SideRun {
   firstHistory: History;
 }
 
-/** Runs the jobs of one side at once, on a worker of its own that joins `workers`. */
-async function runSide(
-  env: BenchEnvironment,
-  keysFile: string | null,
-  params: CodecCostParams,
-  workers: MeasuredProcess[],
-): Promise<SideRun> {
-  const codec = keysFile === null ? 'off' : 'on';
-  const taskQueue = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
-  const worker = await env.spawnWorker(
-    'worker',
-    taskQueue,
-    keysFile === null ? {} : { TEMPORAL_PAYLOAD_KEYS_FILE: keysFile },
-  );
-  workers.push(worker);
-  await worker.waitForLine('worker running', 60_000);
-  // The client seals what it starts, as a caller with the codec does: a keyed worker refuses
-  // unsealed input.
-  const client = keysFile === null ? env.client : env.sealingClient();
-  const projectId = `codec-cost-${codec}-${randomUUID().slice(0, 8)}`;
-  env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
+/** Runs the jobs of one side at once, on a worker of its own and a client with the same ring. */
+async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams): Promise<SideRun> {
+  const codec = sealed ? 'on' : 'off';
+  const projectId = env.newProject(`codec-cost-${codec}`, { durationMs: JOB_MS, outcome: 'pr' });
+  const worker = await env.startWorker('worker', projectId, { sealed });
+  const client = env.clientOf(sealed);
   const cpuBefore = sampleProcess(worker.pid).cpuSeconds;
   const handles: WorkflowHandle[] = await Promise.all(
     Array.from({ length: params.jobs }, (_, i) =>
       startAgentJob(
         client,
         { projectId, prompt: `Benchmark: payload codec ${codec}, job ${i}`, poll: POLL },
-        { taskQueue, key: `job-${i}` },
+        { taskQueue: projectId, key: `job-${i}` },
       ),
     ),
   );

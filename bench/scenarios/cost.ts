@@ -1,23 +1,16 @@
 /**
  * Cost per job for jobs that last 1 minute, 10 minutes and 1 hour (and, in full mode, 6 hours, the
  * default timeout, whose ~365 polls span three continue-as-new runs), counted from real histories
- * and the simulator's request counters.
- *
- * How an hour fits in seconds: the number of polls a job of length L takes on a schedule is fixed
- * by the schedule alone (apart from the ±10% jitter), so it is replayed without a server
- * (schedule.ts), and the workflow then runs for real on the same schedule with every interval
- * divided by `scale`, against an agent job that the simulator ends right after the poll before the
- * last one. The history then holds exactly the polls, timers, activities and runs of a real-time
- * job of length L, made in L / scale or so. (Scaling the job length too would not do: each poll
- * spends tens of milliseconds between its timer and its response, nothing next to intervals of 5 to
- * 60 s but most of a scaled one, so a scaled-time job would end after far fewer polls.)
+ * and the simulator's request counters. How an hour fits in seconds (the schedule replayed, then run
+ * with every interval divided by `scale` against a job that ends after the poll before the last),
+ * and why the job's length is not scaled too: docs/PERFORMANCE.md, "Cost per job".
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { workflowCost, type WorkflowCost } from '../history.js';
-import { writeStdin, type MeasuredProcess } from '../processes.js';
+import { runPlainLoop } from '../processes.js';
 import { replay, scaleSchedule } from '../schedule.js';
 import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
@@ -79,14 +72,11 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
     }
   }
   const simulator = await startCountingSimulator(cells);
-  const processes: MeasuredProcess[] = [];
   try {
     const queues = new Map<WorkerImplementation, string>();
     for (const impl of ['worker', 'poll-by-retry'] as const) {
       const taskQueue = `cost-${impl}-${randomUUID().slice(0, 8)}`;
-      const worker = await env.spawnWorker(impl, taskQueue, { AGENT_API_BASE_URL: simulator.url });
-      processes.push(worker);
-      await worker.waitForLine('worker running', 60_000);
+      await env.startWorker(impl, taskQueue, { overrides: { AGENT_API_BASE_URL: simulator.url } });
       queues.set(impl, taskQueue);
     }
     const slowest = Math.max(
@@ -104,13 +94,10 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
         return waitForCost(env.client, workflowId, runId, deadline);
       }
       // A plain-loop process per cell: the loop takes one project.
-      const proc = env.spawnPlainLoop(simulator.url, cell.project, 1, schedule);
-      processes.push(proc);
-      await proc.waitForLine('ready', 60_000);
-      await writeStdin(proc, 'go\n');
-      const { line } = await proc.waitForLine('result', Math.max(1_000, deadline - Date.now()));
+      const proc = await env.startPlainLoop(simulator.url, cell.project, 1, schedule);
+      const result = await runPlainLoop(proc, Math.max(1_000, deadline - Date.now()));
       proc.child.stdin?.end();
-      return { polls: (line.outcomes as Array<{ polls: number }>)[0]?.polls ?? 0 };
+      return { polls: (result.outcomes as Array<{ polls: number }>)[0]?.polls ?? 0 };
     };
     const samples = new Map(
       await Promise.all(cells.map(async (cell) => [cell, await measure(cell)] as const)),
@@ -119,7 +106,8 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
     const rows = measuredRows(simulator, cells, samples, params);
     return [...rows, ...extrapolatedRows(rows, params)];
   } finally {
-    for (const proc of processes) await proc.stop();
+    // The workers poll this simulator: they stop before it does.
+    await env.stopProcesses();
     await simulator.stop();
   }
 }
@@ -241,7 +229,7 @@ function measuredRows(
       runs: spread(costs.map((c) => c.runs)),
       actions: spread(actions),
       actionBreakdown: costs[0]?.actions ?? null,
-      apiRequestsPerJob: spread(group.map((c) => apiRequests(simulator, c.project))),
+      apiRequestsPerJob: spread(group.map((c) => apiRequests(requests[c.project] ?? {}))),
       meanDetectionDelayS: replayed.meanDelayMs / 1000,
     };
   });

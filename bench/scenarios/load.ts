@@ -1,17 +1,11 @@
 /**
  * The load scenario: N agent jobs in flight at once, polled at a fixed cadence, by one of four
- * implementations — this worker, baseline (a) the plain Node loop, baseline (b) the
- * poll-by-activity-retry workflow, baseline (c) the floor of this design (a timer and a
- * local-activity poll, nothing else) — each in a fresh process on its own task queue and simulator
- * project. One run has three phases:
- *
- * 1. ramp: start N workflows (or create N jobs, for the plain loop) whose agent jobs stay active;
- * 2. steady: with all N open, measure CPU per poll and memory over a window of whole cadences;
- * 3. release: end every agent job at a random moment within one cadence (the simulator archives
- *    it, a terminal status) and wait for every workflow to close.
- *
- * Holding the jobs until all N are open is what makes "N concurrent jobs" true: creating
- * thousands of workflows takes tens of seconds here, longer than a job of a few cadences lasts.
+ * implementations (this worker, (a) the plain Node loop, (b) the poll-by-activity-retry workflow,
+ * (c) the floor of this design), each in a fresh process on its own task queue and simulator
+ * project. One run ramps up N jobs that the simulator holds active, measures a steady window with
+ * all N open, then releases every job and drains (docs/PERFORMANCE.md, "Load runs"). Holding the
+ * jobs until all N are open is what makes "N concurrent jobs" true: creating thousands of
+ * workflows takes tens of seconds here, longer than a job of a few cadences lasts.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,31 +15,25 @@ import { SearchAttributes, type AgentJobRecord } from '../../src/contract.js';
 import { FLOOR_WORKFLOW, type floorWorkflow } from '../baselines/floor-workflow.js';
 import { POLL_BY_RETRY_WORKFLOW, type pollByRetryWorkflow } from '../baselines/retry-workflow.js';
 import type { BenchEnvironment } from '../environment.js';
-import type { RunningSimulator } from '../../src/simulator/index.js';
+import type { Endpoint } from '../../src/simulator/index.js';
 import { DETECTION_SAMPLE, detectionSplit, firstRunId, perPart, workflowCost } from '../history.js';
 import { mapLimit } from '../../src/client/map-limit.js';
-import { writeStdin, type MeasuredProcess } from '../processes.js';
-import { ResourceWatch, sampleProcess, type ProcessSample } from '../resources.js';
+import { runPlainLoop, type MeasuredProcess } from '../processes.js';
+import { sampleProcess, watchPeakRss } from '../resources.js';
 import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
+import type { ChoiceSide, CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
 
-/** What to run. */
-export interface LoadParams {
+/** What to run: one implementation at one load point, and for this worker a side of a design choice. */
+export type LoadParams = ChoiceSide & {
   impl: Implementation;
   jobs: number;
   /** Poll interval in force (fixed: initial = max, coefficient 1). */
   cadenceMs: number;
   /** Length of the steady window, in whole cadences. */
   steadyCadences: number;
-  /** Extra worker settings (cache size, concurrency), as environment variables. */
-  workerEnv?: Record<string, string>;
-  /** Label of a design-choice variant; empty for the defaults. */
-  variant?: string;
-  /** The payload codec on: the worker and the client that starts the jobs seal with one ring. */
-  sealed?: boolean;
-}
+};
 
 /** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
 export class BenchmarkBroken extends Error {
@@ -72,138 +60,95 @@ const PROMPT = 'Benchmark agent job: add a changelog entry.';
 /** Jobs stay active until released; this only bounds a run that lost its release. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
 
-/** Runs one load scenario. */
+/** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
 export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
-  const project = `load-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
-  env.simulator.setScenario(project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const { impl, jobs, cadenceMs } = params;
+  const project = env.newProject(`load-${impl}-${jobs}`, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const schedule = fixedSchedule(cadenceMs);
   const proc =
-    params.impl === 'plain-loop'
-      ? env.spawnPlainLoop(env.simulator.url, project, params.jobs, fixedSchedule(params.cadenceMs))
-      : await env.spawnWorker(params.impl, project, {
-          ...params.workerEnv,
-          ...(params.sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: env.payloadKeysFile }),
-        });
-  try {
-    await proc.waitForLine(params.impl === 'plain-loop' ? 'ready' : 'worker running', 60_000);
-    return await drive(env, params, project, proc);
-  } finally {
-    await proc.stop();
-  }
-}
-
-/** A clock over the three processes, read at phase boundaries. */
-interface Reading {
-  at: number;
-  proc: ProcessSample;
-  server: number;
-  bench: number;
-  polls: number;
-}
-
-function read(env: BenchEnvironment, pid: number, project: string): Reading {
-  const bench = process.cpuUsage();
-  return {
-    at: Date.now(),
-    proc: sampleProcess(pid),
-    server: env.serverPid === null ? Number.NaN : sampleProcess(env.serverPid).cpuSeconds,
-    bench: (bench.user + bench.system) / 1e6,
-    polls: env.simulator.stats().requestsPerProjectEndpoint[project]?.get ?? 0,
+    impl === 'plain-loop'
+      ? await env.startPlainLoop(env.simulator.url, project, jobs, schedule)
+      : await env.startWorker(impl, project, { overrides: params.workerEnv, sealed: params.sealed });
+  const timeoutMs = phaseTimeoutMs(jobs, cadenceMs);
+  const deadline = () => Date.now() + timeoutMs;
+  /** A clock over the three busy processes and the polls so far, read at phase boundaries. */
+  const read = () => {
+    const bench = process.cpuUsage();
+    return {
+      at: Date.now(),
+      proc: sampleProcess(proc.pid),
+      server: env.temporal.pid === null ? Number.NaN : sampleProcess(env.temporal.pid).cpuSeconds,
+      bench: (bench.user + bench.system) / 1e6,
+      polls: env.requestsOf(project).get ?? 0,
+    };
   };
-}
-
-function cpuBetween(a: Reading, b: Reading, per: number): CpuSplit {
-  return {
-    measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
-    server: (b.server - a.server) / per,
-    bench: (b.bench - a.bench) / per,
-  };
-}
-
-/** A started workflow: its ID and first run. */
-interface Started {
-  workflowId: string;
-  runId: string;
-}
-
-async function drive(
-  env: BenchEnvironment,
-  params: LoadParams,
-  project: string,
-  proc: MeasuredProcess,
-): Promise<LoadRun> {
-  const timeoutMs = phaseTimeoutMs(params.jobs, params.cadenceMs);
   await sleep(500);
-  const idle = read(env, proc.pid, project);
-  const t0 = Date.now();
+  const idle = read();
   let broke: string | null = null;
   let started: Started[] = [];
-  let loopResult: Promise<{ line: Record<string, unknown> } | { error: unknown }> | null = null;
+  let loopResult: Promise<{ outcomes: Close[] } | { error: unknown }> | null = null;
 
   // 1. Ramp.
-  if (params.impl === 'plain-loop') {
-    await writeStdin(proc, 'go\n');
+  if (impl === 'plain-loop') {
     // The result only comes after the release; until it is awaited there, a failure is kept as a value.
-    loopResult = proc.waitForLine('result', timeoutMs * 3).then(
-      (hit) => ({ line: hit.line }),
+    loopResult = runPlainLoop(proc, timeoutMs * 3).then(
+      (line) => ({ outcomes: line.outcomes as Close[] }),
       (error: unknown) => ({ error }),
     );
   } else {
     try {
-      const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(params.cadenceMs) };
-      const client = params.sealed ? env.sealingClient() : env.client;
-      started = await startJobs(client, how, project, params.jobs);
+      started = await startJobs(
+        env.clientOf(params.sealed ?? false),
+        { impl, taskQueue: project, schedule },
+        project,
+        jobs,
+      );
     } catch (err) {
       broke = `starting workflows failed: ${(err as Error).message}`;
     }
   }
-  const deadline = () => Date.now() + timeoutMs;
   const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
-  if (broke === null) broke = await waitForCount(created, params.jobs, 'created', deadline(), proc);
-  const rampEnd = read(env, proc.pid, project);
-  const jobs = env.simulator.stats().jobs.filter((j) => j.projectId === project);
+  broke ??= await waitForCount(created, jobs, 'created', deadline(), proc);
+  const rampEnd = read();
+  const agentJobs = env.jobsOf(project);
 
   // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
   // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
   // would otherwise fall in the window for the jobs created last, where (b) polls at once), and
   // half a cadence later, so that those jobs are in their polling rhythm too.
-  const watch = new ResourceWatch(proc.pid);
+  const watch = watchPeakRss(proc.pid);
   let steadyStart = rampEnd;
-  const polled = () =>
-    env.simulator.stats().jobs.filter((j) => j.projectId === project && j.requests.get.count > 0).length;
-  if (broke === null) broke = await waitForCount(polled, params.jobs, 'polled', deadline(), proc);
+  const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
+  broke ??= await waitForCount(polled, jobs, 'polled', deadline(), proc);
   if (broke === null) {
-    await sleep(params.cadenceMs / 2);
-    steadyStart = read(env, proc.pid, project);
-    await sleep(params.steadyCadences * params.cadenceMs);
+    await sleep(cadenceMs / 2);
+    steadyStart = read();
+    await sleep(params.steadyCadences * cadenceMs);
   }
-  watch.stop();
-  const steadyEnd = read(env, proc.pid, project);
+  const watchedPeakMiB = watch.stop();
+  const steadyEnd = read();
   checkAlive(proc);
 
   // 3. Release and drain: each agent job ends at a random moment of one cadence, so that detection
   // latency covers every point of a poll interval.
   const releaseAt = Date.now();
-  const timers = jobs.map((job) =>
-    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * params.cadenceMs),
+  const timers = agentJobs.map((job) =>
+    setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * cadenceMs),
   );
   let closes: Close[] = [];
   try {
-    if (params.impl === 'plain-loop') {
+    if (impl === 'plain-loop') {
       const outcome = broke === null ? await loopResult : null;
-      if (outcome && 'line' in outcome) {
-        closes = (outcome.line.outcomes as Array<{ jobId: string; detectedAt: number }>).map((o) => ({
-          jobId: o.jobId,
-          closedAt: o.detectedAt,
-        }));
-      } else if (outcome) {
+      if (outcome && 'outcomes' in outcome) closes = outcome.outcomes;
+      else if (outcome) {
         checkAlive(proc);
         broke = `the plain loop did not finish: ${String((outcome.error as Error).message).split('\n')[0]}`;
       }
     } else {
-      if (broke === null) broke = await waitForClose(env.client, project, params.jobs, deadline());
+      broke ??= await waitForClose(env.client, project, jobs, deadline());
       if (broke !== null) await terminateLeftovers(env, project);
       closes =
-        params.impl === 'worker'
+        impl === 'worker'
           ? await closesFromVisibility(env.client, project)
           : await closesFromHistories(env.client, started);
     }
@@ -213,11 +158,7 @@ async function drive(
 
   // When the simulator made each job terminal.
   const terminalAt = new Map(
-    env.simulator
-      .stats()
-      .jobs.flatMap((j) =>
-        j.projectId === project && j.terminalAt !== null ? [[j.id, j.terminalAt] as const] : [],
-      ),
+    env.jobsOf(project).flatMap((j) => (j.terminalAt === null ? [] : [[j.id, j.terminalAt] as const])),
   );
   const latencies = closes.flatMap((c) => {
     const at = c.jobId === null ? undefined : terminalAt.get(c.jobId);
@@ -225,42 +166,38 @@ async function drive(
   });
   const sample = started.slice(0, HISTORY_SAMPLE);
   const costs = await mapLimit(sample, 16, (s) => workflowCost(env.client, s.workflowId, s.runId));
-  const detection =
-    broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null;
   const lastClose = closes.length > 0 ? Math.max(...closes.map((c) => c.closedAt)) : Date.now();
-  const rampSeconds = (rampEnd.at - t0) / 1000;
+  const rampSeconds = (rampEnd.at - idle.at) / 1000;
   const drainSeconds = (lastClose - releaseAt) / 1000;
   const steadyPolls = steadyEnd.polls - steadyStart.polls;
-  const steadySeconds = (steadyEnd.at - steadyStart.at) / 1000;
-  const peakRssMiB = Math.max(watch.peakRssMiB, steadyEnd.proc.rssMiB);
+  const peakRssMiB = Math.max(watchedPeakMiB, steadyEnd.proc.rssMiB);
+  const cpuBetween = (a: typeof idle, b: typeof idle, per: number): CpuSplit => ({
+    measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
+    server: (b.server - a.server) / per,
+    bench: (b.bench - a.bench) / per,
+  });
+  const at = (p: number) => percentile(latencies, p);
   return {
-    impl: params.impl,
+    impl,
     variant: params.variant ?? '',
-    jobs: params.jobs,
-    cadenceMs: params.cadenceMs,
+    jobs,
+    cadenceMs,
     workerEnv: params.workerEnv ?? {},
     completed: closes.length,
     rampSeconds,
     drainSeconds,
     throughput: closes.length / (rampSeconds + drainSeconds),
     latency:
-      latencies.length === 0
-        ? null
-        : {
-            p50: percentile(latencies, 50),
-            p95: percentile(latencies, 95),
-            p99: percentile(latencies, 99),
-            max: Math.max(...latencies),
-          },
-    detection,
+      latencies.length === 0 ? null : { p50: at(50), p95: at(95), p99: at(99), max: Math.max(...latencies) },
+    detection: broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null,
     steadyPolls,
-    steadyPollsPerSecond: steadyPolls / steadySeconds,
+    steadyPollsPerSecond: steadyPolls / ((steadyEnd.at - steadyStart.at) / 1000),
     cpuPer1000Polls: cpuBetween(steadyStart, steadyEnd, steadyPolls / 1000),
-    cpuPerStart: cpuBetween(idle, rampEnd, params.jobs),
-    apiRequestsPerJob: apiRequests(env.simulator, project) / params.jobs,
+    cpuPerStart: cpuBetween(idle, rampEnd, jobs),
+    apiRequestsPerJob: apiRequests(env.requestsOf(project)) / jobs,
     idleRssMiB: idle.proc.rssMiB,
     peakRssMiB,
-    rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / params.jobs) * 1000,
+    rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / jobs) * 1000,
     history:
       costs.length === 0
         ? null
@@ -272,6 +209,12 @@ async function drive(
           },
     broke,
   };
+}
+
+/** A started workflow: its ID and first run. */
+interface Started {
+  workflowId: string;
+  runId: string;
 }
 
 /** How a run starts its jobs: the implementation, on its task queue, every job on one schedule. */
@@ -322,15 +265,7 @@ export async function startJob(
           {
             taskQueue,
             workflowId: `${impl}/${project}/${index}`,
-            args: [
-              {
-                projectId: project,
-                prompt: PROMPT,
-                intervalMs: schedule.initialIntervalMs,
-                maxIntervalMs: schedule.maxIntervalMs,
-                backoffCoefficient: schedule.backoffCoefficient,
-              },
-            ],
+            args: [{ projectId: project, prompt: PROMPT, schedule }],
           },
         );
   return { workflowId: handle.workflowId, runId: await firstRunId(handle) };
@@ -407,7 +342,7 @@ export async function waitForClose(
 export async function terminateLeftovers(env: BenchEnvironment, taskQueue: string): Promise<void> {
   const running = `TaskQueue = "${taskQueue}" AND ExecutionStatus = "Running"`;
   await env.client.workflowService.startBatchOperation({
-    namespace: env.namespace,
+    namespace: env.temporal.namespace,
     jobId: randomUUID(),
     reason: 'benchmark run over',
     visibilityQuery: running,
@@ -428,6 +363,7 @@ export async function terminateLeftovers(env: BenchEnvironment, taskQueue: strin
 /** How long terminating a run's leftovers may take: thousands of workflows, on a busy machine. */
 const LEFTOVERS_TIMEOUT_MS = 5 * 60_000;
 
+/** When a job's end was seen: its workflow's close, or the plain loop's read of the terminal record. */
 interface Close {
   jobId: string | null;
   closedAt: number;
@@ -471,8 +407,7 @@ async function splitDetection(
   return split.wait.length === 0 ? null : { sampled: split.wait.length, p50: at(50), p99: at(99) };
 }
 
-/** The requests of `project` at the simulator: its creates, GETs and messages. */
-export function apiRequests(simulator: RunningSimulator, project: string): number {
-  const counts = simulator.stats().requestsPerProjectEndpoint[project] ?? {};
+/** A project's API requests at the simulator (its counts by endpoint): its creates, GETs and messages. */
+export function apiRequests(counts: Partial<Record<Endpoint, number>>): number {
   return (counts.create ?? 0) + (counts.get ?? 0) + (counts.message ?? 0);
 }

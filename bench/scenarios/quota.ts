@@ -15,12 +15,10 @@
  * from its start, its timers and any patch marker (earlier builds recorded one), which come once
  * per chain.
  */
-import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
-import type { MeasuredProcess } from '../processes.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
 import type { QuotaCostSide, QuotaMargin } from '../catalogue.js';
@@ -42,28 +40,24 @@ export interface QuotaCostParams {
 
 /**
  * Runs the "on" side, then the "off" side while the quota workflow of the first winds down on the
- * first side's worker (it runs on its task queue, so that worker stays up until it has ended).
+ * first side's worker (it runs on its task queue, so that worker stays up until it has ended: the
+ * scenario's workers stop when it returns).
  */
 export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams): Promise<QuotaCostSide[]> {
-  const workers: MeasuredProcess[] = [];
-  try {
-    const on = await runSide(env, QUOTA_ON, params, workers);
-    const off = await runSide(env, 'off', params, workers);
-    const quotaId = projectQuotaWorkflowId(on.projectId);
-    const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
-    const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
-    const { runs, events, actions } = await waitForCost(env.client, quotaId, firstRun, deadline);
-    const chain = {
-      runs,
-      events,
-      actions: actions.total,
-      updates: actions.updates,
-      timers: actions.timersStarted,
-    };
-    return [summarize(on, { ...chain, ...(on.margin && { margin: on.margin }) }), summarize(off, null)];
-  } finally {
-    for (const worker of workers) await worker.stop();
-  }
+  const on = await runSide(env, QUOTA_ON, params);
+  const off = await runSide(env, 'off', params);
+  const quotaId = projectQuotaWorkflowId(on.projectId);
+  const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
+  const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
+  const { runs, events, actions } = await waitForCost(env.client, quotaId, firstRun, deadline);
+  const chain = {
+    runs,
+    events,
+    actions: actions.total,
+    updates: actions.updates,
+    timers: actions.timersStarted,
+  };
+  return [summarize(on, { ...chain, ...(on.margin && { margin: on.margin }) }), summarize(off, null)];
 }
 
 interface SideRun {
@@ -75,19 +69,13 @@ interface SideRun {
   margin: QuotaMargin | null;
 }
 
-/** Runs the jobs of one side on a worker of its own, which joins `workers`. */
-async function runSide(
-  env: BenchEnvironment,
-  quota: string,
-  params: QuotaCostParams,
-  workers: MeasuredProcess[],
-): Promise<SideRun> {
-  const taskQueue = `quota-cost-${randomUUID().slice(0, 8)}`;
-  const worker = await env.spawnWorker('worker', taskQueue, { AGENT_API_PROJECT_QUOTA: quota });
-  workers.push(worker);
-  await worker.waitForLine('worker running', 60_000);
-  const projectId = `quota-cost-${quota === 'off' ? 'off' : 'on'}-${randomUUID().slice(0, 8)}`;
-  env.simulator.setScenario(projectId, { durationMs: JOB_MS, outcome: 'pr' });
+/** Runs the jobs of one side on a worker of its own, which runs on until the scenario ends. */
+async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams): Promise<SideRun> {
+  const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, {
+    durationMs: JOB_MS,
+    outcome: 'pr',
+  });
+  await env.startWorker('worker', projectId, { overrides: { AGENT_API_PROJECT_QUOTA: quota } });
   const deadline = Date.now() + params.jobs * 30_000;
   const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];
   // The chain as it stands after the first half of the jobs and after the last: what the second
@@ -102,7 +90,7 @@ async function runSide(
     const handle = await startAgentJob(
       env.client,
       { projectId, prompt: `Benchmark: quota ${quota}, job ${i}`, poll: POLL },
-      { taskQueue, key: `job-${i}` },
+      { taskQueue: projectId, key: `job-${i}` },
     );
     const runId = await firstRunId(handle);
     const { job } = await handle.result();
@@ -112,12 +100,7 @@ async function runSide(
   const costs = await Promise.all(
     started.map((s) => waitForCost(env.client, s.workflowId, s.runId, deadline)),
   );
-  const createdAt = new Map(
-    env.simulator
-      .stats()
-      .jobs.filter((job) => job.projectId === projectId)
-      .map((job) => [job.id, job.createdAt]),
-  );
+  const createdAt = new Map(env.jobsOf(projectId).map((job) => [job.id, job.createdAt]));
   const startLatencyMs = await Promise.all(
     started.map(async ({ workflowId, runId, jobId }) => {
       const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();

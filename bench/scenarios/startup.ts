@@ -14,7 +14,7 @@ import { WORKER_ENTRY } from '../build.js';
 import type { StartupMode, StartupRun } from '../catalogue.js';
 import { BENCH_API_KEY, startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { spawnMeasured } from '../processes.js';
-import { withTimeout } from '../wait.js';
+import { waitUntil } from '../wait.js';
 
 /** Starts the worker `repeats` times per mode, alternating modes, and times each start. */
 export async function runStartup(
@@ -22,14 +22,15 @@ export async function runStartup(
   repeats: Record<'prebuilt-bundle' | 'workflowsPath', number>,
 ): Promise<StartupRun[]> {
   // A simulator of its own, whose request log tells the moment of the first poll.
-  const firstPoll = new Map<string, (at: number) => void>();
+  const firstPollAt = new Map<string, number>();
   const simulator = await startBenchSimulator({
     defaultScenario: { durationMs: 10 * 60_000, outcome: 'pr' },
     log: (line) => {
       const at = Date.now();
       const { method, path } = JSON.parse(line) as { method: string; path: string };
       const project = /^\/v2\/agent\/([^/]+)\/job\/[^/]+$/.exec(path)?.[1];
-      if (method === 'GET' && project) firstPoll.get(decodeURIComponent(project))?.(at);
+      const name = project && decodeURIComponent(project);
+      if (method === 'GET' && name && !firstPollAt.has(name)) firstPollAt.set(name, at);
     },
   });
   try {
@@ -52,7 +53,6 @@ export async function runStartup(
         { projectId: project, jobId: job.id },
         { taskQueue: project },
       );
-      const polled = new Promise<number>((resolve) => firstPoll.set(project, resolve));
       const workerEnv = { ...(await env.workerEnv(project)), AGENT_API_BASE_URL: simulator.url };
       const entry =
         mode === 'prebuilt-bundle' ? [env.build.workerEntry] : ['--import', 'tsx', `src/${WORKER_ENTRY}.ts`];
@@ -64,11 +64,14 @@ export async function runStartup(
             `expected workflow code from ${mode}, the worker used ${String(running.line.workflowCode)}`,
           );
         }
-        const polledAt = await withTimeout(
-          polled,
-          60_000,
-          () => new Error('no first poll within 60s of start-up'),
-        );
+        const polledAt = await waitUntil({
+          check: () => firstPollAt.get(project),
+          deadline: Date.now() + 60_000,
+          everyMs: 50,
+          late: () => {
+            throw new Error('no first poll within 60s of start-up');
+          },
+        });
         runs.push({
           mode,
           reportedStartupMs: Number(running.line.startupMs),

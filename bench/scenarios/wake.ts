@@ -1,29 +1,18 @@
 /**
- * The wake scenario: how fast a poll that waits on the server wakes. Since 1.1 each wait of this
- * worker is one poll activity whose attempts the Temporal server retries (src/activities/
- * poll-by-retry.ts), so nothing runs on the worker between polls. Three figures, on one set of N
- * agent jobs held active and polled at a fixed cadence (as the load scenario polls them):
- *
- * 1. pollNow: a signal to a sample of jobs, spread over time; from the moment the client sends it
- *    to the moment the simulator receives that job's next GET (the workflow cancels the waiting
- *    poll activity with TRY_CANCEL and a new one reads at once).
- * 2. A follow-up message (the `sendMessage` update) to another sample: from the update sent to the
- *    message's POST at the simulator.
- * 3. A worker SIGKILLed with every job waiting, and a new one started: from the kill to each job's
- *    first GET after it. An attempt that was running on the dead worker is retried by the server
- *    only after its start-to-close timeout (30 s; the baselines' 75 s); an attempt waiting for its retry is dispatched to
- *    the new worker when its wait ends.
- *
- * Request times come from the simulator (`stats().jobs[].requests`), in this process, on the same
- * clock as the moments the benchmark notes. So do the poll counts: a poll activity cancelled while
+ * The wake scenario: how fast a poll that waits on the server wakes (pollNow to its GET, a
+ * follow-up to its POST), and how the polls come back when the worker is SIGKILLed and replaced:
+ * the method is docs/PERFORMANCE.md's "Wake-ups". Since 1.1 each wait of this worker is one poll
+ * activity whose attempts the Temporal server retries (src/activities/poll.ts), so nothing runs on
+ * the worker between polls, and an attempt running on the dead worker is retried only after its
+ * start-to-close timeout (30 s; the baselines' 75 s). Request times and poll counts come from the
+ * simulator (`stats().jobs[].requests`), on the benchmark's clock: a poll activity cancelled while
  * it waits between attempts leaves no ActivityTaskStarted event, so its attempts (each one GET and
  * one billable action) are in no history; the scenario counts both to show the gap.
  */
-import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
 import { mapLimit } from '../../src/client/map-limit.js';
-import { GET_BACKOFF } from '../../src/agent-api/failure-policy.js';
+import { GET_BACKOFF } from '../../src/failure-policy/backoff.js';
 import { POLL_ATTEMPT_TIMEOUT_MS } from '../../src/poll-schedule.js';
 import type { BenchEnvironment } from '../environment.js';
 import { workflowCost } from '../history.js';
@@ -68,7 +57,6 @@ export async function runWake(env: BenchEnvironment, params: WakeParams): Promis
     return await scenario.run();
   } finally {
     await terminateLeftovers(env, scenario.project);
-    for (const worker of scenario.workers) await worker.stop();
   }
 }
 
@@ -83,32 +71,31 @@ interface Probe {
   error: string | null;
 }
 
-/** One run of the scenario: its project at the simulator, and the workers it started. */
+/** One run of the scenario: its project at the simulator, whose name is its task queue too. */
 class WakeScenario {
   readonly project: string;
-  readonly workers: MeasuredProcess[] = [];
 
   constructor(
     private readonly env: BenchEnvironment,
     private readonly params: WakeParams,
   ) {
-    this.project = `wake-${params.impl}-${params.jobs}-${randomUUID().slice(0, 8)}`;
-    env.simulator.setScenario(this.project, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`, {
+      durationMs: HELD_JOB_MS,
+      outcome: 'pr',
+    });
   }
 
   #jobs() {
-    return this.env.simulator.stats().jobs.filter((j) => j.projectId === this.project);
+    return this.env.jobsOf(this.project);
   }
 
-  async #spawn(): Promise<{ worker: MeasuredProcess; runningAt: number }> {
-    const worker = await this.env.spawnWorker(this.params.impl, this.project);
-    this.workers.push(worker);
-    return { worker, runningAt: (await worker.waitForLine('worker running', 60_000)).at };
+  #startWorker() {
+    return this.env.startWorker(this.params.impl, this.project);
   }
 
   async run(): Promise<WakeRun> {
     const { env, params, project } = this;
-    const { worker } = await this.#spawn();
+    const worker = await this.#startWorker();
     const t0 = Date.now();
     const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(CADENCE_MS) };
     const started = await startJobs(env.client, how, project, params.jobs);
@@ -135,7 +122,11 @@ class WakeScenario {
     // Distinct jobs for each probe, picked at random, their agent job IDs from visibility.
     const followUps = Math.min(100, Math.floor(params.jobs / 6));
     const total = Math.min(200, Math.floor(params.jobs / 3)) + followUps;
-    const picked = shuffle(started).slice(0, total);
+    const picked = started
+      .map((s) => ({ s, order: Math.random() }))
+      .sort((x, y) => x.order - y.order)
+      .slice(0, total)
+      .map(({ s }) => s);
     const jobIds = await mapLimit(picked, 16, (s) => this.#agentJobIdOf(s.workflowId));
     const probes: Probe[] = picked.map((s, i) => ({
       ...s,
@@ -221,7 +212,7 @@ class WakeScenario {
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
     await first.exited;
-    const { runningAt } = await this.#spawn();
+    const { runningAt } = await this.#startWorker();
     const resumedAt = new Map<string, number>();
     const jobs = this.#jobs().length;
     await waitUntil<null>({
@@ -305,13 +296,4 @@ function delays(sent: number, values: number[]): Delays {
     p99: known(99),
     max: values.length === sent && sent > 0 ? Math.max(...values) : null,
   };
-}
-
-function shuffle<T>(items: readonly T[]): T[] {
-  const copy = [...items];
-  for (let i = copy.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
-  }
-  return copy;
 }

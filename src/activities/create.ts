@@ -6,9 +6,8 @@ import { cancellationSignal, heartbeat, log } from '@temporalio/activity';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
 import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
-import type { ResendGate } from './ambiguous.js';
 import { workerStopping } from './attempt.js';
-import { stoppedBeforeSending, type ToFailure } from './failures.js';
+import { stoppedBeforeSending, type ResendGate, type ToFailure } from './failures.js';
 import type { KeyAnswers } from './key-answers.js';
 import type { QuotaTakeInput } from './project-quota.js';
 
@@ -34,7 +33,7 @@ export interface CreateAgentJobInput {
 
 /** What an activity that sends needs, the create or the follow-up message (./message.ts). */
 export interface SendDeps<Input> {
-  /** The ambiguous-call policy's gate (./ambiguous.ts). */
+  /** The ambiguous-call policy's gate (./failures.ts). */
   mayResend: ResendGate;
   /** Takes the send's use of the project quota when the workflow asked it to: true when it did. */
   takeQuota: (input: Input) => Promise<boolean>;

@@ -1,28 +1,33 @@
 /**
- * What an API error becomes when it leaves an activity: an `ApplicationFailure` whose `type` is a
- * {@link FailureType} name and whose details are an {@link ApiErrorDetails}, as the failure policy
- * (src/agent-api/failure-policy.ts) says: short waits are left to Temporal's retries
+ * What an API error becomes when it leaves an activity, as the failure policy
+ * (src/failure-policy/) says: an `ApplicationFailure` whose `type` is a {@link FailureType} name and
+ * whose details are an {@link ApiErrorDetails}. Short waits are left to Temporal's retries
  * (`nextRetryDelay`); everything the workflow must count or wait for itself is handed back to it
- * (non-retryable for Temporal, `final: false` and the policy's `bound` in the details).
+ * (non-retryable for Temporal, `final: false` and the policy's `bound` in the details). And the
+ * gate every create and message attempt passes before it sends, after one whose outcome is unknown
+ * (AGENT_API_AMBIGUOUS_CREATE).
  */
-import { activityInfo } from '@temporalio/activity';
-import { ApplicationFailure, ApplicationFailureCategory, type RetryPolicy } from '@temporalio/common';
+import { activityInfo, log } from '@temporalio/activity';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import { AgentApiError, type ApiOperation } from '../agent-api/index.js';
-import { FailureType, type ApiErrorDetails } from '../contract.js';
-import { durationMs } from '../duration.js';
-import {
-  GET_BACKOFF,
-  handedBack,
-  isFinal,
-  outcomeUnknownType,
-  retryDelayMs,
-  type Backoff,
-} from '../agent-api/failure-policy.js';
+import type { ApiErrorDetails } from '../contract.js';
+import { BACKOFFS, retryDelayMs } from '../failure-policy/backoff.js';
+import { FailureKind } from '../failure-policy/kinds.js';
+import { notSentAgain } from '../failure-policy/messages.js';
+import { handedBack, outcomeUnknownType, refusesQuotaUse, verdictOf } from '../failure-policy/table.js';
 import type { ErrorVerdict } from '../poll-schedule.js';
 import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
-import { outcomeUnknownMessage, type AmbiguousCreatePolicy, type SendingOperation } from './ambiguous.js';
 import { remainingMs } from './attempt.js';
 import type { KeyAnswers } from './key-answers.js';
+
+/**
+ * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after
+ * sending, 500/502/504): either may have started an agent job or a turn.
+ */
+export type AmbiguousCreatePolicy = 'retry' | 'fail';
+
+/** The calls that may start an agent job or a turn, and so may be applied without an answer. */
+export type SendingOperation = 'createJob' | 'sendMessage';
 
 /** What {@link createToFailure} needs. */
 export interface ToFailureDeps {
@@ -40,8 +45,8 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
   /**
    * The activity's failure for an API error. `quotaTaken`: the call took its use of the project
    * quota itself, so a 429 goes back to the workflow. `retry` decides the wait of a transient one
-   * (the poll schedule's, for the poll activity); by default the retry policy's backoff raised to
-   * `Retry-After`.
+   * (the poll schedule's, for the poll activity); by default the call's backoff raised to
+   * `Retry-After`, as its retry policy is.
    */
   return function toFailure(
     err: AgentApiError,
@@ -60,10 +65,12 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
   ): ApplicationFailure {
     const info = activityInfo();
     const { verdict } = err;
-    const refusedTake = quotaTaken && verdict.refusesQuotaUse;
-    if (verdict.refusesQuotaUse) projectMetrics?.rateLimited(projectId, operation);
+    const refusesUse = refusesQuotaUse(verdict.type);
+    const refusedTake = quotaTaken && refusesUse;
+    const refusesKey = verdict.bound === 'credentials';
+    if (refusesUse) projectMetrics?.rateLimited(projectId, operation);
     // Any answer but a refused key shows the key works for the project (a create may wait on it).
-    if (err.status !== null && !verdict.refusesKey) keys.answered(projectId);
+    if (err.status !== null && !refusesKey) keys.answered(projectId);
     metrics.apiError(err.type, operation);
     const details = (final: boolean): ApiErrorDetails => ({
       status: err.status,
@@ -73,23 +80,23 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
       bound: final ? 'final' : verdict.bound,
       ...(operation === 'getJob' ? {} : { mayHaveBeenApplied: err.requestMayHaveTakenEffect }),
       ...(refusedTake && { quotaTaken: true }),
-      ...(verdict.refusesKey && { keyAnsweredAgoMs: keys.agoMs(projectId) }),
+      ...(refusesKey && { keyAnsweredAgoMs: keys.agoMs(projectId) }),
     });
     if (operation !== 'getJob' && err.retryable && err.requestMayHaveTakenEffect && policy === 'fail') {
       return apiFailure(err, {
         type: outcomeUnknownType(operation),
-        message: `${err.message.replace(/\.$/, '')}. ${outcomeUnknownMessage(operation, 'this attempt')} The ambiguous-call policy is "fail" (AGENT_API_AMBIGUOUS_CREATE), so it is not sent again.`,
+        message: `${err.message.replace(/\.$/, '')}. ${notSentAgain(operation, 'this attempt')}`,
         nonRetryable: true,
         details: [details(true)],
       });
     }
-    const final = isFinal(verdict);
+    const final = !err.retryable;
     const next: ErrorVerdict | null = final
       ? null
       : (retry?.(err.retryAfterMs) ?? {
           kind: 'retry',
           delayMs: retryDelayMs({
-            backoff: backoffOf(info.retryPolicy),
+            backoff: BACKOFFS[operation],
             failures: info.attempt,
             retryAfterMs: err.retryAfterMs,
             random: Math.random,
@@ -97,15 +104,13 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
         });
     const delayMs = next?.kind === 'retry' ? next.delayMs : null;
     // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
-    // when a create or message may have been applied (only the workflow may send it again, and it
-    // tells the next attempt so), when the workflow counts answers of its type in a row, when the
-    // wait would outlast the deadline, or when the API refused a use this call took from the project
-    // quota (the quota decides when).
+    // when the policy says the workflow decides (a streak it counts or times, a create or message
+    // that may have been applied), when the wait would outlast the deadline, or when the API
+    // refused a use this call took from the project quota (the quota decides when).
     const handBack =
       refusedTake ||
       delayMs === null ||
-      (operation !== 'getJob' && err.requestMayHaveTakenEffect) ||
-      handedBack(verdict, operation) ||
+      handedBack(verdict, operation, err.requestMayHaveTakenEffect) ||
       delayMs >= remainingMs(info, deadlineMs);
     return apiFailure(err, {
       type: err.type,
@@ -147,36 +152,53 @@ export function apiFailure(
  * its quota use): surely not applied, so the workflow sends it again as a plain retry.
  */
 export function stoppedBeforeSending(operation: SendingOperation): ApplicationFailure {
+  const { type, bound, mayHaveBeenApplied } = verdictOf(FailureKind.ShutdownBeforeSend, operation);
   const details: ApiErrorDetails = {
     status: null,
     retryAfterMs: null,
     attempt: activityInfo().attempt,
     final: false,
-    bound: 'deadline',
-    mayHaveBeenApplied: false,
+    bound,
+    mayHaveBeenApplied,
   };
   return ApplicationFailure.create({
-    type: FailureType.WorkerShutdown,
+    type,
     message: `${operation === 'createJob' ? 'create' : 'follow-up message'} not sent: the worker stopped first`,
     details: [details],
     category: ApplicationFailureCategory.BENIGN,
   });
 }
 
-/** The backoff of the activity's retry policy, or the get backoff when it has none. */
-function backoffOf(policy: RetryPolicy | undefined): Backoff {
-  if (policy === undefined) return GET_BACKOFF;
-  const initialIntervalMs = intervalMs(policy, 'initialInterval') ?? GET_BACKOFF.initialIntervalMs;
-  const backoffCoefficient = policy.backoffCoefficient ?? 2;
-  return {
-    initialIntervalMs,
-    backoffCoefficient,
-    maximumIntervalMs: intervalMs(policy, 'maximumInterval') ?? initialIntervalMs * 100,
-  };
-}
+/** The gate of {@link createResendGate}: throws when the attempt must not send. */
+export type ResendGate = ReturnType<typeof createResendGate>;
 
-/** A retry policy's interval in milliseconds (the SDK checked it when the activity was scheduled). */
-function intervalMs(policy: RetryPolicy, key: 'initialInterval' | 'maximumInterval'): number | undefined {
-  const value: unknown = policy[key];
-  return typeof value === 'string' || typeof value === 'number' ? durationMs(value) : undefined;
+/**
+ * The one gate every create and message attempt passes before it sends: after an attempt that
+ * may have reached the API, `fail` sends nothing, ever (whoever retries: this worker, another, a
+ * new run of the workflow, since the workflow carries `uncertain`), and `retry` sends again with
+ * a warning and a metric, as the API honours no idempotency key: a second agent job or turn may
+ * follow. Temporal itself retries these activities only after attempts that surely did not reach
+ * the API; after any other, the workflow does, and it passes what it knows.
+ */
+export function createResendGate(policy: AmbiguousCreatePolicy, metrics: Pick<ActivityMetrics, 'ambiguous'>) {
+  return function mayResend(
+    operation: SendingOperation,
+    input: { projectId: string; uncertain?: string | null },
+  ): void {
+    const why = input.uncertain ?? null;
+    if (why === null) return;
+    if (policy === 'fail') {
+      throw ApplicationFailure.create({
+        type: outcomeUnknownType(operation),
+        message: notSentAgain(operation, why),
+        nonRetryable: true,
+        details: [{ status: null, retryAfterMs: null, attempt: activityInfo().attempt, final: true }],
+      });
+    }
+    metrics.ambiguous(operation);
+    log.warn(
+      `${operation === 'createJob' ? 'create' : 'follow-up message'} sent again after an attempt whose outcome is unknown; the API honours no Idempotency-Key, so a second ${operation === 'createJob' ? 'agent job' : 'turn'} may follow`,
+      { projectId: input.projectId, why },
+    );
+  };
 }

@@ -2,30 +2,24 @@
  * The activities: the only place where the workflow touches the Agent Job API. A factory receives
  * the API client and the policies, so the worker, the tests and the benchmark wire their own. One
  * file per concern, each a factory taking what it needs: the create (./create.ts), the reads
- * (./poll.ts), the follow-up message (./message.ts); what an API error becomes (./failures.ts),
- * the gate for sends whose outcome is unknown (./ambiguous.ts), and which projects' keys answered
- * lately (./key-answers.ts). What they count is passed in (./metrics.ts).
+ * (./poll.ts), the follow-up message (./message.ts); what an API error becomes and the gate for
+ * sends whose outcome is unknown (./failures.ts), and which projects' keys answered lately
+ * (./key-answers.ts). What they count is passed in (./metrics.ts).
  */
 import type { AgentApiClient } from '../agent-api/index.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import { NO_METRICS, type ActivityMetrics, type ProjectUseMetrics } from './metrics.js';
 import { takeProjectQuotaUse, type QuotaTakeInput } from './project-quota.js';
-import { createResendGate, type AmbiguousCreatePolicy } from './ambiguous.js';
 import { createCreateActivity } from './create.js';
-import { createToFailure } from './failures.js';
+import { createResendGate, createToFailure, type AmbiguousCreatePolicy } from './failures.js';
 import { KeyAnswers } from './key-answers.js';
 import { createMessageActivity } from './message.js';
 import { createPollActivities } from './poll.js';
 import { createNotifyActivities, type NotifyDeps } from './notify.js';
 
-export type { AmbiguousCreatePolicy } from './ambiguous.js';
+export type { AmbiguousCreatePolicy } from './failures.js';
 export type { ActivityMetrics, NotificationOutcome, ProjectUseMetrics } from './metrics.js';
-export {
-  DEFAULT_NOTIFY_RETRY_FOR_MS,
-  type DeliverJobEndNoticeInput,
-  type NotifyDeps,
-  type NotifyTargetInfo,
-} from './notify.js';
+export type { DeliverJobEndNoticeInput, NotifyDeps, NotifyTargetInfo } from './notify.js';
 export type { CreateAgentJobInput } from './create.js';
 export type { SendAgentJobMessageInput } from './message.js';
 export type { GetAgentJobInput, PollAgentJobInput, PolledRecord } from './poll.js';
@@ -35,7 +29,7 @@ export interface ActivityDeps {
   api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>;
   /**
    * What an attempt after one that may have reached the API does (`createResendGate` in
-   * ./ambiguous.ts). `retry` (default): send again with the same Idempotency-Key; the live API
+   * ./failures.ts). `retry` (default): send again with the same Idempotency-Key; the live API
    * ignores the key, so a second agent job (or turn) may follow: each such send is logged, counted
    * and shown.
    * `fail`: send nothing; fail with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.

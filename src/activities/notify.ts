@@ -1,25 +1,23 @@
 /**
  * The notification activities: whether a target name is one this worker knows (the agent-job
  * workflow asks before anything is created; the job-end notification asks again for the bound),
- * and one delivery of a job-end notice, retried by the server as the delivery policy says
- * (src/notify/delivery-policy.ts): a receiver that is down is tried again after the policy's
- * wait, one that refuses the notice ends the delivery. The target's URL and secret are read here,
+ * and one delivery of a job-end notice, retried by the server as the failure policy's delivery
+ * column says (src/failure-policy/table.ts): a receiver that is down is tried again after the
+ * policy's wait, one that refuses the notice ends the delivery, and the server ends it at its
+ * bound (the schedule-to-close timeout). The target's URL and secret are read here,
  * at each attempt, from the worker's targets (a rotated Secret applies to the next attempt), and
  * never leave: not in a failure, a log line or a metric (src/notify/sender.ts).
  */
 import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Dispatcher } from 'undici';
-import type { Backoff } from '../agent-api/failure-policy.js';
 import { FailureType } from '../contract.js';
 import { quoted } from '../escape.js';
-import { formatBound, nextDeliveryDelayMs, outlastsBound } from '../notify/delivery-policy.js';
+import { nextDeliveryDelayMs, type Backoff } from '../failure-policy/backoff.js';
 import type { JobEndNotice } from '../notify/notice.js';
 import { sendNotice } from '../notify/sender.js';
 import type { NotifyTargetSource } from '../notify/targets.js';
 import type { ActivityMetrics } from './metrics.js';
-
-export { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../notify/delivery-policy.js';
 
 /** The notification settings the worker wires (AGENT_NOTIFY_TARGETS[_FILE], AGENT_NOTIFY_RETRY_FOR). */
 export interface NotifyDeps {
@@ -80,6 +78,8 @@ export function createNotifyActivities(
     /**
      * One attempt to deliver the notice. A failure the policy retries is retryable with the
      * policy's wait as `nextRetryDelay`; one it does not is final. Both are `NoticeUndelivered`.
+     * When the wait would pass the bound, the server ends the delivery on this failure
+     * (../workflows/job-end-notification/workflow.ts says so).
      */
     deliverJobEndNotice: async ({
       target: name,
@@ -87,7 +87,7 @@ export function createNotifyActivities(
     }: DeliverJobEndNoticeInput): Promise<{ status: number }> => {
       const target = deps?.targets.current().get(name);
       if (deps === undefined || target === undefined) throw unknownTarget(name, 'delivery');
-      const { attempt, scheduledTimestampMs, scheduleToCloseTimeoutMs } = activityInfo();
+      const { attempt } = activityInfo();
       const sent = await sendNotice(target, notice, {
         nowMs: Date.now(),
         signal: cancellationSignal(),
@@ -106,31 +106,9 @@ export function createNotifyActivities(
         backoff: deps.backoff,
         random: Math.random,
       });
-      const expired =
-        delayMs !== null &&
-        outlastsBound({
-          nowMs: Date.now(),
-          delayMs,
-          firstScheduledMs: scheduledTimestampMs,
-          boundMs: scheduleToCloseTimeoutMs,
-        });
-      metrics.notification(name, delayMs === null ? 'refused' : expired ? 'expired' : 'retrying');
-      log.warn('job-end notice not delivered', {
-        ...facts,
-        problem: sent.what,
-        retryInMs: expired ? null : delayMs,
-      });
+      metrics.notification(name, delayMs === null ? 'refused' : 'retrying');
+      log.warn('job-end notice not delivered', { ...facts, problem: sent.what, retryInMs: delayMs });
       const details = [{ target: name, status: sent.status, kind: sent.kind, attempt }];
-      if (expired) {
-        throw ApplicationFailure.create({
-          type: FailureType.NoticeUndelivered,
-          message:
-            `Notification target ${quoted(name)} did not take the notice within ${formatBound(scheduleToCloseTimeoutMs)} ` +
-            `(AGENT_NOTIFY_RETRY_FOR): ${sent.what} at attempt ${attempt}, the last. It is not sent again.`,
-          nonRetryable: true,
-          details,
-        });
-      }
       if (delayMs === null) {
         throw ApplicationFailure.create({
           type: FailureType.NoticeUndelivered,

@@ -1,12 +1,14 @@
 /**
  * What a failed Agent Job API call becomes: the {@link AgentApiError} of its kind, with a message
- * a person can act on (what was called, what happened, whether it may have been applied, what to
- * check). Split from ./client.ts, which sends; no I/O here.
+ * a person can act on (what was called, what happened, whether it may have been applied, and what
+ * to check, as the failure policy words it: src/failure-policy/messages.ts). Split from
+ * ./client.ts, which sends; no I/O here.
  */
 import type { Dispatcher } from 'undici';
 import { AgentApiError } from './errors.js';
-import { FailureKind, kindOfNetworkError, kindOfStatus, namesLocation } from './failure-kinds.js';
-import { verdictOf, type ApiOperation } from './failure-policy.js';
+import { FailureKind, kindOfNetworkError, kindOfStatus, namesLocation } from '../failure-policy/kinds.js';
+import { hint, tlsHint } from '../failure-policy/messages.js';
+import { verdictOf, type ApiOperation } from '../failure-policy/table.js';
 import { readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 
@@ -147,7 +149,7 @@ export class CallFailures {
     parts.push(
       namesLocation(kind)
         ? this.#redirectHint(call, kind, firstValue(headers.location))
-        : hint(kind, call, retryAfterMs),
+        : hint(kind, call.operation, call.jobId, retryAfterMs),
     );
     if (verdict.mayHaveBeenApplied && call.method === 'POST')
       parts.push('The request may have been applied.');
@@ -189,41 +191,6 @@ function describe(call: Call): string {
 /** The warning that matters for a create (a second agent job) and a message (a second turn). */
 function ambiguity(call: Call): string {
   return call.method === 'POST' ? '; the request may have been applied' : '';
-}
-
-/** What a person should do about a failure of this kind. */
-function hint(kind: FailureKind, call: Call, retryAfterMs: number | null): string {
-  const after =
-    retryAfterMs === null ? '' : `; the server asks to retry after ${Math.ceil(retryAfterMs / 1000)}s`;
-  switch (kind) {
-    case FailureKind.KeyRefused:
-      return 'The API refused the admin API key (unknown, expired or revoked): check AGENT_API_KEY (or the file AGENT_API_KEY_FILE names) and that the key belongs to the organization that owns the project';
-    case FailureKind.Forbidden:
-      return "The API refused the admin API key for this request (a missing read or write scope, or a caller outside the key's IP allow-list): check the key's scopes and allow-list";
-    case FailureKind.NotFound:
-      return call.operation === 'createJob'
-        ? 'Check the project ID, and that the admin API key belongs to the organization that owns it'
-        : `No agent job ${JSON.stringify(call.jobId)} in this project (a job created a moment ago may not be readable yet)`;
-    case FailureKind.Malformed:
-      return 'The API rejected the request as invalid; repeating it will not help';
-    case FailureKind.ProxyRefused:
-      return 'The egress proxy refused the request (nothing reached the API): check the credentials in HTTPS_PROXY or HTTP_PROXY';
-    case FailureKind.RateLimited:
-      return `Rate limited (the API allows 100 creates per project per hour)${after}`;
-    case FailureKind.Unavailable:
-    case FailureKind.NotProcessed:
-    case FailureKind.ServerError:
-      return `The API is unavailable for now${after}`;
-    default:
-      return '';
-  }
-}
-
-/** What to check after a failed TLS handshake. */
-function tlsHint(kind: FailureKind): string {
-  return kind === FailureKind.TlsRejected
-    ? ": check that AGENT_API_BASE_URL is the API's https address, and for a private CA set NODE_EXTRA_CA_CERTS"
-    : '';
 }
 
 /**

@@ -9,7 +9,7 @@ import type { AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
 import { CallFailures, isTimeoutReason, type Call } from './call-failures.js';
 import { AgentApiError } from './errors.js';
-import { FailureKind, isSuccess, kindOfNetworkError } from './failure-kinds.js';
+import { FailureKind, isSuccess, kindOfNetworkError } from '../failure-policy/kinds.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
 import { tracedHttpCall } from './trace.js';
 import { withTimeout } from './abort.js';
@@ -164,7 +164,7 @@ export class AgentApiClient {
       return await this.#send(call, key);
     } catch (err) {
       // A refused key means the request was not applied, so sending it again is safe even for a create.
-      if (!(err instanceof AgentApiError) || !err.verdict.refusesKey) throw err;
+      if (!(err instanceof AgentApiError) || err.verdict.bound !== 'credentials') throw err;
       const fresher = this.#key.afterRefusal(key);
       if (fresher === null) throw err;
       return this.#send(call, fresher);

@@ -1,14 +1,14 @@
 /**
  * The one error type the client throws (besides a caller's own abort reason). What it means is the
- * failure policy's (./failure-policy.ts): the client says what happened (a {@link FailureKind}),
- * and the type, finality and ambiguity follow from the policy's table.
+ * failure policy's (src/failure-policy/table.ts): the client says what happened (a
+ * {@link FailureKind}), and the type, finality and ambiguity follow from the policy's table.
  */
-import { isFinal, verdictOf, type ApiOperation, type Verdict } from './failure-policy.js';
-import { type FailureKind } from './failure-kinds.js';
-import type { ApiFailureType } from './types.js';
+import type { FailureKind } from '../failure-policy/kinds.js';
+import { verdictOf, type ApiOperation, type Verdict } from '../failure-policy/table.js';
+import type { ApiFailureType } from '../failure-policy/types.js';
 import { AgentJobError, ErrorName } from '../errors.js';
 
-export type { ApiOperation } from './failure-policy.js';
+export type { ApiOperation } from '../failure-policy/table.js';
 
 /** What {@link AgentApiError} is built from. */
 export interface AgentApiErrorInit {
@@ -65,7 +65,7 @@ export class AgentApiError extends AgentJobError {
     this.type = this.verdict.type;
     this.operation = init.operation;
     this.status = init.status;
-    this.retryable = !isFinal(this.verdict);
+    this.retryable = this.verdict.bound !== 'final';
     this.retryAfterMs = init.retryAfterMs;
     this.requestMayHaveTakenEffect = init.applied ?? this.verdict.mayHaveBeenApplied;
     this.jobId = init.jobId ?? null;

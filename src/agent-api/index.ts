@@ -8,8 +8,9 @@ export {
   type CallOptions,
 } from './client.js';
 export { AgentApiError, type AgentApiErrorInit } from './errors.js';
-export { verdictOf, type ApiOperation, type Verdict } from './failure-policy.js';
-export { FailureKind, kindOfNetworkError, kindOfStatus, type NetworkKind } from './failure-kinds.js';
+export { verdictOf, type ApiOperation, type Verdict } from '../failure-policy/table.js';
+export { FailureKind, kindOfNetworkError, kindOfStatus, type NetworkKind } from '../failure-policy/kinds.js';
+export { ApiFailureType } from '../failure-policy/types.js';
 export {
   agentJobRecordSchema,
   InvalidAgentJobRecordError,
@@ -27,7 +28,6 @@ export {
 export { parseRetryAfter } from './retry-after.js';
 export {
   AGENT_JOB_STATUSES,
-  ApiFailureType,
   isTerminalStatus,
   MAX_JOB_ID_BYTES,
   TERMINAL_STATUSES,

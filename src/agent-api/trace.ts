@@ -8,7 +8,7 @@
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AgentApiError, type ApiOperation } from './errors.js';
-import { isSuccess } from './failure-kinds.js';
+import { isSuccess } from '../failure-policy/kinds.js';
 
 const tracer = trace.getTracer('agent-job-orchestrator/agent-api');
 

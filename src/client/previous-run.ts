@@ -8,7 +8,7 @@
 import type { PayloadCodec } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import type { ApiErrorDetails } from '../contract.js';
-import { outcomeUnknown } from '../agent-api/failure-policy.js';
+import { outcomeUnknown } from '../failure-policy/table.js';
 
 /** What the next run under the key starts from. */
 export type PreviousRun =

@@ -9,7 +9,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { getDispatcher } from '../agent-api/dispatcher.js';
-import { FailureKind, isSuccess, kindOfNetworkError, kindOfStatus } from '../agent-api/failure-kinds.js';
+import { FailureKind, isSuccess, kindOfNetworkError, kindOfStatus } from '../failure-policy/kinds.js';
 import { parseRetryAfter } from '../agent-api/retry-after.js';
 import { slackMessage, type JobEndNotice } from './notice.js';
 import { NOTIFY_HEADERS, signNotice } from './signature.js';

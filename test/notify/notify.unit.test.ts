@@ -1,7 +1,7 @@
 /**
  * The pure pieces of job-end notifications, no server: the webhook signature and a receiver's
  * check of it, the targets' JSON (and its file re-read on a fake clock when a Secret is swapped),
- * the delivery policy's retry classification and waits, the notice as a Slack message, and the
+ * the failure policy's delivery column and waits, the notice as a Slack message, and the
  * `notify` name's shape. No error or reason here may hold a URL or a secret.
  */
 import assert from 'node:assert/strict';
@@ -9,16 +9,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { FailureKind } from '../../src/agent-api/failure-kinds.js';
 import { ConfigError, loadNotifySettings } from '../../src/config.js';
 import { InvalidInputError } from '../../src/contract.js';
 import { resolveInput } from '../../src/input.js';
-import {
-  DELIVERY_BACKOFF,
-  formatBound,
-  nextDeliveryDelayMs,
-  outlastsBound,
-} from '../../src/notify/delivery-policy.js';
+import { DELIVERY_BACKOFF, nextDeliveryDelayMs } from '../../src/failure-policy/backoff.js';
+import { FailureKind } from '../../src/failure-policy/kinds.js';
+import { formatBound } from '../../src/failure-policy/messages.js';
 import { slackMessage, type JobEndNotice } from '../../src/notify/notice.js';
 import { noticeRequest } from '../../src/notify/sender.js';
 import { signNotice, verifyNotice } from '../../src/notify/signature.js';
@@ -235,13 +231,6 @@ test('notify in the input: a name of letters, digits, ".", "_", "-" up to 64; an
   }
 });
 
-test('the bound: an attempt whose next wait would pass it is the last; the bound as it is written', () => {
-  const first = 1_000_000;
-  const at = (nowMs: number, delayMs: number) =>
-    outlastsBound({ nowMs, delayMs, firstScheduledMs: first, boundMs: 3_000 });
-  assert.equal(at(first + 1_000, 1_000), false);
-  assert.equal(at(first + 2_000, 999), false);
-  assert.equal(at(first + 2_000, 1_000), true);
-  assert.equal(outlastsBound({ nowMs: first * 9, delayMs: 1, firstScheduledMs: first, boundMs: 0 }), false);
+test('the bound as AGENT_NOTIFY_RETRY_FOR is written', () => {
   assert.deepEqual([24 * 3_600_000, 90 * 60_000, 3_000].map(formatBound), ['24h', '90m', '3s']);
 });

@@ -28,7 +28,7 @@ import {
   MAX_RETRY_AFTER_MS,
   MESSAGE_BACKOFF,
   RETRY_JITTER,
-} from '../../src/agent-api/failure-policy.js';
+} from '../../src/failure-policy/backoff.js';
 
 const T0 = Date.parse('2026-11-24T00:00:00Z');
 const W = 60_000;

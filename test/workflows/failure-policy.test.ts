@@ -1,5 +1,5 @@
 /**
- * The failure policy (src/agent-api/failure-policy.ts) where it is used: a workflow's end over the
+ * The failure policy (src/failure-policy/) where it is used: a workflow's end over the
  * real server, a real worker and the simulator over HTTP (or a real TLS or HTTP server where the
  * simulator cannot play the fault). Each test holds a promise the policy makes: a key that stops
  * working loses no agent job, a key that never worked creates none, a failure that never left is

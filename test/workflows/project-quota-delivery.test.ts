@@ -18,7 +18,7 @@ import {
   quotaTakeUpdate,
   type QuotaLimit,
 } from '../../src/workflows/project-quota/messages.js';
-import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/agent-api/failure-policy.js';
+import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/failure-policy/backoff.js';
 import type { projectQuota } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';

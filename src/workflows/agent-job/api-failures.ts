@@ -22,14 +22,9 @@ import {
 import { TimeoutType } from '@temporalio/common';
 import type { ApiErrorDetails, LastApiError } from '../../contract.js';
 import { POLL_PAST_DEADLINE } from '../../poll-schedule.js';
-import {
-  legacyBound,
-  type ApiOperation,
-  type Backoff,
-  type StreakBound,
-  type Tolerances,
-} from '../../agent-api/failure-policy.js';
-import type { FailureStreak } from './failure-streak.js';
+import { BACKOFFS } from '../../failure-policy/backoff.js';
+import type { FailureStreak, Tolerances } from '../../failure-policy/streak.js';
+import { boundOf, type ApiOperation } from '../../failure-policy/table.js';
 import { markdownText } from '../../escape.js';
 
 /** The run a call is made for (./run.ts): its deadline and streak, and where a call reports. */
@@ -51,13 +46,11 @@ export interface ApiCaller {
   countResent(): void;
 }
 
-/** One call, as the failure policy's columns and the workflow's messages name it. */
+/** One call, as the failure policy's columns (its backoff among them) and the workflow's messages name it. */
 export interface ApiCall {
   operation: ApiOperation;
   /** What the call does, for logs and failure messages (plain text). */
   doing: string;
-  /** Its waits between attempts. */
-  backoff: Backoff;
   /** What could not be done, when the deadline comes during the call. */
   whatTimedOut: string;
 }
@@ -101,7 +94,7 @@ export async function attempt<T>(
     }
     const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
-    const bound = boundOf(failure);
+    const bound = boundOf(failure.details, failure.error.type);
     if (bound === 'final') {
       run.reportApiError(failure.error, doing, false);
       throw finalFailure(failure, doing);
@@ -136,22 +129,10 @@ export async function attempt<T>(
     const retryAfterMs = failure.details?.retryAfterMs ?? null;
     return {
       ok: false,
-      retryInMs: run.streak.retryInMs(call.backoff, retryAfterMs, Math.random, remainingMs),
+      retryInMs: run.streak.retryInMs(BACKOFFS[call.operation], retryAfterMs, Math.random, remainingMs),
       uncertain: uncertaintyOf(failure),
     };
   }
-}
-
-/**
- * How the policy bounds a streak of this failure: as the activity said, or for a failure from an
- * earlier build (no `bound` in its details) as that build did. A failure with no API error below
- * it (a timeout, a stopping worker) is retried until the deadline.
- */
-function boundOf(failure: ApiFailure): StreakBound {
-  const details = failure.details;
-  if (details === undefined) return 'deadline';
-  if (details.final) return 'final';
-  return details.bound ?? legacyBound(failure.error.type);
 }
 
 /**

@@ -12,16 +12,10 @@ import {
   type ActivityOptions,
 } from '@temporalio/workflow';
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
-import type { AgentJobRecord } from '../../contract.js';
+import { FailureType, type AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
 import type { QuotaUseKind } from '../project-quota/messages.js';
-import {
-  CREATE_BACKOFF,
-  GET_BACKOFF,
-  MESSAGE_BACKOFF,
-  retryPolicyOf,
-  SDK_WORKER_SHUTDOWN_TYPE,
-} from '../../agent-api/failure-policy.js';
+import { CREATE_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../failure-policy/backoff.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';
 import type { ProjectQuotaRequester, QuotaTicket, QuotaUse } from '../project-quota/requester.js';
@@ -47,11 +41,12 @@ export interface CallingRun extends ApiCaller {
 //
 // A stopping worker lets a create or message it already sent finish (src/activities/index.ts);
 // an attempt that let the SDK's `WorkerShutdown` failure out all the same comes back to the
-// workflow too, which treats it as one that may have been sent.
+// workflow too, which treats it as one that may have been sent. The SDK's type name is ours too:
+// an attempt stopped before it sent anything comes back the same way, as surely not applied.
 const RETRY_NO_TIMEOUTS = [
   'TemporalTimeout:StartToClose',
   'TemporalTimeout:Heartbeat',
-  SDK_WORKER_SHUTDOWN_TYPE,
+  FailureType.WorkerShutdown,
 ];
 const createOptions: ActivityOptions = {
   // The HTTP client gives up well before this (the whole request within 60s).
@@ -109,7 +104,6 @@ export function createJob(
     {
       operation: 'createJob',
       doing: 'creating the agent job',
-      backoff: CREATE_BACKOFF,
       whatTimedOut: 'the agent job could not be created',
     },
     `create agent job in project ${markdownText(projectId)}`,
@@ -138,7 +132,6 @@ export function pollJob(
       operation: 'getJob',
       // Plain text for failure messages and logs: the ID JSON-quoted (./outcomes.ts says why).
       doing: `reading agent job ${quoted(jobId)}`,
-      backoff: GET_BACKOFF,
       whatTimedOut: 'the agent job could not be read',
     },
     // No schedule-to-close timeout: the deadline goes in the input, and the attempts keep to it
@@ -168,7 +161,6 @@ export function sendMessage(
     {
       operation: 'sendMessage',
       doing: 'sending the follow-up message',
-      backoff: MESSAGE_BACKOFF,
       whatTimedOut: 'the follow-up message could not be sent',
     },
     `send follow-up message (turn ${turn})`,

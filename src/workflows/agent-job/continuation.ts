@@ -5,7 +5,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { AgentJobProgress, AgentJobRecord } from '../../contract.js';
 import { wrapsSealed } from '../sealed-failures.js';
-import type { FailureStreakState } from './failure-streak.js';
+import type { FailureStreakState } from '../../failure-policy/streak.js';
 import type { TurnState } from './turn.js';
 
 /**

@@ -4,7 +4,7 @@
  * send a message, finish, carry over). Only this class assigns the run's state. The decisions it
  * wires to timers, activities and messages are pure modules beside it: ./turn.ts (when a turn
  * ends), ../../poll-schedule.ts (when to poll), ./follow-up-queue.ts (when a message goes),
- * ./failure-streak.ts and ../../agent-api/failure-policy.ts (what a failure does), ./progress.ts
+ * ../../failure-policy/ (what a failure does), ./progress.ts
  * (the phase and what operators read); ./calls.ts makes the API calls.
  *
  * Workflow code: time is the workflow clock, jitter its seeded `Math.random`.
@@ -39,14 +39,13 @@ import {
 } from '../../contract.js';
 import { markdownText } from '../../escape.js';
 import { checkPrompt, type ResolvedInput } from '../../input.js';
-import type { Tolerances } from '../../agent-api/failure-policy.js';
+import { FailureStreak, type Tolerances } from '../../failure-policy/streak.js';
 import type { ProjectMetricsSinks } from '../sinks.js';
 import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-schedule.js';
 import { ProjectQuotaRequester, type QuotaUse } from '../project-quota/requester.js';
 import type { QuotaUseKind } from '../project-quota/messages.js';
 import { createJob, createKey, pollJob, sendMessage, startFollowUpKey, updateMessageKey } from './calls.js';
 import { UnansweredFollowUps, type Continuation, type UnansweredFollowUp } from './continuation.js';
-import { FailureStreak } from './failure-streak.js';
 import { FollowUpQueue, type FollowUp, type SendWhen, type Sent } from './follow-up-queue.js';
 import { earlierRunFailure, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { PollWait } from './poll-wait.js';

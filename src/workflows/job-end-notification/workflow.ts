@@ -3,8 +3,8 @@
  * just before that one returns or fails (./notifier.ts), with ParentClosePolicy ABANDON, so it
  * outlives its parent and never holds the parent's result or deadline (decision
  * 0020-job-end-notification-as-a-child-workflow). It asks the worker for the target's bound, then
- * runs one delivery activity that the server retries as the delivery policy says
- * (src/notify/delivery-policy.ts), until a 2xx, a refusal, or the bound
+ * runs one delivery activity that the server retries as the failure policy's delivery column says
+ * (src/failure-policy/table.ts), until a 2xx, a refusal, or the bound
  * (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout). Its history holds the target's name
  * and the notice, never the target's URL or secret (the activity reads those from the worker).
  *
@@ -22,7 +22,7 @@ import { RetryState } from '@temporalio/common';
 import type { AgentJobActivities, DeliverJobEndNoticeInput } from '../../activities/index.js';
 import { FailureType } from '../../contract.js';
 import { quoted } from '../../escape.js';
-import { formatBound } from '../../notify/delivery-policy.js';
+import { formatBound } from '../../failure-policy/messages.js';
 
 /** Workflow type of the job-end notification, as the parent starts it. */
 export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
@@ -79,11 +79,12 @@ function undelivered(
 ): unknown {
   if (!(err instanceof ActivityFailure)) return err;
   const last = lastApplicationFailure(err);
-  // The bound ends it two ways: the server's schedule-to-close timer fires between attempts (a
-  // TimeoutFailure), or the server sees the next wait would pass it and ends on the last failure.
+  // The bound is the server's alone (the activity only says how long to wait), and ends it two
+  // ways: the schedule-to-close timer fires during an attempt or between two (a TimeoutFailure),
+  // or the server sees the next wait would pass it and ends on the last failure.
   const expired = err.cause instanceof TimeoutFailure || err.retryState === RetryState.TIMEOUT;
   if (!expired) return last ?? err;
-  // The activity counts the attempts it ends itself; this is the server's timer ending it.
+  // The activity counts the attempts it refuses or retries; the bound is counted here.
   metricMeter
     .createCounter('agent_job_notifications', 'attempts', 'Job-end notice attempts by target and outcome')
     .add(1, { target, outcome: 'expired' });

@@ -23,12 +23,7 @@ import {
   type RememberedRequest,
 } from './state.js';
 import { idHash, utf8ByteLength } from '../../ids.js';
-import {
-  CREATE_BACKOFF,
-  MESSAGE_BACKOFF,
-  RETRY_JITTER,
-  retryDelayMs,
-} from '../../agent-api/failure-policy.js';
+import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../../failure-policy/backoff.js';
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
 
 export type { BudgetState } from './state.js';
@@ -231,7 +226,7 @@ export class ProjectBudget {
 
   /**
    * A 429 for the use of take `refused.requestId`: the use leaves the window (the API did not
-   * count it), the project pauses as every retry waits (src/agent-api/failure-policy.ts) and the
+   * count it), the project pauses as every retry waits (src/failure-policy/backoff.ts) and the
    * budget learns, unless the use had left the window already: then the 429 teaches nothing.
    * Counted once, however often the take that carries it repeats.
    */

@@ -11,7 +11,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { QueuePlace } from '../../contract.js';
 import { boundedWorkflowId, encodeUriPart, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../../ids.js';
 import type { QuotaLimit } from '../../quota/settings.js';
-import { MAX_RETRY_AFTER_MS } from '../../agent-api/failure-policy.js';
+import { MAX_RETRY_AFTER_MS } from '../../failure-policy/backoff.js';
 
 export type { QuotaLimit } from '../../quota/settings.js';
 

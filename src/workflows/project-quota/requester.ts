@@ -23,7 +23,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { RETRY_JITTER, refusesQuotaUse } from '../../agent-api/failure-policy.js';
+import { RETRY_JITTER } from '../../failure-policy/backoff.js';
+import { refusesQuotaUse } from '../../failure-policy/table.js';
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
 import { FailureType, SearchAttributes, type ApiErrorDetails, type QueuePlace } from '../../contract.js';
 import type { ProjectMetricsSinks } from '../sinks.js';

@@ -1,9 +1,10 @@
 /**
- * What happened to an Agent Job API call, as the failure policy (./failure-policy.ts) names it:
- * the kinds of failure, and the classifiers that turn an HTTP status or a network error into one.
- * Facts only; what a kind means for each call is the policy's table.
+ * What happened to a call, as the failure policy's table (./table.ts) names it: the kinds of
+ * failure, and the classifiers that turn an HTTP status or a network error into one. The Agent Job
+ * API client and a job-end notice's sender classify alike. Facts only; what a kind means for each
+ * call is the table's.
  *
- * Pure: no Node modules, no clock. Workflow code imports it (through the policy).
+ * Pure: no Node modules, no clock. Workflow code imports it (through the table).
  */
 
 /**

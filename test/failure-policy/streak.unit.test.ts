@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  ANSWERS_IN_A_ROW,
-  GET_BACKOFF,
-  MAX_RETRY_AFTER_MS,
-  RETRY_JITTER,
-  type StreakBound,
-} from '../../../src/agent-api/failure-policy.js';
-import { FailureStreak, type CountedFailure } from '../../../src/workflows/agent-job/failure-streak.js';
+import { GET_BACKOFF, MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/failure-policy/backoff.js';
+import { ANSWERS_IN_A_ROW, FailureStreak, type CountedFailure } from '../../src/failure-policy/streak.js';
+import type { StreakBound } from '../../src/failure-policy/table.js';
 
 const noJitter = () => 0;
 const bound = ANSWERS_IN_A_ROW;
