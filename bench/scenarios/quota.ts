@@ -17,7 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
 import type { MeasuredProcess } from '../processes.js';

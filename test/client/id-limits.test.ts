@@ -13,7 +13,7 @@ import type { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
 import { FailureType, InvalidInputError, type AgentJobInput } from '../../src/contract.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
 import {
   activitiesFor,

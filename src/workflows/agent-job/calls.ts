@@ -14,7 +14,7 @@ import {
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
 import type { AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
-import type { QuotaUseKind } from '../project-quota/messages.js';
+import type { QuotaUseKind } from '../../quota/messages.js';
 import {
   CREATE_BACKOFF,
   GET_BACKOFF,
