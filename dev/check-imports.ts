@@ -55,14 +55,8 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   {
     name: 'observability and configuration',
     // The worker's sizing from its memory limit and its build ID from its bundle are what the
-    // configuration derives its settings from: they sit with it, beside the worker that uses them.
-    members: [
-      'src/observability/',
-      'src/config.ts',
-      'src/temporal-api-key.ts',
-      'src/worker/memory.ts',
-      'src/worker/version.ts',
-    ],
+    // configuration derives its settings from: they sit in its folder, below the worker that uses them.
+    members: ['src/observability/', 'src/config/', 'src/temporal-api-key.ts'],
   },
   {
     name: 'worker, client, starter and Nexus',

@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
-import { loadTemporalSettings } from '../src/config.js';
+import { loadTemporalSettings } from '../src/config/worker.js';
 import { payloadDataConverter } from '../src/payload-codec/index.js';
 import { jsonText, terminalText } from '../src/escape.js';
 import type { QuotaLimit } from '../src/quota/settings.js';

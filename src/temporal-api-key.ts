@@ -15,7 +15,7 @@
  */
 import type { ConnectionOptions } from '@temporalio/client';
 import { FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './agent-api/api-key.js';
-import type { TemporalSettings } from './config.js';
+import type { TemporalSettings } from './config/worker.js';
 
 /**
  * How often the worker checks the key file for its connection: 5 s. A check is one `stat`; a

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { AgentApiError, ApiKeyFileError, InvalidAgentJobRecordError } from '../src/agent-api/index.js';
 import { FailureKind } from '../src/agent-api/failure-kinds.js';
 import { BatchFileError } from '../src/client/batch.js';
-import { ConfigError } from '../src/config.js';
+import { ConfigError } from '../src/config/worker.js';
 import { InvalidInputError } from '../src/contract.js';
 import { AgentJobError, ErrorName, UpgradeRefusedError, UsageError } from '../src/errors.js';
 import {

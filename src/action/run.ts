@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { checkedKey } from '../client/ids.js';
-import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config.js';
+import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config/worker.js';
 import {
   InvalidInputError,
   SearchAttributes,

@@ -12,7 +12,7 @@ import {
   workflowUiUrl,
   type AgentJobHandle,
 } from '../client/index.js';
-import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config.js';
+import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config/worker.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { jsonText, terminalText } from '../escape.js';
 import { resolveInput } from '../input.js';

@@ -35,7 +35,7 @@ import { decodeVersioningBehavior } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
-import { buildIdOf } from '../../src/worker/version.js';
+import { buildIdOf } from '../../src/config/version.js';
 import {
   onCleanup,
   spawnTs,

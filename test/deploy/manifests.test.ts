@@ -29,7 +29,7 @@ import {
   loadWorkerConfig,
   WORKER_SETTINGS,
   workerOptionsFrom,
-} from '../../src/config.js';
+} from '../../src/config/worker.js';
 import { findOnPath } from '../../dev/temporal-cli.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 

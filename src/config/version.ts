@@ -43,7 +43,7 @@ export interface VersioningSettings {
   deploymentName: string;
   /** TEMPORAL_WORKER_BUILD_ID, which replaces the bundle's own build ID; null when not set. */
   buildIdOverride: string | null;
-  /** WORKER_UPGRADE_CHECK=on: an unversioned worker replays the open workflows before it polls (./upgrade-check.ts). */
+  /** WORKER_UPGRADE_CHECK=on: an unversioned worker replays the open workflows before it polls (src/worker/upgrade-check.ts). */
   upgradeCheck: boolean;
 }
 

@@ -10,35 +10,39 @@
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { AmbiguousCreatePolicy } from './activities/index.js';
-import { DEFAULT_NOTIFY_RETRY_FOR_MS } from './notify/delivery-policy.js';
-import { ApiKeyFileError, FileApiKey } from './agent-api/api-key.js';
-import { checkProxyEnv, isLoopbackHost } from './agent-api/dispatcher.js';
-import { DEFAULT_TASK_QUEUE } from './contract.js';
-import { durationMs } from './duration.js';
-import { AgentJobError, ErrorName } from './errors.js';
+import type { AmbiguousCreatePolicy } from '../activities/index.js';
+import { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../notify/delivery-policy.js';
+import { ApiKeyFileError, FileApiKey } from '../agent-api/api-key.js';
+import { checkProxyEnv, isLoopbackHost } from '../agent-api/dispatcher.js';
+import { DEFAULT_TASK_QUEUE } from '../contract.js';
+import { durationMs } from '../duration.js';
+import { AgentJobError, ErrorName } from '../errors.js';
 import {
   cgroupMemoryLimit,
   parseMemoryQuantity,
   sizeForMemory,
   type MemoryLimit,
   type MemorySizing,
-} from './worker/memory.js';
+} from './memory.js';
 import {
   FileKeyRing,
   PayloadKeyFileError,
   type AccessTokenPolicy,
   type CodecServerSettings,
-} from './payload-codec/index.js';
-import { parseProjectQuotaSettings, QuotaSettingError, type ProjectQuotaSettings } from './quota/settings.js';
-import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './worker/version.js';
-import type { TracingSettings } from './observability/tracing.js';
+} from '../payload-codec/index.js';
+import {
+  parseProjectQuotaSettings,
+  QuotaSettingError,
+  type ProjectQuotaSettings,
+} from '../quota/settings.js';
+import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './version.js';
+import type { TracingSettings } from '../observability/tracing.js';
 import {
   FileNotifyTargets,
   NotifyTargetsError,
   parseNotifyTargets,
   type NotifyTargets,
-} from './notify/targets.js';
+} from '../notify/targets.js';
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
@@ -94,7 +98,7 @@ export interface WorkerConfig {
   maxConcurrentActivities: number;
   maxConcurrentWorkflowTasks: number;
   maxCachedWorkflows: number;
-  /** The memory limit and what the worker sizes from it (src/worker/memory.ts). */
+  /** The memory limit and what the worker sizes from it (src/config/memory.ts). */
   memory: MemorySizing;
   /** Server-side cap on activities started per second across all workers of the task queue. */
   activitiesPerSecond: number | undefined;

@@ -4,8 +4,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ConfigError, loadTemporalSettings, loadTracingSettings, loadWorkerConfig } from '../src/config.js';
-import { formatQuotaLimit, quotaLimitFor } from '../src/quota/settings.js';
+import {
+  ConfigError,
+  loadTemporalSettings,
+  loadTracingSettings,
+  loadWorkerConfig,
+} from '../../src/config/worker.js';
+import { formatQuotaLimit, quotaLimitFor } from '../../src/quota/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
