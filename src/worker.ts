@@ -67,7 +67,7 @@ async function run(settings: WorkerConfig): Promise<void> {
   const { connection, follower } = await connectTemporal(
     config.temporal.connect.connectionOptions,
     temporalApiKeySource(
-      config.temporal,
+      config.temporal.apiKeyFile,
       logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
     ),
     logger,

@@ -11,7 +11,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { checkedKey } from '../client/ids.js';
-import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config/worker.js';
+import { ConfigError } from '../config/settings.js';
+import { loadTemporalSettings, type TemporalSettings } from '../config/temporal.js';
 import {
   InvalidInputError,
   SearchAttributes,
@@ -23,7 +24,6 @@ import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
 import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
-import { clientConnectionOptions } from '../temporal-api-key.js';
 import { inputOfSetting, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
 import type { Runner } from './runner.js';
@@ -129,7 +129,7 @@ async function start(plan: Plan, runner: Runner): Promise<number> {
   let connection: Connection;
   try {
     connection = await Connection.connect({
-      ...clientConnectionOptions(settings, null),
+      ...settings.connect.connectionOptions,
       connectTimeout: 10_000,
     });
   } catch (err) {

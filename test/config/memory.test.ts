@@ -1,7 +1,8 @@
 /** The memory limit sources and the sizing rule of src/config/memory.ts, and its settings. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../../src/config/worker.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../../src/config/worker.js';
 import {
   BASE_MIB,
   cacheSizeFor,

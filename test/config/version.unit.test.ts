@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadVersioningSettings } from '../../src/config/worker.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { loadVersioningSettings } from '../../src/config/worker.js';
 import {
   buildIdOf,
   DEFAULT_DEPLOYMENT_NAME,

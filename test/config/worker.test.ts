@@ -4,12 +4,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import {
-  ConfigError,
-  loadTemporalSettings,
-  loadTracingSettings,
-  loadWorkerConfig,
-} from '../../src/config/worker.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { loadTemporalSettings } from '../../src/config/temporal.js';
+import { loadTracingSettings } from '../../src/config/tracing.js';
+import { loadWorkerConfig } from '../../src/config/worker.js';
 import { formatQuotaLimit, quotaLimitFor } from '../../src/quota/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-test-'));

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { FailureKind } from '../../src/agent-api/failure-kinds.js';
-import { ConfigError, loadNotifySettings } from '../../src/config/worker.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { loadNotifySettings } from '../../src/config/worker.js';
 import { InvalidInputError } from '../../src/contract.js';
 import { resolveInput } from '../../src/input.js';
 import {

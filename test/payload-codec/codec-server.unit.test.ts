@@ -15,7 +15,8 @@ import { after, before, describe, test } from 'node:test';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { ConfigError, loadCodecServerConfig } from '../../src/config/worker.js';
+import { loadCodecServerConfig } from '../../src/config/codec-server.js';
+import { ConfigError } from '../../src/config/settings.js';
 import {
   AesGcmPayloadCodec,
   FileKeyRing,
