@@ -35,7 +35,7 @@ export function buildIdOf(bundleCode: string): string {
   return createHash('sha256').update(code).digest('hex').slice(0, BUILD_ID_HEX_DIGITS);
 }
 
-/** How the worker versions itself: the settings of src/config.ts that decide it. */
+/** How the worker versions itself: the settings of ./worker.ts that decide it. */
 export interface VersioningSettings {
   /** TEMPORAL_WORKER_VERSIONING=on: poll as a Worker Deployment Version, workflows PINNED. */
   enabled: boolean;
