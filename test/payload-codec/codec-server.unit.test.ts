@@ -452,6 +452,7 @@ describe('the codec server configuration', () => {
       /only with CODEC_SERVER_OIDC_ISSUER/,
     );
     refused({ CODEC_SERVER_OIDC_ISSUER: 'http://id.example.com' }, 'CODEC_SERVER_OIDC_ISSUER', /https URL/);
+    refused({ CODEC_SERVER_OIDC_ISSUER: 'not a url' }, 'CODEC_SERVER_OIDC_ISSUER', /https URL/);
     refused(
       { CODEC_SERVER_ALLOWED_ORIGINS: 'http://localhost:8080/' },
       'CODEC_SERVER_ALLOWED_ORIGINS',
