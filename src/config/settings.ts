@@ -58,15 +58,13 @@ export function oneOf<const T extends string>(...options: [T, ...T[]]) {
   );
 }
 
-/** `on` or `off`, in any case, as true or false. */
-export const onOff = z.stringbool({ truthy: ['on'], falsy: ['off'], error: 'must be "on" or "off"' });
-
-/** `true` or `false`, in any case. */
-export const trueFalse = z.stringbool({
-  truthy: ['true'],
-  falsy: ['false'],
-  error: 'must be "true" or "false"',
-});
+/** A switch: `yes` or `no` in any case, as true or false; nothing else (zod's default takes `1`, `y`...). */
+const flag = (yes: string, no: string) =>
+  z.stringbool({ truthy: [yes], falsy: [no], error: `must be "${yes}" or "${no}"` });
+/** `on` or `off`. */
+export const onOff = flag('on', 'off');
+/** `true` or `false`. */
+export const trueFalse = flag('true', 'false');
 
 /** The log level of the worker and the codec server. */
 export const logLevel = z._default(oneOf('DEBUG', 'INFO', 'WARN', 'ERROR'), 'INFO');
