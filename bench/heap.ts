@@ -25,7 +25,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
-import { loadWorkerConfig, workerOptionsFrom } from '../src/config.js';
+import { loadWorkerConfig, workerOptionsFrom } from '../src/config/worker.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';

@@ -1,13 +1,13 @@
 /**
  * Prebuilds the workflow bundle at build time (`npm run build`), so the worker started from
  * `lib/` loads it instead of running webpack at every start, and writes its build ID beside it
- * (`lib/build-id`, see src/worker/version.ts) for CI to tag the image and name the version with.
+ * (`lib/build-id`, see src/config/version.ts) for CI to tag the image and name the version with.
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { workflowBundleOptions } from '../src/worker/bundle-options.js';
-import { BUILD_ID_FILE, buildIdOf } from '../src/worker/version.js';
+import { BUILD_ID_FILE, buildIdOf } from '../src/config/version.js';
 
 const started = Date.now();
 const { code } = await bundleWorkflowCode(

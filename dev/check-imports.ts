@@ -2,11 +2,13 @@
  * Three rules about imports that ESLint does not check here, run by `npm run lint`:
  *
  * - Imports in src/ run down {@link LAYERS}: a module imports only from its own layer or the ones
- *   below it, and every module of src/ is in the table (a new one is placed on purpose). The
- *   simulator stands apart: nothing else in src/ imports it, and it imports only the two lowest
- *   layers (it plays the API; it is not part of the worker).
+ *   below it, and every folder and file of src/ is in the table (a new one is placed on purpose),
+ *   a folder whole, in one layer. The simulator stands apart: nothing else in src/ imports it, and
+ *   it imports only the two lowest layers (it plays the API; it is not part of the worker).
  * - No import circle anywhere in the project's TypeScript (type-only imports count: a circle of
- *   types still ties the modules into one that must be read and changed together).
+ *   types still ties the modules into one that must be read and changed together), and none
+ *   between the folders of src/ either: two folders of one layer that import each other are one
+ *   concern split in two, or a lower one that has not been moved down.
  * - No SDK internals in src/: nothing from `@temporalio/<package>/lib/...`, which the SDK may change
  *   in any release. Tests and the benchmark may load histories the way Temporal's replay docs show.
  *
@@ -21,8 +23,8 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * The layers of src/, lowest first: a folder (ending in `/`) or a file. Type-only imports count, as
- * for circles: a type from above still ties a module to the code above it.
+ * The layers of src/, lowest first: a folder of src/ (ending in `/`) or a file directly in it.
+ * Type-only imports count, as for circles: a type from above still ties a module to the code above it.
  */
 const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   // What a failure means (src/failure-policy/) is read by the client and everything above it, and
@@ -41,12 +43,15 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
       'src/input.ts',
       'src/poll-schedule.ts',
       'src/priority.ts',
+      // The quota's settings and messages: the quota workflow, the activity that takes from it and
+      // the worker's configuration all speak them.
+      'src/quota/',
     ],
   },
   {
     // Job-end notices (src/notify/): the receivers' HTTP client, signature and delivery policy, used by the activities.
     name: 'workflows and activities',
-    members: ['src/workflows/', 'src/activities/', 'src/quota/', 'src/notify/'],
+    members: ['src/workflows/', 'src/activities/', 'src/notify/'],
   },
   {
     // The payload codec reads its keys the way the API keys are read, and is used by every process
@@ -57,14 +62,8 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
   {
     name: 'observability and configuration',
     // The worker's sizing from its memory limit and its build ID from its bundle are what the
-    // configuration derives its settings from: they sit with it, beside the worker that uses them.
-    members: [
-      'src/observability/',
-      'src/config.ts',
-      'src/temporal-api-key.ts',
-      'src/worker/memory.ts',
-      'src/worker/version.ts',
-    ],
+    // configuration derives its settings from: they sit in its folder, below the worker that uses them.
+    members: ['src/observability/', 'src/config/', 'src/temporal-api-key.ts'],
   },
   {
     name: 'worker, client, starter and Nexus',
@@ -85,11 +84,15 @@ const LAYERS: ReadonlyArray<{ name: string; members: string[] }> = [
 /** The simulator's folder: apart from the layers. */
 const SIMULATOR = 'src/simulator/';
 
-/** The layer index of a file of src/, or null when the table does not place it. */
+/** The folder of src/ a file is in (`src/worker/`), or the file itself when it is directly in src/. */
+function folderOf(file: string): string {
+  const [root, top, ...rest] = file.split('/');
+  return rest.length > 0 ? `${root}/${top}/` : file;
+}
+
+/** The layer index of a file of src/, or null when the table does not place its folder. */
 function layerOf(file: string): number | null {
-  const index = LAYERS.findIndex(({ members }) =>
-    members.some((member) => (member.endsWith('/') ? file.startsWith(member) : file === member)),
-  );
+  const index = LAYERS.findIndex(({ members }) => members.includes(folderOf(file)));
   return index === -1 ? null : index;
 }
 
@@ -167,11 +170,17 @@ function circles(graph: Map<string, string[]>): string[][] {
 const files = sourceFiles();
 const known = new Set(files);
 const graph = new Map<string, string[]>();
+/** Folder to folder of src/, each with one import that makes the edge, to name in a report. */
+const folders = new Map<string, Map<string, string>>();
 const internals: string[] = [];
-const layering: string[] = [];
+const layering = LAYERS.flatMap(({ members }) => members)
+  .filter((member) => folderOf(member) !== member)
+  .map(
+    (member) => `LAYERS places ${member}: a layer takes a folder of src/ whole, or a file directly in src/`,
+  );
 for (const file of files) {
   if (file.startsWith('src/') && !file.startsWith(SIMULATOR) && layerOf(file) === null) {
-    layering.push(`${file} is in no layer: add it to LAYERS in dev/check-imports.ts`);
+    layering.push(`${file} is in no layer: add ${folderOf(file)} to LAYERS in dev/check-imports.ts`);
   }
   const { importedFiles } = ts.preProcessFile(readFileSync(join(ROOT, file), 'utf8'), true, true);
   const edges: string[] = [];
@@ -182,6 +191,11 @@ for (const file of files) {
       edges.push(target);
       const problem = layerProblem(file, target);
       if (problem !== null) layering.push(problem);
+      const [from, to] = [folderOf(file), folderOf(target)];
+      if (file.startsWith('src/') && target.startsWith('src/') && from !== to) {
+        if (!folders.has(from)) folders.set(from, new Map());
+        if (!folders.get(from)?.has(to)) folders.get(from)?.set(to, `${file} -> ${target}`);
+      }
     } else if (file.startsWith('src/') && /^@temporalio\/[^/]+\/lib\//.test(fileName)) {
       internals.push(`${file}: imports ${fileName}, an SDK internal; use the package's public API`);
     }
@@ -191,8 +205,15 @@ for (const file of files) {
 
 const found = circles(graph);
 for (const circle of found) console.error(`import circle: ${circle.join(' <-> ')}`);
+const folderGraph = new Map([...folders].map(([from, to]) => [from, [...to.keys()]]));
+const folderCircles = circles(folderGraph);
+for (const circle of folderCircles) {
+  const closing = circle.flatMap((from) => circle.flatMap((to) => folders.get(from)?.get(to) ?? []));
+  console.error(`folder circle in src/: ${circle.join(' <-> ')} (${closing.join(', ')})`);
+}
 for (const line of [...internals, ...new Set(layering)]) console.error(line);
-if (found.length > 0 || internals.length > 0 || layering.length > 0) process.exit(1);
+const failures = found.length + folderCircles.length + internals.length + layering.length;
+if (failures > 0) process.exit(1);
 console.log(
-  `imports: ${files.length} files, no circle, no SDK internals in src/, src/ imports run down its ${LAYERS.length} layers`,
+  `imports: ${files.length} files, no circle of files or of src/ folders, no SDK internals in src/, src/ imports run down its ${LAYERS.length} layers`,
 );

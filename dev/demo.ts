@@ -25,11 +25,10 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { followAgentJob, startAgentJob, workflowUiUrl } from '../src/client/index.js';
-import { loadTemporalSettings } from '../src/config.js';
+import { loadTemporalSettings } from '../src/config/temporal.js';
 import { payloadDataConverter } from '../src/payload-codec/index.js';
 import { jsonText, terminalText } from '../src/escape.js';
-import type { QuotaLimit } from '../src/quota/settings.js';
-import { parseQuotaLimit } from '../src/quota/settings.js';
+import { quotaLimit, type QuotaLimit } from '../src/quota/settings.js';
 import { startSimulator, type RunningSimulator } from '../src/simulator/index.js';
 import { startDemoTemporal } from './demo-temporal.js';
 import { freePorts, sdkVersion } from './dev-server.js';
@@ -57,7 +56,9 @@ function demoOptions(): { jobs: number; budget: QuotaLimit | null } {
   if (!Number.isInteger(jobs) || jobs < 1 || jobs > 100) {
     throw new Error(`--jobs must be a whole number from 1 to 100, not "${values.jobs}"`);
   }
-  const budget = values.budget === undefined ? null : parseQuotaLimit(values.budget, '--budget');
+  const parsed = quotaLimit.safeParse(values.budget ?? 'off');
+  if (!parsed.success) throw new Error(`--budget ${parsed.error.issues[0]?.message}`);
+  const budget = parsed.data;
   if (budget !== null && budget.windowMs % 1000 !== 0) {
     throw new Error(
       `--budget's window must be whole seconds (the simulator counts in seconds), not "${values.budget}"`,

@@ -4,7 +4,7 @@
  * the worker's key ring (re-read when it changes), and runs until SIGTERM or SIGINT. The HTTP
  * logic is in src/payload-codec/codec-server.ts; docs/payload-codec.md says how to deploy it.
  */
-import { loadCodecServerConfig, type CodecServerConfig } from './config.js';
+import { loadCodecServerConfig, type CodecServerConfig } from './config/codec-server.js';
 import { createJsonLogger, logKeyFileEvents } from './observability/logger.js';
 import { AesGcmPayloadCodec, FileKeyRing, startCodecServer } from './payload-codec/index.js';
 import { runProcess } from './worker/process-entry.js';

@@ -20,10 +20,8 @@ export const ErrorName = {
   PartialBody: 'PartialBodyError',
   /** An API key file with no usable key (src/agent-api/api-key.ts). */
   ApiKeyFile: 'ApiKeyFileError',
-  /** A bad setting in the environment (src/config.ts). */
+  /** A bad setting in the environment (src/config/settings.ts). */
   Config: 'ConfigError',
-  /** A bad project quota setting (src/quota/settings.ts). */
-  QuotaSetting: 'QuotaSettingError',
   /** A bad workflow input field (src/contract.ts). */
   InvalidInput: 'InvalidInputError',
   /** Bad lines in a batch file (src/client/batch.ts). */

@@ -7,7 +7,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { agentJobIdWorkflowId } from './client/index.js';
-import { ConfigError } from './config.js';
+import { ConfigError } from './config/settings.js';
 import { terminalText } from './escape.js';
 import { UsageError } from './errors.js';
 import {

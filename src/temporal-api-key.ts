@@ -15,7 +15,6 @@
  */
 import type { ConnectionOptions } from '@temporalio/client';
 import { FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './agent-api/api-key.js';
-import type { TemporalSettings } from './config.js';
 
 /**
  * How often the worker checks the key file for its connection: 5 s. A check is one `stat`; a
@@ -26,30 +25,27 @@ import type { TemporalSettings } from './config.js';
 export const TEMPORAL_KEY_CHECK_INTERVAL_MS = 5_000;
 
 /**
- * The key file of `settings` as a source re-read when it changes, or null when the key (if any) is
- * fixed (`TEMPORAL_API_KEY`, a profile's `api_key`). `onEvent` hears of a new key and of a file
- * that became unusable, never the key itself.
+ * The key file (TEMPORAL_API_KEY_FILE) as a source re-read when it changes, or null without one:
+ * the key (if any) is fixed (`TEMPORAL_API_KEY`, a profile's `api_key`). `onEvent` hears of a new
+ * key and of a file that became unusable, never the key itself.
  * @throws ApiKeyFileError (src/agent-api/api-key.ts) when the file has no usable key now; its message
  *   names the file, not the key
  */
 export function temporalApiKeySource(
-  settings: Pick<TemporalSettings, 'apiKeyFile'>,
+  apiKeyFile: string | null,
   onEvent?: (event: ApiKeyFileEvent) => void,
 ): FileApiKey | null {
-  if (settings.apiKeyFile === null) return null;
-  return new FileApiKey(settings.apiKeyFile, { onEvent });
+  return apiKeyFile === null ? null : new FileApiKey(apiKeyFile, { onEvent });
 }
 
 /**
- * The options of a client `Connection` for `settings`: with a key file, the key is read from
- * `source` on every request (the SDK calls an `apiKey` function per call), so a rotation reaches
- * the next request.
+ * The options of a client `Connection`: with a key file, the key is read from `source` on every
+ * request (the SDK calls an `apiKey` function per call), so a rotation reaches the next request.
  */
 export function clientConnectionOptions(
-  settings: Pick<TemporalSettings, 'connect'>,
+  options: ConnectionOptions,
   source: ApiKeySource | null,
 ): ConnectionOptions {
-  const options = settings.connect.connectionOptions;
   return source === null ? options : { ...options, apiKey: () => source.current() };
 }
 

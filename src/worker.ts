@@ -6,7 +6,7 @@
 import { Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
-import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config.js';
+import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config/worker.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
 import { createActivityMetrics } from './observability/activity-metrics.js';
 import { startHealthServer } from './observability/health.js';
@@ -16,11 +16,11 @@ import { installTracing } from './observability/tracing.js';
 import { payloadDataConverter } from './payload-codec/index.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { temporalApiKeySource } from './temporal-api-key.js';
-import { applyWorkflowHeap } from './worker/memory.js';
+import { applyWorkflowHeap } from './config/memory.js';
 import { installRuntime } from './worker/runtime.js';
 import { connectTemporal } from './worker/temporal-connection.js';
 import { checkUpgrade, refusal } from './worker/upgrade-check.js';
-import { workerDeploymentOptions } from './worker/version.js';
+import { workerDeploymentOptions } from './config/version.js';
 import { runProcess } from './worker/process-entry.js';
 import { UpgradeRefusedError } from './errors.js';
 import { workflowCode } from './worker/workflow-code.js';
@@ -67,7 +67,7 @@ async function run(settings: WorkerConfig): Promise<void> {
   const { connection, follower } = await connectTemporal(
     config.temporal.connect.connectionOptions,
     temporalApiKeySource(
-      config.temporal,
+      config.temporal.apiKeyFile,
       logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
     ),
     logger,

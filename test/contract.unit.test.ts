@@ -13,7 +13,7 @@ import {
 import type { Client } from '@temporalio/client';
 import { agentJobStartOptions, sendFollowUp, startAgentJob } from '../src/client/index.js';
 import { checkPrompt, resolveInput } from '../src/input.js';
-import { projectQuotaWorkflowId } from '../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId } from '../src/quota/messages.js';
 
 function refused(input: Record<string, unknown>, field: string, pattern: RegExp): void {
   assert.throws(

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { AgentApiError, ApiKeyFileError, InvalidAgentJobRecordError } from '../src/agent-api/index.js';
 import { FailureKind } from '../src/failure-policy/kinds.js';
 import { BatchFileError } from '../src/client/batch.js';
-import { ConfigError } from '../src/config.js';
+import { ConfigError } from '../src/config/settings.js';
 import { InvalidInputError } from '../src/contract.js';
 import { AgentJobError, ErrorName, UpgradeRefusedError, UsageError } from '../src/errors.js';
 import {
@@ -12,7 +12,6 @@ import {
   UnknownPayloadKeyError,
 } from '../src/payload-codec/index.js';
 import { NotifyTargetsError } from '../src/notify/targets.js';
-import { QuotaSettingError } from '../src/quota/settings.js';
 
 test("every error the project throws has the base and its own name from the one map, whatever the bundler's class names", () => {
   const made: Error[] = [
@@ -28,7 +27,6 @@ test("every error the project throws has the base and its own name from the one 
     new BatchFileError([{ line: 1, message: 'not JSON' }]),
     new ConfigError('AGENT_API_BASE_URL', 'is required'),
     new InvalidInputError('projectId', 'is required'),
-    new QuotaSettingError('AGENT_API_PROJECT_QUOTA', 'not a limit'),
     new UsageError('--prompt is required'),
     new PayloadKeyFileError('/run/payload-keys', 'it holds no key'),
     new UnknownPayloadKeyError('2026-10'),

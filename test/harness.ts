@@ -40,7 +40,7 @@ import { AgentApiClient } from '../src/agent-api/index.js';
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { TRACING_OFF, type Tracing } from '../src/observability/tracing.js';
 import { WORKFLOW_TYPE, type AgentJobInput, type AgentJobRecord } from '../src/contract.js';
-import { projectQuotaWorkflowId, type QuotaLimit } from '../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId, type QuotaLimit } from '../src/quota/messages.js';
 import type { agentJobWorkflow, projectQuota } from '../src/workflows/index.js';
 import { startSimulator, type RunningSimulator, type SimulatorOptions } from '../src/simulator/index.js';
 

@@ -77,7 +77,7 @@ test('the worker follows a key file renamed over: setApiKey once per new key, on
   const path = join(root, 'temporal-api-key');
   writeFileSync(path, `${first}\n`);
   const log = capturedLog();
-  const source = temporalApiKeySource({ apiKeyFile: path }, log.onEvent);
+  const source = temporalApiKeySource(path, log.onEvent);
   assert.ok(source !== null);
   const connection = recordingConnection();
   const errors: unknown[] = [];
@@ -111,7 +111,7 @@ test('the worker follows a key file renamed over: setApiKey once per new key, on
 test('the worker follows a Kubernetes Secret volume, whose symlink swap a file watcher would miss', async () => {
   const [first, second] = [newKey(), newKey()];
   const volume = new SecretVolume(root, `${first}\n`);
-  const source = temporalApiKeySource({ apiKeyFile: volume.path });
+  const source = temporalApiKeySource(volume.path);
   assert.ok(source !== null);
   const connection = recordingConnection();
   const follower = followApiKey(source, connection, first, { intervalMs: 20, onError: failOnError });
@@ -212,10 +212,10 @@ test('a client Connection sends the file\u2019s current key with each request af
   const path = join(root, 'client-key');
   writeFileSync(path, first);
   const endpoint = await recordingEndpoint();
-  const source = temporalApiKeySource({ apiKeyFile: path });
+  const source = temporalApiKeySource(path);
   const options = clientConnectionOptions(
     // What loadTemporalSettings gives for the file, with TLS off for the plain-text endpoint.
-    { connect: { connectionOptions: { address: endpoint.address, apiKey: first, tls: false } } },
+    { address: endpoint.address, apiKey: first, tls: false },
     source,
   );
   const connection = Connection.lazy(options);
@@ -237,6 +237,6 @@ test('a client Connection sends the file\u2019s current key with each request af
 
 test('without a key file the connection options are the configured ones', () => {
   const connectionOptions = { address: 'localhost:7233', apiKey: 'fixed' };
-  assert.equal(temporalApiKeySource({ apiKeyFile: null }), null);
-  assert.equal(clientConnectionOptions({ connect: { connectionOptions } }, null), connectionOptions);
+  assert.equal(temporalApiKeySource(null), null);
+  assert.equal(clientConnectionOptions(connectionOptions, null), connectionOptions);
 });

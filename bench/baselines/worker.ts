@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { AgentApiClient, closeDispatcher } from '../../src/agent-api/index.js';
-import { loadWorkerConfig, workerOptionsFrom } from '../../src/config.js';
+import { loadWorkerConfig, workerOptionsFrom } from '../../src/config/worker.js';
 import { createJsonLogger } from '../../src/observability/logger.js';
 import { createBaselineActivities } from './activities.js';
 

@@ -16,7 +16,7 @@
  * per chain.
  */
 import { startAgentJob } from '../../src/client/index.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';

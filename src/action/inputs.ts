@@ -16,7 +16,7 @@ export interface ActionInput {
   readonly secret?: boolean;
   /**
    * The `TEMPORAL_*` setting it gives the Temporal connection: the same settings as the worker's
-   * and the starter's, read by src/config.ts and @temporalio/envconfig.
+   * and the starter's, read by src/config/temporal.ts and @temporalio/envconfig.
    */
   readonly temporalSetting?: string;
 }
@@ -131,7 +131,7 @@ export interface ActionSettings {
   notify: string | undefined;
   /** The key ring's text, or undefined when the codec is off. */
   payloadKeys: string | undefined;
-  /** The Temporal connection as `TEMPORAL_*` settings, for src/config.ts. */
+  /** The Temporal connection as `TEMPORAL_*` settings, for src/config/temporal.ts. */
   temporalEnv: Record<string, string>;
 }
 

@@ -12,7 +12,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { checkedKey } from '../client/ids.js';
-import { ConfigError, loadTemporalSettings, type TemporalSettings } from '../config.js';
+import { ConfigError } from '../config/settings.js';
+import { loadTemporalSettings, type TemporalSettings } from '../config/temporal.js';
 import {
   InvalidInputError,
   SearchAttributes,
@@ -24,7 +25,6 @@ import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
 import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
-import { clientConnectionOptions } from '../temporal-api-key.js';
 import { inputOfSetting, maskValues, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
 import { writeJobSummary, type SummaryFacts } from './summary.js';
@@ -127,7 +127,7 @@ async function start(plan: Plan): Promise<number> {
   let connection: Connection;
   try {
     connection = await Connection.connect({
-      ...clientConnectionOptions(settings, null),
+      ...settings.connect.connectionOptions,
       connectTimeout: 10_000,
     });
   } catch (err) {

@@ -19,7 +19,7 @@ import {
   type QuotaMiss,
   type QuotaTake,
   type QuotaUseKind,
-} from '../workflows/project-quota/messages.js';
+} from '../quota/messages.js';
 import { formatQuotaLimit, quotaLimitFor, type ProjectQuotaSettings } from '../quota/settings.js';
 
 /**

@@ -7,7 +7,7 @@
  * EnvHttpProxyAgent, and never installs a global dispatcher: nothing else in the process (the
  * Temporal connection is gRPC in the SDK's core, not undici) is proxied by it.
  */
-import { Agent, Dispatcher, EnvHttpProxyAgent, Pool } from 'undici';
+import { Agent, EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 
 /** The timeouts of a dispatcher made by {@link createDispatcher}, in milliseconds. */
 export interface DispatcherTimeouts {
@@ -49,9 +49,10 @@ export const DEFAULT_TIMEOUTS: Readonly<DispatcherTimeouts> = {
  * `HTTP_PROXY` for http:// ones and for https:// ones without an https proxy; lowercase first, as
  * undici reads them), requests go through it: https:// ones through a CONNECT tunnel, http:// ones
  * in absolute form. Hosts that `no_proxy` or `NO_PROXY` lists (commas or spaces; `.example.com` or
- * `example.com` also covers its subdomains; `*` is every host) and loopback hosts (`localhost`,
- * 127.0.0.0/8, `[::1]`), whatever `NO_PROXY` says, are reached directly. The timeouts apply to both
- * kinds of connection. Without a proxy in `env`, this is a plain undici Agent.
+ * `example.com` also covers its subdomains; `*` is every host) and the loopback names
+ * ({@link LOOPBACK_NAMES}), whatever `NO_PROXY` says, are reached directly. The timeouts apply to
+ * both kinds of connection. Without a proxy in `env`, or with `NO_PROXY=*`, this is a plain undici
+ * Agent.
  *
  * @throws TypeError when a proxy variable is not an http:// or https:// URL; the message names the
  *   variable, never its value (which may carry credentials).
@@ -70,14 +71,13 @@ export function createDispatcher(
   };
   const connect = { timeout: t.connectTimeoutMs };
   const proxy = proxySettings(env);
-  const direct = new Agent({ ...pool, connect });
-  if (proxy === null) return direct;
+  if (proxy === null) return new Agent({ ...pool, connect });
   // undici builds some of a proxy's pools from a connector alone (the pools to the proxy, the pool
   // that sends absolute-form requests, the TLS through the tunnel); without these factories and TLS
   // options they would wait 300 s for headers and keep no timeouts of ours.
   const withTimeouts = (origin: string | URL, options: object): Dispatcher =>
     new Pool(origin, { ...pool, ...options });
-  const proxied = new EnvHttpProxyAgent({
+  return new EnvHttpProxyAgent({
     ...pool,
     connect,
     ...proxy,
@@ -89,8 +89,15 @@ export function createDispatcher(
     factory: withTimeouts,
     clientFactory: withTimeouts,
   });
-  return new LoopbackDirect(direct, proxied);
 }
+
+/**
+ * Loopback by name, always reached directly: the simulator and the tests run there, and a proxy in
+ * front of the machine cannot reach its loopback anyway, so no `NO_PROXY` setting should be needed
+ * for them. undici's `noProxy` matches names, not address ranges: another 127.x address is proxied
+ * unless `NO_PROXY` names it.
+ */
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 
 /** What EnvHttpProxyAgent is given, read from `env` once. */
 interface ProxySettings {
@@ -100,14 +107,17 @@ interface ProxySettings {
 }
 
 /**
- * The proxy variables of `env`, or null when no proxy is set. Each value is passed on explicitly,
- * an unset one as `''`, so that EnvHttpProxyAgent never falls back to reading `process.env` itself.
+ * The proxy variables of `env`, or null when no host is proxied. Each value is passed on
+ * explicitly, an unset one as `''`, so that EnvHttpProxyAgent never falls back to reading
+ * `process.env` itself.
  */
 function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | null {
   const httpProxy = proxyUrl(env, 'http_proxy', 'HTTP_PROXY');
   const httpsProxy = proxyUrl(env, 'https_proxy', 'HTTPS_PROXY');
-  if (httpProxy === '' && httpsProxy === '') return null;
-  return { httpProxy, httpsProxy, noProxy: env.no_proxy ?? env.NO_PROXY ?? '' };
+  const noProxy = (env.no_proxy ?? env.NO_PROXY ?? '').trim();
+  // undici reads `*` as every host only when it stands alone, so it cannot follow the loopback names.
+  if ((httpProxy === '' && httpsProxy === '') || noProxy === '*') return null;
+  return { httpProxy, httpsProxy, noProxy: [...LOOPBACK_NAMES, noProxy].join(',') };
 }
 
 /** One proxy variable as a URL; `host:port` alone is taken as `http://host:port`, as curl does. */
@@ -131,12 +141,6 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
 }
 
-/** Whether an origin's host is loopback ({@link isLoopbackHost}). */
-function isLoopback(origin: string | URL | undefined): boolean {
-  const text = origin === undefined ? '' : String(origin);
-  return URL.canParse(text) && isLoopbackHost(new URL(text).hostname);
-}
-
 /**
  * Checks the proxy variables of `env` the way {@link createDispatcher} reads them, so that a bad
  * one is refused when the worker starts rather than at its first API call.
@@ -145,43 +149,6 @@ function isLoopback(origin: string | URL | undefined): boolean {
  */
 export function checkProxyEnv(env: NodeJS.ProcessEnv): void {
   proxySettings(env);
-}
-
-/**
- * Sends loopback requests to `direct` and the others to `proxied`. The simulator and the tests run on
- * loopback, and a proxy in front of the machine cannot reach its loopback anyway, so no `NO_PROXY`
- * setting should be needed for them.
- */
-class LoopbackDirect extends Dispatcher {
-  readonly #direct: Dispatcher;
-  readonly #proxied: Dispatcher;
-
-  constructor(direct: Dispatcher, proxied: Dispatcher) {
-    super();
-    this.#direct = direct;
-    this.#proxied = proxied;
-  }
-
-  override dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    return (isLoopback(options.origin) ? this.#direct : this.#proxied).dispatch(options, handler);
-  }
-
-  override close(callback?: () => void): Promise<void> {
-    return settled(Promise.all([this.#direct.close(), this.#proxied.close()]), callback);
-  }
-
-  override destroy(errOrCallback?: Error | null | (() => void), callback?: () => void): Promise<void> {
-    const err = typeof errOrCallback === 'function' ? null : (errOrCallback ?? null);
-    const done = typeof errOrCallback === 'function' ? errOrCallback : callback;
-    return settled(Promise.all([this.#direct.destroy(err), this.#proxied.destroy(err)]), done);
-  }
-}
-
-/** Both undici forms of close and destroy: a promise, and the callback when one is given. */
-function settled(both: Promise<unknown>, callback: (() => void) | undefined): Promise<void> {
-  const done = both.then(() => undefined);
-  if (callback) void done.then(callback, callback);
-  return done;
 }
 
 let shared: Dispatcher | null = null;

@@ -7,7 +7,7 @@
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
-import type { QuotaUseKind } from '../workflows/project-quota/messages.js';
+import type { QuotaUseKind } from '../quota/messages.js';
 import type { ProjectMetricsSinks } from '../workflows/sinks.js';
 import { utf8Prefix } from '../ids.js';
 

@@ -2,7 +2,7 @@
  * OpenTelemetry tracing with the SDK's interceptors: one trace from a client's start of a workflow,
  * through the workflow's activities (src/workflows/trace-context.ts carries it there), to each HTTP
  * call of the Agent Job API (src/agent-api/trace.ts). Exported over OTLP when the standard OTEL_*
- * variables ask for it (src/config.ts `loadTracingSettings`), off otherwise. docs/tracing.md shows
+ * variables ask for it (src/config/tracing.ts), off otherwise. docs/tracing.md shows
  * the span tree.
  */
 import { context, propagation, trace } from '@opentelemetry/api';

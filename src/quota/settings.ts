@@ -1,10 +1,11 @@
 /**
  * The project quota setting as people write it: `AGENT_API_PROJECT_QUOTA=<uses>/<window>` (`100/1h`,
- * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Parsed
- * once by the worker's configuration loader; the activities pick the limit of each project from it.
+ * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Read
+ * once by the worker's configuration (src/config/worker.ts); the activities pick the limit of each
+ * project from it. Importable from workflow code (zod/mini is plain functions).
  */
+import * as z from 'zod/mini';
 import { durationMs } from '../duration.js';
-import { AgentJobError, ErrorName } from '../errors.js';
 
 /** A budget: `uses` API uses per rolling `windowMs`. */
 export interface QuotaLimit {
@@ -36,79 +37,25 @@ export interface ProjectQuotaSettings {
   followsRollouts?: boolean;
 }
 
-/** A quota setting that does not parse; `setting` names the variable, the message says what is wrong. */
-export class QuotaSettingError extends AgentJobError {
-  constructor(
-    readonly setting: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(ErrorName.QuotaSetting, message, options);
-  }
-}
+/** What a quota setting must be, in its error. */
+const QUOTA_FORMAT = 'must be <uses>/<window> such as 100/1h or 3/20s (a window of at least 1s), or off';
 
 /**
- * Parses `<uses>/<window>` (`100/1h`, `3/20s`, `12/90m`) or `off` (null).
- *
- * @throws {QuotaSettingError} naming `setting`
+ * A quota as people write it, `<uses>/<window>` (`100/1h`, `3/20s`, `12/90m`), as a limit, or
+ * `off` as null: the worker's configuration reads its settings with it, the demo its `--budget`.
  */
-export function parseQuotaLimit(text: string, setting: string): QuotaLimit | null {
-  const value = text.trim();
-  if (value.toLowerCase() === 'off') return null;
-  const match = /^(\d+)\s*\/\s*(.+)$/.exec(value);
-  const uses = Number(match?.[1]);
-  if (!match || !Number.isInteger(uses) || uses < 1) {
-    throw new QuotaSettingError(
-      setting,
-      `"${text}" is not a quota: write <uses>/<window> such as 100/1h or 3/20s, or off`,
-    );
-  }
-  const windowMs = parseDuration(match[2] as string, setting);
-  if (windowMs < 1_000) throw new QuotaSettingError(setting, `the window of "${text}" must be at least 1s`);
-  return { uses, windowMs };
-}
-
-/**
- * Reads the three settings: `quota` (default {@link DEFAULT_PROJECT_QUOTA}), `overrides` (a JSON
- * object from project ID to a quota or `off`), `lease` (a duration, default 2m).
- *
- * @throws {QuotaSettingError} naming the variable at fault
- */
-export function parseProjectQuotaSettings(
-  raw: { quota?: string; overrides?: string; lease?: string },
-  names: { quota: string; overrides: string; lease: string },
-): ProjectQuotaSettings {
-  const defaultLimit = parseQuotaLimit(raw.quota ?? DEFAULT_PROJECT_QUOTA, names.quota);
-  const overrides: Record<string, QuotaLimit | null> = {};
-  if (raw.overrides !== undefined && raw.overrides.trim() !== '') {
-    let json: unknown;
-    try {
-      json = JSON.parse(raw.overrides);
-    } catch (err) {
-      throw new QuotaSettingError(names.overrides, 'must be a JSON object such as {"docs-a":"10/1h"}', {
-        cause: err,
-      });
-    }
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-      throw new QuotaSettingError(names.overrides, 'must be a JSON object such as {"docs-a":"10/1h"}');
-    }
-    for (const [projectId, value] of Object.entries(json)) {
-      if (typeof value !== 'string') {
-        throw new QuotaSettingError(
-          names.overrides,
-          `the quota of project ${JSON.stringify(projectId)} must be a string such as "10/1h" or "off"`,
-        );
-      }
-      overrides[projectId] = parseQuotaLimit(
-        value,
-        `${names.overrides} (project ${JSON.stringify(projectId)})`,
-      );
-    }
-  }
-  const leaseMs = raw.lease === undefined ? DEFAULT_QUOTA_LEASE_MS : parseDuration(raw.lease, names.lease);
-  if (leaseMs < 1_000) throw new QuotaSettingError(names.lease, 'must be at least 1s');
-  return { defaultLimit, overrides, leaseMs };
-}
+export const quotaLimit = z.pipe(
+  z.string({ error: QUOTA_FORMAT }),
+  z.transform((text, ctx): QuotaLimit | null => {
+    if (text.trim().toLowerCase() === 'off') return null;
+    const match = /^(\d+)\s*\/\s*(.+)$/.exec(text.trim());
+    const uses = Number(match?.[1]);
+    const windowMs = durationMs(match?.[2] ?? '') ?? 0;
+    if (uses >= 1 && windowMs >= 1_000) return { uses, windowMs };
+    ctx.issues.push({ code: 'custom', message: QUOTA_FORMAT, input: text });
+    return z.NEVER;
+  }),
+);
 
 /** The limit of one project: its override if it has one, else the default; null when off. */
 export function quotaLimitFor(settings: ProjectQuotaSettings, projectId: string): QuotaLimit | null {
@@ -129,12 +76,4 @@ export function formatQuotaLimit(limit: QuotaLimit | null): string {
     if (windowMs % ms === 0) return `${uses}/${windowMs / ms}${unit}`;
   }
   return `${uses}/${windowMs}ms`;
-}
-
-function parseDuration(text: string, setting: string): number {
-  const ms = durationMs(text);
-  if (ms === undefined || ms <= 0) {
-    throw new QuotaSettingError(setting, `"${text}" is not a duration such as 20s, 90m or 1h`);
-  }
-  return ms;
 }

@@ -12,7 +12,8 @@ import {
   workflowUiUrl,
   type AgentJobHandle,
 } from '../client/index.js';
-import { loadTemporalSettings, loadTracingSettings, type TemporalSettings } from '../config.js';
+import { loadTemporalSettings, type TemporalSettings } from '../config/temporal.js';
+import { loadTracingSettings } from '../config/tracing.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { jsonText, terminalText } from '../escape.js';
 import { resolveInput } from '../input.js';
@@ -87,7 +88,10 @@ export async function withClient(
   const tracingSettings = loadTracingSettings();
   // With TEMPORAL_API_KEY_FILE every request reads the file's current key: a `--wait` of hours
   // outlives a rotation.
-  const options = clientConnectionOptions(settings, temporalApiKeySource(settings));
+  const options = clientConnectionOptions(
+    settings.connect.connectionOptions,
+    temporalApiKeySource(settings.apiKeyFile),
+  );
   let connection: Connection;
   try {
     connection = await Connection.connect({ ...options, connectTimeout: 10_000 });

@@ -43,7 +43,7 @@ const FAILURE_CONVERTER_MODULE = fileURLToPath(
  * because these modules keep no state at module scope; a write to one would throw.
  *
  * Webpack names modules relative to its context, which is the working directory unless set: the
- * root here, so the same sources make the same bundle (and build ID, src/worker/version.ts) from
+ * root here, so the same sources make the same bundle (and build ID, src/config/version.ts) from
  * any directory the build or the worker is started in.
  */
 export function workflowBundleOptions(

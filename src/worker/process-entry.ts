@@ -3,7 +3,7 @@
  * configuration, run, exit 0; a bad setting is one JSON log line on stderr and exit 2, a crash one
  * line and exit 1. One place, so that both processes fail the same way.
  */
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config/settings.js';
 import { UpgradeRefusedError } from '../errors.js';
 import { formatLogLine } from '../observability/logger.js';
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from '@temporalio/common';
 import { bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import { workflowBundleOptions } from './bundle-options.js';
-import { buildIdOf } from './version.js';
+import { buildIdOf } from '../config/version.js';
 
 /** The workflow code the worker runs, and the build ID derived from it (./version.ts). */
 export interface WorkflowCode {

@@ -4,7 +4,7 @@
  * observability (src/observability/project-metrics.ts) implements them.
  */
 import type { Sinks } from '@temporalio/workflow';
-import type { QuotaUsage } from './project-quota/messages.js';
+import type { QuotaUsage } from '../quota/messages.js';
 
 /**
  * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),

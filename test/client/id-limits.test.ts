@@ -13,8 +13,8 @@ import type { ApplicationFailure } from '@temporalio/common';
 import { startDevServer } from '../../dev/dev-server.js';
 import { agentJobWorkflowId, sendFollowUp, startAgentJob } from '../../src/client/index.js';
 import { FailureType, InvalidInputError, type AgentJobInput } from '../../src/contract.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
-import { parseProjectQuotaSettings } from '../../src/quota/settings.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
+import { DEFAULT_QUOTA_LEASE_MS } from '../../src/quota/settings.js';
 import {
   activitiesFor,
   FAST_POLL,
@@ -35,10 +35,11 @@ const server = await startDevServer({ dynamicConfig: { 'limit.maxIDLength': 255 
 onCleanup(() => server.stop());
 // The suite's world on this server: temporalEnv keeps the first target it is given.
 await temporalEnv({ address: server.address, namespace: server.namespace });
-const projectQuota = parseProjectQuotaSettings(
-  { quota: '100/1h' },
-  { quota: 'quota', overrides: 'overrides', lease: 'lease' },
-);
+const projectQuota = {
+  defaultLimit: { uses: 100, windowMs: 3_600_000 },
+  overrides: {},
+  leaseMs: DEFAULT_QUOTA_LEASE_MS,
+};
 const suite = await startSimulatedSuite('id-limits', { durationMs: 200, activities: { projectQuota } });
 const { env, sim, worker } = suite;
 

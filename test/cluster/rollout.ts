@@ -34,8 +34,8 @@ import { promisify } from 'node:util';
 import { decodeVersioningBehavior } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
-import { buildIdOf } from '../../src/worker/version.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
+import { buildIdOf } from '../../src/config/version.js';
 import {
   onCleanup,
   spawnTs,

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { loadWorkerConfig } from '../../src/config.js';
+import { loadWorkerConfig } from '../../src/config/worker.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

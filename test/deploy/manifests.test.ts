@@ -23,13 +23,8 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
-import {
-  CODEC_SERVER_SETTINGS,
-  loadCodecServerConfig,
-  loadWorkerConfig,
-  WORKER_SETTINGS,
-  workerOptionsFrom,
-} from '../../src/config.js';
+import { CODEC_SERVER_SETTINGS, loadCodecServerConfig } from '../../src/config/codec-server.js';
+import { loadWorkerConfig, WORKER_SETTINGS, workerOptionsFrom } from '../../src/config/worker.js';
 import { findOnPath } from '../../dev/temporal-cli.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 

@@ -1,5 +1,5 @@
 /**
- * The memory sizing rule (src/worker/memory.ts), the limits of deploy/k8s and docker-compose.yml,
+ * The memory sizing rule (src/config/memory.ts), the limits of deploy/k8s and docker-compose.yml,
  * the figures the README and the manifests' comments quote, and the memory the benchmark measured
  * (docs/PERFORMANCE.md) must agree: this fails when one of them changes alone.
  */
@@ -8,14 +8,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadWorkerConfig } from '../../src/config.js';
+import { loadWorkerConfig } from '../../src/config/worker.js';
 import {
   BASE_MIB,
   cacheSizeFor,
   HEADROOM,
   MIB_PER_1000_WORKFLOWS,
   parseMemoryQuantity,
-} from '../../src/worker/memory.js';
+} from '../../src/config/memory.js';
 import { ROOT } from '../harness.js';
 
 const MiB = 2 ** 20;

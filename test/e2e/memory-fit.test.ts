@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { sampleProcess } from '../../bench/resources.js';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
-import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/worker/memory.js';
+import { cacheSizeFor, parseMemoryQuantity, workflowHeapFor } from '../../src/config/memory.js';
 import { ROOT, startSimulatedWorld, startWorkerProcess, uniqueId, waitFor } from '../harness.js';
 import { createdJobs } from '../simulator-stats.js';
 

@@ -17,7 +17,7 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { FailureType, WORKFLOW_TYPE, type AgentJobResult } from '../../src/contract.js';
 import { payloadDataConverter } from '../../src/payload-codec/index.js';
-import { projectQuotaWorkflowId } from '../../src/workflows/project-quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import {
   FAST_POLL,
   runStarter,

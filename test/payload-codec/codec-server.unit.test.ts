@@ -15,7 +15,8 @@ import { after, before, describe, test } from 'node:test';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { ConfigError, loadCodecServerConfig } from '../../src/config.js';
+import { loadCodecServerConfig } from '../../src/config/codec-server.js';
+import { ConfigError } from '../../src/config/settings.js';
 import {
   AesGcmPayloadCodec,
   FileKeyRing,
@@ -451,6 +452,7 @@ describe('the codec server configuration', () => {
       /only with CODEC_SERVER_OIDC_ISSUER/,
     );
     refused({ CODEC_SERVER_OIDC_ISSUER: 'http://id.example.com' }, 'CODEC_SERVER_OIDC_ISSUER', /https URL/);
+    refused({ CODEC_SERVER_OIDC_ISSUER: 'not a url' }, 'CODEC_SERVER_OIDC_ISSUER', /https URL/);
     refused(
       { CODEC_SERVER_ALLOWED_ORIGINS: 'http://localhost:8080/' },
       'CODEC_SERVER_ALLOWED_ORIGINS',

@@ -21,7 +21,7 @@ import {
   type QuotaTake,
   type QuotaTakeAnswer,
   type QuotaUseKind,
-} from '../../src/workflows/project-quota/messages.js';
+} from '../../src/quota/messages.js';
 import { effectiveUses, placeOf, snapshotOf, usageOf } from '../../src/workflows/project-quota/state.js';
 import {
   CREATE_BACKOFF,

@@ -17,7 +17,7 @@ import {
   quotaStatusQuery,
   quotaTakeUpdate,
   type QuotaLimit,
-} from '../../src/workflows/project-quota/messages.js';
+} from '../../src/quota/messages.js';
 import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/failure-policy/backoff.js';
 import type { projectQuota } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { statusQuery } from '../../src/contract.js';
-import { quotaStatusQuery, type QuotaLimit } from '../../src/workflows/project-quota/messages.js';
+import { quotaStatusQuery, type QuotaLimit } from '../../src/quota/messages.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { QUOTA_REASK_MS } from '../../src/workflows/project-quota/requester.js';

@@ -20,7 +20,7 @@ import {
   quotaStatusQuery,
   quotaTakeUpdate,
   type QuotaLimit,
-} from '../../src/workflows/project-quota/messages.js';
+} from '../../src/quota/messages.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuota } from '../../src/workflows/index.js';
 import {

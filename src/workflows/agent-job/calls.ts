@@ -14,7 +14,7 @@ import {
 import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
 import { FailureType, type AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
-import type { QuotaUseKind } from '../project-quota/messages.js';
+import type { QuotaUseKind } from '../../quota/messages.js';
 import { CREATE_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../failure-policy/backoff.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';

@@ -43,7 +43,7 @@ import { FailureStreak, type Tolerances } from '../../failure-policy/streak.js';
 import type { ProjectMetricsSinks } from '../sinks.js';
 import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-schedule.js';
 import { ProjectQuotaRequester, type QuotaUse } from '../project-quota/requester.js';
-import type { QuotaUseKind } from '../project-quota/messages.js';
+import type { QuotaUseKind } from '../../quota/messages.js';
 import { createJob, createKey, pollJob, sendMessage, startFollowUpKey, updateMessageKey } from './calls.js';
 import { UnansweredFollowUps, type Continuation, type UnansweredFollowUp } from './continuation.js';
 import { FollowUpQueue, type FollowUp, type SendWhen, type Sent } from './follow-up-queue.js';

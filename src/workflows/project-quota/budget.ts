@@ -8,8 +8,8 @@
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
  * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
  */
-import type { QuotaLimit, QuotaTake, QuotaTakeAnswer, QuotaUseKind } from './messages.js';
-import { clamp } from './messages.js';
+import type { QuotaLimit, QuotaTake, QuotaTakeAnswer, QuotaUseKind } from '../../quota/messages.js';
+import { clamp } from '../../quota/messages.js';
 import {
   clampLimit,
   effectiveUses,

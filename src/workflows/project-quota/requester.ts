@@ -35,7 +35,7 @@ import {
   type QuotaMiss,
   type QuotaTake,
   type QuotaUseKind,
-} from './messages.js';
+} from '../../quota/messages.js';
 
 /**
  * How long a queued workflow waits without a grant before it takes again under the same request

@@ -6,8 +6,8 @@
  * Pure: no Temporal, no clock of its own (`now` is passed, epoch ms).
  */
 import type { QueuePlace } from '../../contract.js';
-import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from './messages.js';
-import { clamp, MAX_USES, MAX_WINDOW_MS } from './messages.js';
+import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from '../../quota/messages.js';
+import { clamp, MAX_USES, MAX_WINDOW_MS } from '../../quota/messages.js';
 
 /** One queued take. */
 export interface QueueEntry {

@@ -33,7 +33,7 @@ import {
   readRelease,
   readTake,
   type QuotaLimit,
-} from './messages.js';
+} from '../../quota/messages.js';
 import { ProjectBudget, timerToStart, type Grant } from './budget.js';
 import { snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
 

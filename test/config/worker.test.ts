@@ -4,8 +4,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ConfigError, loadTemporalSettings, loadTracingSettings, loadWorkerConfig } from '../src/config.js';
-import { formatQuotaLimit, quotaLimitFor } from '../src/quota/settings.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { loadTemporalSettings } from '../../src/config/temporal.js';
+import { loadTracingSettings } from '../../src/config/tracing.js';
+import { loadWorkerConfig, WORKER_SETTINGS } from '../../src/config/worker.js';
+import { formatQuotaLimit, quotaLimitFor } from '../../src/quota/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'config-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -198,6 +201,27 @@ test('each bad setting is a ConfigError naming it, and never echoes the key', ()
       setting,
     );
   }
+});
+
+test('an error names the setting and never quotes its value (a key file is named by its path)', () => {
+  const marker = 'value-never-shown';
+  const refused: string[] = [];
+  for (const setting of WORKER_SETTINGS.filter((name) => !name.endsWith('_FILE'))) {
+    try {
+      loadWorkerConfig({ ...base, [setting]: `${marker} :/x` }, () => null);
+    } catch (err) {
+      assert.ok(err instanceof ConfigError, String(err));
+      assert.equal(err.setting, setting);
+      assert.ok(!err.message.includes(marker), err.message);
+      assert.equal(err.message.split('\n').length, 1, err.message);
+      refused.push(setting);
+    }
+  }
+  // Every setting refuses it but the task queue, a free-form name.
+  assert.deepEqual(
+    WORKER_SETTINGS.filter((name) => !name.endsWith('_FILE') && !refused.includes(name)),
+    ['TEMPORAL_TASK_QUEUE'],
+  );
 });
 
 test('AGENT_API_PROJECT_QUOTA: 100/1h by default, <uses>/<window>, off, per-project overrides and the lease', () => {

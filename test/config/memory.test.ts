@@ -1,7 +1,8 @@
-/** The memory limit sources and the sizing rule of src/worker/memory.ts, and its settings. */
+/** The memory limit sources and the sizing rule of src/config/memory.ts, and its settings. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { DEFAULT_MAX_CACHED_WORKFLOWS, loadWorkerConfig } from '../../src/config/worker.js';
 import {
   BASE_MIB,
   cacheSizeFor,
@@ -10,7 +11,7 @@ import {
   MIB_PER_1000_WORKFLOWS,
   parseMemoryQuantity,
   workflowHeapFor,
-} from '../../src/worker/memory.js';
+} from '../../src/config/memory.js';
 
 const GiB = 2 ** 30;
 const base = { AGENT_API_BASE_URL: 'http://127.0.0.1:8787', AGENT_API_KEY: 'k' };

@@ -8,12 +8,12 @@
  */
 import * as z from 'zod/mini';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { QueuePlace } from '../../contract.js';
-import { boundedWorkflowId, encodeUriPart, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../../ids.js';
-import type { QuotaLimit } from '../../quota/settings.js';
-import { MAX_RETRY_AFTER_MS } from '../../failure-policy/backoff.js';
+import type { QueuePlace } from '../contract.js';
+import { boundedWorkflowId, encodeUriPart, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
+import type { QuotaLimit } from './settings.js';
+import { MAX_RETRY_AFTER_MS } from '../failure-policy/backoff.js';
 
-export type { QuotaLimit } from '../../quota/settings.js';
+export type { QuotaLimit } from './settings.js';
 
 /** The project quota's grants unblock waiting jobs, so its tasks go first (a task-queue priority key). */
 export const QUOTA_PRIORITY_KEY = 1;

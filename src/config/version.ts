@@ -35,7 +35,7 @@ export function buildIdOf(bundleCode: string): string {
   return createHash('sha256').update(code).digest('hex').slice(0, BUILD_ID_HEX_DIGITS);
 }
 
-/** How the worker versions itself: the settings of src/config.ts that decide it. */
+/** How the worker versions itself: the settings of ./worker.ts that decide it. */
 export interface VersioningSettings {
   /** TEMPORAL_WORKER_VERSIONING=on: poll as a Worker Deployment Version, workflows PINNED. */
   enabled: boolean;
@@ -43,7 +43,7 @@ export interface VersioningSettings {
   deploymentName: string;
   /** TEMPORAL_WORKER_BUILD_ID, which replaces the bundle's own build ID; null when not set. */
   buildIdOverride: string | null;
-  /** WORKER_UPGRADE_CHECK=on: an unversioned worker replays the open workflows before it polls (./upgrade-check.ts). */
+  /** WORKER_UPGRADE_CHECK=on: an unversioned worker replays the open workflows before it polls (src/worker/upgrade-check.ts). */
   upgradeCheck: boolean;
 }
 

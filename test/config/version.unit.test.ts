@@ -4,13 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadVersioningSettings } from '../../src/config.js';
+import { ConfigError } from '../../src/config/settings.js';
+import { loadVersioningSettings } from '../../src/config/worker.js';
 import {
   buildIdOf,
   DEFAULT_DEPLOYMENT_NAME,
   workerDeploymentOptions,
   type VersioningSettings,
-} from '../../src/worker/version.js';
+} from '../../src/config/version.js';
 
 /** The tail the SDK's bundler appends: the source map, naming each source by its absolute path. */
 function sourceMap(root: string): string {

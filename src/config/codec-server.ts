@@ -1,0 +1,137 @@
+/**
+ * The codec server's configuration (`npm run codec-server`, docs/payload-codec.md): its settings as
+ * a zod schema, read once at start by `loadCodecServerConfig`.
+ */
+import * as z from 'zod/mini';
+import { isLoopbackHost } from '../agent-api/dispatcher.js';
+import type { AccessTokenPolicy, CodecServerSettings } from '../payload-codec/index.js';
+import { ConfigError, hostPort, logLevel, readSettings, trueFalse, type Env } from './settings.js';
+import { payloadKeysFile } from './temporal.js';
+
+/**
+ * An issuer or JWKS URL, kept exactly as written (an issuer's trailing slash is part of its `iss`).
+ * https, or http to a loopback host (a local identity provider, the tests): keys fetched over
+ * plain HTTP from elsewhere could be replaced on the way.
+ */
+const oidcUrl = z.string().check(
+  z.refine((value) => {
+    if (!URL.canParse(value)) return false;
+    const { protocol, hostname, username, password } = new URL(value);
+    return (
+      !username && !password && (protocol === 'https:' || (protocol === 'http:' && isLoopbackHost(hostname)))
+    );
+  }, 'must be an https URL (http only to a loopback host), without credentials'),
+);
+
+const ORIGINS =
+  'must be comma-separated origins such as "https://temporal.example.com" (scheme, host and port only, no path or trailing slash)';
+
+const CodecServerEnv = z.object({
+  TEMPORAL_PAYLOAD_KEYS_FILE: z.pipe(
+    z.string({ error: 'is required: the codec server opens payloads with that ring' }),
+    payloadKeysFile,
+  ),
+  // Loopback by default: the local-only allowance, the dev stack's.
+  CODEC_SERVER_ADDRESS: z.prefault(hostPort, '127.0.0.1:8888'),
+  // Exact web origins, comma-separated: `scheme://host[:port]`, as a browser sends `Origin`.
+  CODEC_SERVER_ALLOWED_ORIGINS: z._default(
+    z.pipe(
+      z.transform((value: string) => value.split(',').flatMap((origin) => origin.trim() || [])),
+      z.array(z.string()).check(
+        z.minLength(1, ORIGINS),
+        z.refine(
+          (origins) => origins.every((origin) => URL.canParse(origin) && new URL(origin).origin === origin),
+          ORIGINS,
+        ),
+      ),
+    ),
+    [],
+  ),
+  CODEC_SERVER_ALLOW_CREDENTIALS: z._default(trueFalse, false),
+  CODEC_SERVER_OIDC_ISSUER: z.optional(oidcUrl),
+  CODEC_SERVER_OIDC_AUDIENCE: z.optional(z.string()),
+  CODEC_SERVER_OIDC_JWKS_URL: z.optional(oidcUrl),
+  // A claim the token must hold, such as `groups=temporal-codec`.
+  CODEC_SERVER_OIDC_REQUIRED_CLAIM: z.optional(
+    z.pipe(
+      z
+        .string()
+        .check(
+          z.regex(
+            /^[^=\s]+=\S+$/,
+            'must be "<claim>=<value>", such as "groups=temporal-codec" or "scope=codec:decode"',
+          ),
+        ),
+      z.transform((value) => {
+        const at = value.indexOf('=');
+        return { name: value.slice(0, at), value: value.slice(at + 1) };
+      }),
+    ),
+  ),
+  LOG_LEVEL: logLevel,
+});
+
+/** The environment variables the codec server reads (docs/configuration.md). */
+export const CODEC_SERVER_SETTINGS = Object.keys(CodecServerEnv.shape);
+
+/**
+ * Loads the codec server's settings. Without CODEC_SERVER_OIDC_ISSUER it runs on the local-only
+ * allowance, which only a loopback CODEC_SERVER_ADDRESS may use: anything else is refused here, so
+ * an open codec server never starts.
+ */
+export function loadCodecServerConfig(env: Env = process.env) {
+  const settings = readSettings(CodecServerEnv, env);
+  const { host, port } = settings.CODEC_SERVER_ADDRESS;
+  const accessToken = accessTokenPolicy(settings);
+  if (
+    accessToken === null &&
+    !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
+  )
+    throw new ConfigError(
+      'CODEC_SERVER_ADDRESS',
+      'is not loopback, and without CODEC_SERVER_OIDC_ISSUER the codec server has no authorization: set CODEC_SERVER_OIDC_ISSUER and CODEC_SERVER_OIDC_AUDIENCE, or bind to 127.0.0.1',
+    );
+  return {
+    /** TEMPORAL_PAYLOAD_KEYS_FILE: the same ring the worker seals with, re-read when it changes. */
+    payloadKeysFile: settings.TEMPORAL_PAYLOAD_KEYS_FILE,
+    server: {
+      host: host.replace(/^\[(.*)\]$/, '$1'),
+      port,
+      allowedOrigins: settings.CODEC_SERVER_ALLOWED_ORIGINS,
+      allowCredentials: settings.CODEC_SERVER_ALLOW_CREDENTIALS,
+      accessToken,
+    } satisfies CodecServerSettings,
+    logLevel: settings.LOG_LEVEL,
+  };
+}
+
+/** Everything the codec server needs. */
+export type CodecServerConfig = ReturnType<typeof loadCodecServerConfig>;
+
+/** The OIDC settings, all or none: an issuer without an audience would accept any of its tokens. */
+function accessTokenPolicy(settings: z.output<typeof CodecServerEnv>): AccessTokenPolicy | null {
+  const issuer = settings.CODEC_SERVER_OIDC_ISSUER;
+  const audience = settings.CODEC_SERVER_OIDC_AUDIENCE;
+  if (issuer === undefined) {
+    const stray = (
+      [
+        'CODEC_SERVER_OIDC_AUDIENCE',
+        'CODEC_SERVER_OIDC_JWKS_URL',
+        'CODEC_SERVER_OIDC_REQUIRED_CLAIM',
+      ] as const
+    ).find((name) => settings[name] !== undefined);
+    if (stray) throw new ConfigError(stray, 'takes effect only with CODEC_SERVER_OIDC_ISSUER');
+    return null;
+  }
+  if (audience === undefined)
+    throw new ConfigError(
+      'CODEC_SERVER_OIDC_AUDIENCE',
+      'is required with CODEC_SERVER_OIDC_ISSUER (the aud the tokens must name)',
+    );
+  return {
+    issuer,
+    audience,
+    jwksUrl: settings.CODEC_SERVER_OIDC_JWKS_URL ?? null,
+    requiredClaim: settings.CODEC_SERVER_OIDC_REQUIRED_CLAIM ?? null,
+  };
+}

@@ -1,0 +1,311 @@
+/**
+ * The worker's configuration: its settings as zod schemas, a group per concern, read once at start
+ * by `loadWorkerConfig`. Every bad setting becomes a {@link ConfigError} that names it
+ * (./settings.ts); what each one means is in docs/configuration.md.
+ */
+import type { WorkerOptions } from '@temporalio/worker';
+import * as z from 'zod/mini';
+import type { AmbiguousCreatePolicy } from '../activities/index.js';
+import { checkProxyEnv, isLoopbackHost } from '../agent-api/dispatcher.js';
+import { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../failure-policy/streak.js';
+import { FileNotifyTargets, parseNotifyTargets } from '../notify/targets.js';
+import {
+  DEFAULT_PROJECT_QUOTA,
+  DEFAULT_QUOTA_LEASE_MS,
+  quotaLimit,
+  type ProjectQuotaSettings,
+} from '../quota/settings.js';
+import { cgroupMemoryLimit, parseMemoryQuantity, sizeForMemory, type MemoryLimit } from './memory.js';
+import {
+  ConfigError,
+  duration,
+  fileSetting,
+  hostPort,
+  httpUrl,
+  keyFile,
+  logLevel,
+  notBoth,
+  onOff,
+  oneOf,
+  readSettings,
+  trueFalse,
+  wholeNumber,
+  type Env,
+} from './settings.js';
+import { loadTemporalSettings, TemporalEnv } from './temporal.js';
+import { loadTracingSettings } from './tracing.js';
+import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './version.js';
+
+/** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
+
+const AgentApiEnv = z.object({
+  AGENT_API_BASE_URL: z.pipe(
+    z.string({
+      error:
+        'is required (the live service is https://api.mintlify.com; `npm run simulator` serves http://127.0.0.1:8787)',
+    }),
+    httpUrl,
+  ),
+  AGENT_API_ALLOW_INSECURE_HTTP: z._default(trueFalse, false),
+  AGENT_API_KEY: z.optional(z.string().check(z.regex(/^\S+$/, 'must not contain white space'))),
+  AGENT_API_KEY_FILE: z.optional(keyFile),
+  AGENT_API_AMBIGUOUS_CREATE: z._default(oneOf('retry', 'fail'), 'retry'),
+});
+
+const ProjectQuotaEnv = z.object({
+  AGENT_API_PROJECT_QUOTA: z.prefault(quotaLimit, DEFAULT_PROJECT_QUOTA),
+  // One JSON object from project ID to a quota; an error names the project, never its quota.
+  AGENT_API_PROJECT_QUOTA_OVERRIDES: z._default(
+    z.pipe(
+      z.transform((text: string) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          // Not JSON: the record refuses it, with the one message.
+          return undefined;
+        }
+      }),
+      z.record(z.string(), quotaLimit, { error: 'must be a JSON object such as {"docs-a":"10/1h"}' }),
+    ),
+    {},
+  ),
+  AGENT_API_PROJECT_QUOTA_LEASE: z._default(duration(1_000), DEFAULT_QUOTA_LEASE_MS),
+});
+
+/**
+ * Targets that cannot be used stop the start, as a bad API key file does; the error names the
+ * setting and the target's field, never a URL or secret.
+ */
+const NotifyEnv = z.object({
+  AGENT_NOTIFY_TARGETS_FILE: z.optional(
+    fileSetting((path) => ({ file: path, targets: new FileNotifyTargets(path).current() })),
+  ),
+  AGENT_NOTIFY_TARGETS: z.optional(
+    z.pipe(
+      z.string(),
+      z.transform((text, ctx) => {
+        const parsed = parseNotifyTargets(text);
+        if ('value' in parsed) return { file: null, targets: parsed.value };
+        ctx.issues.push({ code: 'custom', message: parsed.reason, input: text });
+        return z.NEVER;
+      }),
+    ),
+  ),
+  AGENT_NOTIFY_RETRY_FOR: z._default(duration(1_000), DEFAULT_NOTIFY_RETRY_FOR_MS),
+});
+
+/**
+ * Longest deployment name or build ID: the server builds an internal workflow ID from both, and
+ * with `limit.maxIDLength: 255` (deploy/compose/dynamicconfig.yaml) it takes (255 - 39) / 2 each.
+ */
+const MAX_VERSION_FIELD_LENGTH = 108;
+
+/** A build ID or deployment name, by the server's rules. */
+const VERSION_FIELD = `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not starting with "__"`;
+const versionField = z
+  .string()
+  .check(z.maxLength(MAX_VERSION_FIELD_LENGTH, VERSION_FIELD), z.regex(/^(?!__)\S+$/, VERSION_FIELD));
+
+const VersioningEnv = z.object({
+  // Off unless asked for: a versioned worker gets no workflow until an operator makes its version
+  // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
+  // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
+  // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
+  TEMPORAL_WORKER_VERSIONING: z._default(onOff, false),
+  TEMPORAL_DEPLOYMENT_NAME: z._default(
+    versionField.check(
+      z.regex(
+        /^[^.:]*$/,
+        `${VERSION_FIELD}, without "." or ":" (the server joins name and build ID with them)`,
+      ),
+    ),
+    DEFAULT_DEPLOYMENT_NAME,
+  ),
+  TEMPORAL_WORKER_BUILD_ID: z.optional(versionField),
+  // On unless a person decides otherwise: the override is for a run they know can never be
+  // replayed and mean to end by hand (docs/versioning.md, "Upgrades").
+  WORKER_UPGRADE_CHECK: z._default(onOff, true),
+});
+
+const TuningEnv = z.object({
+  WORKER_MAX_CONCURRENT_ACTIVITIES: z._default(wholeNumber(1), 200),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z._default(wholeNumber(2), 100),
+  WORKER_MAX_CACHED_WORKFLOWS: z.optional(wholeNumber(0)),
+  // A quantity such as `1Gi`, for a limit the cgroup does not show.
+  WORKER_MEMORY_LIMIT: z.optional(
+    z.pipe(
+      z.transform(parseMemoryQuantity),
+      z.number({ error: 'must be a memory size such as 1Gi or 1536Mi' }),
+    ),
+  ),
+  WORKER_ACTIVITIES_PER_SECOND: z.optional(
+    z.coerce.number({ error: 'must be a positive number' }).check(z.positive('must be a positive number')),
+  ),
+  WORKER_SHUTDOWN_GRACE: z._default(duration(), 30_000),
+  // Loopback by default: health and metrics have no auth. Deployments whose probes or scrapers
+  // come from outside the process's host set 0.0.0.0 (deploy/k8s, docker-compose.yml).
+  HEALTH_ADDRESS: z.prefault(hostPort, '127.0.0.1:8080'),
+  METRICS_ADDRESS: z.prefault(
+    z.union([z.literal('off'), hostPort], { error: 'must be host:port or off' }),
+    '127.0.0.1:9464',
+  ),
+  METRICS_MAX_PROJECTS: z._default(wholeNumber(1), 100),
+  LOG_LEVEL: logLevel,
+});
+
+/** The environment variables the worker reads besides the standard TEMPORAL_* ones (docs/configuration.md). */
+export const WORKER_SETTINGS = [
+  TemporalEnv,
+  AgentApiEnv,
+  ProjectQuotaEnv,
+  NotifyEnv,
+  VersioningEnv,
+  TuningEnv,
+].flatMap((schema) => Object.keys(schema.shape));
+
+/**
+ * How long after `WORKER_SHUTDOWN_GRACE` a drain may still take before the worker gives up on it
+ * and exits: 10 s for activities cancelled at the end of the grace to answer (an HTTP call aborts at
+ * once; a create lets its request finish) and for the connection to close. So the drain always ends
+ * within grace + 10 s, which the manifests' termination grace periods must exceed.
+ */
+export const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
+
+/**
+ * The worker's settings as Temporal `WorkerOptions`, shared by the worker and the benchmark's
+ * baseline worker so both run with the same tuning.
+ */
+export function workerOptionsFrom(config: WorkerConfig) {
+  return {
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
+    // Local activities: the polls of 1.0 and of the benchmark's baseline (c); this build runs none.
+    maxConcurrentLocalActivityExecutions: config.maxConcurrentActivities,
+    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
+    maxCachedWorkflows: config.maxCachedWorkflows,
+    maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
+    shutdownGraceTime: config.shutdownGraceMs,
+    shutdownForceTime: config.shutdownGraceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
+  } satisfies Partial<WorkerOptions>;
+}
+
+/** Everything the worker process needs. */
+export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;
+
+/**
+ * Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting.
+ * `containerLimit` reads the cgroup memory limit (replaceable in tests).
+ */
+export function loadWorkerConfig(
+  env: Env = process.env,
+  containerLimit: () => MemoryLimit | null = () => cgroupMemoryLimit(),
+) {
+  const agentApi = loadAgentApiSettings(env);
+  const temporal = loadTemporalSettings(env);
+  const tuning = readSettings(TuningEnv, env);
+  const quota = readSettings(ProjectQuotaEnv, env);
+  const versioning = loadVersioningSettings(env);
+  const limit = tuning.WORKER_MEMORY_LIMIT;
+  // The memory limit and what the worker sizes from it (./memory.ts).
+  const memory = sizeForMemory({
+    limit: limit === undefined ? containerLimit() : { bytes: limit, source: 'WORKER_MEMORY_LIMIT' },
+    explicitCache: tuning.WORKER_MAX_CACHED_WORKFLOWS,
+    fallbackCache: DEFAULT_MAX_CACHED_WORKFLOWS,
+  });
+  const metrics = tuning.METRICS_ADDRESS;
+  return {
+    temporal,
+    agentApi,
+    maxConcurrentActivities: tuning.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentWorkflowTasks: tuning.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+    maxCachedWorkflows: memory.maxCachedWorkflows,
+    memory,
+    /** Server-side cap on activities started per second across all workers of the task queue. */
+    activitiesPerSecond: tuning.WORKER_ACTIVITIES_PER_SECOND,
+    shutdownGraceMs: tuning.WORKER_SHUTDOWN_GRACE,
+    /** Where the health endpoint (liveness and readiness) listens. */
+    healthAddress: tuning.HEALTH_ADDRESS,
+    /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
+    metricsBindAddress: metrics === 'off' ? null : `${metrics.host}:${metrics.port}`,
+    /** Distinct `project` labels per process; further projects are `_other` (src/observability/project-metrics.ts). */
+    metricsMaxProjects: tuning.METRICS_MAX_PROJECTS,
+    logLevel: tuning.LOG_LEVEL,
+    /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
+    projectQuota: {
+      defaultLimit: quota.AGENT_API_PROJECT_QUOTA,
+      overrides: quota.AGENT_API_PROJECT_QUOTA_OVERRIDES,
+      leaseMs: quota.AGENT_API_PROJECT_QUOTA_LEASE,
+      // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
+      followsRollouts: versioning.enabled,
+    } satisfies ProjectQuotaSettings,
+    /** Worker Deployment Versioning (docs/versioning.md). */
+    versioning,
+    /** OpenTelemetry tracing from the standard OTEL_* variables (docs/tracing.md). */
+    tracing: loadTracingSettings(env),
+    /** Job-end notification targets (docs/notifications.md); null when none are configured. */
+    notify: loadNotifySettings(env),
+  };
+}
+
+/** How to reach the Agent Job API. The key is kept out of logs and errors. */
+function loadAgentApiSettings(env: Env) {
+  notBoth(env, 'AGENT_API_KEY', 'AGENT_API_KEY_FILE', 'AGENT_API_KEY');
+  const settings = readSettings(AgentApiEnv, env);
+  const baseUrl = settings.AGENT_API_BASE_URL;
+  const { protocol, hostname } = new URL(baseUrl);
+  // The admin API key travels in every request's Authorization header, and over plain HTTP anyone
+  // on the path reads it; loopback (the simulator on the same machine) never leaves the host.
+  // AGENT_API_ALLOW_INSECURE_HTTP=true allows it on purpose, for a simulator on a trusted network
+  // (docker-compose.yml).
+  if (protocol === 'http:' && !settings.AGENT_API_ALLOW_INSECURE_HTTP && !isLoopbackHost(hostname))
+    throw new ConfigError(
+      'AGENT_API_BASE_URL',
+      'an http URL to a host beyond loopback would send the admin API key in cleartext: use https, or set AGENT_API_ALLOW_INSECURE_HTTP=true for a server on a network you trust (a simulator)',
+    );
+  try {
+    checkProxyEnv(env);
+  } catch (err) {
+    // The message names the variable; its value may hold credentials and is never shown.
+    throw new ConfigError('HTTPS_PROXY/HTTP_PROXY', (err as Error).message);
+  }
+  const apiKey = settings.AGENT_API_KEY_FILE?.key ?? settings.AGENT_API_KEY;
+  if (apiKey === undefined)
+    throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
+  return {
+    baseUrl,
+    /** The key at start (from AGENT_API_KEY, or read from the file). */
+    apiKey,
+    /** AGENT_API_KEY_FILE: the worker re-reads it when it changes, so a rotated key needs no restart. */
+    apiKeyFile: settings.AGENT_API_KEY_FILE?.path ?? null,
+    ambiguousCreatePolicy: settings.AGENT_API_AMBIGUOUS_CREATE satisfies AmbiguousCreatePolicy,
+  };
+}
+
+/**
+ * Job-end notification targets, from AGENT_NOTIFY_TARGETS_FILE (re-read when it changes: `file`)
+ * or AGENT_NOTIFY_TARGETS (`file` null), and AGENT_NOTIFY_RETRY_FOR, how long a notice is tried;
+ * null without targets. Never logged: URLs and secrets.
+ */
+export function loadNotifySettings(env: Env = process.env) {
+  notBoth(env, 'AGENT_NOTIFY_TARGETS', 'AGENT_NOTIFY_TARGETS_FILE');
+  const settings = readSettings(NotifyEnv, env);
+  const targets = settings.AGENT_NOTIFY_TARGETS_FILE ?? settings.AGENT_NOTIFY_TARGETS;
+  return targets === undefined ? null : { ...targets, retryForMs: settings.AGENT_NOTIFY_RETRY_FOR };
+}
+
+/**
+ * TEMPORAL_WORKER_VERSIONING, TEMPORAL_DEPLOYMENT_NAME, TEMPORAL_WORKER_BUILD_ID and
+ * WORKER_UPGRADE_CHECK, with the server's own rules for the names (a deployment name without `.`
+ * or `:`, neither starting `__`).
+ */
+export function loadVersioningSettings(env: Env = process.env): VersioningSettings {
+  const settings = readSettings(VersioningEnv, env);
+  return {
+    enabled: settings.TEMPORAL_WORKER_VERSIONING,
+    deploymentName: settings.TEMPORAL_DEPLOYMENT_NAME,
+    buildIdOverride: settings.TEMPORAL_WORKER_BUILD_ID ?? null,
+    upgradeCheck: settings.WORKER_UPGRADE_CHECK,
+  };
+}
