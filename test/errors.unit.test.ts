@@ -30,7 +30,7 @@ test("every error the project throws has the base and its own name from the one 
     new UsageError('--prompt is required'),
     new PayloadKeyFileError('/run/payload-keys', 'it holds no key'),
     new UnknownPayloadKeyError('2026-10'),
-    new SealedPayloadError('a sealed payload has no encryption-key-id'),
+    new SealedPayloadError('malformed', null, 'a sealed payload has no usable encryption-key-id'),
     new NotifyTargetsError('/run/notify/targets.json', 'is not JSON'),
     new UpgradeRefusedError('upgrade refused: 1 open workflow(s) this build cannot take over'),
   ];

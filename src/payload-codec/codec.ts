@@ -7,7 +7,9 @@
  * the ciphertext, and the 16-byte GCM tag; `metadata` says `encoding: binary/encrypted` and
  * `encryption-key-id: <ID of the key that sealed it>`. That is the layout of Temporal's
  * encryption samples (TypeScript and Python), so a codec server or a caller in another language
- * written after them opens these payloads.
+ * written after them opens these payloads. Since format 2 (`encryption-format: 2`) the key ID and
+ * the encoding are the GCM's additional authenticated data, so neither can be changed unnoticed;
+ * a payload without the entry is format 1, sealed before, and opens as it always did (decision 0023).
  *
  * Unsealed payloads are passed through by `decode`: histories written before the codec was turned
  * on must still replay, and the SDK hands the codec nothing else in the clear. Refusing a
@@ -16,7 +18,7 @@
  * docs/decisions/0017-payload-codec.md.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { AgentJobError, ErrorName } from '../errors.js';
 import type { KeyRing, KeyRingSource } from './key-ring.js';
@@ -27,26 +29,48 @@ export const SEALED_ENCODING = 'binary/encrypted';
 /** The metadata key naming the key that sealed a payload. */
 export const KEY_ID_METADATA_KEY = 'encryption-key-id';
 
+/** The metadata key of the format; absent on format 1 (no authenticated data). */
+export const FORMAT_METADATA_KEY = 'encryption-format';
+
+/** The format this codec seals: key ID and encoding authenticated. */
+const FORMAT = '2';
+
+/** What a sealed payload's key ID may be, as in the ring (./key-ring.ts): checked before it is named. */
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
 /** GCM's recommended nonce length; random per payload (2^32 payloads per key keep collisions negligible). */
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
-/** A sealed payload whose key ID the ring lacks, even after a fresh read of the key file. */
-export class UnknownPayloadKeyError extends AgentJobError {
-  constructor(readonly keyId: string) {
-    super(
-      ErrorName.UnknownPayloadKey,
-      `a payload is sealed with key ${keyId}, which this process's payload key ring (TEMPORAL_PAYLOAD_KEYS_FILE) does not hold: add that key to the ring`,
-    );
+/** Why a sealed payload does not open: the `reason` of a {@link SealedPayloadError}. */
+export type UnopenedReason = 'unknown-key' | 'authentication-failed' | 'truncated' | 'malformed';
+
+/**
+ * A sealed payload that does not open: altered, truncated, sealed with another key of its ID, or
+ * without a usable key ID or format. `keyId` is null when the payload's is missing or not a key ID
+ * (never named then: it is the sender's text).
+ */
+export class SealedPayloadError extends AgentJobError {
+  constructor(
+    readonly reason: UnopenedReason,
+    readonly keyId: string | null,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(reason === 'unknown-key' ? ErrorName.UnknownPayloadKey : ErrorName.SealedPayload, message, options);
   }
 }
 
-/** A sealed payload that does not open: altered, truncated, or without a key ID. */
-export class SealedPayloadError extends AgentJobError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(ErrorName.SealedPayload, message, options);
+/** A sealed payload whose key ID the ring lacks, even after a fresh read of the key file. */
+export class UnknownPayloadKeyError extends SealedPayloadError {
+  constructor(keyId: string) {
+    super(
+      'unknown-key',
+      keyId,
+      `a payload is sealed with key ${keyId}, which this process's payload key ring (TEMPORAL_PAYLOAD_KEYS_FILE) does not hold: add that key to the ring`,
+    );
   }
 }
 
@@ -54,12 +78,17 @@ const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
 const text = (bytes: Uint8Array | null | undefined) =>
   bytes == null ? undefined : Buffer.from(bytes).toString('utf8');
 
+/** Hears of each sealed payload that does not open, with the SDK's context (which workflow) where it gives one. */
+export type OnUnopened = (err: SealedPayloadError, context: SerializationContext | undefined) => void;
+
 /** The AES-256-GCM codec over the keys of `keys`. */
 export class AesGcmPayloadCodec implements PayloadCodec {
   readonly #keys: KeyRingSource;
+  readonly #onUnopened: OnUnopened | undefined;
 
-  constructor(keys: KeyRingSource) {
+  constructor(keys: KeyRingSource, onUnopened?: OnUnopened) {
     this.#keys = keys;
+    this.#onUnopened = onUnopened;
   }
 
   // node:crypto's AES-GCM is synchronous (microseconds per kilobyte); the interface is a promise
@@ -71,19 +100,38 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     });
   }
 
-  decode(payloads: Payload[]): Promise<Payload[]> {
-    return new Promise((resolve) => resolve(payloads.map((payload) => this.#open(payload))));
+  decode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
+    return new Promise((resolve) => {
+      try {
+        resolve(payloads.map((payload) => this.#open(payload)));
+      } catch (err) {
+        if (err instanceof SealedPayloadError) this.#onUnopened?.(err, context);
+        throw err;
+      }
+    });
   }
 
   #open(payload: Payload): Payload {
     const metadata = payload.metadata ?? {};
     if (text(metadata.encoding) !== SEALED_ENCODING) return payload;
     const keyId = text(metadata[KEY_ID_METADATA_KEY]);
-    if (keyId === undefined) throw new SealedPayloadError(`a sealed payload has no ${KEY_ID_METADATA_KEY}`);
+    if (keyId === undefined || !KEY_ID.test(keyId))
+      throw new SealedPayloadError(
+        'malformed',
+        null,
+        `a sealed payload has no usable ${KEY_ID_METADATA_KEY}`,
+      );
+    const format = text(metadata[FORMAT_METADATA_KEY]);
+    if (format !== undefined && format !== FORMAT)
+      throw new SealedPayloadError(
+        'malformed',
+        keyId,
+        `a payload sealed with key ${keyId} has an unknown format`,
+      );
     // A key made current on another process first is in the file already: read it once before failing.
     const key = keyOf(this.#keys.current(), keyId) ?? keyOf(this.#keys.refreshed(), keyId);
     if (key === undefined) throw new UnknownPayloadKeyError(keyId);
-    return open(payload.data ?? new Uint8Array(), keyId, key);
+    return open(payload.data ?? new Uint8Array(), keyId, key, format === undefined ? null : aad(keyId));
   }
 }
 
@@ -91,23 +139,38 @@ function keyOf(ring: KeyRing, id: string): Buffer | undefined {
   return ring.keys.find((key) => key.id === id)?.key;
 }
 
+/** Format 2's authenticated data: the format, the encoding and the key ID, none of which holds a space. */
+function aad(keyId: string): Buffer {
+  return Buffer.from(`${FORMAT} ${SEALED_ENCODING} ${keyId}`, 'utf8');
+}
+
 function seal(payload: Payload, keyId: string, key: Buffer): Payload {
   const plain = PayloadMessage.encode(payload).finish();
   const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce).setAAD(aad(keyId));
   const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
   return {
-    metadata: { encoding: utf8(SEALED_ENCODING), [KEY_ID_METADATA_KEY]: utf8(keyId) },
+    metadata: {
+      encoding: utf8(SEALED_ENCODING),
+      [KEY_ID_METADATA_KEY]: utf8(keyId),
+      [FORMAT_METADATA_KEY]: utf8(FORMAT),
+    },
     data: new Uint8Array(data),
   };
 }
 
-function open(data: Uint8Array, keyId: string, key: Buffer): Payload {
+/** Opens `data`; `aad` is null for format 1, which authenticated nothing beside the data. */
+function open(data: Uint8Array, keyId: string, key: Buffer, aad: Buffer | null): Payload {
   if (data.length < NONCE_BYTES + TAG_BYTES)
-    throw new SealedPayloadError(`a payload sealed with key ${keyId} is too short to be sealed`);
+    throw new SealedPayloadError(
+      'truncated',
+      keyId,
+      `a payload sealed with key ${keyId} is too short to be sealed`,
+    );
   const bytes = Buffer.from(data);
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES));
   decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+  if (aad !== null) decipher.setAAD(aad);
   let plain: Buffer;
   try {
     plain = Buffer.concat([
@@ -116,6 +179,8 @@ function open(data: Uint8Array, keyId: string, key: Buffer): Payload {
     ]);
   } catch (err) {
     throw new SealedPayloadError(
+      'authentication-failed',
+      keyId,
       `a payload sealed with key ${keyId} does not open: it was altered, or sealed with another key of that ID`,
       { cause: err },
     );

@@ -11,10 +11,13 @@ import { UnsealedMarkingCodec } from './unsealed-mark.js';
 
 export {
   AesGcmPayloadCodec,
+  FORMAT_METADATA_KEY,
   KEY_ID_METADATA_KEY,
   SealedPayloadError,
   SEALED_ENCODING,
   UnknownPayloadKeyError,
+  type OnUnopened,
+  type UnopenedReason,
 } from './codec.js';
 export {
   AccessTokenVerifier,

@@ -15,6 +15,7 @@ import proto from '@temporalio/proto';
 import {
   AesGcmPayloadCodec,
   FileKeyRing,
+  FORMAT_METADATA_KEY,
   KEY_ID_METADATA_KEY,
   parseKeyRing,
   PayloadKeyFileError,
@@ -62,7 +63,11 @@ test('a payload sealed and opened again is the payload it was, and its sealed fo
   assert.ok(sealed);
   assert.equal(str(sealed.metadata?.encoding), SEALED_ENCODING);
   assert.equal(str(sealed.metadata?.[KEY_ID_METADATA_KEY]), 'k1');
-  assert.deepEqual(Object.keys(sealed.metadata ?? {}).sort(), ['encoding', KEY_ID_METADATA_KEY]);
+  assert.deepEqual(Object.keys(sealed.metadata ?? {}).sort(), [
+    'encoding',
+    FORMAT_METADATA_KEY,
+    KEY_ID_METADATA_KEY,
+  ]);
   assert.ok(!str(sealed.data).includes(MARKER), 'the sealed data does not show the marker');
   assert.ok(!str(sealed.data).includes('json/plain'), 'nor the original encoding');
   const [opened] = await codec.decode([sealed]);
@@ -128,9 +133,15 @@ test('a payload sealed with a key the ring lacks fails naming the key ID, never 
   });
 });
 
-test('an altered payload does not open: its data, its tag, or its key ID changed', async () => {
-  const [k1, k2] = [newKey(), newKey()];
-  const { codec } = codecOn(new SecretVolume(root, ringText(['k1', k1], ['k2', k2])));
+test('an altered payload does not open, and says why: its data, tag or nonce, its key ID (same key or not), its format, its length', async () => {
+  const k1 = newKey();
+  // k1 again under the ID k1-copy: relabelling opens only if the key ID is authenticated in nothing.
+  const { codec } = codecOn(new SecretVolume(root, ringText(['k1', k1], ['k1-copy', k1], ['k2', newKey()])));
+  const heard: [string, string | null, unknown][] = [];
+  const listening = new AesGcmPayloadCodec(
+    staticKeyRing([{ id: 'k1', key: Buffer.from(k1, 'base64') }]),
+    (err, context) => heard.push([err.reason, err.keyId, context]),
+  );
   const [sealed] = await codec.encode([prompt()]);
   const data = sealed!.data!;
   const flipped = (at: number) => {
@@ -138,18 +149,41 @@ test('an altered payload does not open: its data, its tag, or its key ID changed
     copy[at]! ^= 1;
     return { metadata: sealed!.metadata, data: copy };
   };
-  for (const altered of [
-    flipped(20), // ciphertext
-    flipped(data.length - 1), // tag
-    flipped(0), // nonce
-    { metadata: { ...sealed!.metadata, [KEY_ID_METADATA_KEY]: Buffer.from('k2') }, data },
-    { metadata: sealed!.metadata, data: data.subarray(0, 20) },
-  ])
-    await assert.rejects(codec.decode([altered]), SealedPayloadError);
-  await assert.rejects(
-    codec.decode([{ metadata: { encoding: Buffer.from(SEALED_ENCODING) }, data }]),
-    /has no encryption-key-id/,
-  );
+  const withMetadata = (entries: Record<string, string | undefined>) => ({
+    metadata: Object.fromEntries(
+      Object.entries({ ...sealed!.metadata, ...entries }).flatMap(([k, v]) =>
+        v === undefined ? [] : [[k, typeof v === 'string' ? Buffer.from(v) : v]],
+      ),
+    ),
+    data,
+  });
+  const longId = 'x'.repeat(1_000_000);
+  for (const [altered, reason, keyId] of [
+    [flipped(20), 'authentication-failed', 'k1'], // ciphertext
+    [flipped(data.length - 1), 'authentication-failed', 'k1'], // tag
+    [flipped(0), 'authentication-failed', 'k1'], // nonce
+    [withMetadata({ [KEY_ID_METADATA_KEY]: 'k1-copy' }), 'authentication-failed', 'k1-copy'],
+    [withMetadata({ [KEY_ID_METADATA_KEY]: 'k2' }), 'authentication-failed', 'k2'],
+    [withMetadata({ [FORMAT_METADATA_KEY]: undefined }), 'authentication-failed', 'k1'],
+    [withMetadata({ [FORMAT_METADATA_KEY]: '9' }), 'malformed', 'k1'],
+    [withMetadata({ [KEY_ID_METADATA_KEY]: undefined }), 'malformed', null],
+    [withMetadata({ [KEY_ID_METADATA_KEY]: longId }), 'malformed', null],
+    [{ metadata: sealed!.metadata, data: data.subarray(0, 20) }, 'truncated', 'k1'],
+  ] as const) {
+    await assert.rejects(codec.decode([altered]), (err: unknown) => {
+      assert.ok(err instanceof SealedPayloadError);
+      assert.deepEqual([err.reason, err.keyId], [reason, keyId]);
+      assert.ok(!err.message.includes(longId.slice(0, 100)), 'a key ID that is not one is not named');
+      return true;
+    });
+  }
+  const context = { type: 'workflow', namespace: 'default', workflowId: 'wf-1' } as const;
+  await assert.rejects(listening.decode([flipped(20)], context));
+  await assert.rejects(listening.decode([withMetadata({ [KEY_ID_METADATA_KEY]: 'k9' })]));
+  assert.deepEqual(heard, [
+    ['authentication-failed', 'k1', context],
+    ['unknown-key', 'k9', undefined],
+  ]);
 });
 
 test('unsealed payloads pass through decode unchanged (histories from before the codec); encode seals every payload', async () => {
@@ -183,9 +217,13 @@ test('sealing adds a fixed number of bytes per payload: 28 of AES-GCM, the new m
   }
   t.diagnostic(`overhead per payload (bytes, key ID of 7 characters): ${overheads.join(', ')}`);
   // Nonce and tag (28), the sealed metadata (`encoding: binary/encrypted` 30, the key ID 23 + its
-  // length), the inner payload's framing as the data field (1 + a varint of its length).
+  // length, `encryption-format: 2` 24), the inner payload's framing as the data field (1 + a
+  // varint of its length).
   for (const overhead of overheads)
-    assert.ok(overhead >= 28 + 30 + (23 + 7) + 2 && overhead <= 28 + 30 + (23 + 7) + 4, `${overhead}`);
+    assert.ok(
+      overhead >= 28 + 30 + (23 + 7) + 24 + 2 && overhead <= 28 + 30 + (23 + 7) + 24 + 4,
+      `${overhead}`,
+    );
 });
 
 test('a key file is checked whole: its reasons name a line and a key ID, never key material', () => {

@@ -8,7 +8,7 @@
  * example's venv (dev/python-venv.ts; made on a machine's first run).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,7 @@ import { taskPriority } from '../../src/priority.js';
 import {
   AesGcmPayloadCodec,
   FileKeyRing,
+  FORMAT_METADATA_KEY,
   KEY_ID_METADATA_KEY,
   parseKeyRing,
   SEALED_ENCODING,
@@ -129,8 +130,13 @@ test('payloads sealed by Python open in the TypeScript codec, in the layout the 
   ];
   const sealed = sealedWire.map(fromWire);
   sealed.forEach((p, i) => {
-    assert.deepEqual(Object.keys(p.metadata ?? {}).sort(), ['encoding', KEY_ID_METADATA_KEY]);
+    assert.deepEqual(Object.keys(p.metadata ?? {}).sort(), [
+      'encoding',
+      FORMAT_METADATA_KEY,
+      KEY_ID_METADATA_KEY,
+    ]);
     assert.equal(Buffer.from(p.metadata!.encoding!).toString(), SEALED_ENCODING);
+    assert.equal(Buffer.from(p.metadata![FORMAT_METADATA_KEY]!).toString(), '2');
     assert.equal(Buffer.from(p.metadata![KEY_ID_METADATA_KEY]!).toString(), 'py-1');
     // The 12-byte nonce, the serialized payload's length of ciphertext, the 16-byte tag.
     assert.equal(
@@ -189,6 +195,8 @@ test('a key ID one side lacks fails naming it on either side, and opens once the
   assert.deepEqual(altered?.error, {
     type: 'SealedPayloadError',
     message: new SealedPayloadError(
+      'authentication-failed',
+      'ts-new',
       'a payload sealed with key ts-new does not open: it was altered, or sealed with another key of that ID',
     ).message,
   });
@@ -327,4 +335,44 @@ test('the Python code passes ruff check and ruff format --check', async () => {
   assert.equal(check.code, 0, check.stdout + check.stderr);
   const format = await runPython(['-m', 'ruff', 'format', '--check', '--no-cache', ...config, ...paths]);
   assert.equal(format.code, 0, format.stdout + format.stderr);
+});
+
+/** `payload` sealed as the codecs did before format 2: no associated data, no format entry. */
+function sealedAsFormat1(payload: Payload, keyId: string, key: string): Payload {
+  const nonce = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', Buffer.from(key, 'base64'), nonce);
+  const plain = PayloadMessage.encode(payload).finish();
+  return {
+    metadata: { encoding: Buffer.from(SEALED_ENCODING), [KEY_ID_METADATA_KEY]: Buffer.from(keyId) },
+    data: Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]),
+  };
+}
+
+test('format 1 payloads (sealed before the key ID was authenticated) open on both sides; a format 2 payload relabelled or stripped of its format opens on neither', async () => {
+  const key = newKey();
+  const keys = ringFile(['k-new', key], ['k-old', key]);
+  const codec = new AesGcmPayloadCodec(new FileKeyRing(keys));
+  const original = defaultPayloadConverter.toPayload(UNICODE);
+  const old = sealedAsFormat1(original, 'k-old', key);
+  const [sealed] = await codec.encode([original]);
+  const relabelled = {
+    ...sealed!,
+    metadata: { ...sealed!.metadata, [KEY_ID_METADATA_KEY]: Buffer.from('k-old') },
+  };
+  const stripped = { ...sealed!, metadata: { ...sealed!.metadata } };
+  delete stripped.metadata[FORMAT_METADATA_KEY];
+  const [answers] = (await interop([
+    { op: 'open', keysFile: keys, payloads: [old, relabelled, stripped].map(toWire) },
+  ])) as [{ payload?: string; error?: { type: string } }[]];
+  assert.ok(answers[0]?.payload, 'Python opens format 1');
+  assertSameJson(contents(fromWire(answers[0].payload)), contents(original), 'format 1 in Python');
+  assertSameJson(contents((await codec.decode([old]))[0]!), contents(original), 'format 1 in TypeScript');
+  for (const [i, changed] of [relabelled, stripped].entries()) {
+    assert.equal(answers[i + 1]?.error?.type, 'SealedPayloadError', `Python refuses change ${i}`);
+    await assert.rejects(codec.decode([changed]), (err: unknown) => {
+      assert.ok(err instanceof SealedPayloadError);
+      assert.equal(err.reason, 'authentication-failed');
+      return true;
+    });
+  }
 });

@@ -4,9 +4,11 @@ It seals and opens payloads exactly as the TypeScript codec does (src/payload-co
 a job started from Python is read by the worker, and the worker's results by Python:
 
 - a sealed payload is the whole original payload (metadata and data, serialized as the
-  ``temporal.api.common.v1.Payload`` protobuf message) encrypted with AES-256-GCM, without
-  associated data; its ``data`` is a 12-byte random nonce, the ciphertext and the 16-byte tag; its
-  ``metadata`` is ``encoding: binary/encrypted`` and ``encryption-key-id: <ID>``;
+  ``temporal.api.common.v1.Payload`` protobuf message) encrypted with AES-256-GCM; its ``data``
+  is a 12-byte random nonce, the ciphertext and the 16-byte tag; its ``metadata`` is
+  ``encoding: binary/encrypted``, ``encryption-key-id: <ID>`` and ``encryption-format: 2``, whose
+  associated data authenticates the format, the encoding and the key ID (docs/decisions/0023);
+  a payload without ``encryption-format`` (format 1, sealed before) had none and still opens;
 - unsealed payloads pass ``decode`` unchanged (histories from before the codec);
 - the ring is the file TEMPORAL_PAYLOAD_KEYS_FILE names, one ``<key ID> <base64 of 32 bytes>`` a
   line, ``#`` comments and blank lines ignored, the first key sealing and every key opening. It is
@@ -41,6 +43,12 @@ SEALED_ENCODING = b"binary/encrypted"
 
 KEY_ID_METADATA_KEY = "encryption-key-id"
 """The metadata key naming the key that sealed a payload."""
+
+FORMAT_METADATA_KEY = "encryption-format"
+"""The metadata key of the format; absent on format 1 (no associated data)."""
+
+FORMAT = b"2"
+"""The format this codec seals: key ID and encoding authenticated."""
 
 KEYS_FILE_SETTING = "TEMPORAL_PAYLOAD_KEYS_FILE"
 """The environment variable naming the key ring file, as the worker and the starter read it."""
@@ -283,31 +291,42 @@ class AesGcmPayloadCodec(temporalio.converter.PayloadCodec):
     def _open(self, payload: Payload) -> Payload:
         if payload.metadata.get("encoding") != SEALED_ENCODING:
             return payload
-        raw_id = payload.metadata.get(KEY_ID_METADATA_KEY)
-        if raw_id is None:
-            raise SealedPayloadError(f"a sealed payload has no {KEY_ID_METADATA_KEY}")
-        key_id = raw_id.decode("utf-8", errors="replace")
+        key_id = payload.metadata.get(KEY_ID_METADATA_KEY, b"").decode("utf-8", errors="replace")
+        if not _KEY_ID.fullmatch(key_id):
+            raise SealedPayloadError(f"a sealed payload has no usable {KEY_ID_METADATA_KEY}")
+        fmt = payload.metadata.get(FORMAT_METADATA_KEY)
+        if fmt is not None and fmt != FORMAT:
+            raise SealedPayloadError(f"a payload sealed with key {key_id} has an unknown format")
         # A key made current on another process first is in the file already: read it once more.
         key = self._keys.current().key(key_id)
         if key is None:
             key = self._keys.refreshed().key(key_id)
         if key is None:
             raise UnknownPayloadKeyError(key_id)
-        return open_sealed(payload.data, key_id, key)
+        return open_sealed(payload.data, key_id, key, None if fmt is None else _aad(key_id))
+
+
+def _aad(key_id: str) -> bytes:
+    """Format 2's associated data: the format, the encoding and the key ID, none with a space."""
+    return FORMAT + b" " + SEALED_ENCODING + b" " + key_id.encode("utf-8")
 
 
 def seal(payload: Payload, key: PayloadKey) -> Payload:
     """``payload`` sealed with ``key``: a random nonce, the ciphertext and the tag."""
     nonce = os.urandom(NONCE_BYTES)
-    sealed = AESGCM(key.key).encrypt(nonce, payload.SerializeToString(), None)
+    sealed = AESGCM(key.key).encrypt(nonce, payload.SerializeToString(), _aad(key.id))
     return Payload(
-        metadata={"encoding": SEALED_ENCODING, KEY_ID_METADATA_KEY: key.id.encode("utf-8")},
+        metadata={
+            "encoding": SEALED_ENCODING,
+            KEY_ID_METADATA_KEY: key.id.encode("utf-8"),
+            FORMAT_METADATA_KEY: FORMAT,
+        },
         data=nonce + sealed,
     )
 
 
-def open_sealed(data: bytes, key_id: str, key: bytes) -> Payload:
-    """The payload that ``data`` seals with ``key``.
+def open_sealed(data: bytes, key_id: str, key: bytes, aad: bytes | None) -> Payload:
+    """The payload that ``data`` seals with ``key``; ``aad`` is None for format 1.
 
     Raises:
         SealedPayloadError: too short, altered, or sealed with another key of that ID.
@@ -315,7 +334,7 @@ def open_sealed(data: bytes, key_id: str, key: bytes) -> Payload:
     if len(data) < NONCE_BYTES + TAG_BYTES:
         raise SealedPayloadError(f"a payload sealed with key {key_id} is too short to be sealed")
     try:
-        plain = AESGCM(key).decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], None)
+        plain = AESGCM(key).decrypt(data[:NONCE_BYTES], data[NONCE_BYTES:], aad)
     except InvalidTag:
         raise SealedPayloadError(
             f"a payload sealed with key {key_id} does not open: "
