@@ -32,6 +32,8 @@ export const ErrorName = {
   UnknownPayloadKey: 'UnknownPayloadKeyError',
   /** A sealed payload that does not open: altered, truncated or not sealed by this codec (src/payload-codec/codec.ts). */
   SealedPayload: 'SealedPayloadError',
+  /** A followed workflow whose payloads the workers cannot open (src/payload-codec/unopened.ts). */
+  PayloadUnopened: 'PayloadUnopenedError',
   /** Notification targets that cannot be read (src/notify/targets.ts). */
   NotifyTargets: 'NotifyTargetsError',
   /** A command line that cannot be run: the starter's, the simulator's. */

@@ -19,10 +19,10 @@ import { temporalApiKeySource } from './temporal-api-key.js';
 import { applyWorkflowHeap } from './config/memory.js';
 import { installRuntime } from './worker/runtime.js';
 import { connectTemporal } from './worker/temporal-connection.js';
-import { checkUpgrade, refusal } from './worker/upgrade-check.js';
+import { requireUpgrade } from './worker/upgrade-check.js';
+import { reportUnopenedPayloads } from './worker/unopened-payloads.js';
 import { workerDeploymentOptions } from './config/version.js';
 import { runProcess } from './worker/process-entry.js';
-import { UpgradeRefusedError } from './errors.js';
 import { workflowCode } from './worker/workflow-code.js';
 import { FileNotifyTargets, fixedNotifyTargets, type NotifyTargetSource } from './notify/targets.js';
 
@@ -50,7 +50,11 @@ function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRunti
   return { targets, retryForMs: notify.retryForMs };
 }
 
-/** Wires the worker from `config` and runs it until a shutdown signal has drained it. */
+/**
+ * Wires the worker from `config` and runs it until a shutdown signal has drained it. With
+ * `--check-upgrade` it runs the upgrade check only: beside a running worker (kubectl exec in its
+ * pod), so it binds no port and builds nothing the check does not read.
+ */
 async function run(settings: WorkerConfig): Promise<void> {
   const checkOnly = process.argv.includes('--check-upgrade');
   const config = checkOnly ? { ...settings, metricsBindAddress: null } : settings;
@@ -58,8 +62,6 @@ async function run(settings: WorkerConfig): Promise<void> {
   // of log lines and spans, as they stay out of histories (decision 0021).
   const sealing = config.temporal.payloadKeysFile !== null;
   const logger = installRuntime(config.logLevel, config.metricsBindAddress, { errorText: !sealing });
-  const tracing = installTracing({ ...config.tracing, withoutExceptionText: sealing }, 'agent-job-worker');
-  const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
@@ -72,116 +74,101 @@ async function run(settings: WorkerConfig): Promise<void> {
     ),
     logger,
   );
+  // The worker's own client (activities' and the Nexus handler's getClient()) takes the worker's
+  // data converter too, so every payload this process writes is sealed alike.
+  const dataConverter = payloadDataConverter(config.temporal.payloadKeysFile, {
+    onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
+    onUnopened: reportUnopenedPayloads(logger, Runtime.instance().metricMeter),
+  });
+  const upgradeCheck = {
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    workflowBundle,
+    dataConverter,
+    version: deployment.useWorkerVersioning ? deployment.version : null,
+  };
   try {
-    const api = new AgentApiClient({
-      baseUrl: config.agentApi.baseUrl,
-      apiKey: apiKeySource(config, logger),
-    });
-    const started: { worker?: Worker } = {};
-    // The worker's own client (activities' and the Nexus handler's getClient()) takes the worker's
-    // data converter too, so every payload this process writes is sealed alike.
-    const dataConverter = payloadDataConverter(config.temporal.payloadKeysFile, {
-      onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
-    });
+    if (checkOnly) return await requireUpgrade(upgradeCheck, logger, deployment.version.buildId);
     // Bound before the worker exists, so a port in use ends the start with its own error: once a
     // worker holds the connection, closing the connection throws, which would hide it.
-    // `--check-upgrade` runs beside a running worker (kubectl exec in its pod): it binds no port.
-    const health = checkOnly
-      ? null
-      : await startHealthServer(config.healthAddress, () => {
-          const state = started.worker?.getState() ?? 'STARTING';
-          return { ready: state === 'RUNNING', state };
-        });
-    // Unversioned, this build gets every open workflow at its next task: it must replay them all
-    // before it polls (decision 0022). Versioned, nothing reaches it until an operator makes its
-    // version current, and `--check-upgrade` is the step before that.
-    if (checkOnly || (config.versioning.upgradeCheck && !deployment.useWorkerVersioning)) {
-      const result = await checkUpgrade({
-        connection,
-        namespace: config.temporal.namespace,
-        taskQueue: config.temporal.taskQueue,
-        workflowBundle,
-        dataConverter,
-        version: deployment.useWorkerVersioning ? deployment.version : null,
-      }).catch(async (err: unknown) => {
-        await health?.close();
-        throw err;
-      });
-      if (result.blockers.length > 0) {
-        await health?.close();
-        throw new UpgradeRefusedError(refusal(result));
-      }
-      logger.info('upgrade check passed', { replayed: result.replayed, buildId: deployment.version.buildId });
-      if (health === null) return;
-    }
-    const worker = await Worker.create({
-      connection,
-      dataConverter,
-      ...workerOptionsFrom(config),
-      workflowBundle,
-      workerDeploymentOptions: deployment,
-      interceptors: tracing.worker.interceptors,
-      sinks: projectMetrics.sinks(),
-      activities: createActivities({
-        api,
-        ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
-        projectQuota: config.projectQuota,
-        metrics: createActivityMetrics(),
-        projectMetrics,
-        notify: notifyDeps(config, logger),
-      }),
-      // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that
-      // targets this task queue. Always on: without an endpoint no Nexus task reaches the queue,
-      // and its poller costs nothing beside the workflow and activity pollers.
-      nexusServices: [agentJobsServiceHandler],
-    }).catch(async (err: unknown) => {
-      await health?.close();
-      throw err;
+    const started: { worker?: Worker } = {};
+    const health = await startHealthServer(config.healthAddress, () => {
+      const state = started.worker?.getState() ?? 'STARTING';
+      return { ready: state === 'RUNNING', state };
     });
-    started.worker = worker;
-    logger.info('worker running', {
-      taskQueue: config.temporal.taskQueue,
-      namespace: config.temporal.namespace,
-      temporalAddress: config.temporal.address,
-      agentApiBaseUrl: config.agentApi.baseUrl,
-      workflowCode: mode,
-      deploymentName: deployment.version.deploymentName,
-      buildId: deployment.version.buildId,
-      // The bundle's own ID, which differs from buildId only under TEMPORAL_WORKER_BUILD_ID.
-      bundleBuildId: buildId,
-      workerVersioning: deployment.useWorkerVersioning ? 'on' : 'off',
-      payloadCodec: dataConverter === undefined ? 'off' : 'aes-256-gcm',
-      startupMs: Math.round(process.uptime() * 1000),
-      healthPort: health?.port,
-      metrics: config.metricsBindAddress ?? 'off',
-      tracing:
-        config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
-      memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
-      memoryLimitFrom: memory.limit?.source ?? 'none',
-      maxCachedWorkflows: memory.maxCachedWorkflows,
-      workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
-      projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
-      projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
-      // Names only: a target's URL and secret are credentials.
-      notifyTargets: config.notify === null ? [] : [...config.notify.targets.keys()],
-    });
-    if (deployment.useWorkerVersioning) {
-      // Polling is not enough: new workflows come once the version is current or ramping.
-      logger.info('versioned worker: new workflows reach it once its version is current or ramping', {
-        command: `temporal worker deployment set-current-version --deployment-name ${deployment.version.deploymentName} --build-id ${deployment.version.buildId}`,
-      });
-    }
+    const tracing = installTracing({ ...config.tracing, withoutExceptionText: sealing }, 'agent-job-worker');
     try {
+      // Unversioned, this build gets every open workflow at its next task: it must replay them all
+      // before it polls (decision 0022). Versioned, nothing reaches it until an operator makes its
+      // version current, and `--check-upgrade` is the step before that.
+      if (config.versioning.upgradeCheck && !deployment.useWorkerVersioning)
+        await requireUpgrade(upgradeCheck, logger, deployment.version.buildId);
+      const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
+      const worker = await Worker.create({
+        connection,
+        dataConverter,
+        ...workerOptionsFrom(config),
+        workflowBundle,
+        workerDeploymentOptions: deployment,
+        interceptors: tracing.worker.interceptors,
+        sinks: projectMetrics.sinks(),
+        activities: createActivities({
+          api: new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: apiKeySource(config, logger) }),
+          ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+          projectQuota: config.projectQuota,
+          metrics: createActivityMetrics(),
+          projectMetrics,
+          notify: notifyDeps(config, logger),
+        }),
+        // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that
+        // targets this task queue. Always on: without an endpoint no Nexus task reaches the queue,
+        // and its poller costs nothing beside the workflow and activity pollers.
+        nexusServices: [agentJobsServiceHandler],
+      });
+      started.worker = worker;
+      logger.info('worker running', {
+        taskQueue: config.temporal.taskQueue,
+        namespace: config.temporal.namespace,
+        temporalAddress: config.temporal.address,
+        agentApiBaseUrl: config.agentApi.baseUrl,
+        workflowCode: mode,
+        deploymentName: deployment.version.deploymentName,
+        buildId: deployment.version.buildId,
+        // The bundle's own ID, which differs from buildId only under TEMPORAL_WORKER_BUILD_ID.
+        bundleBuildId: buildId,
+        workerVersioning: deployment.useWorkerVersioning ? 'on' : 'off',
+        payloadCodec: dataConverter === undefined ? 'off' : 'aes-256-gcm',
+        startupMs: Math.round(process.uptime() * 1000),
+        healthPort: health.port,
+        metrics: config.metricsBindAddress ?? 'off',
+        tracing:
+          config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
+        memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),
+        memoryLimitFrom: memory.limit?.source ?? 'none',
+        maxCachedWorkflows: memory.maxCachedWorkflows,
+        workflowHeapMiB: heapApplied ? memory.workflowHeapMiB : 'node default',
+        projectQuota: formatQuotaLimit(config.projectQuota.defaultLimit),
+        projectQuotaOverrides: Object.keys(config.projectQuota.overrides).length,
+        // Names only: a target's URL and secret are credentials.
+        notifyTargets: config.notify === null ? [] : [...config.notify.targets.keys()],
+      });
+      if (deployment.useWorkerVersioning) {
+        // Polling is not enough: new workflows come once the version is current or ramping.
+        logger.info('versioned worker: new workflows reach it once its version is current or ramping', {
+          command: `temporal worker deployment set-current-version --deployment-name ${deployment.version.deploymentName} --build-id ${deployment.version.buildId}`,
+        });
+      }
       await worker.run();
+      logger.info('worker stopped', { state: worker.getState() });
     } finally {
-      await health?.close();
+      await health.close();
+      await tracing.shutdown();
     }
-    logger.info('worker stopped', { state: worker.getState() });
   } finally {
     follower?.stop();
     await connection.close();
     await closeDispatcher();
-    await tracing.shutdown();
   }
 }
 

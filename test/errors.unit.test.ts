@@ -8,6 +8,7 @@ import { InvalidInputError } from '../src/contract.js';
 import { AgentJobError, ErrorName, UpgradeRefusedError, UsageError } from '../src/errors.js';
 import {
   PayloadKeyFileError,
+  PayloadUnopenedError,
   SealedPayloadError,
   UnknownPayloadKeyError,
 } from '../src/payload-codec/index.js';
@@ -30,6 +31,7 @@ test("every error the project throws has the base and its own name from the one 
     new UsageError('--prompt is required'),
     new PayloadKeyFileError('/run/payload-keys', 'it holds no key'),
     new UnknownPayloadKeyError('2026-10'),
+    new PayloadUnopenedError('wf-1', 'SealedPayloadError', 'k1'),
     new SealedPayloadError('malformed', null, 'a sealed payload has no usable encryption-key-id'),
     new NotifyTargetsError('/run/notify/targets.json', 'is not JSON'),
     new UpgradeRefusedError('upgrade refused: 1 open workflow(s) this build cannot take over'),

@@ -108,7 +108,7 @@ export const ACTION_OUTPUTS = {
   'job-id': { description: 'The agent job (with wait: true).' },
   status: {
     description:
-      'How the agent job ended (with wait: true): completed, archived, failed, timed-out, cancelled, or workflow-failed.',
+      'How the agent job ended (with wait: true): completed, archived, failed, timed-out, cancelled, workflow-failed, or payload-unopened.',
   },
   'pr-link': {
     description: "The agent's pull request (with wait: true); empty when the agent changed no files.",

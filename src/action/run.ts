@@ -23,7 +23,12 @@ import {
 import { terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
-import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
+import {
+  AesGcmPayloadCodec,
+  parseKeyRing,
+  PayloadUnopenedError,
+  staticKeyRing,
+} from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
 import { inputOfSetting, maskValues, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
@@ -96,6 +101,7 @@ function failedStatus(code: number): string {
   if (code === ExitCode.AgentJobFailed) return 'failed';
   if (code === ExitCode.TimedOut) return 'timed-out';
   if (code === ExitCode.Cancelled) return 'cancelled';
+  if (code === ExitCode.PayloadUnopened) return 'payload-unopened';
   return 'workflow-failed';
 }
 
@@ -173,10 +179,10 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
     await writeJobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } });
     return ExitCode.Ok;
   } catch (err) {
-    if (!(err instanceof WorkflowFailedError)) throw err;
+    if (!(err instanceof WorkflowFailedError) && !(err instanceof PayloadUnopenedError)) throw err;
     const { code, type } = classifyFailure(err);
     const status = failedStatus(code);
-    const message = err.cause?.message ?? err.message;
+    const message = err instanceof PayloadUnopenedError ? err.message : (err.cause?.message ?? err.message);
     const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle));
     core.setOutput('job-id', jobId ?? '');
     core.setOutput('status', status);

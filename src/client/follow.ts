@@ -2,11 +2,14 @@
  * Following a started workflow: its progress as it changes, its result, and its UI page.
  */
 import { statusQuery, type AgentJobProgress } from '../contract.js';
+import { unopenedPayload } from '../payload-codec/index.js';
 import type { AgentJobHandle } from './start.js';
 
 /**
  * Follows a workflow until it closes, calling `onProgress` whenever the phase, the status or the
- * poll count changes, and returns its result (or throws its failure).
+ * poll count changes, and returns its result (or throws its failure). While the workflow answers no
+ * query, it looks whether the workers cannot open its payloads, and throws `PayloadUnopenedError`
+ * if so: such a workflow waits for the ring to be fixed, and the caller is told at once.
  */
 export async function followAgentJob(
   handle: AgentJobHandle,
@@ -20,9 +23,14 @@ export async function followAgentJob(
     () => (closed = true),
   );
   let last = '';
+  let answered = false;
   while (!closed) {
+    const unopened = answered ? null : await unopenedPayload(handle);
+    if (unopened !== null) throw unopened;
+    answered = false;
     try {
       const progress = await handle.query(statusQuery);
+      answered = true;
       const fingerprint = `${progress.phase}|${progress.lastRecord?.status}|${progress.polls}|${progress.turns}|${progress.queue?.position}`;
       if (fingerprint !== last) {
         last = fingerprint;

@@ -25,4 +25,5 @@ export {
   followUpUpdateId,
 } from './ids.js';
 export { followAgentJob, workflowUiUrl } from './follow.js';
+export { PayloadUnopenedError } from '../payload-codec/index.js';
 export { readPromptFile } from './prompt-file.js';

@@ -24,6 +24,7 @@ import {
 import { agentJobStartOptions, sendFollowUp } from '../client/index.js';
 import { FailureType, InvalidInputError, WORKFLOW_TYPE, type AgentJobResult } from '../contract.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
+import { arrivedUnsealed } from '../workflows/unsealed-input.js';
 import { nexusKey } from './keys.js';
 import {
   agentJobsService,
@@ -66,6 +67,7 @@ class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJo
     ctx: StartOperationContext,
     input: RunAgentJobInput,
   ): Promise<HandlerStartOperationResult<AgentJobResult>> {
+    refuseUnsealed(input);
     try {
       return await this.workflowRun.start(ctx, input);
     } catch (err) {
@@ -117,6 +119,23 @@ function oneObject<T extends object>(input: T): T {
     throw new InvalidInputError('input', 'must be one JSON object');
   }
   return input;
+}
+
+/**
+ * A start whose input arrived in plain text on a worker that seals payloads is refused, as the
+ * workflow refuses one a client starts (decision 0021): sealed by this handler's client on the way
+ * to the workflow, the workflow itself would take it. The mark is on the object the SDK decoded,
+ * so this looks before anything copies it.
+ */
+function refuseUnsealed(input: unknown): void {
+  if (!arrivedUnsealed(input)) return;
+  const message =
+    "The operation's input arrived in plain text on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE is set), " +
+    "so it is stored in plain text in the caller's history already. Call again from a worker with the payload codec. " +
+    'No agent job was created.';
+  throw new HandlerError('BAD_REQUEST', message, {
+    cause: ApplicationFailure.create({ type: FailureType.UnsealedInput, message, nonRetryable: true }),
+  });
 }
 
 /**

@@ -6,9 +6,36 @@
  * Nexus handler, whose messages may quote an API answer (decision 0021); a client with the codec
  * reads them opened. The workflow code has its own (src/workflows/sealed-failures.ts).
  *
+ * One failure stays readable: the Nexus handler's `UnsealedInput` refusal, whose caller has no ring
+ * (that is why it is refused) and could not open it; its text is fixed and quotes no input.
+ *
  * Loaded by the SDK with `require()`, by path: a module of its own, with this one export.
  */
-import { DefaultFailureConverter } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  DefaultFailureConverter,
+  type PayloadConverter,
+  type ProtoFailure,
+  type SerializationContext,
+} from '@temporalio/common';
+import { FailureType } from '../contract.js';
+
+const readable = new DefaultFailureConverter();
+
+/** The SDK's converter with `encodeCommonAttributes`, but for a refusal of unsealed input. */
+class SealingFailureConverter extends DefaultFailureConverter {
+  override errorToFailure(
+    err: unknown,
+    payloadConverter: PayloadConverter,
+    context?: SerializationContext,
+  ): ProtoFailure {
+    for (let cause = err; cause instanceof Error; cause = cause.cause) {
+      if (cause instanceof ApplicationFailure && cause.type === FailureType.UnsealedInput)
+        return readable.errorToFailure(err, payloadConverter, context);
+    }
+    return super.errorToFailure(err, payloadConverter, context);
+  }
+}
 
 /** The converter `failureConverterPath` names. */
-export const failureConverter = new DefaultFailureConverter({ encodeCommonAttributes: true });
+export const failureConverter = new SealingFailureConverter({ encodeCommonAttributes: true });

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import type { DataConverter } from '@temporalio/common';
 import type { WatchedFileOptions } from '../agent-api/watched-file.js';
-import { AesGcmPayloadCodec } from './codec.js';
+import { AesGcmPayloadCodec, type OnUnopened } from './codec.js';
 import { FileKeyRing } from './key-ring.js';
 import { UnsealedMarkingCodec } from './unsealed-mark.js';
 
@@ -45,25 +45,33 @@ export {
   type PayloadKey,
 } from './key-ring.js';
 export { UnsealedMarkingCodec } from './unsealed-mark.js';
+export { PayloadUnopenedError, unopenedPayload } from './unopened.js';
 
-/** The failure converter a process with a ring loads by path (./failure-converter.ts). */
-const FAILURE_CONVERTER_MODULE = fileURLToPath(
-  new URL(`./failure-converter.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
-);
+/** A module a process with a ring loads by path (the SDK `require()`s it), from src/ or lib/. */
+const modulePath = (relative: string) =>
+  fileURLToPath(new URL(`${relative}.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 
 /**
  * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined when there
  * is none: the codec is off and payloads are stored as the default converter writes them.
- * `onEvent` hears of a new ring and of a file that became unusable, never a key. Payloads that
- * arrive unsealed are marked on decode, so that the workflow refuses such an input; failures carry
- * their message and stack trace sealed (`encodeCommonAttributes`). Decision 0021.
+ * `onEvent` hears of a new ring and of a file that became unusable, never a key; `onUnopened` of
+ * each sealed payload that does not open (the worker names it in a log line). Payloads that
+ * arrive unsealed are marked on decode, and the values decoded from them too (by the workflow
+ * bundle's converter there, by the same converter here), so that the workflow and the Nexus handler
+ * refuse such an input; failures carry their message and stack trace sealed (`encodeCommonAttributes`).
+ * Decision 0021.
  * @throws PayloadKeyFileError when the file holds no usable ring now
  */
 export function payloadDataConverter(
   keysFile: string | null,
-  options: WatchedFileOptions = {},
+  options: WatchedFileOptions & { onUnopened?: OnUnopened } = {},
 ): DataConverter | undefined {
   if (keysFile === null) return undefined;
-  const codec = new UnsealedMarkingCodec(new AesGcmPayloadCodec(new FileKeyRing(keysFile, options)));
-  return { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_MODULE };
+  const ring = new FileKeyRing(keysFile, options);
+  const codec = new UnsealedMarkingCodec(new AesGcmPayloadCodec(ring, options.onUnopened));
+  return {
+    payloadCodecs: [codec],
+    payloadConverterPath: modulePath('../workflows/unsealed-input'),
+    failureConverterPath: modulePath('./failure-converter'),
+  };
 }

@@ -20,7 +20,7 @@ import { resolveInput } from '../input.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
 import { classifyFailure, ExitCode } from './exit-codes.js';
-import { payloadDataConverter } from '../payload-codec/index.js';
+import { payloadDataConverter, PayloadUnopenedError } from '../payload-codec/index.js';
 import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
 import {
   statusQuery,
@@ -137,9 +137,14 @@ async function report(
     if (resent > 0) err(resentWarning(resent));
     return ExitCode.Ok;
   } catch (e) {
-    if (!(e instanceof WorkflowFailedError) && !(e instanceof WorkflowUpdateFailedError)) throw e;
+    if (
+      !(e instanceof WorkflowFailedError) &&
+      !(e instanceof WorkflowUpdateFailedError) &&
+      !(e instanceof PayloadUnopenedError)
+    )
+      throw e;
     const { code, type } = classifyFailure(e);
-    const message = e.cause?.message ?? e.message;
+    const message = e instanceof PayloadUnopenedError ? e.message : (e.cause?.message ?? e.message);
     const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
     if (json) out(jsonText({ workflowId, ui, error: { type, message, details } }));
     else err(`workflow failed (${terminalText(type)}): ${terminalText(message)}`);

@@ -6,6 +6,7 @@
 import type { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
 import { FailureType } from '../contract.js';
+import { PayloadUnopenedError } from '../payload-codec/index.js';
 
 /** The starter's exit codes. */
 export const ExitCode = {
@@ -30,6 +31,11 @@ export const ExitCode = {
   Cancelled: 7,
   /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
   BatchIncomplete: 8,
+  /**
+   * The workers cannot open the workflow's payloads (a key their ring lacks or holds otherwise): it
+   * is left open, retrying its task until the ring is fixed (docs/operator-actions.md).
+   */
+  PayloadUnopened: 9,
 } as const;
 
 /** Failure types that refuse the caller's input before anything is created. */
@@ -40,10 +46,11 @@ const CALLER_SETUP = new Set<string>([
 ]);
 
 /** Maps a workflow or update failure to an exit code and its failure type. */
-export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError): {
+export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError | PayloadUnopenedError): {
   code: number;
   type: string;
 } {
+  if (e instanceof PayloadUnopenedError) return { code: ExitCode.PayloadUnopened, type: e.name };
   const cause = e.cause;
   if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
     return { code: ExitCode.Cancelled, type: cause.name };

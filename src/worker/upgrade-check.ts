@@ -11,8 +11,9 @@
  * future release as for the frozen quota of the builds before 1.2.0.
  */
 import { Client, type ConnectionLike } from '@temporalio/client';
-import type { DataConverter, WorkerDeploymentVersion } from '@temporalio/common';
+import type { DataConverter, Logger, WorkerDeploymentVersion } from '@temporalio/common';
 import { Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { UpgradeRefusedError } from '../errors.js';
 
 /** An open workflow that stops the upgrade, and why. */
 export interface UpgradeBlocker {
@@ -46,7 +47,7 @@ export interface UpgradeCheckOptions {
 const NAMED_BLOCKERS = 3;
 
 /** Finds the open workflows of the task queue that this build could not take over. */
-export async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckResult> {
+async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckResult> {
   const client = new Client({ connection: options.connection, namespace: options.namespace });
   const open = `ExecutionStatus = 'Running' AND TaskQueue = ${quote(options.taskQueue)}`;
   const blockers: UpgradeBlocker[] = [];
@@ -102,10 +103,24 @@ export async function checkUpgrade(options: UpgradeCheckOptions): Promise<Upgrad
 }
 
 /**
+ * Runs the check and logs that it passed, with `buildId`.
+ * @throws UpgradeRefusedError naming the blockers, when there are any
+ */
+export async function requireUpgrade(
+  options: UpgradeCheckOptions,
+  logger: Logger,
+  buildId: string,
+): Promise<void> {
+  const result = await checkUpgrade(options);
+  if (result.blockers.length > 0) throw new UpgradeRefusedError(refusal(result));
+  logger.info('upgrade check passed', { replayed: result.replayed, buildId });
+}
+
+/**
  * The one line a refused upgrade prints: how many, the first few by ID and type, and the two ways
  * on (let them end on the build that started them, or the override).
  */
-export function refusal(result: UpgradeCheckResult): string {
+function refusal(result: UpgradeCheckResult): string {
   const named = result.blockers
     .slice(0, NAMED_BLOCKERS)
     .map((b) => `${b.workflowId} (${b.workflowType}: ${b.reason})`)

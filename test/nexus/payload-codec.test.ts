@@ -2,8 +2,8 @@
  * Nexus callers and the payload codec: the operation's input is written to the caller's history by
  * the caller's worker, and its result comes back as the handler's worker sealed it. So a caller
  * whose worker has the same ring keeps the prompt out of both namespaces' histories and reads the
- * result; a caller without the ring cannot read the result at all (its workflow task fails on the
- * sealed payload, and is retried until the caller gets the ring).
+ * result; a caller without the ring is refused (`UnsealedInput`) as any unsealed start is, in a
+ * failure it can read, before any workflow or agent job.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -11,9 +11,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { HandlerError } from 'nexus-rpc';
 import { agentJobWorkflowId } from '../../src/client/index.js';
+import { FailureType } from '../../src/contract.js';
 import { payloadDataConverter } from '../../src/payload-codec/index.js';
-import { FAST_POLL, startSimulatedWorld, uniqueId, waitFor } from '../harness.js';
+import { FAST_POLL, startSimulatedWorld, uniqueId } from '../harness.js';
 import { historyBytes } from '../history-bytes.js';
 import { createdJobs } from '../simulator-stats.js';
 import { startNexusPair, type NexusPair } from './nexus-pair.js';
@@ -61,28 +65,27 @@ test('a caller with the same ring runs a job to its prLink, and the prompt is in
   assert.ok(!sealed.handlerOutput().includes(marker), 'no handler worker output line holds it');
 });
 
-test('a caller without the ring cannot read the sealed result: its workflow task fails until it has the ring', async () => {
+test('a caller without the ring is refused like any other unsealed start: UnsealedInput, readable, no agent job', async () => {
   const projectId = world.project({ outcome: 'pr' }, 'nexus-plain');
   const key = uniqueId('release');
   const handle = await plainCaller.startCaller({
     job: { projectId, prompt: 'Document the retry flag', key, poll: FAST_POLL },
   });
-  // The job itself runs: the handler opens what arrived unsealed and seals what it starts.
-  await waitFor(async () => (await jobWorkflow(projectId, key).describe()).status.name === 'COMPLETED', {
-    what: 'the job workflow to complete',
-  });
-  const failure = await waitFor(
-    async () => {
-      const events = (await handle.fetchHistory()).events ?? [];
-      return events.find((e) => e.workflowTaskFailedEventAttributes)?.workflowTaskFailedEventAttributes;
-    },
-    { what: 'the caller’s workflow task to fail on the sealed result', timeoutMs: 60_000 },
+  // The caller's workflow fails with the refusal, which it can read without the ring.
+  const err = await handle.result().then(
+    () => assert.fail('the caller completed'),
+    (e: unknown) => e,
   );
-  assert.match(failure.failure?.message ?? '', /binary\/encrypted/);
-  const events = (await handle.fetchHistory()).events ?? [];
-  const result = events.find((e) => e.nexusOperationCompletedEventAttributes)
-    ?.nexusOperationCompletedEventAttributes?.result;
-  assert.equal(Buffer.from(result?.metadata?.encoding ?? new Uint8Array()).toString(), 'binary/encrypted');
-  assert.equal((await handle.describe()).status.name, 'RUNNING', 'the caller waits for the ring');
-  await handle.terminate('test over: the caller has no ring');
+  assert.ok(err instanceof WorkflowFailedError, String(err));
+  const chain: unknown[] = [];
+  for (let e: unknown = err; e instanceof Error; e = e.cause) chain.push(e);
+  const failure = chain.find((e) => e instanceof ApplicationFailure && e.type === FailureType.UnsealedInput);
+  assert.ok(failure instanceof ApplicationFailure, `no UnsealedInput in ${chain.map(String).join(' <- ')}`);
+  assert.match(failure.message, /arrived in plain text/);
+  assert.ok(
+    chain.some((e) => e instanceof HandlerError && e.type === 'BAD_REQUEST'),
+    'a BAD_REQUEST',
+  );
+  assert.equal(createdJobs(world.sim, projectId), 0, 'no agent job');
+  await assert.rejects(jobWorkflow(projectId, key).describe(), WorkflowNotFoundError, 'no job workflow');
 });
