@@ -35,14 +35,24 @@ export const FORMAT_METADATA_KEY = 'encryption-format';
 /** The format this codec seals: key ID and encoding authenticated. */
 const FORMAT = '2';
 
-/** What a sealed payload's key ID may be, as in the ring (./key-ring.ts): checked before it is named. */
+/** What a key ID may be, as in the ring (./key-ring.ts). */
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A sealed payload's key ID, or null when it has none or one no ring allows (the sender's text: never named). */
+export function keyIdOf(metadata: Payload['metadata']): string | null {
+  const keyId = text(metadata?.[KEY_ID_METADATA_KEY]);
+  return keyId !== undefined && KEY_ID.test(keyId) ? keyId : null;
+}
 
 /** GCM's recommended nonce length; random per payload (2^32 payloads per key keep collisions negligible). */
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
+
+const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
+const text = (bytes: Uint8Array | null | undefined) =>
+  bytes == null ? undefined : Buffer.from(bytes).toString('utf8');
 
 /** Why a sealed payload does not open: the `reason` of a {@link SealedPayloadError}. */
 export type UnopenedReason = 'unknown-key' | 'authentication-failed' | 'truncated' | 'malformed';
@@ -73,10 +83,6 @@ export class UnknownPayloadKeyError extends SealedPayloadError {
     );
   }
 }
-
-const utf8 = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
-const text = (bytes: Uint8Array | null | undefined) =>
-  bytes == null ? undefined : Buffer.from(bytes).toString('utf8');
 
 /** Hears of each sealed payload that does not open, with the SDK's context (which workflow) where it gives one. */
 export type OnUnopened = (err: SealedPayloadError, context: SerializationContext | undefined) => void;
@@ -114,8 +120,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   #open(payload: Payload): Payload {
     const metadata = payload.metadata ?? {};
     if (text(metadata.encoding) !== SEALED_ENCODING) return payload;
-    const keyId = text(metadata[KEY_ID_METADATA_KEY]);
-    if (keyId === undefined || !KEY_ID.test(keyId))
+    const keyId = keyIdOf(metadata);
+    if (keyId === null)
       throw new SealedPayloadError(
         'malformed',
         null,

@@ -7,12 +7,9 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { KEY_ID_METADATA_KEY } from './codec.js';
+import { keyIdOf } from './codec.js';
 
 const UNOPENED_TYPES = new Set<string>([ErrorName.UnknownPayloadKey, ErrorName.SealedPayload]);
-
-/** A key ID as the ring allows one (./key-ring.ts): anything else is not named. */
-const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** A followed workflow whose payloads the workers cannot open: it stays open, retrying its task. */
 export class PayloadUnopenedError extends AgentJobError {
@@ -52,10 +49,4 @@ export async function unopenedPayload(handle: WorkflowHandle): Promise<PayloadUn
   const firstTask = !events.some((e) => e.workflowTaskCompletedEventAttributes);
   const input = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
   return new PayloadUnopenedError(handle.workflowId, type, firstTask ? keyIdOf(input?.metadata) : null);
-}
-
-function keyIdOf(metadata: Record<string, Uint8Array> | null | undefined): string | null {
-  const bytes = metadata?.[KEY_ID_METADATA_KEY];
-  const keyId = bytes ? Buffer.from(bytes).toString('utf8') : null;
-  return keyId !== null && KEY_ID.test(keyId) ? keyId : null;
 }
