@@ -78,7 +78,7 @@ const TARGETS = z.record(
   {
     error: (issue) =>
       issue.code === 'invalid_key'
-        ? `target name ${JSON.stringify(String(issue.input).slice(0, 64))} is not 1 to 64 letters, digits, ".", "_" or "-"`
+        ? `target name ${JSON.stringify(String(issue.path?.[0]).slice(0, 64))} is not 1 to 64 letters, digits, ".", "_" or "-"`
         : 'must be one JSON object, a target per name',
   },
 );
