@@ -188,14 +188,11 @@ export function loadWorkerConfig(
     maxConcurrentWorkflowTasks: tuning.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     maxCachedWorkflows: memory.maxCachedWorkflows,
     memory,
-    /** Server-side cap on activities started per second across all workers of the task queue. */
     activitiesPerSecond: tuning.WORKER_ACTIVITIES_PER_SECOND,
     shutdownGraceMs: tuning.WORKER_SHUTDOWN_GRACE,
-    /** Where the health endpoint (liveness and readiness) listens. */
     healthAddress: tuning.HEALTH_ADDRESS,
-    /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
+    /** Null: METRICS_ADDRESS=off. */
     metricsBindAddress: metrics === 'off' ? null : `${metrics.host}:${metrics.port}`,
-    /** Distinct `project` labels per process; further projects are `_other` (src/observability/project-metrics.ts). */
     metricsMaxProjects: tuning.METRICS_MAX_PROJECTS,
     logLevel: tuning.LOG_LEVEL,
     /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
@@ -206,9 +203,7 @@ export function loadWorkerConfig(
       // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
       followsRollouts: versioning.enabled,
     } satisfies ProjectQuotaSettings,
-    /** Worker Deployment Versioning (docs/versioning.md). */
     versioning,
-    /** OpenTelemetry tracing from the standard OTEL_* variables (docs/tracing.md). */
     tracing: loadTracingSettings(env),
     /** Job-end notification targets (docs/notifications.md); null when none are configured. */
     notify: loadNotifySettings(env),
