@@ -37,7 +37,7 @@ export interface ActivityDeps {
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
   projectQuota?: ProjectQuotaSettings | null;
-  /** The activities' own metrics (src/observability/activity-metrics.ts in the worker); absent: not counted. */
+  /** The activities' own metrics (src/observability/metrics.ts in the worker); absent: not counted. */
   metrics?: ActivityMetrics;
   /** Per-project metrics (uses accepted, 429s); absent: not counted. */
   projectMetrics?: ProjectUseMetrics;
