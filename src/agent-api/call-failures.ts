@@ -66,7 +66,7 @@ export class CallFailures {
         cause: reason,
       });
     }
-    const { kind, what } = kindOfNetworkError(err);
+    const { kind, what } = kindOfNetworkError(err, 'the API');
     const mayHaveTakenEffect = afterResponse || verdictOf(kind, call.operation).mayHaveBeenApplied;
     const notSent = mayHaveTakenEffect ? ambiguity(call) : `; nothing was sent${tlsHint(kind)}`;
     return new AgentApiError({
