@@ -154,8 +154,9 @@ export class AgentApiClient {
 
   /** One call, sent once more with a fresher key when the API refused the one it was sent with. */
   async #call(call: Call): Promise<AgentJobRecord> {
-    const invalid = this.#checkArguments(call);
-    if (invalid !== null) throw invalid;
+    // Arguments that would address another URL or make an invalid header fail before any request.
+    const problem = argumentProblem(call);
+    if (problem !== null) throw this.#failures.notSendable(call, problem);
     const key = this.#key.current();
     try {
       return await this.#send(call, key);
@@ -250,12 +251,6 @@ export class AgentApiClient {
     }
     const text = await this.#readErrorBody(call, response);
     throw this.#failures.http(call, statusCode, response.headers, text);
-  }
-
-  /** Arguments that would address another URL or make an invalid header fail before any request. */
-  #checkArguments(call: Call): AgentApiError | null {
-    const problem = argumentProblem(call);
-    return problem === null ? null : this.#failures.notSendable(call, problem);
   }
 
   #url(call: Call): string {
