@@ -34,7 +34,7 @@ export const ACTION_INPUTS = {
   },
   key: {
     description:
-      'Idempotency key: the same project and key never make a second agent job. Default: the repository, the workflow, the job, the step and the commit SHA, so a re-run of the workflow attaches to the job its first run started (docs/ci.md).',
+      'Idempotency key: the same project and key never make a second agent job. Default: the repository, the workflow, the run ID, the job and the step, so every CI run has its own agent job and a re-run attempt attaches to it; give it where one run starts several (a matrix, a reusable workflow called twice; docs/ci.md).',
   },
   wait: {
     description:

@@ -9,7 +9,13 @@
 import * as core from '@actions/core';
 import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
+import {
+  followAgentJob,
+  promptDiffers,
+  startAgentJob,
+  workflowUiUrl,
+  type AgentJobHandle,
+} from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
 import { checkedKey } from '../client/ids.js';
 import { ConfigError } from '../config/settings.js';
@@ -35,6 +41,11 @@ import { writeJobSummary, type SummaryFacts } from './summary.js';
  * nothing from more, and each one is a query the worker answers.
  */
 const PROGRESS_INTERVAL_MS = 5_000;
+
+/** The warning of a start that attached to an agent job created with another prompt. */
+const OTHER_PROMPT =
+  "this step's key already started an agent job with another prompt: the step attached to it, and its own prompt was not sent. " +
+  'Give a run that must have its own agent job the input key (docs/ci.md).';
 
 /** Everything checked, nothing connected yet. */
 interface Plan {
@@ -148,7 +159,9 @@ async function start(plan: Plan): Promise<number> {
     if (workflowUrl) core.info(`ui:       ${workflowUrl}`);
     core.setOutput('workflow-id', handle.workflowId);
     core.setOutput('workflow-url', workflowUrl ?? '');
-    const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl };
+    const warning = (await promptDiffers(handle, plan.input.prompt as string)) ? OTHER_PROMPT : null;
+    if (warning !== null) core.warning(warning);
+    const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl, warning };
     if (!plan.wait) {
       await writeJobSummary({ ...facts, outcome: { kind: 'started' } });
       return ExitCode.Ok;

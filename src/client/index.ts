@@ -6,6 +6,7 @@
  */
 export {
   agentJobStartOptions,
+  promptDiffers,
   startAgentJob,
   type AgentJobHandle,
   type AgentJobStartOptions,

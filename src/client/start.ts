@@ -3,7 +3,7 @@
  * key, the policies, and what a run that ended before under the key left for the next), and the
  * start itself, which attaches to a workflow already started with the same key.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdConflictPolicy,
@@ -145,15 +145,17 @@ export async function agentJobStartOptions(
       ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
       : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
   // A random key cannot have been used before; a caller's key may have made a job already.
-  const previous =
+  const { previous, memo } =
     key !== undefined && resolved.jobId === undefined
       ? await endedRun(client, workflowId)
-      : ({ kind: 'nothing' } as const);
+      : { previous: { kind: 'nothing' } as const, memo: undefined };
   const args: [AgentJobInput] = [restartInput(input, previous)];
   return {
     workflowId,
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     args,
+    // A run that goes on with the job of the run before keeps that run's prompt digest.
+    memo: previous.kind === 'job' ? memo : promptMemo(resolved.prompt),
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
     staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
@@ -167,24 +169,50 @@ const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
 
 /**
  * What the latest run of `workflowId` left behind when it failed, timed out, was cancelled or
- * terminated (./previous-run.ts); `nothing` when there is no such run. Describe reads the run's own
- * state, not the eventually consistent visibility store, so a run that has just closed is seen as
- * it is; its history is read only when it recorded no agent job.
+ * terminated (./previous-run.ts), and its memo; `nothing` when there is no such run. Describe reads
+ * the run's own state, not the eventually consistent visibility store, so a run that has just
+ * closed is seen as it is; its history is read only when it recorded no agent job.
  */
-async function endedRun(client: Client, workflowId: string): Promise<PreviousRun> {
+async function endedRun(
+  client: Client,
+  workflowId: string,
+): Promise<{ previous: PreviousRun; memo?: Record<string, unknown> }> {
   try {
     const run = await client.workflow.getHandle(workflowId).describe();
-    if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
+    if (!RESTARTABLE.has(run.status.name)) return { previous: { kind: 'nothing' } };
     const jobId =
       run.typedSearchAttributes.get(SearchAttributes.jobId) ?? (await jobOfEarlierRun(client, workflowId));
-    if (jobId !== null) return previousRun(jobId, []);
+    if (jobId !== null) return { previous: previousRun(jobId, []), memo: run.memo };
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const codecs = client.options.loadedDataConverter.payloadCodecs;
-    return previousRun(null, await openCreateOutcomes(events ?? [], codecs));
+    return { previous: previousRun(null, await openCreateOutcomes(events ?? [], codecs)) };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
+    if (err instanceof WorkflowNotFoundError) return { previous: { kind: 'nothing' } };
     throw err;
   }
+}
+
+/** The memo field that holds the SHA-256 of the prompt the workflow's agent job was created with. */
+const PROMPT_MEMO = 'promptSha256';
+
+/**
+ * The memo of a workflow whose create sends `prompt`: its digest, not the prompt (which may be
+ * long, and with the payload codec off the memo is as readable as the input; with it on, both are
+ * sealed).
+ */
+function promptMemo(prompt: string | undefined): Record<string, string> | undefined {
+  if (prompt === undefined) return undefined;
+  return { [PROMPT_MEMO]: createHash('sha256').update(prompt).digest('hex') };
+}
+
+/**
+ * Whether the agent job the workflow of `handle` drives was created with a prompt other than
+ * `prompt`: a start that attached under a key already used with another prompt, which sent
+ * nothing. False when the workflow does not say (started by an earlier build, or another SDK).
+ */
+export async function promptDiffers(handle: AgentJobHandle, prompt: string): Promise<boolean> {
+  const given = (await handle.describe()).memo?.[PROMPT_MEMO];
+  return typeof given === 'string' && given !== promptMemo(prompt)?.[PROMPT_MEMO];
 }
 
 /**

@@ -7,6 +7,7 @@ import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } fr
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import {
   followAgentJob,
+  promptDiffers,
   sendFollowUp,
   startAgentJob,
   workflowUiUrl,
@@ -184,6 +185,14 @@ export async function runStart(given: StartOptions): Promise<number> {
       taskQueue: options.taskQueue ?? settings.taskQueue,
       priority: options.priority,
     });
+    if (
+      options.key !== undefined &&
+      input.prompt !== undefined &&
+      (await promptDiffers(handle, input.prompt))
+    )
+      err(
+        'warning: the key already started an agent job with another prompt: attached to it; this prompt was not sent',
+      );
     const ui = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
     if (!options.json) {
       out(`workflow: ${handle.workflowId}`);
