@@ -24,13 +24,8 @@ import {
 } from '../contract.js';
 import { resolveInput } from '../input.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
-import {
-  agentJobIdWorkflowId,
-  agentJobSummary,
-  agentJobWorkflowId,
-  checkedKey,
-  visibilityString,
-} from './ids.js';
+import { markdownText } from '../escape.js';
+import { agentJobIdWorkflowId, agentJobWorkflowId, isWellFormed } from '../ids.js';
 import { openCreateOutcomes, previousRun, type PreviousRun } from './previous-run.js';
 import { taskPriority } from '../priority.js';
 
@@ -53,6 +48,39 @@ export interface StartAgentJobOptions {
   priority?: StartPriority;
 }
 
+/**
+ * A caller's key, checked: a blank key would give every caller that passes one the same workflow
+ * (`agent-job/<project>/`), and a lone surrogate has no UTF-8 form (two such keys could become one).
+ *
+ * @throws {InvalidInputError} naming `key`
+ */
+export function checkedKey(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.trim() === '') {
+    throw new InvalidInputError('key', 'must be a non-blank string when given');
+  }
+  if (!isWellFormed(key)) {
+    throw new InvalidInputError('key', 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  return key;
+}
+
+/**
+ * A one-line summary for the Temporal UI: the project and the start of the prompt. The UI renders
+ * it as markdown, so both go in escaped (an agent job ID the API sent may stand in the prompt's
+ * place): it shows the text as it was given.
+ */
+export function agentJobSummary(projectId: string, prompt: string): string {
+  const flat = prompt.replace(/\s+/g, ' ').trim();
+  const excerpt = flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
+  return `Agent job in ${markdownText(projectId)}: "${markdownText(excerpt)}"`;
+}
+
+/** A string literal of the visibility query language: in single quotes, `\` and `'` escaped. */
+export function visibilityString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
 /** The start's task priority, from its class; `InvalidInputError` for a class that is not one. */
 export function priorityOf(projectId: string, priority: StartPriority | undefined) {
   const name = priority ?? 'interactive';
@@ -64,8 +92,6 @@ export function priorityOf(projectId: string, priority: StartPriority | undefine
   }
   return taskPriority(projectId, START_PRIORITIES[name]);
 }
-
-/**
 
 /**
  * The search attributes a workflow starts with: set at start they cost no action, where an upsert
