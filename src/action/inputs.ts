@@ -118,22 +118,8 @@ export const ACTION_OUTPUTS = {
 /** A name of {@link ACTION_OUTPUTS}. */
 export type ActionOutputName = keyof typeof ACTION_OUTPUTS;
 
-/** The action's inputs, read and checked; the prompt file is not read yet. */
-export interface ActionSettings {
-  project: string;
-  prompt: { text: string } | { file: string };
-  /** The key given, or undefined for the default (./key.ts). */
-  key: string | undefined;
-  wait: boolean;
-  timeout: string | undefined;
-  pollInterval: string | undefined;
-  /** The notification target's name, or undefined for none. */
-  notify: string | undefined;
-  /** The key ring's text, or undefined when the codec is off. */
-  payloadKeys: string | undefined;
-  /** The Temporal connection as `TEMPORAL_*` settings, for src/config/temporal.ts. */
-  temporalEnv: Record<string, string>;
-}
+/** The action's inputs, read and checked by {@link readInputs}. */
+export type ActionSettings = ReturnType<typeof readInputs>;
 
 /** An input's value (trimmed by @actions/core), its default when empty. */
 function inputValue(name: ActionInputName): string | undefined {
@@ -175,10 +161,11 @@ export function inputOfSetting(setting: string): ActionInputName | undefined {
 const BOOLEANS = ['true', 'True', 'TRUE', 'false', 'False', 'FALSE'];
 
 /**
- * Reads the inputs. A bad one is a {@link UsageError} naming the input, never its value (it may
- * be a secret).
+ * Reads the inputs, the prompt file not yet read; `key` undefined for the default (./key.ts), the
+ * connection as `TEMPORAL_*` settings for src/config/temporal.ts. A bad input is a
+ * {@link UsageError} naming the input, never its value (it may be a secret).
  */
-export function readInputs(): ActionSettings {
+export function readInputs() {
   const project = inputValue('project');
   if (project === undefined) throw new UsageError('input project is required');
   const prompt = inputValue('prompt');
