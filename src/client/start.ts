@@ -104,25 +104,13 @@ export function startAttributes(resolved: { projectId: string; jobId?: string })
 }
 
 /**
- * Starts the agent-job workflow, or attaches to the one already started with the same key.
+ * Starts the agent-job workflow, or attaches to the one already started with the same key: a
+ * running one (USE_EXISTING), a completed one (ALLOW_DUPLICATE_FAILED_ONLY refuses a new run); after
+ * one that failed or ended otherwise, a new run goes on with the agent job it made, since the API
+ * honours no idempotency key (docs/starting-jobs.md says each case). With `jobId` and no prompt it
+ * watches that job under {@link agentJobIdWorkflowId}; a follow-up goes through `sendFollowUp`.
  *
- * - Running: the USE_EXISTING conflict policy attaches to it.
- * - Completed: the reuse policy ALLOW_DUPLICATE_FAILED_ONLY refuses a new run and the handle of
- *   the completed one is returned, whose result is the agent job's.
- * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. When
- *   the run before had created its agent job (its `AgentJobId` search attribute is set), the new
- *   run goes on with that job instead of creating another (the API honours no idempotency key, so
- *   a second create would be a second agent job and a second pull request): it watches the job to
- *   the end of its turn, and its result says `created: false`. When the run ended with its create
- *   on the wire (terminated, timed out), the new run's create follows `AGENT_API_AMBIGUOUS_CREATE`
- *   (`previousCreate`): under `fail` it sends nothing and fails with `CreateOutcomeUnknown`.
- *
- * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
- * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
- * workflow already driving the job.
- *
- * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid
- * or the key is blank.
+ * Throws `InvalidInputError`, before anything starts, when the input or the key is invalid.
  */
 export async function startAgentJob(
   client: Client,
@@ -143,11 +131,9 @@ export async function startAgentJob(
 export type AgentJobStartOptions = WorkflowStartOptions<typeof agentJobWorkflow>;
 
 /**
- * What {@link startAgentJob} starts, without starting it: the input checked, the workflow ID from
- * the key, the policies, and the input of a run that starts again after one that ended (see
- * {@link startAgentJob}). The Nexus service starts the same options through its own start, which
- * attaches the caller's completion callback; a start refused because the run under the ID has
- * completed (WorkflowExecutionAlreadyStartedError) is the caller's to answer with that run.
+ * What {@link startAgentJob} starts, without starting it. The Nexus service starts the same options
+ * through its own start, which attaches the caller's completion callback; a start refused because
+ * the run under the ID has completed (WorkflowExecutionAlreadyStartedError) is its to answer.
  *
  * Throws `InvalidInputError` before anything is read when the input, the key or the priority is
  * invalid.
