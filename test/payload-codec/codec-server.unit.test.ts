@@ -50,13 +50,19 @@ const prompt = (): Payload => defaultPayloadConverter.toPayload({ prompt: `Fix t
 const toJson = (payloads: Payload[]) => JSON.stringify(Payloads.create({ payloads }).toJSON());
 const fromJson = (body: unknown) => Payloads.fromObject(body as Record<string, unknown>).payloads;
 
+const LOCAL_TOKEN = 'local-token-5c1e0123456789';
 const LOCAL: CodecServerSettings = {
   host: '127.0.0.1',
   port: 0,
   allowedOrigins: [UI_ORIGIN],
   allowCredentials: true,
   accessToken: null,
+  localToken: LOCAL_TOKEN,
 };
+const OIDC = { ...LOCAL, localToken: null };
+
+/** The local server's endpoint as the UI and the CLI are given it: with the local token. */
+const withToken = (server: CodecServer): CodecServer => ({ ...server, url: `${server.url}/${LOCAL_TOKEN}` });
 
 async function post(
   server: CodecServer,
@@ -81,7 +87,7 @@ describe('the local-only codec server', () => {
   );
   let server: CodecServer;
   before(async () => {
-    server = await startCodecServer(codec, LOCAL, logger);
+    server = withToken(await startCodecServer(codec, LOCAL, logger));
   });
   after(() => server.close());
 
@@ -136,7 +142,7 @@ describe('the local-only codec server', () => {
       [`{"payloads": [{"data": "${MARKER}!"}]}`, /payloads\[0\]\.data is not base64/],
       [
         `{"payloads": [{"metadata": {"encoding": 5}}]}`,
-        /payloads\[0\]\.metadata\["encoding"\] is not base64/,
+        /payloads\[0\]\.metadata has a value that is not base64/,
       ],
       [`{"payloads": [null]}`, /payloads\[0\] is not an object/],
     ];
@@ -177,6 +183,26 @@ describe('the local-only codec server', () => {
     for (const key of keys) assert.ok(!JSON.stringify([tampered.json, unknown.json]).includes(key));
   });
 
+  test('200,000 empty payloads (a 600 KB body) get 413 naming the limit, not a 29 MB answer', async () => {
+    const res = await post(server, '/encode', `{"payloads":[${Array(200_000).fill('{}').join(',')}]}`);
+    assert.equal(res.status, 413);
+    assert.match(String(res.json.message), /more than 1000 payloads/);
+  });
+
+  test('a 1 MB key ID gets 422 saying what a key ID is, and is neither echoed nor logged', async () => {
+    const [sealed] = await codec.encode([prompt()]);
+    const keyId = `kid-${'x'.repeat(2 ** 20)}`;
+    const foreign = {
+      ...sealed!,
+      metadata: { ...sealed!.metadata, [KEY_ID_METADATA_KEY]: Buffer.from(keyId) },
+    };
+    const res = await post(server, '/decode', toJson([foreign]));
+    assert.equal(res.status, 422);
+    assert.match(String(res.json.message), /payloads\[0\] names a key ID that is not 1 to 64 of/);
+    assert.ok(!JSON.stringify(res.json).includes('xxxxxxxx'));
+    assert.ok(!logLines.join('\n').includes('xxxxxxxx'));
+  });
+
   test('the wrong method, path or content type is refused with its own status', async () => {
     assert.equal((await fetch(`${server.url}/decode`)).status, 405);
     assert.equal((await fetch(`${server.url}/other`, { method: 'POST' })).status, 404);
@@ -186,7 +212,7 @@ describe('the local-only codec server', () => {
       headers: { 'content-type': 'text/plain' },
     });
     assert.equal(text.status, 415);
-    assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+    assert.equal((await fetch(new URL('/healthz', server.url))).status, 200);
   });
 
   test("CORS: the UI's origin gets its preflight and credentialed answers; another origin is refused", async () => {
@@ -219,7 +245,8 @@ describe('the local-only codec server', () => {
     assert.equal(refusedPreflight.headers.get('access-control-allow-origin'), null);
     const refused = await post(server, '/decode', toJson([]), { origin: other });
     assert.equal(refused.status, 403);
-    assert.match(String(refused.json.message), /origin http:\/\/localhost:9999 is not allowed/);
+    assert.match(String(refused.json.message), /this origin is not allowed/);
+    assert.ok(!JSON.stringify(refused.json).includes('9999'), 'the origin is not echoed');
   });
 
   test('local only: a Host that is not loopback (DNS rebinding) is refused', async () => {
@@ -241,7 +268,7 @@ describe('the local-only codec server', () => {
   test('without access tokens it refuses to start on an address other than loopback', async () => {
     await assert.rejects(
       startCodecServer(codec, { ...LOCAL, host: '0.0.0.0' }, logger),
-      /only on a loopback address, not 0\.0\.0\.0/,
+      /only on a loopback address and with a local token, not 0\.0\.0\.0/,
     );
   });
 });
@@ -310,7 +337,7 @@ describe('the codec server with OIDC access tokens', () => {
       codec,
       {
         // Any address may be used with access tokens; loopback keeps the test on this machine.
-        ...LOCAL,
+        ...OIDC,
         accessToken: {
           issuer: issuer.issuer,
           audience: 'agent-job-codec',
@@ -392,7 +419,7 @@ describe('the codec server with OIDC access tokens', () => {
     const offline = await startCodecServer(
       codec,
       {
-        ...LOCAL,
+        ...OIDC,
         accessToken: {
           issuer: issuer.issuer,
           audience: 'agent-job-codec',
@@ -406,6 +433,9 @@ describe('the codec server with OIDC access tokens', () => {
       const [sealed] = await codec.encode([prompt()]);
       const res = await post(offline, '/decode', toJson([sealed!]), { authorization: `Bearer ${token}` });
       assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      // The caller has not authenticated: it reads that the keys are out of reach, not why.
+      assert.equal(res.json.message, "not authorized: the issuer's keys cannot be read now");
     } finally {
       await offline.close();
     }
@@ -424,19 +454,37 @@ describe('the codec server configuration', () => {
   const env = (extra: Record<string, string>) => ({ TEMPORAL_PAYLOAD_KEYS_FILE: ring, ...extra });
   const refused = (extra: Record<string, string>, setting: string, message: RegExp) =>
     assert.throws(
-      () => loadCodecServerConfig(env(extra)),
+      () => loadCodecServerConfig(env(extra), false),
       (err: unknown) => err instanceof ConfigError && err.setting === setting && message.test(err.message),
     );
 
   test('defaults: loopback 127.0.0.1:8888, local only, no origin', () => {
-    const config = loadCodecServerConfig(env({}));
+    const config = loadCodecServerConfig(env({ CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN }));
     assert.deepEqual(config.server, {
       host: '127.0.0.1',
       port: 8888,
       allowedOrigins: [],
       allowCredentials: false,
       accessToken: null,
+      localToken: LOCAL_TOKEN,
     });
+  });
+
+  test('the local token: made when a terminal shows it, required without one, refused with OIDC', () => {
+    const made = loadCodecServerConfig(env({}), true).server.localToken;
+    assert.match(made ?? '', /^[A-Za-z0-9_-]{32}$/);
+    assert.notEqual(loadCodecServerConfig(env({}), true).server.localToken, made);
+    refused({}, 'CODEC_SERVER_LOCAL_TOKEN', /is required without CODEC_SERVER_OIDC_ISSUER/);
+    refused({ CODEC_SERVER_LOCAL_TOKEN: 'short' }, 'CODEC_SERVER_LOCAL_TOKEN', /16 or more/);
+    refused(
+      {
+        CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN,
+        CODEC_SERVER_OIDC_ISSUER: 'https://id.example.com/',
+        CODEC_SERVER_OIDC_AUDIENCE: 'x',
+      },
+      'CODEC_SERVER_LOCAL_TOKEN',
+      /only without CODEC_SERVER_OIDC_ISSUER/,
+    );
   });
 
   test('no auth on an address other than loopback, a half OIDC setup, a bad origin or no ring: refused at start', () => {
