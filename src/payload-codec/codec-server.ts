@@ -87,8 +87,12 @@ export const MAX_BODY_BYTES = 4 * 2 ** 20;
 /** Most payloads in a request: each costs a fixed overhead however small, so the body bounds too little. */
 export const MAX_PAYLOADS = 1_000;
 
-/** Most metadata entries of a payload (a converter writes two or three), for the same reason. */
-const MAX_METADATA = 32;
+/**
+ * Most JSON values in a body, counted before it is parsed (each needs a `,`, `{` or `[`): 4 MiB of
+ * `{},` would otherwise parse into a million objects. 16 a payload: a converter writes two or
+ * three metadata entries.
+ */
+const MAX_VALUES = 16 * MAX_PAYLOADS;
 
 /** Requests read and coded at once: the memory the body limit allows each is held this many times. */
 export const MAX_IN_FLIGHT = 2;
@@ -167,9 +171,6 @@ export async function startCodecServer(
     );
   });
   server.keepAliveTimeout = 5_000;
-  // A turn is held until its answer is sent: a caller that stops sending or reading gives it back here.
-  server.requestTimeout = 60_000;
-  server.timeout = 30_000;
   server.listen(settings.port, settings.host);
   try {
     await once(server, 'listening');
@@ -249,9 +250,11 @@ async function handle(
   if (turn === null)
     return refused(new Refusal(503, 'the codec server is busy: try again', { 'retry-after': RETRY_AFTER_S }));
   await turn;
-  // Given back once the answer is sent (or the caller gone): an answer not yet read holds memory.
+  // Given back once the answer is sent (or the caller gone): an answer not yet read holds memory. A
+  // caller that stops sending or reading for 30 s is cut off, so that it cannot keep its turn.
   if (req.socket.destroyed) turns.give();
   else res.once('close', () => turns.give());
+  req.socket.setTimeout(30_000);
   const body = await readBody(req);
   if (body instanceof Refusal) return refused(body);
   const payloads = parsePayloads(body);
@@ -367,6 +370,13 @@ const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 function parsePayloads(body: Buffer): Payload[] | Refusal {
   const bad = (why: string) =>
     new Refusal(400, `the body is not temporal.api.common.v1.Payloads as JSON: ${why}`);
+  let values = 0;
+  for (const byte of body) if (byte === 0x2c || byte === 0x7b || byte === 0x5b) values++;
+  if (values > MAX_VALUES)
+    return new Refusal(
+      413,
+      `the body holds more than ${MAX_VALUES} JSON values: a request takes at most ${MAX_PAYLOADS} payloads of a few metadata entries each`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
@@ -388,10 +398,7 @@ function parsePayloads(body: Buffer): Payload[] | Refusal {
     if (!isObject(payload)) return bad(`payloads[${i}] is not an object`);
     const metadata = payload.metadata ?? {};
     if (!isObject(metadata)) return bad(`payloads[${i}].metadata is not an object`);
-    const entries = Object.entries(metadata);
-    if (entries.length > MAX_METADATA)
-      return new Refusal(413, `payloads[${i}] has more than ${MAX_METADATA} metadata entries`);
-    for (const [key, value] of entries) {
+    for (const [key, value] of Object.entries(metadata)) {
       const decoded = bytes(value);
       if (decoded === null) return bad(`payloads[${i}].metadata has a value that is not base64`);
       metadata[key] = decoded;

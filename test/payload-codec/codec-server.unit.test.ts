@@ -12,12 +12,15 @@ import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { createDispatcher } from '../../src/agent-api/dispatcher.js';
 import { loadCodecServerConfig } from '../../src/config/codec-server.js';
 import { ConfigError } from '../../src/config/settings.js';
+import { MAX_IN_FLIGHT, MAX_WAITING } from '../../src/payload-codec/codec-server.js';
 import {
+  AccessTokenVerifier,
   AesGcmPayloadCodec,
   FileKeyRing,
   KEY_ID_METADATA_KEY,
@@ -186,7 +189,7 @@ describe('the local-only codec server', () => {
   test('200,000 empty payloads (a 600 KB body) get 413 naming the limit, not a 29 MB answer', async () => {
     const res = await post(server, '/encode', `{"payloads":[${Array(200_000).fill('{}').join(',')}]}`);
     assert.equal(res.status, 413);
-    assert.match(String(res.json.message), /more than 1000 payloads/);
+    assert.match(String(res.json.message), /at most 1000 payloads/);
   });
 
   test('a 1 MB key ID gets 422 saying what a key ID is, and is neither echoed nor logged', async () => {
@@ -265,6 +268,17 @@ describe('the local-only codec server', () => {
     assert.equal(status, 403);
   });
 
+  test('local only: a path without the local token, or with another, gets 403 (a forwarder on this machine relays no one); the token is never logged', async () => {
+    const refusedPaths = ['/decode', '/not-the-local-token-0123/decode'];
+    for (const path of refusedPaths) {
+      const res = await post({ ...server, url: new URL(path, server.url).href }, '', toJson([]));
+      assert.equal(res.status, 403, path);
+      assert.match(String(res.json.message), /must end with the local token/);
+    }
+    assert.ok(!logLines.join('\n').includes(LOCAL_TOKEN));
+    assert.match(logLines.join('\n'), /"path":"\/decode"/);
+  });
+
   test('without access tokens it refuses to start on an address other than loopback', async () => {
     await assert.rejects(
       startCodecServer(codec, { ...LOCAL, host: '0.0.0.0' }, logger),
@@ -290,12 +304,17 @@ class LocalIssuer {
     return issuer;
   }
 
+  /** The absolute-form requests it answered as a proxy. */
+  readonly proxied: string[] = [];
+
   async #listen(): Promise<void> {
     this.#server.on('request', (req, res) => {
-      if (req.url === '/.well-known/openid-configuration') {
+      if (req.url?.startsWith('http://')) this.proxied.push(req.url);
+      const path = new URL(req.url ?? '/', 'http://local').pathname;
+      if (path === '/.well-known/openid-configuration') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ issuer: this.issuer, jwks_uri: `${this.issuer}/jwks` }));
-      } else if (req.url === '/jwks') {
+      } else if (path === '/jwks') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ keys: [{ ...this.publicJwk, kid: this.kid }] }));
       } else res.writeHead(404).end();
@@ -446,6 +465,59 @@ describe('the codec server with OIDC access tokens', () => {
     assert.ok(!logged.includes(MARKER));
     assert.ok(!logged.includes(Buffer.from(MARKER).toString('base64').slice(0, 12)));
   });
+});
+
+test(`a busy codec server runs ${MAX_IN_FLIGHT}, queues ${MAX_WAITING}, and answers one more 503 with Retry-After`, async () => {
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let coded = 0;
+  const slow: PayloadCodec = {
+    encode: async (payloads) => {
+      await gate;
+      coded++;
+      return payloads;
+    },
+    decode: (payloads) => Promise.resolve(payloads),
+  };
+  const server = withToken(await startCodecServer(slow, LOCAL, logger));
+  try {
+    const sends = Array.from({ length: MAX_IN_FLIGHT + MAX_WAITING + 1 }, () =>
+      post(server, '/encode', toJson([prompt()])),
+    );
+    // Nothing else can answer before the gate opens.
+    const first = await Promise.race(sends);
+    assert.equal(first.status, 503);
+    assert.equal(first.headers.get('retry-after'), '5');
+    assert.match(String(first.json.message), /busy/);
+    release();
+    const statuses = (await Promise.all(sends)).map((res) => res.status);
+    assert.equal(statuses.filter((status) => status === 200).length, MAX_IN_FLIGHT + MAX_WAITING);
+    assert.equal(coded, MAX_IN_FLIGHT + MAX_WAITING);
+  } finally {
+    await server.close();
+  }
+});
+
+test("the issuer's discovery document and JWKS are fetched through HTTP_PROXY", async () => {
+  // The local issuer doubles as the proxy: it answers absolute-form requests for a host that does
+  // not resolve, so the token verifies only if both fetches went through it.
+  const idp = await LocalIssuer.start();
+  const proxy = idp.issuer;
+  idp.issuer = 'http://issuer.invalid';
+  const policy = { issuer: idp.issuer, audience: 'agent-job-codec', jwksUrl: null, requiredClaim: null };
+  const token = `Bearer ${await idp.sign({})}`;
+  try {
+    const proxied = new AccessTokenVerifier(policy, createDispatcher({}, { HTTP_PROXY: proxy }));
+    assert.deepEqual(await proxied.verify(token), { ok: true, subject: 'alice@example.com' });
+    assert.deepEqual(idp.proxied, [
+      'http://issuer.invalid/.well-known/openid-configuration',
+      'http://issuer.invalid/jwks',
+    ]);
+    const direct = await new AccessTokenVerifier(policy, createDispatcher({}, {})).verify(token);
+    assert.ok(!direct.ok && direct.refusal === 'unavailable');
+  } finally {
+    await idp.close();
+  }
 });
 
 describe('the codec server configuration', () => {
