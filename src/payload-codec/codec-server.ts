@@ -80,15 +80,15 @@ export interface CodecServer {
 /**
  * Largest body read, and so the work of a request: every byte it decodes or seals is in it. The UI
  * and the CLI send one history field's payloads a request, at most 2 MB by Temporal's default
- * limit, 2.7 MB as base64.
+ * limit, 2.7 MB as base64. 4 MiB let the worst load peak near 300 MiB (docs/payload-codec.md).
  */
-export const MAX_BODY_BYTES = 4 * 2 ** 20;
+export const MAX_BODY_BYTES = 3 * 2 ** 20;
 
 /** Most payloads in a request: each costs a fixed overhead however small, so the body bounds too little. */
 export const MAX_PAYLOADS = 1_000;
 
 /**
- * Most JSON values in a body, counted before it is parsed (each needs a `,`, `{` or `[`): 4 MiB of
+ * Most JSON values in a body, counted before it is parsed (each needs a `,`, `{` or `[`): 3 MiB of
  * `{},` would otherwise parse into a million objects. 16 a payload: a converter writes two or
  * three metadata entries.
  */

@@ -471,7 +471,7 @@ describe('deploy/k8s', () => {
 
   test("the codec server runs the worker's image with lib/codec-server.js and settings its loader reads and accepts", () => {
     assert.equal(codecContainer.image, container.image, 'the same image, so kustomize sets both');
-    assert.deepEqual(codecContainer.args, ['node', '--max-old-space-size=96', 'lib/codec-server.js']);
+    assert.deepEqual(codecContainer.args, ['node', '--max-old-space-size=64', 'lib/codec-server.js']);
     const known = new Set<string>(CODEC_SERVER_SETTINGS);
     assert.deepEqual(
       Object.keys(codecEnv).filter((name) => !known.has(name)),
