@@ -235,16 +235,12 @@ async function handle(
   const verdict = await authorize(req, token);
   if (!verdict.ok) {
     const { status, headers } = REFUSED[verdict.refusal];
-    req.resume();
     const outcome = refuse(res, new Refusal(status, `not authorized: ${verdict.reason}`, headers));
     return { ...outcome, detail: verdict.detail };
   }
   const outcome = { subject: verdict.subject };
+  const refused = (refusal: Refusal): Outcome => ({ ...outcome, ...refuse(res, refusal) });
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  const refused = (refusal: Refusal): Outcome => {
-    req.resume();
-    return { ...outcome, ...refuse(res, refusal) };
-  };
   if (type !== 'application/json') return refused(new Refusal(415, 'the body must be application/json'));
   const turn = turns.take();
   if (turn === null)
@@ -296,7 +292,9 @@ class Turns {
   }
 }
 
+/** Answers `refusal`, dropping whatever is left of the body so that the answer follows it. */
 function refuse(res: ServerResponse, refusal: Refusal): Outcome {
+  res.req.resume();
   send(res, refusal.status, { message: refusal.message }, refusal.headers);
   return { reason: refusal.message };
 }
@@ -346,10 +344,7 @@ function namespaceOf(req: IncomingMessage): string | undefined {
 
 async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
   const tooLarge = new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) {
-    req.resume();
-    return tooLarge;
-  }
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return tooLarge;
   // Past the limit the rest is read and dropped, not kept, so the answer follows a whole request.
   const chunks: Buffer[] = [];
   let size = 0;
