@@ -221,15 +221,15 @@ export interface QuotaCostSide {
   /**
    * The quota workflow's whole chain, over the jobs (null with the quota off). `updates`: the
    * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
-   * window, a take moving the next one); both absent in results from before the fast path.
+   * window, a take moving the next one).
    */
   quotaWorkflow: {
     runs: number;
     events: number;
     actions: number;
-    updates?: number;
-    timers?: number;
-    /** What the chain grew by over the second half of the jobs; absent in results from before it was measured. */
+    updates: number;
+    timers: number;
+    /** What the chain grew by over the second half of the jobs, when it had one. */
     margin?: QuotaMargin;
   } | null;
   /** Per job, all told: the job's medians plus the quota workflow's share. */
