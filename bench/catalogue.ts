@@ -283,8 +283,7 @@ export interface Delays {
 
 /** What the wake scenario measured. Times in ms unless named otherwise. */
 export interface WakeRun {
-  /** Absent in runs from before baselines were measured: this worker. */
-  impl?: Exclude<Implementation, 'plain-loop'>;
+  impl: WorkerImplementation;
   jobs: number;
   cadenceMs: number;
   /** Seconds from the first start until every agent job existed. */

@@ -28,13 +28,7 @@ import {
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import {
-  ACTION_KINDS,
-  DETECTION_PART_NAMES,
-  DETECTION_PARTS,
-  DETECTION_SAMPLE,
-  type ActionCounts,
-} from './history.js';
+import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
@@ -362,11 +356,14 @@ function detectionTable(loads: LoadSummary[], h: Heading): string[] {
     "((c)'s reads are local activities, which leave no start in a history, so it has no split; the job's end " +
     "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
     'from the same jobs.\n';
-  const parts = DETECTION_PARTS.map((part): Column<LoadSummary> => [
-    DETECTION_PART_NAMES[part],
+  const parts = perPart((part): Column<LoadSummary> => [
+    DETECTION_PARTS[part],
     ({ detection: d }) => `${f(d?.p50[part], 2, 1000)} / ${f(d?.p99[part], 2, 1000)}`,
   ]);
-  return [h('Where detection latency goes'), `${intro}\n${table(rows, [...POINT_COLUMNS, ...parts])}`];
+  return [
+    h('Where detection latency goes'),
+    `${intro}\n${table(rows, [...POINT_COLUMNS, ...Object.values(parts)])}`,
+  ];
 }
 
 /**
@@ -497,7 +494,7 @@ function wakeTable(result: BenchResult): string {
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const w of result.wake ?? []) {
-    const point = `${label(w.impl ?? 'worker')}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
+    const point = `${label(w.impl)}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
     if (w.broke !== null) {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
@@ -523,7 +520,7 @@ function wakeTable(result: BenchResult): string {
       );
       notes.push(
         `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
-          restartNote(w.impl ?? 'worker', r),
+          restartNote(w.impl, r),
       );
     }
     const c = w.pollCounts;

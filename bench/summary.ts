@@ -20,7 +20,7 @@ import {
   type StartupRun,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PART_NAMES, DETECTION_PARTS, perPart, type DetectionParts } from './history.js';
+import { DETECTION_PARTS, perPart, type DetectionPart } from './history.js';
 import { fixed, ratio, spread, spreadText, type Spread } from './stats.js';
 
 /**
@@ -56,7 +56,7 @@ export type LoadSummary = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs
     /** The poll rate the cadence asks for: N / cadence. */
     targetPollsPerSecond: number;
     /** Where detection latency went: each part's p50 and p99 (ms), over the repeats; null without a split. */
-    detection: Record<'p50' | 'p99', Record<keyof DetectionParts, Spread | null>> | null;
+    detection: Record<'p50' | 'p99', Record<DetectionPart, Spread | null>> | null;
     broke: string[];
   };
 
@@ -312,11 +312,11 @@ function p99Split(worker: LoadSummary, retry: LoadSummary, status: AimStatus): s
       ? "The poll rate was held, and the p99's ratio falls on either side of the aim from one repeat to another."
       : 'The poll rate was held, so the CPU estimate that follows is not what misses: the p99 is.';
   if (!w || !r) return `${lead} No split of the detection latency was taken to say where it goes.`;
-  const parts = DETECTION_PARTS.map(
+  const parts = perPart(
     (part) =>
-      `${DETECTION_PART_NAMES[part]} ${fixed(w[part]?.median, 1, ' s', 1000)} against ${fixed(r[part]?.median, 1, ' s', 1000)}`,
+      `${DETECTION_PARTS[part]} ${fixed(w[part]?.median, 1, ' s', 1000)} against ${fixed(r[part]?.median, 1, ' s', 1000)}`,
   );
-  return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${parts.join('; ')}.`;
+  return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${Object.values(parts).join('; ')}.`;
 }
 
 /** Whether a run kept the poll rate the aim asks for, and did not break. */
@@ -366,7 +366,7 @@ function wakeAim(result: BenchResult): AimResult {
   const aim =
     `pollNow to its GET, and a follow-up to its POST: p99 at most ${AIM_WAKE_P99_MS / 1000} s ` +
     `at N = ${WAKE_AIM_JOBS.toLocaleString('en-US')} (issue 29)`;
-  const runs = (result.wake ?? []).filter((w) => w.broke === null && (w.impl ?? 'worker') === 'worker');
+  const runs = (result.wake ?? []).filter((w) => w.broke === null && w.impl === 'worker');
   const judged = runs.find((w) => w.jobs >= WAKE_AIM_JOBS);
   const shown = judged ?? runs.at(-1);
   const limits =
