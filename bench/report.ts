@@ -533,11 +533,6 @@ function wakeTable(result: BenchResult): string {
       );
     }
   }
-  notes.push(
-    `1.0 itself (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure ` +
-      `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
-      `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
-  );
   const columns = ['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'];
   return `${table(
     rows,
