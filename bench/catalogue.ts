@@ -7,7 +7,8 @@
 import { durationMs } from '../src/duration.js';
 import type { ActionCounts, DetectionParts } from './history.js';
 import type { MachineInfo } from './resources.js';
-import { DEFAULT_SCHEDULE, fixedSchedule, type Schedule } from './schedule.js';
+import { DEFAULT_POLL } from '../src/poll-schedule.js';
+import { fixedSchedule, type Schedule } from './schedule.js';
 import type { Spread } from './stats.js';
 
 // The implementations compared.
@@ -160,11 +161,11 @@ export interface CostVariant {
 
 /** This worker on its defaults, and both baselines. */
 export const COST_VARIANTS: CostVariant[] = [
-  { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_SCHEDULE },
-  { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_SCHEDULE },
+  { name: 'this worker (default schedule)', impl: 'worker', schedule: DEFAULT_POLL },
+  { name: '(a) plain loop, same schedule', impl: 'plain-loop', schedule: DEFAULT_POLL },
   // A retry policy can express the same schedule (5 s ×1.5 up to 60 s), so this row differs from
   // ours only in the mechanism.
-  { name: '(b) poll by retry, same schedule', impl: 'poll-by-retry', schedule: DEFAULT_SCHEDULE },
+  { name: '(b) poll by retry, same schedule', impl: 'poll-by-retry', schedule: DEFAULT_POLL },
   // The pattern as Temporal documents it for polling: coefficient 1, here at our longest interval.
   { name: '(b) poll by retry, fixed 60 s', impl: 'poll-by-retry', schedule: fixedSchedule(60_000) },
   // The poll-schedule design choice: a fixed cadence as short as the default's first interval
@@ -177,7 +178,7 @@ export const COST_VARIANTS: CostVariant[] = [
  * schedule with the default options (what the ratios and the cost aim read).
  */
 export function defaultScheduleVariant(impl: Implementation): string | undefined {
-  return COST_VARIANTS.find((v) => v.impl === impl && v.schedule === DEFAULT_SCHEDULE)?.name;
+  return COST_VARIANTS.find((v) => v.impl === impl && v.schedule === DEFAULT_POLL)?.name;
 }
 
 /** Costs of one variant at one job length, over its samples. */
@@ -221,15 +222,15 @@ export interface QuotaCostSide {
   /**
    * The quota workflow's whole chain, over the jobs (null with the quota off). `updates`: the
    * accepted updates among its actions, the takes; `timers`: its wake-ups (a use leaving the
-   * window, a take moving the next one); both absent in results from before the fast path.
+   * window, a take moving the next one).
    */
   quotaWorkflow: {
     runs: number;
     events: number;
     actions: number;
-    updates?: number;
-    timers?: number;
-    /** What the chain grew by over the second half of the jobs; absent in results from before it was measured. */
+    updates: number;
+    timers: number;
+    /** What the chain grew by over the second half of the jobs, when it had one. */
     margin?: QuotaMargin;
   } | null;
   /** Per job, all told: the job's medians plus the quota workflow's share. */
@@ -283,8 +284,7 @@ export interface Delays {
 
 /** What the wake scenario measured. Times in ms unless named otherwise. */
 export interface WakeRun {
-  /** Absent in runs from before baselines were measured: this worker. */
-  impl?: Exclude<Implementation, 'plain-loop'>;
+  impl: WorkerImplementation;
   jobs: number;
   cadenceMs: number;
   /** Seconds from the first start until every agent job existed. */

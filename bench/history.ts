@@ -7,6 +7,7 @@
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import proto from '@temporalio/proto';
 import { SEALED_ENCODING } from '../src/payload-codec/index.js';
 import { mapLimit } from '../src/client/map-limit.js';
 import { sum } from './stats.js';
@@ -44,6 +45,9 @@ export interface WorkflowCost {
   events: number;
   /** Events of the longest run. */
   maxRunEvents: number;
+  /** Bytes of every run's history, serialized as the server stores it, and the payloads in them. */
+  bytes: number;
+  payloads: number;
   actions: ActionCounts;
   /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
   attemptsByActivity: Record<string, number>;
@@ -111,6 +115,8 @@ export async function workflowCost(
     runs: 0,
     events: 0,
     maxRunEvents: 0,
+    bytes: 0,
+    payloads: 0,
     actions: Object.fromEntries(
       [...Object.keys(ACTION_KINDS), 'total'].map((kind) => [kind, 0]),
     ) as ActionCounts,
@@ -123,6 +129,8 @@ export async function workflowCost(
     cost.runs++;
     cost.events += events.length;
     cost.maxRunEvents = Math.max(cost.maxRunEvents, events.length);
+    cost.bytes += proto.temporal.api.history.v1.History.encode(history).finish().length;
+    cost.payloads += payloadsOf(history).length;
     count(events, cost.actions, cost.attemptsByActivity);
     const last = events.at(-1);
     if (last && isClose(last)) cost.closedAt = timestampMs(last.eventTime);
@@ -140,6 +148,26 @@ function resultOf(events: readonly HistoryEvent[]): unknown {
   const payload = events.at(-1)?.workflowExecutionCompletedEventAttributes?.result?.payloads?.[0];
   if (!payload || isSealed(payload)) return undefined;
   return defaultPayloadConverter.fromPayload(payload);
+}
+
+/**
+ * Every payload of a history: each object with `data` and `metadata`, at any depth (inputs,
+ * results, failures' details, the user metadata of summaries), as the SDK hands them to a codec.
+ */
+export function payloadsOf(history: History): Payload[] {
+  const found: Payload[] = [];
+  const walk = (value: unknown): void => {
+    if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return;
+    if (Array.isArray(value)) return value.forEach(walk);
+    const record = value as Record<string, unknown>;
+    if ('metadata' in record && 'data' in record && ArrayBuffer.isView(record.data)) {
+      found.push(record);
+      return;
+    }
+    Object.values(record).forEach(walk);
+  };
+  walk(history.events ?? []);
+  return found;
 }
 
 function isSealed(payload: Payload): boolean {
@@ -172,7 +200,7 @@ export function timestampMs(time: HistoryEvent['eventTime']): number {
 }
 
 /** Whether the event closes its run (continue-as-new aside). */
-export function isClose(event: HistoryEvent): boolean {
+function isClose(event: HistoryEvent): boolean {
   return Boolean(
     event.workflowExecutionCompletedEventAttributes ??
     event.workflowExecutionFailedEventAttributes ??
@@ -194,17 +222,24 @@ export async function firstRunId(handle: WorkflowHandle): Promise<string> {
 }
 
 /**
- * Where one job's detection latency went, in ms: from its agent job's end (the simulator's clock) to
- * the start of the poll attempt that saw it; that attempt, to its completion; the completion to the
- * workflow task that read it (the server, and the worker's workflow-task queue); that task to the
- * close. The server's clock for the events.
+ * Where one job's detection latency goes, part by part in the order they happen, as the page names
+ * them: from its agent job's end (the simulator's clock) to the start of the poll attempt that saw
+ * it; that attempt, to its completion; the completion to the workflow task that read it (the
+ * server, and the worker's workflow-task queue); that task to the close. The server's clock for the
+ * events.
  */
-export interface DetectionParts {
-  wait: number;
-  attempt: number;
-  toTask: number;
-  toClose: number;
-}
+export const DETECTION_PARTS = {
+  wait: "job's end → start of the attempt that saw it",
+  attempt: 'that attempt',
+  toTask: 'its completion → the workflow task',
+  toClose: 'that task → the close',
+} as const;
+
+/** One of {@link DETECTION_PARTS}. */
+export type DetectionPart = keyof typeof DETECTION_PARTS;
+
+/** One job's detection latency split, in ms. */
+export type DetectionParts = Record<DetectionPart, number>;
 
 /**
  * Closed workflows whose histories split the detection latency: one in every N / 200, spread over
@@ -212,22 +247,10 @@ export interface DetectionParts {
  */
 export const DETECTION_SAMPLE = 200;
 
-/** The parts of {@link DetectionParts}, in the order they happen. */
-export const DETECTION_PARTS = ['wait', 'attempt', 'toTask', 'toClose'] as const;
-
-/** What each part of the split measures, as the page names it. */
-export const DETECTION_PART_NAMES: Record<keyof DetectionParts, string> = {
-  wait: "job's end → start of the attempt that saw it",
-  attempt: 'that attempt',
-  toTask: 'its completion → the workflow task',
-  toClose: 'that task → the close',
-};
-
 /** A record with one value per part of the split, in {@link DETECTION_PARTS}' order. */
-export function perPart<T>(value: (part: keyof DetectionParts) => T): Record<keyof DetectionParts, T> {
-  const record = {} as Record<keyof DetectionParts, T>;
-  for (const part of DETECTION_PARTS) record[part] = value(part);
-  return record;
+export function perPart<T>(value: (part: DetectionPart) => T): Record<DetectionPart, T> {
+  const parts = Object.keys(DETECTION_PARTS) as DetectionPart[];
+  return Object.fromEntries(parts.map((part) => [part, value(part)])) as Record<DetectionPart, T>;
 }
 
 /**
@@ -266,7 +289,7 @@ export async function detectionSplit(
   client: Client,
   sample: ReadonlyArray<{ workflowId: string }>,
   endedAt: ReadonlyMap<string, number>,
-): Promise<Record<keyof DetectionParts, number[]>> {
+): Promise<Record<DetectionPart, number[]>> {
   const split = perPart((): number[] => []);
   await mapLimit(sample, 8, async ({ workflowId }) => {
     // One read: the history names the job in its result, and holds the events to time.
@@ -276,7 +299,7 @@ export async function detectionSplit(
     if (end === undefined) return;
     const parts = detectionParts(events, end);
     if (parts === null) return;
-    for (const part of DETECTION_PARTS) split[part].push(parts[part]);
+    for (const [part, ms] of Object.entries(parts)) split[part as DetectionPart].push(ms);
   });
   return split;
 }

@@ -28,18 +28,11 @@ import {
   type StartupMode,
   type WakeRun,
 } from './catalogue.js';
-import {
-  ACTION_KINDS,
-  DETECTION_PART_NAMES,
-  DETECTION_PARTS,
-  DETECTION_SAMPLE,
-  type ActionCounts,
-} from './history.js';
+import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
   evaluateAims,
-  quotaOwnCost,
   ratios,
   summarizeLoad,
   type LoadSummary,
@@ -47,7 +40,7 @@ import {
 } from './summary.js';
 
 /** Where results go. */
-export const RESULTS_DIR = join(ROOT, 'bench', 'results');
+const RESULTS_DIR = join(ROOT, 'bench', 'results');
 /** The generated performance document. */
 const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
@@ -56,30 +49,25 @@ export function writeResult(result: BenchResult): string {
   // Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown.
   const kind = result.server === 'postgres' ? `${result.mode}-postgres` : result.mode;
   const summary = summarizeLoad(result.load);
-  const path = writeResultFile(result.startedAt, kind, {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
+  const path = join(RESULTS_DIR, `${stamp}-${kind}.json`);
+  const written = {
     ...result,
     summary: { load: summary, ratios: ratios(summary, result.cost), aims: evaluateAims(result, summary) },
-  });
+  };
+  writeFileSync(path, `${JSON.stringify(written, null, 2)}\n`);
   // Each part of the report comes from the newest run of the kind that has it: a run that is the
   // newest with no part is read no more. The newest stays in any case, as the record of the last run.
   const names = resultNames(kind);
   const runs = names.map(readResult);
   const read = new Set([runs[0], ...sourcesOf(runs).keys()]);
-  removeResults(names.filter((_, i) => !read.has(runs[i])));
+  for (const name of names.filter((_, i) => !read.has(runs[i]))) rmSync(join(RESULTS_DIR, name));
   return path;
 }
 
-/** Writes `content` as bench/results/<its start>-<kind>.json; returns its path. */
-export function writeResultFile(startedAt: string, kind: string, content: unknown): string {
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const stamp = startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
-  const path = join(RESULTS_DIR, `${stamp}-${kind}.json`);
-  writeFileSync(path, `${JSON.stringify(content, null, 2)}\n`);
-  return path;
-}
-
-/** The file names of the results of a kind ("quick", "full", "quick-postgres", "outage"), newest first. */
-export function resultNames(kind: string): string[] {
+/** The file names of the results of a kind ("quick", "full", "quick-postgres"), newest first. */
+function resultNames(kind: string): string[] {
   try {
     return readdirSync(RESULTS_DIR)
       .filter((n) => n.endsWith(`-${kind}.json`))
@@ -89,11 +77,6 @@ export function resultNames(kind: string): string[] {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
-}
-
-/** Removes results from bench/results/, by file name. */
-export function removeResults(names: readonly string[]): void {
-  for (const name of names) rmSync(join(RESULTS_DIR, name));
 }
 
 function readResult(name: string): BenchResult {
@@ -291,10 +274,10 @@ function header(result: BenchResult): string {
 }
 
 /** A column of a table: its header, and its cell in a row. */
-export type Column<T> = [header: string, cell: (row: T) => string];
+type Column<T> = [header: string, cell: (row: T) => string];
 
 /** A markdown table of `rows`, one column per entry of `columns`. */
-export function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
+function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const line = (cells: string[]) => `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [
     line(columns.map(([header]) => header)),
@@ -373,11 +356,14 @@ function detectionTable(loads: LoadSummary[], h: Heading): string[] {
     "((c)'s reads are local activities, which leave no start in a history, so it has no split; the job's end " +
     "is the simulator's clock, the rest the server's): the p99 of a part and of the whole need not come " +
     'from the same jobs.\n';
-  const parts = DETECTION_PARTS.map((part): Column<LoadSummary> => [
-    DETECTION_PART_NAMES[part],
+  const parts = perPart((part): Column<LoadSummary> => [
+    DETECTION_PARTS[part],
     ({ detection: d }) => `${f(d?.p50[part], 2, 1000)} / ${f(d?.p99[part], 2, 1000)}`,
   ]);
-  return [h('Where detection latency goes'), `${intro}\n${table(rows, [...POINT_COLUMNS, ...parts])}`];
+  return [
+    h('Where detection latency goes'),
+    `${intro}\n${table(rows, [...POINT_COLUMNS, ...Object.values(parts)])}`,
+  ];
 }
 
 /**
@@ -449,7 +435,7 @@ function quotaTable(sides: QuotaCostSide[]): string {
   const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
   const added =
     on && off && on.eventsPerJob !== null && off.eventsPerJob !== null
-      ? `\n${quotaOwnCostText(on, off)}The quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
+      ? `\nThe quota adds ${num(on.eventsPerJob - off.eventsPerJob)} events and ${num(
           (on.actionsPerJob ?? 0) - (off.actionsPerJob ?? 0),
         )} billable actions per job all told (${times(ratio(on.actionsPerJob, off.actionsPerJob))} the actions), ` +
         `and ${num((on.startLatencyMs?.median ?? 0) - (off.startLatencyMs?.median ?? 0))} ms to the median start.\n`
@@ -457,7 +443,7 @@ function quotaTable(sides: QuotaCostSide[]): string {
   const chainText = ({ quotaWorkflow: q }: QuotaCostSide) =>
     q
       ? `${q.events} events, ${q.actions} actions` +
-        (q.updates === undefined ? '' : ` (${q.updates} updates, ${q.timers ?? 0} timers)`) +
+        ` (${q.updates} updates, ${q.timers} timers)` +
         `, ${q.runs} run(s)`
       : '';
   return table(sides, [
@@ -503,44 +489,12 @@ function codecTable({ sides, sealOpen }: CodecCost): string {
   return `${rows}\n${bytes}${own}\n`;
 }
 
-/**
- * The quota's own cost per job, each part apart: what it adds to the job's history (issue 29: no
- * event), the takes (accepted updates on the quota workflow, one action each; issue 29: at most
- * one per job), and the rest of the quota workflow's chain (its start, its wakes as uses leave the
- * window, its end), which a busy project shares over many more jobs than the benchmark runs.
- */
-function quotaOwnCostText(on: QuotaCostSide, off: QuotaCostSide): string {
-  const own = quotaOwnCost(on, off);
-  if (!own) return '';
-  const { chain: quota, takes } = own;
-  const history =
-    `In the job's own history the quota adds ${num(own.events)} events ` +
-    `and ${num(own.jobActions)} actions (medians, on − off). `;
-  if (takes === null) return history;
-  return (
-    history +
-    `On the quota workflow: ${num(takes / on.jobs)} accepted updates (takes) per job, 1 action each; ` +
-    `the rest of its chain ${num((quota.actions - takes) / on.jobs)} actions per job ` +
-    `(${num((quota.timers ?? 0) / on.jobs)} of them timers), and ${num(quota.events / on.jobs)} events per job ` +
-    `in its history, over ${on.jobs} jobs. ` +
-    (quota.margin && own.perJob !== null
-      ? `Over the last ${quota.margin.jobs} jobs, once the chain ran, it grew by ${quota.margin.actions} actions ` +
-        `(${quota.margin.updates} takes, ${quota.margin.timers} timers): ${num(own.perJob)} actions per further job. `
-      : '') +
-    `Issue 29's aim, the quota's own cost per job when it never waits at most 1 action and 0 events in the ` +
-    `job's history: ${num(own.perJob ?? own.actions)} actions ` +
-    `(${own.perJob === null ? "takes and the chain's share" : 'per further job'}) and ${num(own.events)} events, ` +
-    `${own.met ? 'MET' : 'MISSED'}; the chain's ${quota.actions - takes} actions besides the takes ` +
-    `(its start, its timers, any patch marker of an earlier build) are shared by every job of the chain, ${on.jobs} here. `
-  );
-}
-
 function wakeTable(result: BenchResult): string {
   const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const w of result.wake ?? []) {
-    const point = `${label(w.impl ?? 'worker')}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
+    const point = `${label(w.impl)}, N=${w.jobs} at ${w.cadenceMs / 1000} s`;
     if (w.broke !== null) {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
@@ -566,7 +520,7 @@ function wakeTable(result: BenchResult): string {
       );
       notes.push(
         `${point}: the new worker ran ${ms(r.newWorkerRunningMs)} ms after the kill. ` +
-          restartNote(w.impl ?? 'worker', r),
+          restartNote(w.impl, r),
       );
     }
     const c = w.pollCounts;
@@ -579,11 +533,6 @@ function wakeTable(result: BenchResult): string {
       );
     }
   }
-  notes.push(
-    `1.0 itself (a timer and a local-activity poll per wait) was not measured against a SIGKILL: no figure ` +
-      `for it exists in bench/results/ or in earlier versions of this page. ${label('floor')} polls as 1.0 ` +
-      `did; full mode kills and replaces its worker too, and ${label('poll-by-retry')}'s.`,
-  );
   const columns = ['point', 'from → to', 'p50 ms', 'p99 ms', 'max ms', 'arrived'];
   return `${table(
     rows,

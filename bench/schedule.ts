@@ -3,8 +3,7 @@
  * takes, so that costs measured on time-scaled runs can be checked against real time. The
  * schedule is the workflow's own (src/poll-schedule.ts).
  */
-import { DEFAULT_POLL, type ResolvedPollSettings } from '../src/poll-schedule.js';
-import { PollSchedule } from '../src/poll-schedule.js';
+import { PollSchedule, type ResolvedPollSettings } from '../src/poll-schedule.js';
 import { spread, type Spread } from './stats.js';
 
 /** A poll schedule in milliseconds. */
@@ -12,9 +11,6 @@ export type Schedule = Pick<
   ResolvedPollSettings,
   'initialIntervalMs' | 'maxIntervalMs' | 'backoffCoefficient'
 >;
-
-/** The workflow's default schedule: 5 s, ×1.5, at most 60 s. */
-export const DEFAULT_SCHEDULE: Schedule = DEFAULT_POLL;
 
 /** `schedule` with every interval divided by `factor` (time runs `factor` times faster). */
 export function scaleSchedule(schedule: Schedule, factor: number): Schedule {

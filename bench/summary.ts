@@ -20,7 +20,7 @@ import {
   type StartupRun,
   type WakeRun,
 } from './catalogue.js';
-import { DETECTION_PART_NAMES, DETECTION_PARTS, perPart, type DetectionParts } from './history.js';
+import { DETECTION_PARTS, perPart, type DetectionPart } from './history.js';
 import { fixed, ratio, spread, spreadText, type Spread } from './stats.js';
 
 /**
@@ -56,7 +56,7 @@ export type LoadSummary = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs
     /** The poll rate the cadence asks for: N / cadence. */
     targetPollsPerSecond: number;
     /** Where detection latency went: each part's p50 and p99 (ms), over the repeats; null without a split. */
-    detection: Record<'p50' | 'p99', Record<keyof DetectionParts, Spread | null>> | null;
+    detection: Record<'p50' | 'p99', Record<DetectionPart, Spread | null>> | null;
     broke: string[];
   };
 
@@ -312,11 +312,11 @@ function p99Split(worker: LoadSummary, retry: LoadSummary, status: AimStatus): s
       ? "The poll rate was held, and the p99's ratio falls on either side of the aim from one repeat to another."
       : 'The poll rate was held, so the CPU estimate that follows is not what misses: the p99 is.';
   if (!w || !r) return `${lead} No split of the detection latency was taken to say where it goes.`;
-  const parts = DETECTION_PARTS.map(
+  const parts = perPart(
     (part) =>
-      `${DETECTION_PART_NAMES[part]} ${fixed(w[part]?.median, 1, ' s', 1000)} against ${fixed(r[part]?.median, 1, ' s', 1000)}`,
+      `${DETECTION_PARTS[part]} ${fixed(w[part]?.median, 1, ' s', 1000)} against ${fixed(r[part]?.median, 1, ' s', 1000)}`,
   );
-  return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${parts.join('; ')}.`;
+  return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${Object.values(parts).join('; ')}.`;
 }
 
 /** Whether a run kept the poll rate the aim asks for, and did not break. */
@@ -366,7 +366,7 @@ function wakeAim(result: BenchResult): AimResult {
   const aim =
     `pollNow to its GET, and a follow-up to its POST: p99 at most ${AIM_WAKE_P99_MS / 1000} s ` +
     `at N = ${WAKE_AIM_JOBS.toLocaleString('en-US')} (issue 29)`;
-  const runs = (result.wake ?? []).filter((w) => w.broke === null && (w.impl ?? 'worker') === 'worker');
+  const runs = (result.wake ?? []).filter((w) => w.broke === null && w.impl === 'worker');
   const judged = runs.find((w) => w.jobs >= WAKE_AIM_JOBS);
   const shown = judged ?? runs.at(-1);
   const limits =
@@ -447,10 +447,8 @@ function costAim(result: BenchResult): AimResult {
   // measured, all told over the quota run's jobs before that.
   const [on, off] = [0, 1].map((i) => result.quota?.[i]);
   const own = on && off ? quotaOwnCost(on, off) : null;
-  const quotaActions =
-    own?.perJob ??
-    (on?.actionsPerJob != null && off?.actionsPerJob != null ? on.actionsPerJob - off.actionsPerJob : null);
-  const quotaEvents = on?.jobEvents && off?.jobEvents ? on.jobEvents.median - off.jobEvents.median : null;
+  const quotaActions = own ? (own.perJob ?? own.actions) : null;
+  const quotaEvents = own?.events ?? null;
   const actions = row.actions.median + (quotaActions ?? 0);
   const upsertCount = row.actionBreakdown?.searchAttributeUpserts;
   const upserts =
@@ -493,14 +491,16 @@ function quotaAim(result: BenchResult): AimResult {
   const on = result.quota?.find((s) => s.quota !== 'off');
   const off = result.quota?.find((s) => s.quota === 'off');
   const own = on && off ? quotaOwnCost(on, off) : null;
-  if (!on || !own || own.takes === null) {
+  if (!on || !own) {
     return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
   }
-  const { events, actions, takes, chain, perJob } = own;
+  const { events, actions, chain, perJob } = own;
+  const takes = chain.updates;
+  const status = (perJob ?? actions) <= 1 && events <= 0 ? 'met' : 'MISSED';
   const chainActions = chain.actions - takes;
   const shares =
     `${(takes / on.jobs).toFixed(2)} takes, ${(chainActions / on.jobs).toFixed(2)} the chain's share ` +
-    `(${chainActions} actions, ${chain.timers ?? 0} of them timers)`;
+    `(${chainActions} actions, ${chain.timers} of them timers)`;
   const limits =
     `Each take is an accepted update, 1 action. The chain's other actions (its start, its patch ` +
     `marker, a timer to end an idle minute after the last use, one more when takes push that end on) ` +
@@ -509,14 +509,14 @@ function quotaAim(result: BenchResult): AimResult {
   if (perJob === null || !margin) {
     return {
       aim,
-      status: own.met ? 'met' : 'MISSED',
+      status,
       landed: `${actions.toFixed(2)} actions and ${fixed(events, 0)} events per job over ${on.jobs} jobs: ${shares}`,
       limits: `${limits}, ${on.jobs} here.`,
     };
   }
   return {
     aim,
-    status: own.met ? 'met' : 'MISSED',
+    status,
     landed:
       `${perJob.toFixed(2)} actions and ${fixed(events, 0)} events per further job once the project's chain runs ` +
       `(the last ${margin.jobs} jobs: ${margin.updates} takes, ${margin.actions - margin.updates} other ` +
@@ -525,50 +525,25 @@ function quotaAim(result: BenchResult): AimResult {
   };
 }
 
-/** The quota's own cost per job: what it adds to the job's history, and the quota workflow's chain. */
-export interface QuotaOwnCost {
-  /** Events it adds to the job's own history (medians, on − off). */
-  events: number;
-  /** Actions it adds to the job's own history (medians, on − off). */
-  jobActions: number;
-  /** All of its actions per job over the run: the chain's whole share and what it adds to the job's history. */
-  actions: number;
-  /**
-   * Its actions per further job once the chain runs: the chain's growth over the later jobs, and
-   * what it adds to the job's history; null in results from before it was measured.
-   */
-  perJob: number | null;
-  /** The chain's accepted updates, the takes; null in results from before they were counted. */
-  takes: number | null;
-  chain: NonNullable<QuotaCostSide['quotaWorkflow']>;
-  /**
-   * Issue 29's aim: at most 1 action and 0 events per job, at the margin where it was measured
-   * (all told before that); false when the takes were not counted.
-   */
-  met: boolean;
-}
-
-/** The quota's own cost per job, from the sides with it on and off; null when a figure is missing. */
-export function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide): QuotaOwnCost | null {
+/**
+ * The quota's own cost per job, from the sides with it on and off; null when a figure is missing.
+ * `events`: what it adds to the job's own history (medians, on − off); `actions`: all of its actions
+ * per job over the run, the chain's whole share and what it adds to the job's history; `perJob`:
+ * its actions per further job once the chain runs (the chain's growth over the later jobs, and what
+ * it adds to the job's history), null when that was not measured.
+ */
+function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide) {
   const chain = on.quotaWorkflow;
   if (!on.jobEvents || !off.jobEvents || !on.jobActions || !off.jobActions || !chain || on.jobs === 0) {
     return null;
   }
-  const events = on.jobEvents.median - off.jobEvents.median;
   const jobActions = on.jobActions.median - off.jobActions.median;
-  const actions = chain.actions / on.jobs + jobActions;
-  const perJob =
-    chain.margin && chain.margin.jobs > 0 ? chain.margin.actions / chain.margin.jobs + jobActions : null;
-  const takes = chain.updates ?? null;
-  const read = perJob ?? actions;
+  const { margin } = chain;
   return {
-    events,
-    jobActions,
-    actions,
-    perJob,
-    takes,
+    events: on.jobEvents.median - off.jobEvents.median,
+    actions: chain.actions / on.jobs + jobActions,
+    perJob: margin && margin.jobs > 0 ? margin.actions / margin.jobs + jobActions : null,
     chain,
-    met: takes !== null && read <= 1 && events <= 0,
   };
 }
 

@@ -120,17 +120,19 @@ function payloadKeyRing(): { path: string; throwaway: boolean } | null {
 }
 
 /**
- * Starts the codec server on loopback (its local-only allowance: no token, which is what the dev
- * UI can send) for pages of `uiUrl`, over the ring in `env`.
+ * Starts the codec server on loopback (its local-only allowance: the local token in the endpoint's
+ * path, which is what the dev UI can send) for pages of `uiUrl`, over the ring in `env`.
  */
 async function startCodecServer(
   env: NodeJS.ProcessEnv,
   port: number,
   uiUrl: string | null,
+  localToken: string,
 ): Promise<ChildProcess> {
   const origins = uiUrl === null ? [] : [uiUrl, uiUrl.replace('//127.0.0.1:', '//localhost:')];
   const codecEnv: NodeJS.ProcessEnv = {
     ...env,
+    CODEC_SERVER_LOCAL_TOKEN: localToken,
     CODEC_SERVER_ADDRESS: `127.0.0.1:${port}`,
     CODEC_SERVER_ALLOWED_ORIGINS: origins.join(','),
   };
@@ -150,7 +152,8 @@ async function main(): Promise<number> {
   const ring = payloadKeyRing();
   // Known before the UI starts, which takes it as its codec endpoint.
   const codecPort = ring === null ? null : (await freePorts(1))[0]!;
-  const codecEndpoint = codecPort === null ? undefined : `http://127.0.0.1:${codecPort}`;
+  const localToken = randomBytes(16).toString('hex');
+  const codecEndpoint = codecPort === null ? undefined : `http://127.0.0.1:${codecPort}/${localToken}`;
   const temporal = await startDemoTemporal({ codecEndpoint, log: say });
   cleanups.push(() => temporal.stop());
   const temporalAddress = temporal.address;
@@ -196,7 +199,7 @@ async function main(): Promise<number> {
   if (options.budget) env.AGENT_API_PROJECT_QUOTA = values.budget;
   if (ring !== null && codecPort !== null) {
     env.TEMPORAL_PAYLOAD_KEYS_FILE = ring.path;
-    const codecServer = await startCodecServer(env, codecPort, uiUrl);
+    const codecServer = await startCodecServer(env, codecPort, uiUrl, localToken);
     cleanups.push(() => stopProcess(codecServer));
     say(
       `payload codec on, key ring ${ring.throwaway ? `${ring.path} (a throwaway one)` : ring.path}: ` +

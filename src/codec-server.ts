@@ -15,11 +15,11 @@ async function run(config: CodecServerConfig): Promise<void> {
     onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
   });
   const server = await startCodecServer(new AesGcmPayloadCodec(ring), config.server, logger);
-  const { accessToken } = config.server;
+  const { accessToken, localToken } = config.server;
   logger.info('codec server running', {
     endpoint: server.url,
     // Not named "authorization": the logger masks fields of that name.
-    callers: accessToken === null ? 'local only (loopback)' : 'oidc access token',
+    callers: accessToken === null ? 'local only (loopback, with the local token)' : 'oidc access token',
     issuer: accessToken?.issuer,
     audience: accessToken?.audience,
     requiredClaim: accessToken?.requiredClaim ? accessToken.requiredClaim.name : undefined,
@@ -27,6 +27,11 @@ async function run(config: CodecServerConfig): Promise<void> {
     allowCredentials: config.server.allowCredentials,
     payloadKeysFile: config.payloadKeysFile,
   });
+  // To the terminal that started it, never to the log: a log may be collected where others read it.
+  if (localToken !== null && process.stderr.isTTY)
+    process.stderr.write(
+      `codec endpoint for the UI and the CLI (keep it to yourself): ${server.url}/${localToken}\n`,
+    );
   const signal = await new Promise<string>((resolve) => {
     // Handlers that stay: a second signal during the close must not end the process half way.
     for (const name of ['SIGTERM', 'SIGINT'] as const) process.on(name, () => resolve(name));

@@ -72,19 +72,15 @@ export const FailureType = {
 /** One of the {@link FailureType} names. */
 export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 
-/**
- * A duration as callers write it in JSON: a Temporal duration string (`'10s'`, `'5 minutes'`) or
- * milliseconds. Strings are checked when the workflow starts (src/input.ts).
- */
+/** A duration as callers write it in JSON: `'10s'`, `'5 minutes'`, or milliseconds. */
 export type DurationInput = string | number;
 
-/** How often the workflow polls. */
+/** How often the workflow polls; the defaults and bounds are in docs/contract.md. */
 export interface PollSettings {
-  /** First wait after create, and after each follow-up message. Default 5s (the API recommends 5–10 s). */
+  /** First wait after create and after each follow-up message (default 5s, as the API recommends). */
   initialInterval?: DurationInput;
-  /** The longest wait between polls. Default 60s. */
   maxInterval?: DurationInput;
-  /** Growth factor of the wait after each poll that finds the job active. Default 1.5; 1 keeps it fixed. */
+  /** Growth of the wait after each poll that finds the job active; 1 keeps it fixed. */
   backoffCoefficient?: number;
   /**
    * @deprecated Ignored since 1.1, whatever its value, so 1.0 callers' inputs stay valid: every
@@ -93,57 +89,38 @@ export interface PollSettings {
   localActivity?: unknown;
 }
 
-/** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */
+/**
+ * Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it.
+ * Each field's default, bounds and meaning: docs/contract.md.
+ */
 export interface AgentJobInput {
   /** The documentation project. */
   projectId: string;
   /**
    * The instruction for the agent, at most {@link MAX_PROMPT_LENGTH} characters. Required without
-   * `jobId` (it creates the agent job). With `jobId` it is a follow-up message: the workflow sends
-   * it as a new turn of that agent job (once any turn in progress has ended) and returns when the
-   * new turn ends; without it, the workflow attaches and watches the job until its turn ends.
+   * `jobId` (it creates the agent job); with `jobId` it is a follow-up message, sent as a new turn
+   * once any turn in progress has ended; without it, the workflow watches the job's turn end.
    */
   prompt?: string;
   /** Work on an agent job that already exists instead of creating one (see `prompt`). */
   jobId?: string;
-  /** Poll schedule. */
   poll?: PollSettings;
-  /**
-   * How long to wait for the agent job to end before failing with `AgentJobTimedOut`. Default 6h,
-   * at most 7 days.
-   */
+  /** How long to wait for the agent job to end before `AgentJobTimedOut`: default 6h, at most 7 days. */
   timeout?: DurationInput;
-  /**
-   * Poll activities per workflow run before continue-as-new, which keeps each run's history bounded.
-   * Default 150. A job that stays `active` adds nothing to the history while its poll activity waits.
-   */
+  /** Poll activities per run before continue-as-new, which keeps each run's history bounded. */
   continueAsNewAfterPolls?: number;
-  /**
-   * How long the API may answer 404, or something that is not a record (maintenance pages), for an
-   * agent job it has answered before (a failover, a deploy) before the workflow gives up. Default
-   * 30m. A job never answered yet (a `jobId` with a typo) gives up after 5 such answers in a row.
-   */
+  /** How long 404s or non-records may last for a job the API answered before (a failover). */
   blipTolerance?: DurationInput;
-  /**
-   * How long polls and follow-up messages wait for a working API key when the API refuses it
-   * (401, 403: an expired or revoked key being rotated, a scope or allow-list being fixed), trying
-   * again with the key's source read afresh. Default 1h. The agent job runs on at the API
-   * meanwhile, so the workflow keeps watching it. A create waits only when the key worked for the
-   * project lately on this worker; a key that never worked fails the create at once.
-   */
+  /** How long polls and messages wait for a working API key after a 401 or 403 (a rotation). */
   credentialTolerance?: DurationInput;
   /**
-   * Set by `startAgentJob` when a run before this one under the same workflow ID may have created
-   * the agent job without recording its ID (its create was on the wire when it was terminated or
-   * timed out): why. The first create then follows `AGENT_API_AMBIGUOUS_CREATE`, as after a lost
-   * answer. At most 500 characters; only without `jobId`.
+   * Set by `startAgentJob` when a run before under the same workflow ID may have created the job
+   * without recording its ID: why. The first create then follows `AGENT_API_AMBIGUOUS_CREATE`.
    */
   previousCreate?: string;
   /**
-   * A notification target configured on the worker, by name (docs/notifications.md): when the
-   * workflow ends, its final record is delivered there at least once, with a stable delivery ID,
-   * without holding the workflow's result. A name the worker does not know fails the workflow with
-   * `UnknownNotifyTarget` before anything is created. Letters, digits, `.`, `_`, `-`; at most 64.
+   * A notification target configured on the worker, by name (docs/notifications.md): the final
+   * record is delivered there when the workflow ends. An unknown name fails with `UnknownNotifyTarget`.
    */
   notify?: string;
 }
@@ -161,26 +138,13 @@ export interface ApiErrorDetails {
   attempt: number;
   /** No retry can help (bad key, bad request, unknown project, an ambiguous call under `fail`). */
   final: boolean;
-  /**
-   * A create or message that may have reached the API all the same (a 502, a reset after sending,
-   * no answer in time): the next attempt is ambiguous. Absent on reads.
-   */
+  /** A create or message that may have reached the API all the same; absent on reads. */
   mayHaveBeenApplied?: boolean;
-  /**
-   * Set on a 429 to a create or message whose use the activity took from the project quota (the
-   * quota's `quotaTake` update): the workflow takes again carrying the refused take, so the quota
-   * pauses and learns, and the use waits at the head of its queue. Absent otherwise.
-   */
+  /** A 429 to a use taken from the project quota: the workflow takes again carrying the refused take. */
   quotaTaken?: boolean;
-  /**
-   * How a streak of this failure ends, as the failure policy says (docs/failure-policy.md):
-   * `deadline`, `final`, `in-a-row`, `blip` or `credentials`. Absent from earlier builds.
-   */
+  /** How a streak of this failure ends (docs/failure-policy.md); absent from earlier builds. */
   bound?: 'deadline' | 'final' | 'in-a-row' | 'blip' | 'credentials';
-  /**
-   * On a refused key (401, 403): how long ago, in ms, the worker last had another answer from the
-   * project (null: never). A create waits for a rotation only when it is within the tolerance.
-   */
+  /** On a 401 or 403: ms since the worker last had another answer from the project (null: never). */
   keyAnsweredAgoMs?: number | null;
 }
 
@@ -209,11 +173,9 @@ export interface AgentJobResult {
   /** Whether this workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
   /**
-   * Creates and follow-up messages sent again after an attempt whose outcome was unknown, across
-   * every run of this workflow (the `status` query's `resent`). 0 normally; more than 0 means a
-   * duplicate agent job or turn is possible (`AGENT_API_AMBIGUOUS_CREATE=retry`; the live API
-   * honours no idempotency key): look for a second job in the project. Absent from the results of
-   * workflows that ended on a build before this field.
+   * Creates and messages sent again after an attempt whose outcome was unknown, across every run:
+   * more than 0 means a duplicate agent job or turn is possible (`AGENT_API_AMBIGUOUS_CREATE=retry`).
+   * Absent from results of builds before this field.
    */
   resent: number;
 }
@@ -235,17 +197,11 @@ export interface AgentJobProgress {
   lastRecord: AgentJobRecord | null;
   polls: number;
   turns: number;
-  /**
-   * ISO time of the next poll while the workflow waits on its own timer; null otherwise, and while a
-   * poll activity polls (the server schedules its attempts: the Temporal UI shows the next one).
-   */
+  /** ISO time of the next poll on the workflow's own timer; null while a poll activity polls. */
   nextPollAt: string | null;
   /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
-  /**
-   * Creates and messages sent again after an attempt whose outcome was unknown
-   * (`AGENT_API_AMBIGUOUS_CREATE=retry`): each may have made a second agent job or turn.
-   */
+  /** As {@link AgentJobResult.resent}. */
   resent: number;
   /** Set while the workflow waits in its project's quota queue (phase `queued`), else null. */
   queue: QueuePlace | null;
@@ -257,17 +213,12 @@ export const statusQuery = defineQuery<AgentJobProgress>('status');
 /** Signal: poll at once (for instance from a webhook) instead of waiting for the timer. */
 export const pollNowSignal = defineSignal('pollNow');
 
-/**
- * Update: send a follow-up prompt to the agent job and resume polling until the new turn ends.
- * Returns the record the message call answered.
- */
+/** Update: send a follow-up prompt now and poll until the new turn ends; the message's record. */
 export const sendMessageUpdate = defineUpdate<AgentJobRecord, [string]>('sendMessage');
 
 /**
- * Update: queue a follow-up prompt. It is sent once the turn in progress and every follow-up queued
- * before it have ended, so turns never interleave; the update returns when its own turn ends, with
- * that turn's result (or fails with `AgentJobFailed` when the turn ends `failed`). The update ID is
- * the message's idempotency key: the same ID never sends twice to one agent job.
+ * Update: queue a follow-up prompt, sent once the turns before it have ended (turns never
+ * interleave); returns its own turn's result. The update ID is the message's idempotency key.
  */
 export const followUpUpdate = defineUpdate<AgentJobResult, [string]>('followUp');
 
@@ -285,11 +236,8 @@ export const SearchAttributes = {
 export const ALL_SEARCH_ATTRIBUTES = Object.values(SearchAttributes);
 
 /**
- * Longest project ID accepted, in UTF-8 bytes. A project ID is a short slug; it goes into workflow
- * IDs (`agent-job/<project>/...`, the quota workflow's), which the server limits to 255 bytes in
- * the compose setup, and into the `AgentProjectId` search attribute. 200 bytes keeps the quota
- * workflow's ID readable for any ASCII project ID (`agent-api-quota/` is 16 more) and leaves the
- * job workflows' IDs room for a key or job ID before they are cut and hashed.
+ * Longest project ID accepted, in UTF-8 bytes: it goes into workflow IDs (255 bytes at most), and
+ * 200 keeps the quota workflow's readable and leaves a job's room for a key before it is cut.
  */
 export const MAX_PROJECT_ID_BYTES = 200;
 

@@ -45,6 +45,18 @@ export const ErrorName = {
 /** One of the {@link ErrorName} values. */
 export type ErrorName = (typeof ErrorName)[keyof typeof ErrorName];
 
+/**
+ * The message of `err` and of its causes, each once and five at most, since the SDK's own messages
+ * are generic. What the API or the server sent may be in them: escape it for where it is shown.
+ */
+export function messageChain(err: unknown): string {
+  const parts: string[] = [];
+  for (let cause: unknown = err; cause instanceof Error && parts.length < 5; cause = cause.cause) {
+    if (!parts.includes(cause.message)) parts.push(cause.message);
+  }
+  return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
 /** The base of every error class of the project. */
 export class AgentJobError extends Error {
   constructor(name: ErrorName, message: string, options?: { cause?: unknown }) {

@@ -1,11 +1,8 @@
 /**
- * Text that came from outside (the Agent Job API's IDs, statuses, links and messages) made safe for
- * where a person reads it: markdown (the Temporal UI renders a workflow's current details and every
- * summary as markdown; a GitHub job summary would too), a terminal (the starter, the demo), or a
- * plain-text message that programs read as well (a failure's message). Nothing is refused or
- * dropped: every character the value had can still be read off the screen, only never acted on.
- *
- * Pure and free of Node modules: workflow code imports it.
+ * Text from outside (the API's IDs, statuses, links and messages) made safe where a person reads
+ * it: markdown (the Temporal UI's summaries and details, a GitHub job summary), a terminal, Slack,
+ * or a plain-text message. Nothing is refused or dropped: every character can still be read off
+ * the screen, only never acted on. Pure and free of Node modules: workflow code imports it.
  */
 
 /**
@@ -16,34 +13,22 @@
  */
 const UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
-/**
- * {@link UNSAFE} but for C0 controls: what `JSON.stringify` leaves raw. It escapes every C0 control
- * inside a string itself, and the line breaks it indents with stand outside strings, as meant.
- */
+/** {@link UNSAFE} but for C0 controls, which `JSON.stringify` escapes inside strings itself. */
 const UNSAFE_IN_JSON = /[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
 /**
  * Every character markdown may act on anywhere in a line, escaped with a backslash (CommonMark
- * renders a backslash before any ASCII punctuation as that character): emphasis and strikethrough
- * (`* _ ~`), code (`` ` ``), links and images (`[ ] ( ) !`), autolinks and HTML (`< >`), entities
- * (`&`), headings (`#`), tables (`|`), math (`$`), the backslash itself, and `{ }`, which the
- * Temporal UI fills in itself (`{workflowId}`, `{namespace}`, `{runId}`). What is left (letters,
- * digits, `. / : - = ? @ % , ; + ' "`) reads the same rendered or not, so a URL or an ID mostly
- * stays as it was.
+ * renders `\` before ASCII punctuation as that character), and `{ }`, which the Temporal UI fills
+ * in itself (`{workflowId}`). What is left reads the same rendered or not, so a URL mostly stays.
  */
 const MARKDOWN_INLINE = /[\\`*_~[\]()!<>&#|${}]/g;
 
-/**
- * What starts a block when it begins a line, after {@link MARKDOWN_INLINE} has done its part: a
- * list item or a thematic break (`-`, `+`), a setext underline (`=`), an ordered list item (`1.`).
- * A value may be written at the start of a line, so these are escaped there too.
- */
+/** What starts a block at the start of a line once {@link MARKDOWN_INLINE} is done: `- + = 1.`. */
 const MARKDOWN_LINE_START = /^( *)([-+=]|\d{1,9}(?=\.))/;
 
 /**
- * Characters of an http(s) URL that a markdown autolink (`<https://...>`) shows and links as they
- * are. `&` is left out (entities are decoded inside an autolink), and so are `{ } |` (the Temporal
- * UI's placeholders; a table's cell separator, which no escape works on inside an autolink).
+ * An http(s) URL that a markdown autolink (`<https://...>`) shows as it is: without `&` (entities
+ * are decoded in one) and `{ } |` (the UI's placeholders; a table's cell separator).
  */
 const AUTOLINK_URL = /^https?:\/\/[A-Za-z0-9\-._~:/?#@!$'*+,;=%]+$/;
 
@@ -62,21 +47,17 @@ function jsonEscape(codePoint: string): string {
 }
 
 /**
- * `text` for a terminal: every control or format character (ESC, which starts every ANSI and OSC
- * sequence; C1 controls such as CSI; CR and LF; bidi overrides; zero-width characters) written as
- * a visible `\u{..}` escape, the rest as it is. For one value on a line: a line break inside it is escaped too, so
- * it cannot forge a line of its own. A backslash is left alone; `\u{1b}` already in `text` reads
- * the same as an escaped ESC, which is harmless.
+ * `text` for a terminal, one value on a line: every {@link UNSAFE} character (ESC and CSI, which
+ * start escape sequences; CR and LF, which could forge a line) as a visible `\u{..}` escape.
  */
 export function terminalText(text: string): string {
   return text.replace(UNSAFE, visibleEscape);
 }
 
 /**
- * `text` for markdown, which renders as `text` and as nothing else: every character markdown may act
- * on escaped with a backslash (see {@link MARKDOWN_INLINE}; repository names and IDs often hold `_`
- * or `#`, so nothing is refused), and control and format characters written as visible `\u{..}`
- * escapes, as {@link terminalText} does, so no line break can start a heading, a list or a quote.
+ * `text` for markdown, rendered as `text` and nothing else: {@link MARKDOWN_INLINE} escaped (IDs
+ * often hold `_` or `#`, so nothing is refused), and {@link UNSAFE} characters as in
+ * {@link terminalText}, so no line break can start a heading, a list or a quote.
  */
 export function markdownText(text: string): string {
   return text
@@ -87,32 +68,20 @@ export function markdownText(text: string): string {
     .replace(UNSAFE, visibleEscape);
 }
 
-/**
- * A URL for markdown: an autolink (`<https://...>`, which a person can click and which shows the
- * URL as it is) when it is an http(s) URL made only of characters an autolink keeps as they are
- * (no white space, controls, `<>`, `&`, `{}` or `|`); otherwise {@link markdownText}, which shows it
- * as text.
- */
+/** A URL for markdown: an autolink when {@link AUTOLINK_URL} allows, else {@link markdownText}. */
 export function markdownUrl(url: string): string {
   return AUTOLINK_URL.test(url) ? `<${url}>` : markdownText(url);
 }
 
 /**
- * `value` as JSON that is safe on a screen and still the same JSON: `JSON.stringify` escapes C0
- * controls, quotes and backslashes but writes C1 controls, DEL, bidi and other format characters and
- * U+2028/U+2029 raw, so those are written as `\uXXXX` escapes too (only possible inside strings, so
- * `JSON.parse` gives back the same value). `space` indents as `JSON.stringify` does. `undefined`
- * gives `null`.
+ * `value` as JSON that is safe on a screen and still the same JSON: what `JSON.stringify` writes
+ * raw (C1 controls, DEL, format characters, U+2028/9) as `\uXXXX` escapes. `undefined` gives `null`.
  */
 export function jsonText(value: unknown, space?: number): string {
   return (JSON.stringify(value, null, space) ?? 'null').replace(UNSAFE_IN_JSON, jsonEscape);
 }
 
-/**
- * `text` as a JSON string literal ({@link jsonText}): for an ID or a status inside a plain-text
- * message. The quotes show where the value starts and ends whatever it holds, nothing in it can act
- * on a terminal, and it can be copied back exactly.
- */
+/** `text` as a JSON string literal ({@link jsonText}) inside a plain-text message: it can be copied back. */
 export function quoted(text: string): string {
   return jsonText(text);
 }

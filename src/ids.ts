@@ -2,8 +2,8 @@
  * The IDs this project accepts and builds: their length in UTF-8 bytes, whether they are
  * well-formed Unicode, and workflow IDs that always fit the server's limit, readable when short.
  *
- * Pure, no Node modules: the contract imports it, and through it workflow code (the quota
- * workflow's ID is computed there), as well as the client library and the API client.
+ * Pure, no Node modules: workflow code imports it (the quota workflow's ID is computed there), as
+ * do the client library (the agent-job workflows' IDs, at the end) and the input check.
  */
 
 /**
@@ -23,22 +23,12 @@ export const CUT_MARK = '%~';
 /** Hex digits of {@link idHash}. */
 const HASH_LENGTH = 16;
 
-/**
- * UTF-8 length of `text` in bytes, counted by hand (the same count in every sandbox). A lone
- * surrogate counts 3 bytes, as the U+FFFD an encoder writes for it.
- */
+/** The one encoder: the workflow sandbox has `TextEncoder` too, and no `Buffer`. */
+const UTF8 = new TextEncoder();
+
+/** UTF-8 length of `text` in bytes; a lone surrogate counts 3, as the U+FFFD an encoder writes. */
 export function utf8ByteLength(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    if (unit < 0x80) bytes += 1;
-    else if (unit < 0x800) bytes += 2;
-    else if (isHighSurrogate(unit) && isLowSurrogate(text.charCodeAt(i + 1))) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
+  return UTF8.encode(text).length;
 }
 
 /**
@@ -51,21 +41,9 @@ export function isWellFormed(text: string): boolean {
   return !/\p{Cs}/u.test(text);
 }
 
-/**
- * The longest start of `text` of at most `maxBytes` UTF-8 bytes that does not split a code point.
- */
+/** The longest start of `text` of at most `maxBytes` UTF-8 bytes that does not split a code point. */
 export function utf8Prefix(text: string, maxBytes: number): string {
-  let bytes = 0;
-  let end = 0;
-  while (end < text.length) {
-    const unit = text.charCodeAt(end);
-    const pair = isHighSurrogate(unit) && isLowSurrogate(text.charCodeAt(end + 1));
-    const size = unit < 0x80 ? 1 : unit < 0x800 ? 2 : pair ? 4 : 3;
-    if (bytes + size > maxBytes) break;
-    bytes += size;
-    end += pair ? 2 : 1;
-  }
-  return text.slice(0, end);
+  return text.slice(0, UTF8.encodeInto(text, new Uint8Array(Math.max(0, maxBytes))).read);
 }
 
 /**
@@ -145,10 +123,25 @@ export function boundedWorkflowId(
   );
 }
 
-function isHighSurrogate(unit: number): boolean {
-  return unit >= 0xd800 && unit <= 0xdbff;
+/**
+ * The workflow ID for a project and an idempotency key: `agent-job/<project>/<key>`, each part
+ * encoded by {@link encodeIdPart}. Stable, and distinct (project, key) pairs never share one.
+ */
+export function agentJobWorkflowId(projectId: string, key: string): string {
+  return boundedWorkflowId([projectId, key], encodeIdPart, ([p, k]) => `agent-job/${p}/${k}`);
 }
 
-function isLowSurrogate(unit: number): boolean {
-  return unit >= 0xdc00 && unit <= 0xdfff;
+/**
+ * The workflow ID of the workflow that drives an existing agent job (follow-ups, watching):
+ * `agent-job/<project>/job/<jobId>`. One ID per agent job is what keeps to one the workflows that
+ * send it messages. It never equals a key-based ID, which has one `/` fewer.
+ */
+export function agentJobIdWorkflowId(projectId: string, jobId: string): string {
+  return boundedWorkflowId([projectId, jobId], encodeIdPart, ([p, j]) => `agent-job/${p}/job/${j}`);
+}
+
+/** The `followUp` update's ID for a key: the key itself when it fits 255 bytes, else cut as a part. */
+export function followUpUpdateId(key: string): string {
+  if (utf8ByteLength(key) <= MAX_WORKFLOW_ID_BYTES) return key;
+  return fitPart(encodeIdPart(key), key, MAX_WORKFLOW_ID_BYTES);
 }

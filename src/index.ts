@@ -22,6 +22,8 @@ export {
   agentJobWorkflowId,
   encodeIdPart,
   followAgentJob,
+  progressLine,
+  promptDiffers,
   sendFollowUp,
   startAgentJob,
   workflowUiUrl,

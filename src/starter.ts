@@ -9,7 +9,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { agentJobIdWorkflowId } from './client/index.js';
 import { ConfigError } from './config/settings.js';
 import { terminalText } from './escape.js';
-import { UsageError } from './errors.js';
+import { messageChain, UsageError } from './errors.js';
 import {
   ALL_SEARCH_ATTRIBUTES,
   InvalidInputError,
@@ -149,16 +149,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/**
- * The error's message followed by its causes', since the SDK's own messages are generic; any of
- * them may carry what the API or the server sent, so it reaches the terminal through terminalText.
- */
+/** The error and its causes for the terminal, with the fix for search attributes not registered. */
 function explain(e: unknown): string {
-  const parts: string[] = [];
-  for (let cause: unknown = e; cause instanceof Error && parts.length < 5; cause = cause.cause) {
-    if (!parts.includes(cause.message)) parts.push(cause.message);
-  }
-  const text = terminalText(parts.length > 0 ? parts.join(': ') : String(e));
+  const text = terminalText(messageChain(e));
   if (/no mapping defined for search attribute/.test(text)) {
     return (
       `${text}. Register the search attributes once per namespace: ` +

@@ -1,17 +1,9 @@
 /**
- * The Temporal API key from a file (`TEMPORAL_API_KEY_FILE`), kept current on open connections so
- * that a rotated key needs no restart. The file is read by the same {@link FileApiKey} as the
- * agent API key's (a `stat` at most once a second on use, a read when it changed, the symlink swap
- * of a Kubernetes Secret seen as another file, the last good key kept while the file is unusable).
- *
- * The two connections take a new key differently:
- * - a client `Connection` (the starter) calls its `apiKey` function on every request, so it is
- *   given `() => source.current()` and needs nothing else ({@link clientConnectionOptions});
- * - the worker's `NativeConnection` holds a key inside the SDK's core and takes a new one only
- *   through `setApiKey`, so {@link followApiKey} checks the source every few seconds and calls it
- *   when the key changed.
- *
- * No key ever appears in a message, an event or a log line of this module.
+ * The Temporal API key from a file (`TEMPORAL_API_KEY_FILE`), read by the agent API key's
+ * {@link FileApiKey} and kept current on open connections, so a rotated key needs no restart: a
+ * client `Connection` calls its `apiKey` function per request ({@link clientConnectionOptions});
+ * the worker's `NativeConnection` takes a new key only through `setApiKey`, which
+ * {@link followApiKey} calls when the file's key changed. No key appears in a message or a log line.
  */
 import type { ConnectionOptions } from '@temporalio/client';
 import { FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './agent-api/api-key.js';
@@ -25,11 +17,9 @@ import { FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './agent-api
 export const TEMPORAL_KEY_CHECK_INTERVAL_MS = 5_000;
 
 /**
- * The key file (TEMPORAL_API_KEY_FILE) as a source re-read when it changes, or null without one:
- * the key (if any) is fixed (`TEMPORAL_API_KEY`, a profile's `api_key`). `onEvent` hears of a new
- * key and of a file that became unusable, never the key itself.
- * @throws ApiKeyFileError (src/agent-api/api-key.ts) when the file has no usable key now; its message
- *   names the file, not the key
+ * The key file as a source re-read when it changes, or null without one (a fixed key, if any).
+ * `onEvent` hears of a new key and of a file that became unusable, never the key itself.
+ * @throws ApiKeyFileError when the file has no usable key now; its message names the file
  */
 export function temporalApiKeySource(
   apiKeyFile: string | null,
@@ -38,10 +28,7 @@ export function temporalApiKeySource(
   return apiKeyFile === null ? null : new FileApiKey(apiKeyFile, { onEvent });
 }
 
-/**
- * The options of a client `Connection`: with a key file, the key is read from `source` on every
- * request (the SDK calls an `apiKey` function per call), so a rotation reaches the next request.
- */
+/** The options of a client `Connection`: with a key file, its key is read on every request. */
 export function clientConnectionOptions(
   options: ConnectionOptions,
   source: ApiKeySource | null,
@@ -56,10 +43,7 @@ export interface ApiKeyConnection {
 
 /** A running {@link followApiKey}. */
 export interface ApiKeyFollower {
-  /**
-   * Gives the connection the source's key when it differs from the last one given; true when it
-   * did. Checks already under way are joined, not repeated.
-   */
+  /** Gives the connection the source's key when it changed (true); a check under way is joined. */
   check(): Promise<boolean>;
   /** Stops the periodic checks; the worker calls it at shutdown. */
   stop(): void;
@@ -69,17 +53,13 @@ export interface ApiKeyFollower {
 export interface FollowApiKeyOptions {
   /** Time between two checks. Default {@link TEMPORAL_KEY_CHECK_INTERVAL_MS}. */
   intervalMs?: number;
-  /**
-   * A periodic check whose `setApiKey` failed. The new key is given again at the next check, so
-   * a passing failure costs one interval.
-   */
+  /** A periodic check whose `setApiKey` failed: the next check gives the key again. */
   onError: (err: unknown) => void;
 }
 
 /**
- * Keeps `connection`'s API key equal to `source`'s: checks every `intervalMs` on a timer that does
- * not keep the process alive, and calls `setApiKey` only when the key changed. `connectedWith` is
- * the key the connection was opened with.
+ * Keeps `connection`'s API key equal to `source`'s (`connectedWith`: the key it opened with),
+ * checking every `intervalMs` on a timer that does not keep the process alive.
  */
 export function followApiKey(
   source: ApiKeySource,

@@ -8,7 +8,7 @@ import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
 import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config/worker.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
-import { createActivityMetrics } from './observability/activity-metrics.js';
+import { createActivityMetrics } from './observability/metrics.js';
 import { startHealthServer } from './observability/health.js';
 import { logKeyFileEvents } from './observability/logger.js';
 import { ProjectMetrics } from './observability/project-metrics.js';

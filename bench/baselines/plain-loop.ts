@@ -36,7 +36,6 @@ interface Outcome {
   jobId: string;
   /** Epoch ms at which the loop saw the terminal status: its workflow's close, for the others. */
   closedAt: number;
-  polls: number;
 }
 
 function readOptions(): Options {
@@ -64,7 +63,6 @@ async function create(options: Options, index: number): Promise<string> {
 
 /** Polls one agent job until it is terminal: the whole of what the workflow does, minus durability. */
 async function follow(options: Options, jobId: string): Promise<Outcome> {
-  let polls = 0;
   const polling = new PollSchedule(options.schedule);
   for (;;) {
     // The workflow's wait and jitter, so both poll with the same spread; then the wait grows.
@@ -72,8 +70,7 @@ async function follow(options: Options, jobId: string): Promise<Outcome> {
     polling.grow();
     try {
       const record = await options.api.getJob(options.projectId, jobId);
-      polls++;
-      if (isTerminalStatus(record.status)) return { jobId, closedAt: Date.now(), polls };
+      if (isTerminalStatus(record.status)) return { jobId, closedAt: Date.now() };
     } catch (err) {
       // A transient error waits one more interval, as the workflow's retry policy would.
       if (!(err instanceof AgentApiError) || !err.retryable) throw err;

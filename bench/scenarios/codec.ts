@@ -5,13 +5,13 @@
  * this process, on the payloads of a real job, where the machine's load moves it little. The method:
  * docs/PERFORMANCE.md, "The payload codec".
  */
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { WorkflowHandle } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { startAgentJob } from '../../src/client/index.js';
 import { AesGcmPayloadCodec, FileKeyRing } from '../../src/payload-codec/index.js';
 import type { BenchEnvironment } from '../environment.js';
-import { chainHistories, firstRunId, type History } from '../history.js';
+import { firstRunId, payloadsOf, type History } from '../history.js';
 import { sampleProcess } from '../resources.js';
 import { spread, sum } from '../stats.js';
 import type { CodecCost, CodecCostSide } from '../catalogue.js';
@@ -53,7 +53,6 @@ export async function runCodecCost(env: BenchEnvironment, params: CodecCostParam
 }
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
-const { History: HistoryMessage } = proto.temporal.api.history.v1;
 
 interface SideRun {
   side: CodecCostSide;
@@ -83,7 +82,6 @@ async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCost
   );
   const costs = await Promise.all(started.map((s) => waitForCost(client, s.id, s.run, deadline)));
   const workerCpuSeconds = sampleProcess(worker.pid).cpuSeconds - cpuBefore;
-  const stored = await Promise.all(started.map((s) => storedBytes(client, s.id, s.run)));
   const polls = costs.map((c) => c.attemptsByActivity.pollAgentJob ?? 0);
   const [first] = started;
   if (!first) throw new Error('the codec side ran no job');
@@ -94,47 +92,12 @@ async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCost
       jobs: costs.length,
       polls: spread(polls),
       events: spread(costs.map((c) => c.events)),
-      historyBytes: spread(stored.map((s) => s.bytes)),
-      payloads: spread(stored.map((s) => s.payloads)),
+      historyBytes: spread(costs.map((c) => c.bytes)),
+      payloads: spread(costs.map((c) => c.payloads)),
       workerCpuMsPerPoll: (workerCpuSeconds * 1000) / Math.max(1, sum(polls)),
     },
     firstHistory: await client.workflow.getHandle(first.id, first.run).fetchHistory(),
   };
-}
-
-/** The bytes every run of a job's chain takes as the server stores it, and its payloads. */
-async function storedBytes(
-  client: Client,
-  workflowId: string,
-  runId: string,
-): Promise<{ bytes: number; payloads: number }> {
-  let bytes = 0;
-  let payloads = 0;
-  for await (const { history } of chainHistories(client, workflowId, runId)) {
-    bytes += HistoryMessage.encode(history).finish().length;
-    payloads += payloadsOf(history).length;
-  }
-  return { bytes, payloads };
-}
-
-/**
- * Every payload of a history: each object with `data` and `metadata`, at any depth (inputs,
- * results, failures' details, the user metadata of summaries), as the SDK hands them to a codec.
- */
-export function payloadsOf(history: History): Payload[] {
-  const found: Payload[] = [];
-  const walk = (value: unknown): void => {
-    if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return;
-    if (Array.isArray(value)) return value.forEach(walk);
-    const record = value as Record<string, unknown>;
-    if ('metadata' in record && 'data' in record && ArrayBuffer.isView(record.data)) {
-      found.push(record);
-      return;
-    }
-    Object.values(record).forEach(walk);
-  };
-  walk(history.events ?? []);
-  return found;
 }
 
 /** The poll activity's input: what the worker opens for each poll attempt. */

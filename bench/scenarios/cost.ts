@@ -16,7 +16,7 @@ import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
 import type { CostRow, CostVariant, WorkerImplementation } from '../catalogue.js';
-import { apiRequests, BenchmarkBroken, startJob } from './load.js';
+import { apiRequests, startJob } from './load.js';
 
 /** What to run. */
 export interface CostParams {
@@ -85,7 +85,8 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
       ),
     );
     const deadline = Date.now() + slowest + 60_000;
-    const measure = async (cell: Cell): Promise<WorkflowCost | { polls: number }> => {
+    // The plain loop's polls, like every variant's, are the GETs the simulator counts.
+    const measure = async (cell: Cell): Promise<WorkflowCost | null> => {
       const { impl } = cell.variant;
       const schedule = scaleSchedule(cell.variant.schedule, params.scale);
       if (impl !== 'plain-loop') {
@@ -95,9 +96,9 @@ export async function runCost(env: BenchEnvironment, params: CostParams): Promis
       }
       // A plain-loop process per cell: the loop takes one project.
       const proc = await env.startPlainLoop(simulator.url, cell.project, 1, schedule);
-      const result = await runPlainLoop(proc, Math.max(1_000, deadline - Date.now()));
+      await runPlainLoop(proc, Math.max(1_000, deadline - Date.now()));
       proc.child.stdin?.end();
-      return { polls: (result.outcomes as Array<{ polls: number }>)[0]?.polls ?? 0 };
+      return null;
     };
     const samples = new Map(
       await Promise.all(cells.map(async (cell) => [cell, await measure(cell)] as const)),
@@ -168,14 +169,14 @@ export async function waitForCost(
       const description = await client.workflow.getHandle(workflowId).describe();
       if (description.status.name === 'COMPLETED') return workflowCost(client, workflowId, runId);
       if (description.status.name !== 'RUNNING') {
-        throw new BenchmarkBroken(`cost workflow ${workflowId} ended ${description.status.name}`);
+        throw new Error(`cost workflow ${workflowId} ended ${description.status.name}`);
       }
       return undefined;
     },
     deadline,
     everyMs: 500,
     late: () => {
-      throw new BenchmarkBroken(`cost workflow ${workflowId} still running at the deadline`);
+      throw new Error(`cost workflow ${workflowId} still running at the deadline`);
     },
   });
 }
@@ -183,7 +184,7 @@ export async function waitForCost(
 function measuredRows(
   simulator: RunningSimulator,
   cells: Cell[],
-  samples: Map<Cell, WorkflowCost | { polls: number }>,
+  samples: Map<Cell, WorkflowCost | null>,
   params: CostParams,
 ): CostRow[] {
   const requests = simulator.stats().requestsPerProjectEndpoint;
@@ -195,24 +196,16 @@ function measuredRows(
   return [...groups.values()].map((group) => {
     const first = group[0] as Cell;
     const pollActivity = first.variant.impl === 'worker' ? 'pollAgentJob' : 'awaitTerminalStatus';
-    const costs = group.flatMap((c) => {
-      const s = samples.get(c);
-      return s && 'actions' in s ? [s] : [];
-    });
+    const costs = group.flatMap((c) => samples.get(c) ?? []);
     // Polls are the GETs the simulator received: a poll activity cancelled while it waits between
     // attempts leaves no started event, so its attempts are in no history. Those the history misses
     // are billable attempts all the same, and are added to the actions.
     const getsOf = (c: Cell) => requests[c.project]?.get ?? 0;
     const unseen = (c: Cell, cost: WorkflowCost) =>
       Math.max(0, getsOf(c) - (cost.attemptsByActivity[pollActivity] ?? 0));
-    const polls = group.map((c) => {
-      const s = samples.get(c);
-      if (!s) return null;
-      return 'actions' in s ? getsOf(c) : s.polls;
-    });
     const actions = group.flatMap((c) => {
       const s = samples.get(c);
-      return s && 'actions' in s ? [s.actions.total + unseen(c, s)] : [];
+      return s ? [s.actions.total + unseen(c, s)] : [];
     });
     const replayed = realTime(first.variant, first.jobLengthMs);
     return {
@@ -223,7 +216,7 @@ function measuredRows(
       samples: group.length,
       measured: true,
       realTimePolls: replayed.polls,
-      polls: spread(polls),
+      polls: spread(group.map(getsOf)),
       events: spread(costs.map((c) => c.events)),
       maxRunEvents: costs.length > 0 ? Math.max(...costs.map((c) => c.maxRunEvents)) : null,
       runs: spread(costs.map((c) => c.runs)),

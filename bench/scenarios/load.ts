@@ -35,14 +35,6 @@ export type LoadParams = ChoiceSide & {
   steadyCadences: number;
 };
 
-/** Something the benchmark needs went wrong (a workflow failed, a process died): not a measurement. */
-export class BenchmarkBroken extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'BenchmarkBroken';
-  }
-}
-
 /**
  * How long a phase of a run at N jobs may take before the run is called broken: long enough for
  * the slowest seen at N on this machine when shared (starting 1,000 workflows took from 60 to
@@ -293,12 +285,12 @@ export function waitForCount(
 
 function checkAlive(proc: MeasuredProcess): void {
   if (proc.child.exitCode !== null || proc.child.signalCode !== null) {
-    throw new BenchmarkBroken(
+    throw new Error(
       `the measured process exited (${proc.child.exitCode ?? proc.child.signalCode}):\n${proc.tail()}`,
     );
   }
   if (proc.failures() > 0) {
-    throw new BenchmarkBroken(`the measured process reported failed workflow tasks:\n${proc.tail()}`);
+    throw new Error(`the measured process reported failed workflow tasks:\n${proc.tail()}`);
   }
 }
 
@@ -321,7 +313,7 @@ export async function waitForClose(
         ([status]) => !['Running', 'Completed', 'ContinuedAsNew'].includes(status),
       );
       if (bad.length > 0) {
-        throw new BenchmarkBroken(
+        throw new Error(
           `workflows on ${taskQueue} ended badly: ${bad.map(([s, n]) => `${n} ${s}`).join(', ')}`,
         );
       }
@@ -353,7 +345,7 @@ export async function terminateLeftovers(env: BenchEnvironment, taskQueue: strin
     deadline: Date.now() + LEFTOVERS_TIMEOUT_MS,
     everyMs: 1_000,
     late: () => {
-      throw new BenchmarkBroken(
+      throw new Error(
         `workflows on ${taskQueue} still running ${LEFTOVERS_TIMEOUT_MS / 1000} s after their termination`,
       );
     },

@@ -21,7 +21,7 @@ import { fixedSchedule } from '../schedule.js';
 import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import type { Delays, WakeRun, WorkerImplementation } from '../catalogue.js';
-import { BenchmarkBroken, phaseTimeoutMs, startJobs, terminateLeftovers, waitForCount } from './load.js';
+import { phaseTimeoutMs, startJobs, terminateLeftovers, waitForCount } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
@@ -144,7 +144,7 @@ class WakeScenario {
     await this.#probe(probes, spreadMs);
     const errors = probes.filter((p) => p.error !== null);
     if (errors.length > 0) {
-      throw new BenchmarkBroken(`${errors.length} probes failed; the first: ${errors[0]?.error ?? ''}`);
+      throw new Error(`${errors.length} probes failed; the first: ${errors[0]?.error ?? ''}`);
     }
     const latencies = (kind: Probe['kind']) => {
       const own = probes.filter((p) => p.kind === kind);
@@ -273,7 +273,7 @@ class WakeScenario {
       deadline: Date.now() + 30_000,
       everyMs: 500,
       late: () => {
-        throw new BenchmarkBroken(`workflow ${workflowId} shows no AgentJobId after 30 s`);
+        throw new Error(`workflow ${workflowId} shows no AgentJobId after 30 s`);
       },
     });
   }

@@ -34,7 +34,7 @@ export const ACTION_INPUTS = {
   },
   key: {
     description:
-      'Idempotency key: the same project and key never make a second agent job. Default: the repository, the workflow, the job, the step and the commit SHA, so a re-run of the workflow attaches to the job its first run started (docs/ci.md).',
+      'Idempotency key: the same project and key never make a second agent job. Default: the repository, the workflow, the run ID, the job and the step, so every CI run has its own agent job and a re-run attempt attaches to it; give it where one run starts several (a matrix, a reusable workflow called twice; docs/ci.md).',
   },
   wait: {
     description:
@@ -118,22 +118,8 @@ export const ACTION_OUTPUTS = {
 /** A name of {@link ACTION_OUTPUTS}. */
 export type ActionOutputName = keyof typeof ACTION_OUTPUTS;
 
-/** The action's inputs, read and checked; the prompt file is not read yet. */
-export interface ActionSettings {
-  project: string;
-  prompt: { text: string } | { file: string };
-  /** The key given, or undefined for the default (./key.ts). */
-  key: string | undefined;
-  wait: boolean;
-  timeout: string | undefined;
-  pollInterval: string | undefined;
-  /** The notification target's name, or undefined for none. */
-  notify: string | undefined;
-  /** The key ring's text, or undefined when the codec is off. */
-  payloadKeys: string | undefined;
-  /** The Temporal connection as `TEMPORAL_*` settings, for src/config/temporal.ts. */
-  temporalEnv: Record<string, string>;
-}
+/** The action's inputs, read and checked by {@link readInputs}. */
+export type ActionSettings = ReturnType<typeof readInputs>;
 
 /** An input's value (trimmed by @actions/core), its default when empty. */
 function inputValue(name: ActionInputName): string | undefined {
@@ -175,10 +161,11 @@ export function inputOfSetting(setting: string): ActionInputName | undefined {
 const BOOLEANS = ['true', 'True', 'TRUE', 'false', 'False', 'FALSE'];
 
 /**
- * Reads the inputs. A bad one is a {@link UsageError} naming the input, never its value (it may
- * be a secret).
+ * Reads the inputs, the prompt file not yet read; `key` undefined for the default (./key.ts), the
+ * connection as `TEMPORAL_*` settings for src/config/temporal.ts. A bad input is a
+ * {@link UsageError} naming the input, never its value (it may be a secret).
  */
-export function readInputs(): ActionSettings {
+export function readInputs() {
   const project = inputValue('project');
   if (project === undefined) throw new UsageError('input project is required');
   const prompt = inputValue('prompt');

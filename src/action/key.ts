@@ -1,31 +1,27 @@
 /**
- * The action's default key: one agent job per repository, workflow, job, step and commit. A re-run
- * of a workflow (a new GITHUB_RUN_ATTEMPT, the same everything else) gets the same key, so it
- * attaches to the workflow its first attempt started instead of making a second agent job; two
- * workflows, two jobs or two steps on one commit get keys of their own. Pure: no I/O.
+ * The action's default key: one agent job per CI run (and per workflow, job and step in it). A
+ * re-run attempt keeps GITHUB_RUN_ID (only GITHUB_RUN_ATTEMPT changes), so it attaches to the
+ * workflow its first attempt started instead of making a second agent job; another run on the same
+ * commit (issue_comment, schedule, workflow_dispatch, pull_request_target) has a run ID, and so a
+ * key, of its own. Runs the runner's variables cannot tell apart (a reusable workflow called twice
+ * in one run, matrix legs) need the input key (docs/ci.md). Pure: no I/O.
  */
+import { encodeIdPart } from '../ids.js';
 import { UsageError } from '../errors.js';
 
 /** The runner's variables the key is made of, in order. */
 export const KEY_VARIABLES = [
   'GITHUB_REPOSITORY',
   'GITHUB_WORKFLOW',
+  'GITHUB_RUN_ID',
   'GITHUB_JOB',
   'GITHUB_ACTION',
-  'GITHUB_SHA',
 ] as const;
 
 /**
- * A part with `%` and `/` percent-encoded: a workflow or job name may hold `/`, and two different
- * lists of parts must never join into one key.
- */
-function part(value: string): string {
-  return value.replaceAll('%', '%25').replaceAll('/', '%2F');
-}
-
-/**
- * `<owner>/<repo>/<workflow>/<job>/<step>/<sha>`: the repository as it is (its one `/` is
- * GitHub's), every other part percent-encoded ({@link part}).
+ * `<owner>/<repo>/<workflow>/<run ID>/<job>/<step>`: the repository as it is (its one `/` is
+ * GitHub's), every other part with `%` and `/` percent-encoded, so that two different lists of
+ * parts never join into one key.
  *
  * @throws {UsageError} when a variable is missing (outside GitHub Actions: give the input key)
  */
@@ -37,5 +33,5 @@ export function defaultKey(env: Record<string, string | undefined>): string {
     );
   }
   const [repository, ...rest] = KEY_VARIABLES.map((name) => env[name] as string);
-  return [repository, ...rest.map(part)].join('/');
+  return [repository, ...rest.map(encodeIdPart)].join('/');
 }

@@ -3,6 +3,7 @@
  * dev/build-action.ts): runs the step for this process's environment and exits with its code.
  */
 import * as core from '@actions/core';
+import { messageChain } from '../errors.js';
 import { terminalText } from '../escape.js';
 import { ExitCode } from '../starter/exit-codes.js';
 import { runAction } from './run.js';
@@ -10,12 +11,7 @@ import { runAction } from './run.js';
 runAction().then(
   (code) => process.exit(code),
   (err: unknown) => {
-    // Unexpected: the message and its causes, which may carry what the server sent, escaped.
-    const parts: string[] = [];
-    for (let cause: unknown = err; cause instanceof Error && parts.length < 5; cause = cause.cause) {
-      parts.push(cause.message);
-    }
-    core.error(terminalText(parts.length > 0 ? parts.join(': ') : String(err)));
+    core.error(terminalText(messageChain(err)));
     process.exit(ExitCode.Error);
   },
 );

@@ -9,9 +9,16 @@
 import * as core from '@actions/core';
 import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { followAgentJob, startAgentJob, workflowUiUrl, type AgentJobHandle } from '../client/index.js';
+import {
+  followAgentJob,
+  progressLine,
+  promptDiffers,
+  startAgentJob,
+  workflowUiUrl,
+  type AgentJobHandle,
+} from '../client/index.js';
 import { readPromptFile } from '../client/prompt-file.js';
-import { checkedKey } from '../client/ids.js';
+import { checkedKey } from '../client/start.js';
 import { ConfigError } from '../config/settings.js';
 import { loadTemporalSettings, type TemporalSettings } from '../config/temporal.js';
 import {
@@ -40,6 +47,11 @@ import { writeJobSummary, type SummaryFacts } from './summary.js';
  * nothing from more, and each one is a query the worker answers.
  */
 const PROGRESS_INTERVAL_MS = 5_000;
+
+/** The warning of a start that attached to an agent job created with another prompt. */
+const OTHER_PROMPT =
+  "this step's key already started an agent job with another prompt: the step attached to it, and its own prompt was not sent. " +
+  'Give a run that must have its own agent job the input key (docs/ci.md).';
 
 /** Everything checked, nothing connected yet. */
 interface Plan {
@@ -90,20 +102,13 @@ async function plan(inputs: ActionSettings): Promise<Plan> {
   };
 }
 
-/** One line of progress in the step's log; what the API sent is escaped for the terminal. */
-function progressLine(p: AgentJobProgress): string {
-  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
-  return `[${p.phase}] ${status}, ${p.polls} polls`;
-}
-
-/** The `status` output of a failed workflow, from its exit code. */
-function failedStatus(code: number): string {
-  if (code === ExitCode.AgentJobFailed) return 'failed';
-  if (code === ExitCode.TimedOut) return 'timed-out';
-  if (code === ExitCode.Cancelled) return 'cancelled';
-  if (code === ExitCode.PayloadUnopened) return 'payload-unopened';
-  return 'workflow-failed';
-}
+/** The `status` output of a failed workflow by its exit code; any other is `workflow-failed`. */
+const FAILED_STATUS: Readonly<Record<number, string>> = {
+  [ExitCode.AgentJobFailed]: 'failed',
+  [ExitCode.TimedOut]: 'timed-out',
+  [ExitCode.Cancelled]: 'cancelled',
+  [ExitCode.PayloadUnopened]: 'payload-unopened',
+};
 
 /** The agent job ID a failure's details carry (the final or last record), if any. */
 function jobIdOf(failure: unknown): string | null {
@@ -154,7 +159,9 @@ async function start(plan: Plan): Promise<number> {
     if (workflowUrl) core.info(`ui:       ${workflowUrl}`);
     core.setOutput('workflow-id', handle.workflowId);
     core.setOutput('workflow-url', workflowUrl ?? '');
-    const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl };
+    const warning = (await promptDiffers(handle, plan.input.prompt as string)) ? OTHER_PROMPT : null;
+    if (warning !== null) core.warning(warning);
+    const facts = { project: plan.project, workflowId: handle.workflowId, workflowUrl, warning };
     if (!plan.wait) {
       await writeJobSummary({ ...facts, outcome: { kind: 'started' } });
       return ExitCode.Ok;
@@ -181,7 +188,7 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
   } catch (err) {
     if (!(err instanceof WorkflowFailedError) && !(err instanceof PayloadUnopenedError)) throw err;
     const { code, type } = classifyFailure(err);
-    const status = failedStatus(code);
+    const status = FAILED_STATUS[code] ?? 'workflow-failed';
     const message = err instanceof PayloadUnopenedError ? err.message : (err.cause?.message ?? err.message);
     const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle));
     core.setOutput('job-id', jobId ?? '');

@@ -19,6 +19,8 @@ export interface SummaryFacts {
   project: string;
   workflowId: string;
   workflowUrl: string | null;
+  /** A warning for the person reading (an attach to a job given another prompt), or null. */
+  warning?: string | null;
   outcome: SummaryOutcome;
 }
 
@@ -51,6 +53,7 @@ export function jobSummary(facts: SummaryFacts): string {
   if (outcome.kind === 'failed') {
     rows.push(row('Failure', `${markdownText(outcome.type)}: ${markdownText(outcome.message)}`));
   }
+  if (facts.warning) rows.push(row('Warning', markdownText(facts.warning)));
   return ['### Agent job', '', '| | |', '| --- | --- |', ...rows, '', ''].join('\n');
 }
 

@@ -7,8 +7,7 @@ import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
 import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 import { workerStopping } from './attempt.js';
-import { stoppedBeforeSending, type ResendGate, type ToFailure } from './failures.js';
-import type { KeyAnswers } from './key-answers.js';
+import { stoppedBeforeSending, type KeyAnswers, type ResendGate, type ToFailure } from './failures.js';
 import type { QuotaTakeInput } from './project-quota.js';
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */

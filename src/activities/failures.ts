@@ -5,7 +5,7 @@
  * (`nextRetryDelay`); everything the workflow must count or wait for itself is handed back to it
  * (non-retryable for Temporal, `final: false` and the policy's `bound` in the details). And the
  * gate every create and message attempt passes before it sends, after one whose outcome is unknown
- * (AGENT_API_AMBIGUOUS_CREATE).
+ * (AGENT_API_AMBIGUOUS_CREATE), and which projects' keys answered lately.
  */
 import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -18,7 +18,26 @@ import { handedBack, outcomeUnknownType, refusesQuotaUse, verdictOf } from '../f
 import type { ErrorVerdict } from '../poll-schedule.js';
 import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 import { remainingMs } from './attempt.js';
-import type { KeyAnswers } from './key-answers.js';
+
+/**
+ * When this worker last had an answer other than a refused key from each project: a create whose
+ * key is refused waits for a rotation only when the key worked for the project lately (else it is
+ * the wrong key, and fails at once). One key source per worker process, so per project is enough.
+ */
+export class KeyAnswers {
+  readonly #at = new Map<string, number>();
+
+  /** The API answered for `projectId` with something other than 401/403. */
+  answered(projectId: string): void {
+    this.#at.set(projectId, Date.now());
+  }
+
+  /** Milliseconds since that answer, or null when none came. */
+  agoMs(projectId: string): number | null {
+    const at = this.#at.get(projectId);
+    return at === undefined ? null : Date.now() - at;
+  }
+}
 
 /**
  * What to do with a create or follow-up message whose outcome is unknown (timeout or reset after

@@ -2,17 +2,16 @@
  * The activities: the only place where the workflow touches the Agent Job API. A factory receives
  * the API client and the policies, so the worker, the tests and the benchmark wire their own. One
  * file per concern, each a factory taking what it needs: the create (./create.ts), the reads
- * (./poll.ts), the follow-up message (./message.ts); what an API error becomes and the gate for
- * sends whose outcome is unknown (./failures.ts), and which projects' keys answered lately
- * (./key-answers.ts). What they count is passed in (./metrics.ts).
+ * (./poll.ts), the follow-up message (./message.ts); what an API error becomes, the gate for sends
+ * whose outcome is unknown, and which projects' keys answered lately (./failures.ts). What they
+ * count is passed in (./metrics.ts).
  */
 import type { AgentApiClient } from '../agent-api/index.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
 import { NO_METRICS, type ActivityMetrics, type ProjectUseMetrics } from './metrics.js';
 import { takeProjectQuotaUse, type QuotaTakeInput } from './project-quota.js';
 import { createCreateActivity } from './create.js';
-import { createResendGate, createToFailure, type AmbiguousCreatePolicy } from './failures.js';
-import { KeyAnswers } from './key-answers.js';
+import { createResendGate, createToFailure, KeyAnswers, type AmbiguousCreatePolicy } from './failures.js';
 import { createMessageActivity } from './message.js';
 import { createPollActivities } from './poll.js';
 import { createNotifyActivities, type NotifyDeps } from './notify.js';
@@ -37,7 +36,7 @@ export interface ActivityDeps {
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
   projectQuota?: ProjectQuotaSettings | null;
-  /** The activities' own metrics (src/observability/activity-metrics.ts in the worker); absent: not counted. */
+  /** The activities' own metrics (src/observability/metrics.ts in the worker); absent: not counted. */
   metrics?: ActivityMetrics;
   /** Per-project metrics (uses accepted, 429s); absent: not counted. */
   projectMetrics?: ProjectUseMetrics;

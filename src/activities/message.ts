@@ -2,6 +2,7 @@
  * The follow-up message activity: sends a prompt that starts a new turn of the agent job, and reads
  * the job when the API applied the message without answering with a record.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { withTimeout } from '../agent-api/abort.js';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
@@ -130,14 +131,8 @@ export function createMessageActivity(deps: MessageDeps) {
 }
 
 /** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
+async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
+    if (!signal.aborted) throw err;
   });
 }

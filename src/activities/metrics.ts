@@ -1,6 +1,6 @@
 /**
  * What the activities count, as dependencies they are given: the worker passes the SDK-backed
- * implementations of src/observability/ (activity-metrics.ts, project-metrics.ts), so activity
+ * implementations of src/observability/ (metrics.ts, project-metrics.ts), so activity
  * code imports nothing from the layers above it; a test or the benchmark may pass none.
  */
 import type { AgentApiError, ApiOperation } from '../agent-api/index.js';

@@ -16,8 +16,7 @@ import {
   type PollScheduleInput,
 } from '../poll-schedule.js';
 import { remainingMs } from './attempt.js';
-import type { ToFailure } from './failures.js';
-import type { KeyAnswers } from './key-answers.js';
+import type { KeyAnswers, ToFailure } from './failures.js';
 
 /** Input of the get activity. */
 export interface GetAgentJobInput {

@@ -7,16 +7,10 @@
  * No key ever appears in a message or an event of this module.
  */
 import { AgentJobError, ErrorName } from '../errors.js';
-import {
-  DEFAULT_FILE_CHECK_INTERVAL_MS,
-  WatchedFile,
-  type Parsed,
-  type WatchedFileEvent,
-  type WatchedFileOptions,
-} from './watched-file.js';
+import { WatchedFile, type Parsed, type WatchedFileEvent, type WatchedFileOptions } from './watched-file.js';
 
-/** An HTTP header value made of visible ASCII only, which is what an API key is. */
-const TOKEN = /^[\x21-\x7e]+$/;
+/** An HTTP header value made of visible ASCII only, which is what an API key or idempotency key is. */
+export const TOKEN = /^[\x21-\x7e]+$/;
 
 /** The key a client sends, and a fresher one after the API refused it. */
 export interface ApiKeySource {
@@ -43,9 +37,6 @@ export function staticApiKey(key: string): ApiKeySource {
  */
 export type ApiKeyFileEvent = WatchedFileEvent;
 
-/** Options of {@link FileApiKey}: how often the file is checked, who hears of changes, the clock. */
-export type FileApiKeyOptions = WatchedFileOptions;
-
 /** The key file could not be read at start, or held no usable key. The message names the file only. */
 export class ApiKeyFileError extends AgentJobError {
   constructor(
@@ -56,9 +47,6 @@ export class ApiKeyFileError extends AgentJobError {
     super(ErrorName.ApiKeyFile, `${path}: ${reason}`, options);
   }
 }
-
-/** Default shortest time between two checks of the key file. */
-export const DEFAULT_KEY_CHECK_INTERVAL_MS = DEFAULT_FILE_CHECK_INTERVAL_MS;
 
 /** What the key file holds: one key of visible ASCII, white space around it ignored. */
 function parseKey(text: string): Parsed<string> {
@@ -78,7 +66,7 @@ export class FileApiKey implements ApiKeySource {
   readonly #known: string[] = [];
 
   /** Reads the file once. @throws {ApiKeyFileError} when it has no usable key */
-  constructor(path: string, options: FileApiKeyOptions = {}) {
+  constructor(path: string, options: WatchedFileOptions = {}) {
     this.#file = new WatchedFile(
       path,
       parseKey,

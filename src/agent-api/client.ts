@@ -4,11 +4,10 @@
  * from the contract, except a caller's own abort, which is passed through untouched.
  */
 import { request, type Dispatcher } from 'undici';
-import { staticApiKey, type ApiKeySource } from './api-key.js';
+import { staticApiKey, TOKEN, type ApiKeySource } from './api-key.js';
 import type { AgentJobRecord } from './types.js';
 import { getDispatcher } from './dispatcher.js';
-import { CallFailures, isTimeoutReason, type Call } from './call-failures.js';
-import { AgentApiError } from './errors.js';
+import { AgentApiError, CallFailures, isTimeoutReason, type Call } from './errors.js';
 import { FailureKind, isSuccess, kindOfNetworkError } from '../failure-policy/kinds.js';
 import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
 import { tracedHttpCall } from './trace.js';
@@ -68,8 +67,6 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
-/** An HTTP header value made of visible ASCII only, which is what an API key or idempotency key is. */
-const TOKEN = /^[\x21-\x7e]+$/;
 
 /**
  * Client of the three agent job endpoints. Holds no state besides its configuration; safe to share
@@ -157,8 +154,9 @@ export class AgentApiClient {
 
   /** One call, sent once more with a fresher key when the API refused the one it was sent with. */
   async #call(call: Call): Promise<AgentJobRecord> {
-    const invalid = this.#checkArguments(call);
-    if (invalid !== null) throw invalid;
+    // Arguments that would address another URL or make an invalid header fail before any request.
+    const problem = argumentProblem(call);
+    if (problem !== null) throw this.#failures.notSendable(call, problem);
     const key = this.#key.current();
     try {
       return await this.#send(call, key);
@@ -239,7 +237,7 @@ export class AgentApiClient {
         );
       }
       if (body.overCap) {
-        throw this.#failures.unexpected(
+        throw this.#failures.unreadable(
           call,
           statusCode,
           `a body larger than the client's cap of ${MAX_RESPONSE_BYTES} bytes (an agent job record is under 1 KiB)`,
@@ -253,12 +251,6 @@ export class AgentApiClient {
     }
     const text = await this.#readErrorBody(call, response);
     throw this.#failures.http(call, statusCode, response.headers, text);
-  }
-
-  /** Arguments that would address another URL or make an invalid header fail before any request. */
-  #checkArguments(call: Call): AgentApiError | null {
-    const problem = argumentProblem(call);
-    return problem === null ? null : this.#failures.notSendable(call, problem);
   }
 
   #url(call: Call): string {
@@ -288,7 +280,7 @@ export class AgentApiClient {
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw this.#failures.unexpected(
+      throw this.#failures.unreadable(
         call,
         status,
         'a body that is not JSON',
@@ -301,7 +293,7 @@ export class AgentApiClient {
       return parseAgentJobRecord(json);
     } catch (err) {
       if (!(err instanceof InvalidAgentJobRecordError)) throw err;
-      throw this.#failures.unexpected(
+      throw this.#failures.unreadable(
         call,
         status,
         `a body that is not an agent job record (${err.message})`,

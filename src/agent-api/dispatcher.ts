@@ -9,31 +9,19 @@
  */
 import { Agent, EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 
-/** The timeouts of a dispatcher made by {@link createDispatcher}, in milliseconds. */
+/**
+ * The timeouts of a dispatcher made by {@link createDispatcher}, in milliseconds: TCP plus TLS
+ * handshake, request sent to response headers, longest pause between body chunks, and how long an
+ * idle connection is kept.
+ */
 export interface DispatcherTimeouts {
-  /**
-   * TCP plus TLS handshake. A failure here is surely not applied, so it can be short: a healthy
-   * public API connects in well under a second, and 10 s still covers a slow network while failing
-   * fast on a black-holed address.
-   */
   connectTimeoutMs: number;
-  /**
-   * From the request sent to the response headers. Create, get and message answer at once (the
-   * agent works in the background), so 30 s is generous for a slow server and still lets several
-   * attempts fit in an activity's start-to-close timeout.
-   */
   headersTimeoutMs: number;
-  /** Longest pause between body chunks. Records are a few hundred bytes: 15 s only means a stalled peer. */
   bodyTimeoutMs: number;
-  /**
-   * How long an idle connection is kept. Polls come every 5 to 60 s; 30 s reuses a connection between
-   * most of them, and stays under the 60 s idle timeout common at load balancers (a server's
-   * `Keep-Alive: timeout=` hint, when sent, shortens it further).
-   */
   keepAliveTimeoutMs: number;
 }
 
-/** The production values, each explained on {@link DispatcherTimeouts}. */
+/** The production values; why each, in docs/agent-api.md ("Timeouts"). */
 export const DEFAULT_TIMEOUTS: Readonly<DispatcherTimeouts> = {
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,

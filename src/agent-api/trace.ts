@@ -7,21 +7,16 @@
  * prompt, no body.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import { AgentApiError, type ApiOperation } from './errors.js';
+import { AgentApiError, type Call } from './errors.js';
 import { isSuccess } from '../failure-policy/kinds.js';
 
 const tracer = trace.getTracer('agent-job-orchestrator/agent-api');
 
-/** What a span may say about a call. */
-export interface TracedCall {
-  operation: ApiOperation;
-  method: 'GET' | 'POST';
-  /** The path template, e.g. `/v2/agent/{projectId}/job/{jobId}`. */
+/** What a span may say about a call: `route` is the path template, e.g. `/v2/agent/{projectId}/job/{jobId}`. */
+export type TracedCall = Pick<Call, 'operation' | 'method' | 'projectId' | 'jobId'> & {
   route: string;
   url: URL;
-  projectId: string;
-  jobId: string | null;
-}
+};
 
 /**
  * Runs `send` in a client span. `send` gets the headers to add (the trace context) and reports the

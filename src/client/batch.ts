@@ -14,9 +14,8 @@ import {
   type StartPriority,
 } from '../contract.js';
 import { resolveInput } from '../input.js';
-import { isWellFormed } from '../ids.js';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { startAgentJob, type AgentJobHandle } from './start.js';
+import { checkedKey, startAgentJob, type AgentJobHandle } from './start.js';
 import { mapLimit } from './map-limit.js';
 
 /** One valid line of a batch file. */
@@ -94,16 +93,10 @@ export function parseBatchFile(text: string): BatchLine[] {
       problem('must be one JSON object with projectId and prompt');
       return;
     }
-    const { key, ...input } = value as Record<string, unknown>;
-    if (key !== undefined && (typeof key !== 'string' || key.trim() === '')) {
-      problem('key: must be a non-blank string when given');
-      return;
-    }
-    if (typeof key === 'string' && !isWellFormed(key)) {
-      problem('key: must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
-      return;
-    }
+    const { key: given, ...input } = value as Record<string, unknown>;
+    let key: string | undefined;
     try {
+      key = checkedKey(given as string | undefined);
       const resolved = resolveInput(input);
       if (resolved.jobId !== undefined && resolved.prompt !== undefined) {
         problem('a follow-up (jobId with prompt) cannot be batched; send it with the message command');
@@ -178,8 +171,11 @@ export interface BatchOutcome {
   error: WorkflowFailedError | null;
 }
 
-/** The failure type a caller matches on: the `ApplicationFailure` type, or the kind of ending. */
-export function failureTypeOf(err: WorkflowFailedError): string {
+/**
+ * The failure type a caller matches on: the `ApplicationFailure` type, or the kind of ending
+ * (`Cancelled`, `Terminated`, as a job-end notice names them).
+ */
+export function failureTypeOf(err: { cause?: Error }): string {
   const cause = err.cause;
   if (cause instanceof CancelledFailure) return 'Cancelled';
   if (cause instanceof TerminatedFailure) return 'Terminated';

@@ -30,14 +30,15 @@ import {
 } from '../contract.js';
 import { resolveInput } from '../input.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
+import { agentJobIdWorkflowId, followUpUpdateId } from '../ids.js';
 import {
-  agentJobIdWorkflowId,
   agentJobSummary,
   checkedKey,
-  followUpUpdateId,
+  priorityOf,
+  startAttributes,
   visibilityString,
-} from './ids.js';
-import { priorityOf, startAttributes, type AgentJobHandle } from './start.js';
+  type AgentJobHandle,
+} from './start.js';
 
 /** What {@link sendFollowUp} sends. */
 export interface FollowUpInput {

@@ -2,6 +2,7 @@
  * Following a started workflow: its progress as it changes, its result, and its UI page.
  */
 import { statusQuery, type AgentJobProgress } from '../contract.js';
+import { terminalText } from '../escape.js';
 import { unopenedPayload } from '../payload-codec/index.js';
 import type { AgentJobHandle } from './start.js';
 
@@ -48,4 +49,15 @@ export async function followAgentJob(
 export function workflowUiUrl(uiUrl: string | null, namespace: string, workflowId: string): string | null {
   if (!uiUrl) return null;
   return `${uiUrl.replace(/\/+$/, '')}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** One line of progress for a person following a workflow; what the API sent is escaped. */
+export function progressLine(p: AgentJobProgress): string {
+  if (p.phase === 'queued' && p.queue) {
+    return `[queued] waiting for the project's API budget: position ${p.queue.position} of ${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`;
+  }
+  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
+  const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
+  const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
+  return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
 }

@@ -1,11 +1,13 @@
 /**
  * The library other Node services use to start and follow agent-job workflows. Exported from the
  * package root; the starter CLI, the Nexus service and the demo use it too. Its parts: starting
- * (./start.ts), follow-up delivery (./follow-up.ts), the IDs it gives (./ids.ts) and following a
+ * (./start.ts), follow-up delivery (./follow-up.ts), the IDs it gives (../ids.ts) and following a
  * started workflow (./follow.ts).
  */
 export {
   agentJobStartOptions,
+  agentJobSummary,
+  promptDiffers,
   startAgentJob,
   type AgentJobHandle,
   type AgentJobStartOptions,
@@ -17,13 +19,7 @@ export {
   type FollowUpInput,
   type SendFollowUpOptions,
 } from './follow-up.js';
-export {
-  agentJobIdWorkflowId,
-  agentJobSummary,
-  agentJobWorkflowId,
-  encodeIdPart,
-  followUpUpdateId,
-} from './ids.js';
-export { followAgentJob, workflowUiUrl } from './follow.js';
+export { agentJobIdWorkflowId, agentJobWorkflowId, encodeIdPart, followUpUpdateId } from '../ids.js';
+export { followAgentJob, progressLine, workflowUiUrl } from './follow.js';
 export { PayloadUnopenedError } from '../payload-codec/index.js';
 export { readPromptFile } from './prompt-file.js';

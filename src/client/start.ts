@@ -3,7 +3,7 @@
  * key, the policies, and what a run that ended before under the key left for the next), and the
  * start itself, which attaches to a workflow already started with the same key.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdConflictPolicy,
@@ -24,13 +24,8 @@ import {
 } from '../contract.js';
 import { resolveInput } from '../input.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
-import {
-  agentJobIdWorkflowId,
-  agentJobSummary,
-  agentJobWorkflowId,
-  checkedKey,
-  visibilityString,
-} from './ids.js';
+import { markdownText } from '../escape.js';
+import { agentJobIdWorkflowId, agentJobWorkflowId, isWellFormed } from '../ids.js';
 import { openCreateOutcomes, previousRun, type PreviousRun } from './previous-run.js';
 import { taskPriority } from '../priority.js';
 
@@ -53,6 +48,39 @@ export interface StartAgentJobOptions {
   priority?: StartPriority;
 }
 
+/**
+ * A caller's key, checked: a blank key would give every caller that passes one the same workflow
+ * (`agent-job/<project>/`), and a lone surrogate has no UTF-8 form (two such keys could become one).
+ *
+ * @throws {InvalidInputError} naming `key`
+ */
+export function checkedKey(key: string | undefined): string | undefined {
+  if (key === undefined) return undefined;
+  if (typeof key !== 'string' || key.trim() === '') {
+    throw new InvalidInputError('key', 'must be a non-blank string when given');
+  }
+  if (!isWellFormed(key)) {
+    throw new InvalidInputError('key', 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
+  }
+  return key;
+}
+
+/**
+ * A one-line summary for the Temporal UI: the project and the start of the prompt. The UI renders
+ * it as markdown, so both go in escaped (an agent job ID the API sent may stand in the prompt's
+ * place): it shows the text as it was given.
+ */
+export function agentJobSummary(projectId: string, prompt: string): string {
+  const flat = prompt.replace(/\s+/g, ' ').trim();
+  const excerpt = flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
+  return `Agent job in ${markdownText(projectId)}: "${markdownText(excerpt)}"`;
+}
+
+/** A string literal of the visibility query language: in single quotes, `\` and `'` escaped. */
+export function visibilityString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
 /** The start's task priority, from its class; `InvalidInputError` for a class that is not one. */
 export function priorityOf(projectId: string, priority: StartPriority | undefined) {
   const name = priority ?? 'interactive';
@@ -66,8 +94,6 @@ export function priorityOf(projectId: string, priority: StartPriority | undefine
 }
 
 /**
-
-/**
  * The search attributes a workflow starts with: set at start they cost no action, where an upsert
  * from the workflow is one. The job's ID is known at start only when the input names the job.
  */
@@ -78,25 +104,13 @@ export function startAttributes(resolved: { projectId: string; jobId?: string })
 }
 
 /**
- * Starts the agent-job workflow, or attaches to the one already started with the same key.
+ * Starts the agent-job workflow, or attaches to the one already started with the same key: a
+ * running one (USE_EXISTING), a completed one (ALLOW_DUPLICATE_FAILED_ONLY refuses a new run); after
+ * one that failed or ended otherwise, a new run goes on with the agent job it made, since the API
+ * honours no idempotency key (docs/starting-jobs.md says each case). With `jobId` and no prompt it
+ * watches that job under {@link agentJobIdWorkflowId}; a follow-up goes through `sendFollowUp`.
  *
- * - Running: the USE_EXISTING conflict policy attaches to it.
- * - Completed: the reuse policy ALLOW_DUPLICATE_FAILED_ONLY refuses a new run and the handle of
- *   the completed one is returned, whose result is the agent job's.
- * - Failed, timed out, cancelled or terminated: a new run starts under the same workflow ID. When
- *   the run before had created its agent job (its `AgentJobId` search attribute is set), the new
- *   run goes on with that job instead of creating another (the API honours no idempotency key, so
- *   a second create would be a second agent job and a second pull request): it watches the job to
- *   the end of its turn, and its result says `created: false`. When the run ended with its create
- *   on the wire (terminated, timed out), the new run's create follows `AGENT_API_AMBIGUOUS_CREATE`
- *   (`previousCreate`): under `fail` it sends nothing and fails with `CreateOutcomeUnknown`.
- *
- * With `jobId` and no prompt it watches that agent job, under {@link agentJobIdWorkflowId} (the
- * key is not used); a follow-up prompt goes through {@link sendFollowUp}, which queues behind a
- * workflow already driving the job.
- *
- * Throws `InvalidInputError` from the contract, before anything starts, when the input is invalid
- * or the key is blank.
+ * Throws `InvalidInputError`, before anything starts, when the input or the key is invalid.
  */
 export async function startAgentJob(
   client: Client,
@@ -117,11 +131,9 @@ export async function startAgentJob(
 export type AgentJobStartOptions = WorkflowStartOptions<typeof agentJobWorkflow>;
 
 /**
- * What {@link startAgentJob} starts, without starting it: the input checked, the workflow ID from
- * the key, the policies, and the input of a run that starts again after one that ended (see
- * {@link startAgentJob}). The Nexus service starts the same options through its own start, which
- * attaches the caller's completion callback; a start refused because the run under the ID has
- * completed (WorkflowExecutionAlreadyStartedError) is the caller's to answer with that run.
+ * What {@link startAgentJob} starts, without starting it. The Nexus service starts the same options
+ * through its own start, which attaches the caller's completion callback; a start refused because
+ * the run under the ID has completed (WorkflowExecutionAlreadyStartedError) is its to answer.
  *
  * Throws `InvalidInputError` before anything is read when the input, the key or the priority is
  * invalid.
@@ -145,15 +157,17 @@ export async function agentJobStartOptions(
       ? agentJobWorkflowId(resolved.projectId, key ?? randomUUID())
       : agentJobIdWorkflowId(resolved.projectId, resolved.jobId);
   // A random key cannot have been used before; a caller's key may have made a job already.
-  const previous =
+  const { previous, memo } =
     key !== undefined && resolved.jobId === undefined
       ? await endedRun(client, workflowId)
-      : ({ kind: 'nothing' } as const);
+      : { previous: { kind: 'nothing' } as const, memo: undefined };
   const args: [AgentJobInput] = [restartInput(input, previous)];
   return {
     workflowId,
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     args,
+    // A run that goes on with the job of the run before keeps that run's prompt digest.
+    memo: previous.kind === 'job' ? memo : promptMemo(resolved.prompt),
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
     staticSummary: agentJobSummary(resolved.projectId, resolved.prompt ?? `watch ${resolved.jobId}`),
@@ -167,24 +181,50 @@ const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
 
 /**
  * What the latest run of `workflowId` left behind when it failed, timed out, was cancelled or
- * terminated (./previous-run.ts); `nothing` when there is no such run. Describe reads the run's own
- * state, not the eventually consistent visibility store, so a run that has just closed is seen as
- * it is; its history is read only when it recorded no agent job.
+ * terminated (./previous-run.ts), and its memo; `nothing` when there is no such run. Describe reads
+ * the run's own state, not the eventually consistent visibility store, so a run that has just
+ * closed is seen as it is; its history is read only when it recorded no agent job.
  */
-async function endedRun(client: Client, workflowId: string): Promise<PreviousRun> {
+async function endedRun(
+  client: Client,
+  workflowId: string,
+): Promise<{ previous: PreviousRun; memo?: Record<string, unknown> }> {
   try {
     const run = await client.workflow.getHandle(workflowId).describe();
-    if (!RESTARTABLE.has(run.status.name)) return { kind: 'nothing' };
+    if (!RESTARTABLE.has(run.status.name)) return { previous: { kind: 'nothing' } };
     const jobId =
       run.typedSearchAttributes.get(SearchAttributes.jobId) ?? (await jobOfEarlierRun(client, workflowId));
-    if (jobId !== null) return previousRun(jobId, []);
+    if (jobId !== null) return { previous: previousRun(jobId, []), memo: run.memo };
     const { events } = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const codecs = client.options.loadedDataConverter.payloadCodecs;
-    return previousRun(null, await openCreateOutcomes(events ?? [], codecs));
+    return { previous: previousRun(null, await openCreateOutcomes(events ?? [], codecs)) };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) return { kind: 'nothing' };
+    if (err instanceof WorkflowNotFoundError) return { previous: { kind: 'nothing' } };
     throw err;
   }
+}
+
+/** The memo field that holds the SHA-256 of the prompt the workflow's agent job was created with. */
+const PROMPT_MEMO = 'promptSha256';
+
+/**
+ * The memo of a workflow whose create sends `prompt`: its digest, not the prompt (which may be
+ * long, and with the payload codec off the memo is as readable as the input; with it on, both are
+ * sealed).
+ */
+function promptMemo(prompt: string | undefined): Record<string, string> | undefined {
+  if (prompt === undefined) return undefined;
+  return { [PROMPT_MEMO]: createHash('sha256').update(prompt).digest('hex') };
+}
+
+/**
+ * Whether the agent job the workflow of `handle` drives was created with a prompt other than
+ * `prompt`: a start that attached under a key already used with another prompt, which sent
+ * nothing. False when the workflow does not say (started by an earlier build, or another SDK).
+ */
+export async function promptDiffers(handle: AgentJobHandle, prompt: string): Promise<boolean> {
+  const given = (await handle.describe()).memo?.[PROMPT_MEMO];
+  return typeof given === 'string' && given !== promptMemo(prompt)?.[PROMPT_MEMO];
 }
 
 /**

@@ -2,6 +2,7 @@
  * The codec server's configuration (`npm run codec-server`, docs/payload-codec.md): its settings as
  * a zod schema, read once at start by `loadCodecServerConfig`.
  */
+import { randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
 import type { AccessTokenPolicy, CodecServerSettings } from '../payload-codec/index.js';
@@ -48,6 +49,12 @@ const CodecServerEnv = z.object({
     [],
   ),
   CODEC_SERVER_ALLOW_CREDENTIALS: z._default(trueFalse, false),
+  // The local-only allowance's token (`http://127.0.0.1:8888/<token>`); generated when unset.
+  CODEC_SERVER_LOCAL_TOKEN: z.optional(
+    z
+      .string()
+      .check(z.regex(/^[A-Za-z0-9_-]{16,}$/, 'must be 16 or more of A-Z a-z 0-9 _ - (it goes in a URL)')),
+  ),
   CODEC_SERVER_OIDC_ISSUER: z.optional(oidcUrl),
   CODEC_SERVER_OIDC_AUDIENCE: z.optional(z.string()),
   CODEC_SERVER_OIDC_JWKS_URL: z.optional(oidcUrl),
@@ -77,9 +84,10 @@ export const CODEC_SERVER_SETTINGS = Object.keys(CodecServerEnv.shape);
 /**
  * Loads the codec server's settings. Without CODEC_SERVER_OIDC_ISSUER it runs on the local-only
  * allowance, which only a loopback CODEC_SERVER_ADDRESS may use: anything else is refused here, so
- * an open codec server never starts.
+ * an open codec server never starts. Its token is CODEC_SERVER_LOCAL_TOKEN, or one made here when
+ * the process has a `terminal` to print it to (src/codec-server.ts does); it is never logged.
  */
-export function loadCodecServerConfig(env: Env = process.env) {
+export function loadCodecServerConfig(env: Env = process.env, terminal = process.stderr.isTTY === true) {
   const settings = readSettings(CodecServerEnv, env);
   const { host, port } = settings.CODEC_SERVER_ADDRESS;
   const accessToken = accessTokenPolicy(settings);
@@ -91,6 +99,15 @@ export function loadCodecServerConfig(env: Env = process.env) {
       'CODEC_SERVER_ADDRESS',
       'is not loopback, and without CODEC_SERVER_OIDC_ISSUER the codec server has no authorization: set CODEC_SERVER_OIDC_ISSUER and CODEC_SERVER_OIDC_AUDIENCE, or bind to 127.0.0.1',
     );
+  let localToken = settings.CODEC_SERVER_LOCAL_TOKEN ?? null;
+  if (accessToken === null && localToken === null) {
+    if (!terminal)
+      throw new ConfigError(
+        'CODEC_SERVER_LOCAL_TOKEN',
+        'is required without CODEC_SERVER_OIDC_ISSUER when no terminal shows the one the codec server would make',
+      );
+    localToken = randomBytes(24).toString('base64url');
+  }
   return {
     /** TEMPORAL_PAYLOAD_KEYS_FILE: the same ring the worker seals with, re-read when it changes. */
     payloadKeysFile: settings.TEMPORAL_PAYLOAD_KEYS_FILE,
@@ -100,6 +117,7 @@ export function loadCodecServerConfig(env: Env = process.env) {
       allowedOrigins: settings.CODEC_SERVER_ALLOWED_ORIGINS,
       allowCredentials: settings.CODEC_SERVER_ALLOW_CREDENTIALS,
       accessToken,
+      localToken,
     } satisfies CodecServerSettings,
     logLevel: settings.LOG_LEVEL,
   };
@@ -123,6 +141,8 @@ function accessTokenPolicy(settings: z.output<typeof CodecServerEnv>): AccessTok
     if (stray) throw new ConfigError(stray, 'takes effect only with CODEC_SERVER_OIDC_ISSUER');
     return null;
   }
+  if (settings.CODEC_SERVER_LOCAL_TOKEN !== undefined)
+    throw new ConfigError('CODEC_SERVER_LOCAL_TOKEN', 'takes effect only without CODEC_SERVER_OIDC_ISSUER');
   if (audience === undefined)
     throw new ConfigError(
       'CODEC_SERVER_OIDC_AUDIENCE',

@@ -26,13 +26,10 @@ const CACHE_STEP = 100;
 /** Below this the cache hardly helps (the SDK's own minimum is 2); a smaller pod gets this much. */
 const MIN_CACHE = 10;
 
-/** Where the limit came from, for the start log line. */
-export type MemoryLimitSource = 'WORKER_MEMORY_LIMIT' | 'cgroup v2' | 'cgroup v1';
-
-/** A memory limit in bytes and where it came from. */
+/** A memory limit in bytes and where it came from (for the start log line). */
 export interface MemoryLimit {
   bytes: number;
-  source: MemoryLimitSource;
+  source: 'WORKER_MEMORY_LIMIT' | 'cgroup v2' | 'cgroup v1';
 }
 
 /** What the worker runs with. */
@@ -70,9 +67,6 @@ export function parseMemoryQuantity(text: string): number | null {
   return bytes > 0 ? bytes : null;
 }
 
-/** Reads a file, or null when it does not exist or cannot be read (no cgroup of that version). */
-export type ReadFile = (path: string) => string | null;
-
 function readIfPresent(path: string): string | null {
   try {
     return readFileSync(path, 'utf8');
@@ -82,19 +76,17 @@ function readIfPresent(path: string): string | null {
   }
 }
 
-/** The container's memory limit from the cgroup file system, or null when there is none. */
-export function cgroupMemoryLimit(read: ReadFile = readIfPresent): MemoryLimit | null {
+/**
+ * The container's memory limit from the cgroup file system, or null when there is none. `read`
+ * gives a file's text, or null when it does not exist (no cgroup of that version).
+ */
+export function cgroupMemoryLimit(read = readIfPresent): MemoryLimit | null {
+  const limit = (bytes: number, source: MemoryLimit['source']) =>
+    Number.isFinite(bytes) && bytes > 0 ? { bytes, source } : null;
   const v2 = read('/sys/fs/cgroup/memory.max')?.trim();
-  if (v2 !== undefined && v2 !== '') {
-    if (v2 === 'max') return null;
-    const bytes = Number(v2);
-    return Number.isFinite(bytes) && bytes > 0 ? { bytes, source: 'cgroup v2' } : null;
-  }
-  const v1 = read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim();
-  if (v1 === undefined || v1 === '') return null;
-  const bytes = Number(v1);
-  if (!Number.isFinite(bytes) || bytes <= 0 || bytes >= CGROUP_V1_UNLIMITED) return null;
-  return { bytes, source: 'cgroup v1' };
+  if (v2) return v2 === 'max' ? null : limit(Number(v2), 'cgroup v2');
+  const v1 = Number(read('/sys/fs/cgroup/memory/memory.limit_in_bytes')?.trim() || NaN);
+  return v1 >= CGROUP_V1_UNLIMITED ? null : limit(v1, 'cgroup v1');
 }
 
 /** Cached workflows that fit in `limitBytes` by the rule above, rounded down to a step of 100. */

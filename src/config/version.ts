@@ -7,6 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { WorkerDeploymentOptions } from '@temporalio/worker';
+import * as z from 'zod/mini';
+import { onOff, readSettings, type Env } from './settings.js';
 
 /** The deployment name when TEMPORAL_DEPLOYMENT_NAME is not set. */
 export const DEFAULT_DEPLOYMENT_NAME = 'agent-job-orchestrator';
@@ -35,17 +37,60 @@ export function buildIdOf(bundleCode: string): string {
   return createHash('sha256').update(code).digest('hex').slice(0, BUILD_ID_HEX_DIGITS);
 }
 
-/** How the worker versions itself: the settings of ./worker.ts that decide it. */
-export interface VersioningSettings {
-  /** TEMPORAL_WORKER_VERSIONING=on: poll as a Worker Deployment Version, workflows PINNED. */
-  enabled: boolean;
-  /** TEMPORAL_DEPLOYMENT_NAME. */
-  deploymentName: string;
-  /** TEMPORAL_WORKER_BUILD_ID, which replaces the bundle's own build ID; null when not set. */
-  buildIdOverride: string | null;
-  /** WORKER_UPGRADE_CHECK=on: an unversioned worker replays the open workflows before it polls (src/worker/upgrade-check.ts). */
-  upgradeCheck: boolean;
+/**
+ * Longest deployment name or build ID: the server builds an internal workflow ID from both, and
+ * with `limit.maxIDLength: 255` (deploy/compose/dynamicconfig.yaml) it takes (255 - 39) / 2 each.
+ */
+const MAX_VERSION_FIELD_LENGTH = 108;
+
+/** A build ID or deployment name, by the server's rules. */
+const VERSION_FIELD = `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not starting with "__"`;
+const versionField = z
+  .string()
+  .check(z.maxLength(MAX_VERSION_FIELD_LENGTH, VERSION_FIELD), z.regex(/^(?!__)\S+$/, VERSION_FIELD));
+
+/** The settings that decide how the worker versions itself (docs/versioning.md). */
+export const VersioningEnv = z.object({
+  // Off unless asked for: a versioned worker gets no workflow until an operator makes its version
+  // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
+  // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
+  // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
+  TEMPORAL_WORKER_VERSIONING: z._default(onOff, false),
+  TEMPORAL_DEPLOYMENT_NAME: z._default(
+    versionField.check(
+      z.regex(
+        /^[^.:]*$/,
+        `${VERSION_FIELD}, without "." or ":" (the server joins name and build ID with them)`,
+      ),
+    ),
+    DEFAULT_DEPLOYMENT_NAME,
+  ),
+  TEMPORAL_WORKER_BUILD_ID: z.optional(versionField),
+  // On unless a person decides otherwise: the override is for a run they know can never be
+  // replayed and mean to end by hand (docs/versioning.md, "Upgrades").
+  WORKER_UPGRADE_CHECK: z._default(onOff, true),
+});
+
+/**
+ * TEMPORAL_WORKER_VERSIONING, TEMPORAL_DEPLOYMENT_NAME, TEMPORAL_WORKER_BUILD_ID and
+ * WORKER_UPGRADE_CHECK, with the server's own rules for the names (a deployment name without `.`
+ * or `:`, neither starting `__`).
+ */
+export function loadVersioningSettings(env: Env = process.env) {
+  const settings = readSettings(VersioningEnv, env);
+  return {
+    /** Poll as a Worker Deployment Version, workflows PINNED. */
+    enabled: settings.TEMPORAL_WORKER_VERSIONING,
+    deploymentName: settings.TEMPORAL_DEPLOYMENT_NAME,
+    /** Replaces the bundle's own build ID; null when not set. */
+    buildIdOverride: settings.TEMPORAL_WORKER_BUILD_ID ?? null,
+    /** An unversioned worker replays the open workflows before it polls (src/worker/upgrade-check.ts). */
+    upgradeCheck: settings.WORKER_UPGRADE_CHECK,
+  };
 }
+
+/** How the worker versions itself. */
+export type VersioningSettings = ReturnType<typeof loadVersioningSettings>;
 
 /**
  * The SDK's `workerDeploymentOptions` for a worker running the bundle with build ID `bundleBuildId`.

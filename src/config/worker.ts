@@ -25,7 +25,6 @@ import {
   keyFile,
   logLevel,
   notBoth,
-  onOff,
   oneOf,
   readSettings,
   trueFalse,
@@ -34,7 +33,7 @@ import {
 } from './settings.js';
 import { loadTemporalSettings, TemporalEnv } from './temporal.js';
 import { loadTracingSettings } from './tracing.js';
-import { DEFAULT_DEPLOYMENT_NAME, type VersioningSettings } from './version.js';
+import { loadVersioningSettings, VersioningEnv } from './version.js';
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
@@ -93,39 +92,6 @@ const NotifyEnv = z.object({
     ),
   ),
   AGENT_NOTIFY_RETRY_FOR: z._default(duration(1_000), DEFAULT_NOTIFY_RETRY_FOR_MS),
-});
-
-/**
- * Longest deployment name or build ID: the server builds an internal workflow ID from both, and
- * with `limit.maxIDLength: 255` (deploy/compose/dynamicconfig.yaml) it takes (255 - 39) / 2 each.
- */
-const MAX_VERSION_FIELD_LENGTH = 108;
-
-/** A build ID or deployment name, by the server's rules. */
-const VERSION_FIELD = `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not starting with "__"`;
-const versionField = z
-  .string()
-  .check(z.maxLength(MAX_VERSION_FIELD_LENGTH, VERSION_FIELD), z.regex(/^(?!__)\S+$/, VERSION_FIELD));
-
-const VersioningEnv = z.object({
-  // Off unless asked for: a versioned worker gets no workflow until an operator makes its version
-  // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
-  // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
-  // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
-  TEMPORAL_WORKER_VERSIONING: z._default(onOff, false),
-  TEMPORAL_DEPLOYMENT_NAME: z._default(
-    versionField.check(
-      z.regex(
-        /^[^.:]*$/,
-        `${VERSION_FIELD}, without "." or ":" (the server joins name and build ID with them)`,
-      ),
-    ),
-    DEFAULT_DEPLOYMENT_NAME,
-  ),
-  TEMPORAL_WORKER_BUILD_ID: z.optional(versionField),
-  // On unless a person decides otherwise: the override is for a run they know can never be
-  // replayed and mean to end by hand (docs/versioning.md, "Upgrades").
-  WORKER_UPGRADE_CHECK: z._default(onOff, true),
 });
 
 const TuningEnv = z.object({
@@ -222,14 +188,11 @@ export function loadWorkerConfig(
     maxConcurrentWorkflowTasks: tuning.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
     maxCachedWorkflows: memory.maxCachedWorkflows,
     memory,
-    /** Server-side cap on activities started per second across all workers of the task queue. */
     activitiesPerSecond: tuning.WORKER_ACTIVITIES_PER_SECOND,
     shutdownGraceMs: tuning.WORKER_SHUTDOWN_GRACE,
-    /** Where the health endpoint (liveness and readiness) listens. */
     healthAddress: tuning.HEALTH_ADDRESS,
-    /** `host:port` where the SDK serves Prometheus metrics; null disables them. */
+    /** Null: METRICS_ADDRESS=off. */
     metricsBindAddress: metrics === 'off' ? null : `${metrics.host}:${metrics.port}`,
-    /** Distinct `project` labels per process; further projects are `_other` (src/observability/project-metrics.ts). */
     metricsMaxProjects: tuning.METRICS_MAX_PROJECTS,
     logLevel: tuning.LOG_LEVEL,
     /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
@@ -240,9 +203,7 @@ export function loadWorkerConfig(
       // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
       followsRollouts: versioning.enabled,
     } satisfies ProjectQuotaSettings,
-    /** Worker Deployment Versioning (docs/versioning.md). */
     versioning,
-    /** OpenTelemetry tracing from the standard OTEL_* variables (docs/tracing.md). */
     tracing: loadTracingSettings(env),
     /** Job-end notification targets (docs/notifications.md); null when none are configured. */
     notify: loadNotifySettings(env),
@@ -293,19 +254,4 @@ export function loadNotifySettings(env: Env = process.env) {
   const settings = readSettings(NotifyEnv, env);
   const targets = settings.AGENT_NOTIFY_TARGETS_FILE ?? settings.AGENT_NOTIFY_TARGETS;
   return targets === undefined ? null : { ...targets, retryForMs: settings.AGENT_NOTIFY_RETRY_FOR };
-}
-
-/**
- * TEMPORAL_WORKER_VERSIONING, TEMPORAL_DEPLOYMENT_NAME, TEMPORAL_WORKER_BUILD_ID and
- * WORKER_UPGRADE_CHECK, with the server's own rules for the names (a deployment name without `.`
- * or `:`, neither starting `__`).
- */
-export function loadVersioningSettings(env: Env = process.env): VersioningSettings {
-  const settings = readSettings(VersioningEnv, env);
-  return {
-    enabled: settings.TEMPORAL_WORKER_VERSIONING,
-    deploymentName: settings.TEMPORAL_DEPLOYMENT_NAME,
-    buildIdOverride: settings.TEMPORAL_WORKER_BUILD_ID ?? null,
-    upgradeCheck: settings.WORKER_UPGRADE_CHECK,
-  };
 }

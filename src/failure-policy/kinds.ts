@@ -36,14 +36,17 @@ const KINDS = {
   ],
   SeeOther: ['see-other', '303: the server processed a POST and points elsewhere for its result.'],
   OddStatus: ['odd-status', '1xx, 304, and any other status the API never answers.'],
-  NotConnected: ['not-connected', 'Connection refused, DNS failure, unreachable: no byte left.'],
+  NotConnected: [
+    'not-connected',
+    'Connection refused, DNS failure, unreachable, or the egress proxy answered 502, 503 or 504 to the CONNECT (it could not reach the host): no byte left.',
+  ],
   TlsRejected: [
     'tls-rejected',
     'The TLS handshake failed (untrusted, expired or mismatched certificate, https to a plain port): no byte of the request left.',
   ],
   ProxyRefused: [
     'proxy-refused',
-    'The egress proxy refused the request or its CONNECT tunnel (407 Proxy Authentication Required, or another answer than 200 to CONNECT): nothing reached the API.',
+    'The egress proxy refused the request or its CONNECT tunnel (407 Proxy Authentication Required, or an answer to CONNECT other than 200, 502, 503 and 504): nothing reached the host.',
   ],
   ConnectTimeout: ['connect-timeout', 'No connection within the connect timeout: no byte left.'],
   LostAfterSend: [
@@ -167,8 +170,11 @@ const LOST_AFTER_SEND: Readonly<Record<string, string>> = {
   UND_ERR_CLOSED: 'connection closed',
 };
 
-/** Classifies an error thrown by undici, by its `code` (on the error, its cause, or an aggregate's first error). */
-export function kindOfNetworkError(err: unknown): NetworkKind {
+/**
+ * Classifies an error thrown by undici, by its `code` (on the error, its cause, or an aggregate's
+ * first error). `target`: what the request was for, named where undici's error does not say.
+ */
+export function kindOfNetworkError(err: unknown, target = 'the host'): NetworkKind {
   const code = errorCode(err);
   if (code === 'UND_ERR_CONNECT_TIMEOUT')
     return { kind: FailureKind.ConnectTimeout, what: 'connect timeout' };
@@ -177,8 +183,8 @@ export function kindOfNetworkError(err: unknown): NetworkKind {
   }
   if (code === 'UND_ERR_BODY_TIMEOUT')
     return { kind: FailureKind.NoAnswerInTime, what: 'response body stalled' };
-  const proxy = proxyRefusal(err);
-  if (proxy !== null) return { kind: FailureKind.ProxyRefused, what: proxy };
+  const proxy = proxyAnswer(err, target);
+  if (proxy !== null) return proxy;
   for (const [table, kind] of [
     [NOT_CONNECTED, FailureKind.NotConnected],
     [TLS_REJECTED, FailureKind.TlsRejected],
@@ -191,19 +197,28 @@ export function kindOfNetworkError(err: unknown): NetworkKind {
 }
 
 /**
- * undici's refusals by an egress proxy, which carry no code of their own: `Proxy Authentication
- * Required (407)` for a request in absolute form, `Proxy response (403) !== 200 when HTTP Tunneling`
- * for a CONNECT. What the proxy answered, or null for any other error. (The caller's own aborts
- * never get here: the client reads its signal first.)
+ * An egress proxy's answer other than a tunnel, which undici reports without a code of its own:
+ * `Proxy Authentication Required (407)` for a request in absolute form, `Proxy response (503) !==
+ * 200 when HTTP Tunneling` for a CONNECT; null for any other error. A CONNECT answered 502, 503 or
+ * 504 never reached the host (undici sends nothing before the tunnel is open): the proxy could not
+ * reach it for now, like a refused connection. (The caller's own aborts never get here: the client
+ * reads its signal first.)
  */
-function proxyRefusal(err: unknown): string | null {
+function proxyAnswer(err: unknown, target: string): NetworkKind | null {
   const message = err instanceof Error ? err.message : '';
   const status = /^Proxy (?:Authentication Required \((\d{3})\)|response \((\d{3})\))/.exec(message);
   const answered = status?.[1] ?? status?.[2];
   if (answered === undefined) return null;
-  return answered === '407'
-    ? 'the proxy answered 407 Proxy Authentication Required (check the credentials in HTTPS_PROXY or HTTP_PROXY)'
-    : `the proxy answered ${answered} instead of opening a tunnel to the API`;
+  if (answered === '407') {
+    const what =
+      'the proxy answered 407 Proxy Authentication Required (check the credentials in HTTPS_PROXY or HTTP_PROXY)';
+    return { kind: FailureKind.ProxyRefused, what };
+  }
+  const what = `the proxy answered ${answered} instead of opening a tunnel to ${target}`;
+  if (['502', '503', '504'].includes(answered)) {
+    return { kind: FailureKind.NotConnected, what: `${what} (it could not reach it for now)` };
+  }
+  return { kind: FailureKind.ProxyRefused, what };
 }
 
 function errorCode(err: unknown): string | undefined {

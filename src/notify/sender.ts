@@ -35,12 +35,10 @@ export interface SendOptions {
   signal?: AbortSignal;
   /** A test's dispatcher; the worker's shared one by default. */
   dispatcher?: Dispatcher;
-  /** The whole attempt's bound: 30 s by default. */
-  timeoutMs?: number;
 }
 
-/** Default bound of one attempt: a receiver answers a webhook at once, or is treated as down. */
-export const SEND_TIMEOUT_MS = 30_000;
+/** The bound of one attempt: a receiver answers a webhook at once, or is treated as down. */
+const SEND_TIMEOUT_MS = 30_000;
 
 /** The request for `target`: the body and the headers (signed for a webhook). */
 export function noticeRequest(
@@ -68,47 +66,30 @@ export async function sendNotice(
   options: SendOptions,
 ): Promise<SendResult> {
   const { body, headers } = noticeRequest(target, notice, options.nowMs);
-  const timeout = AbortSignal.timeout(options.timeoutMs ?? SEND_TIMEOUT_MS);
+  const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
   const signal = options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]);
+  const dispatcher = options.dispatcher ?? getDispatcher();
   let answer: Dispatcher.ResponseData;
   try {
-    answer = await request(target.url, {
-      method: 'POST',
-      headers,
-      body,
-      signal,
-      dispatcher: options.dispatcher ?? getDispatcher(),
-    });
+    answer = await request(target.url, { method: 'POST', headers, body, signal, dispatcher });
   } catch (err) {
-    return networkFailure(err, timeout.aborted);
+    // By its kind and code only: `what` is fixed text and the error's code (a proxy's refusal names its status).
+    const { kind, what } = timeout.aborted
+      ? { kind: FailureKind.NoAnswerInTime, what: 'no answer in time' }
+      : kindOfNetworkError(err);
+    return { delivered: false, kind, what, status: null, retryAfterMs: null };
   }
-  const { statusCode, headers: answerHeaders } = answer;
+  const { statusCode: status, headers: answerHeaders } = answer;
   // Read to the end and dropped: a receiver's page may echo the request, URL included. A body
   // that breaks off changes nothing: the status has decided, and undici's error would name the host.
   await answer.body.dump().catch(() => undefined);
-  if (isSuccess(statusCode)) return { delivered: true, status: statusCode };
+  if (isSuccess(status)) return { delivered: true, status };
   const retryAfter = answerHeaders['retry-after'];
   return {
     delivered: false,
-    kind: kindOfStatus(statusCode),
-    what: `HTTP ${statusCode}`,
-    status: statusCode,
+    kind: kindOfStatus(status),
+    what: `HTTP ${status}`,
+    status,
     retryAfterMs: parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, options.nowMs),
   };
-}
-
-/** A request that got no answer, by its kind and code only. */
-function networkFailure(err: unknown, timedOut: boolean): SendResult {
-  if (timedOut) {
-    return {
-      delivered: false,
-      kind: FailureKind.NoAnswerInTime,
-      what: 'no answer in time',
-      status: null,
-      retryAfterMs: null,
-    };
-  }
-  const { kind, what } = kindOfNetworkError(err);
-  // `what` is built from fixed text and the error's code; a proxy's refusal names its status.
-  return { delivered: false, kind, what, status: null, retryAfterMs: null };
 }

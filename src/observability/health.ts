@@ -25,26 +25,13 @@ export async function startHealthServer(
 ): Promise<HealthServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    const current = status();
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD' }).end();
-      return;
-    }
-    if (path === '/healthz' || path === '/livez') {
-      res
-        .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ ok: true, state: current.state }));
-      return;
-    }
-    if (path === '/readyz') {
-      res
-        .writeHead(current.ready ? 200 : 503, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ ready: current.ready, state: current.state }));
-      return;
-    }
-    res
-      .writeHead(404, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ error: 'try /healthz or /readyz' }));
+    const { ready, state } = status();
+    const reply = (code: number, body: object) =>
+      res.writeHead(code, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.method !== 'GET' && req.method !== 'HEAD') res.writeHead(405, { allow: 'GET, HEAD' }).end();
+    else if (path === '/healthz' || path === '/livez') reply(200, { ok: true, state });
+    else if (path === '/readyz') reply(ready ? 200 : 503, { ready, state });
+    else reply(404, { error: 'try /healthz or /readyz' });
   });
   server.keepAliveTimeout = 5_000;
   server.listen(address.port, address.host);

@@ -35,20 +35,29 @@ export function redact(
   meta: LogMetadata | undefined,
   options: LogTextOptions = WITH_ERROR_TEXT,
 ): Record<string, unknown> {
-  return redactObject(meta ?? {}, new Set(), 0, options);
-}
-
-function redactObject(
-  value: object,
-  seen: Set<object>,
-  depth: number,
-  options: LogTextOptions,
-): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(value)) {
-    out[key] = SECRET_FIELD.test(key) ? '[redacted]' : redactValue(field, seen, depth + 1, options);
-  }
-  return out;
+  const seen = new Set<object>();
+  const copy = (value: unknown, depth: number): unknown => {
+    if (value instanceof Error) return errorFields(value, options);
+    if (typeof value !== 'object' || value === null) return value;
+    if (seen.has(value)) return '[circular]';
+    if (depth > MAX_DEPTH) return '[too deep]';
+    seen.add(value);
+    try {
+      if (Array.isArray(value)) return value.map((item) => copy(item, depth + 1));
+      // Dates, URLs and the like write themselves as JSON: keep what they write, not their fields.
+      const json = (value as { toJSON?: unknown }).toJSON;
+      if (typeof json === 'function') return copy(json.call(value), depth);
+      return Object.fromEntries(
+        Object.entries(value).map(([key, field]) => [
+          key,
+          SECRET_FIELD.test(key) ? '[redacted]' : copy(field, depth + 1),
+        ]),
+      );
+    } finally {
+      seen.delete(value);
+    }
+  };
+  return copy(meta ?? {}, 0) as Record<string, unknown>;
 }
 
 /** An error as a log line shows it. */
@@ -56,23 +65,6 @@ function errorFields(err: Error, options: LogTextOptions): Record<string, unknow
   if (options.errorText) return { name: err.name, message: err.message };
   const type = (err as { type?: unknown }).type;
   return typeof type === 'string' ? { name: err.name, type } : { name: err.name };
-}
-
-function redactValue(value: unknown, seen: Set<object>, depth: number, options: LogTextOptions): unknown {
-  if (value instanceof Error) return errorFields(value, options);
-  if (typeof value !== 'object' || value === null) return value;
-  if (seen.has(value)) return '[circular]';
-  if (depth > MAX_DEPTH) return '[too deep]';
-  seen.add(value);
-  try {
-    if (Array.isArray(value)) return value.map((item) => redactValue(item, seen, depth + 1, options));
-    // Dates, URLs and the like write themselves as JSON: keep what they write, not their fields.
-    const json = (value as { toJSON?: unknown }).toJSON;
-    if (typeof json === 'function') return redactValue(json.call(value), seen, depth, options);
-    return redactObject(value, seen, depth, options);
-  } finally {
-    seen.delete(value);
-  }
 }
 
 /**

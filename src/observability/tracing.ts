@@ -5,21 +5,15 @@
  * variables ask for it (src/config/tracing.ts), off otherwise. docs/tracing.md shows
  * the span tree.
  */
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import {
-  detectResources,
-  envDetector,
-  resourceFromAttributes,
-  type Resource,
-} from '@opentelemetry/resources';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ConsoleSpanExporter,
-  type ReadableSpan,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { WorkflowClientInterceptor } from '@temporalio/client';
@@ -72,11 +66,18 @@ export function installTracing(
   serviceName: string,
   processor: SpanProcessor | null = null,
 ): Tracing {
-  const exporting = processor ?? exporterProcessor(settings);
+  const { exporter } = settings;
+  const exporting =
+    processor ??
+    (exporter &&
+      new BatchSpanProcessor(exporter === 'otlp' ? new OTLPTraceExporter() : new ConsoleSpanExporter()));
   if (exporting === null) return TRACING_OFF;
-  const spanProcessor = settings.withoutExceptionText ? new WithoutExceptionText(exporting) : exporting;
-  const resource = serviceResource(serviceName);
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [spanProcessor] });
+  // `service.name` from OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES, else the process's own name.
+  const resource = resourceFromAttributes({ 'service.name': serviceName }).merge(
+    detectResources({ detectors: [envDetector] }),
+  );
+  const spanProcessors = settings.withoutExceptionText ? [WITHOUT_EXCEPTION_TEXT, exporting] : [exporting];
+  const provider = new BasicTracerProvider({ resource, spanProcessors });
   trace.setGlobalTracerProvider(provider);
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(
@@ -104,59 +105,22 @@ export function installTracing(
   };
 }
 
-/** The attributes of an exception event that hold its text (OpenTelemetry's semantic conventions). */
-const EXCEPTION_TEXT = ['exception.message', 'exception.stacktrace'];
-
 /**
- * Hands `next` each ended span without the text of its exception events and status: the activity
- * interceptors record a failed attempt's error, whose message may quote what the API answered.
+ * Takes the text out of each span's exception events and status as the span ends, before the
+ * exporting processor sees it: the activity interceptors record a failed attempt's error, whose
+ * message may quote what the API answered. An error status keeps its code. (`onEnding` is the SDK's
+ * hook while the span can still be changed; test/e2e/codec-leaks.test.ts checks what is exported.)
  */
-class WithoutExceptionText implements SpanProcessor {
-  constructor(private readonly next: SpanProcessor) {}
-
-  onStart(...args: Parameters<SpanProcessor['onStart']>): void {
-    this.next.onStart(...args);
-  }
-
-  onEnd(span: ReadableSpan): void {
-    const hasText = span.status.message !== undefined || span.events.some((e) => e.name === 'exception');
-    if (!hasText) return this.next.onEnd(span);
-    const events = span.events.map((event) =>
-      event.name !== 'exception' || event.attributes === undefined
-        ? event
-        : {
-            ...event,
-            attributes: Object.fromEntries(
-              Object.entries(event.attributes).filter(([key]) => !EXCEPTION_TEXT.includes(key)),
-            ),
-          },
-    );
-    // The span as it is, its events and status replaced: the exporter reads the rest through the
-    // prototype. An error status keeps its code; its message is the error's.
-    const status = { code: span.status.code };
-    this.next.onEnd(
-      Object.create(span, { events: { value: events }, status: { value: status } }) as ReadableSpan,
-    );
-  }
-
-  forceFlush(): Promise<void> {
-    return this.next.forceFlush();
-  }
-
-  shutdown(): Promise<void> {
-    return this.next.shutdown();
-  }
-}
-
-function exporterProcessor(settings: TracingSettings): SpanProcessor | null {
-  if (settings.exporter === 'otlp') return new BatchSpanProcessor(new OTLPTraceExporter());
-  if (settings.exporter === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter());
-  return null;
-}
-
-/** `service.name` from OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES, else the process's own name. */
-function serviceResource(serviceName: string): Resource {
-  return resourceFromAttributes({ 'service.name': serviceName }).merge(
-    detectResources({ detectors: [envDetector] }),
-  );
-}
+const WITHOUT_EXCEPTION_TEXT: SpanProcessor = {
+  onStart: () => undefined,
+  onEnding: (span) => {
+    if (span.status.code === SpanStatusCode.ERROR) span.setStatus({ code: SpanStatusCode.ERROR });
+    for (const event of span.events.filter((e) => e.name === 'exception')) {
+      delete event.attributes?.['exception.message'];
+      delete event.attributes?.['exception.stacktrace'];
+    }
+  },
+  onEnd: () => undefined,
+  forceFlush: () => Promise.resolve(),
+  shutdown: () => Promise.resolve(),
+};

@@ -13,20 +13,31 @@
  *
  * Who may call: with an {@link AccessTokenPolicy}, the holder of a valid access token
  * (src/payload-codec/access-token.ts); without one, only this machine (the dev stack's local-only
- * allowance): the server refuses to start on an address other than loopback, and refuses a peer or
- * a `Host` that is not loopback (a DNS rebinding page would name its own host). Any request whose
- * `Origin` is not configured is refused, whatever the mode.
+ * allowance): the server refuses to start on an address other than loopback, refuses a peer or a
+ * `Host` that is not loopback (a DNS rebinding page would name its own host), and answers only
+ * paths that start with the local token (`/<token>/decode`), which a forwarder on this machine
+ * (an SSH tunnel, `kubectl port-forward`, a proxy) cannot supply for the callers it relays. Any
+ * request whose `Origin` is not configured is refused, whatever the mode.
  *
- * Nothing of a payload, a key or a token reaches a log line or an error answer: a bad body is
- * answered with what is wrong with its shape, a payload that does not open with the codec's message
- * (the key ID, never key material).
+ * No request can sink it: a request holds at most {@link MAX_PAYLOADS} payloads in at most
+ * {@link MAX_BODY_BYTES}, {@link MAX_IN_FLIGHT} run at once and {@link MAX_WAITING} more wait
+ * (their bodies unread); beyond, 503 with `Retry-After`. docs/payload-codec.md gives the memory
+ * this bounds.
+ *
+ * Nothing of a payload, a key or a token reaches a log line or an error answer, and no text the
+ * caller chose is echoed: a bad body is answered with what is wrong with its shape, a payload that
+ * does not open with the codec's message once its key ID is known to be one (1 to 64 of
+ * `A-Z a-z 0-9 . _ -`).
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
 import { ErrorName } from '../errors.js';
+import { KEY_ID_METADATA_KEY } from './codec.js';
+import { isKeyId } from './key-ring.js';
 import {
   AccessTokenVerifier,
   type AccessTokenPolicy,
@@ -45,8 +56,10 @@ export interface CodecServerSettings {
   allowedOrigins: readonly string[];
   /** Answer allowed origins' credentialed requests (the UI's `codec.includeCredentials`). */
   allowCredentials: boolean;
-  /** The access tokens accepted; null: the local-only allowance (loopback address and peers only). */
+  /** The access tokens accepted; null: the local-only allowance (loopback, with `localToken`). */
   accessToken: AccessTokenPolicy | null;
+  /** The local-only allowance's token, the first segment of every path (null with access tokens). */
+  localToken: string | null;
 }
 
 /** Where the codec server writes its lines: one per request, never a payload, key or token. */
@@ -64,8 +77,31 @@ export interface CodecServer {
   close(): Promise<void>;
 }
 
-/** Largest body read: a history event's payloads are each at most 2 MB (Temporal's default limit). */
-export const MAX_BODY_BYTES = 16 * 2 ** 20;
+/**
+ * Largest body read, and so the work of a request: every byte it decodes or seals is in it. The UI
+ * and the CLI send one history field's payloads a request, at most 2 MB by Temporal's default
+ * limit, 2.7 MB as base64. 4 MiB let the worst load peak near 300 MiB (docs/payload-codec.md).
+ */
+export const MAX_BODY_BYTES = 3 * 2 ** 20;
+
+/** Most payloads in a request: each costs a fixed overhead however small, so the body bounds too little. */
+export const MAX_PAYLOADS = 1_000;
+
+/**
+ * Most JSON values in a body, counted before it is parsed (each needs a `,`, `{` or `[`): 3 MiB of
+ * `{},` would otherwise parse into a million objects. 16 a payload: a converter writes two or
+ * three metadata entries.
+ */
+const MAX_VALUES = 16 * MAX_PAYLOADS;
+
+/** Requests read and coded at once: the memory the body limit allows each is held this many times. */
+export const MAX_IN_FLIGHT = 2;
+
+/** Requests waiting for a turn, their bodies unread (in the socket's buffer, not this process's). */
+export const MAX_WAITING = 32;
+
+/** The seconds a caller refused for being one too many, or for an issuer out of reach, waits. */
+const RETRY_AFTER_S = '5';
 
 /** The request headers the Temporal UI sends, which a preflight must allow. */
 const ALLOWED_HEADERS = 'Authorization, Authorization-Extras, Content-Type, X-Namespace';
@@ -77,7 +113,7 @@ const PREFLIGHT_MAX_AGE_S = 600;
 const REFUSED: Record<Refused, { status: number; headers: Record<string, string> }> = {
   unauthenticated: { status: 401, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
   forbidden: { status: 403, headers: {} },
-  unavailable: { status: 503, headers: {} },
+  unavailable: { status: 503, headers: { 'retry-after': RETRY_AFTER_S } },
 };
 
 /** A request refused before the codec ran, with the status and the message the caller sees. */
@@ -99,20 +135,25 @@ export async function startCodecServer(
   settings: CodecServerSettings,
   logger: CodecServerLogger,
 ): Promise<CodecServer> {
-  if (settings.accessToken === null && !isLoopbackHost(urlHost(settings.host)))
+  const { accessToken, localToken } = settings;
+  if (accessToken === null && (localToken === null || !isLoopbackHost(urlHost(settings.host))))
     throw new Error(
-      `the codec server runs without access tokens only on a loopback address, not ${settings.host}: configure an OIDC issuer and audience`,
+      `the codec server runs without access tokens only on a loopback address and with a local token, not ${settings.host}: configure an OIDC issuer and audience`,
     );
-  const verifier = settings.accessToken && new AccessTokenVerifier(settings.accessToken);
-  const authorize = (req: IncomingMessage): Promise<AccessVerdict> =>
-    verifier ? verifier.verify(req.headers.authorization) : Promise.resolve(localOnly(req));
+  const verifier = accessToken && new AccessTokenVerifier(accessToken);
+  const authorize = (req: IncomingMessage, token: string): Promise<AccessVerdict> =>
+    verifier
+      ? verifier.verify(req.headers.authorization)
+      : Promise.resolve(localOnly(req, token, localToken));
+  const turns = new Turns();
   const server: Server = createServer((req, res) => {
     const started = performance.now();
-    handle(req, res, codec, settings, authorize).then(
+    const route = routeOf(req, localToken !== null);
+    handle(req, res, route, codec, settings, authorize, turns).then(
       (outcome) => {
         const meta = {
           method: req.method,
-          path: pathOf(req),
+          path: route.path,
           status: res.statusCode,
           namespace: namespaceOf(req),
           ms: Math.round(performance.now() - started),
@@ -123,7 +164,7 @@ export async function startCodecServer(
       },
       (err: unknown) => {
         // Only the name: a message from below might quote what it was handed.
-        logger.warn('codec request failed', { path: pathOf(req), error: (err as Error).name });
+        logger.warn('codec request failed', { path: route.path, error: (err as Error).name });
         if (!res.headersSent) send(res, 500, { message: 'internal error' });
         else res.destroy();
       },
@@ -151,23 +192,27 @@ export async function startCodecServer(
 }
 
 /** What a request's log line adds: who called, how many payloads, why it was refused. */
-type Outcome = { subject?: string | null; payloads?: number; reason?: string };
+type Outcome = { subject?: string | null; payloads?: number; reason?: string; detail?: string };
+
+/** A request's path without the local token, and the token it named (`/<token>/decode`). */
+type Route = { path: string; token: string };
 
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
+  { path, token }: Route,
   codec: PayloadCodec,
   settings: CodecServerSettings,
-  authorize: (req: IncomingMessage) => Promise<AccessVerdict>,
+  authorize: (req: IncomingMessage, token: string) => Promise<AccessVerdict>,
+  turns: Turns,
 ): Promise<Outcome> {
-  const path = pathOf(req);
   if (req.method === 'GET' && path === '/healthz') {
     send(res, 200, { ok: true });
     return {};
   }
   const origin = req.headers.origin;
   if (origin !== undefined && !settings.allowedOrigins.includes(origin))
-    return refuse(res, new Refusal(403, `origin ${origin} is not allowed (CODEC_SERVER_ALLOWED_ORIGINS)`));
+    return refuse(res, new Refusal(403, 'this origin is not allowed (CODEC_SERVER_ALLOWED_ORIGINS)'));
   if (origin !== undefined) {
     res.setHeader('access-control-allow-origin', origin);
     if (settings.allowCredentials) res.setHeader('access-control-allow-credentials', 'true');
@@ -187,38 +232,71 @@ async function handle(
   }
   if (req.method !== 'POST')
     return refuse(res, new Refusal(405, `${path} takes POST`, { allow: 'POST, OPTIONS' }));
-  const verdict = await authorize(req);
+  const verdict = await authorize(req, token);
   if (!verdict.ok) {
     const { status, headers } = REFUSED[verdict.refusal];
-    req.resume();
-    return refuse(res, new Refusal(status, `not authorized: ${verdict.reason}`, headers), verdict.reason);
+    const outcome = refuse(res, new Refusal(status, `not authorized: ${verdict.reason}`, headers));
+    return { ...outcome, detail: verdict.detail };
   }
   const outcome = { subject: verdict.subject };
+  const refused = (refusal: Refusal): Outcome => ({ ...outcome, ...refuse(res, refusal) });
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') {
-    req.resume();
-    return { ...outcome, ...refuse(res, new Refusal(415, 'the body must be application/json')) };
-  }
+  if (type !== 'application/json') return refused(new Refusal(415, 'the body must be application/json'));
+  const turn = turns.take();
+  if (turn === null)
+    return refused(new Refusal(503, 'the codec server is busy: try again', { 'retry-after': RETRY_AFTER_S }));
+  await turn;
+  // Given back once the answer is sent (or the caller gone): an answer not yet read holds memory. A
+  // caller that stops sending or reading for 30 s is cut off, so that it cannot keep its turn.
+  if (req.socket.destroyed) turns.give();
+  else res.once('close', () => turns.give());
+  req.socket.setTimeout(30_000);
   const body = await readBody(req);
-  if (body instanceof Refusal) return { ...outcome, ...refuse(res, body) };
+  if (body instanceof Refusal) return refused(body);
   const payloads = parsePayloads(body);
-  if (payloads instanceof Refusal) return { ...outcome, ...refuse(res, payloads) };
+  if (payloads instanceof Refusal) return refused(payloads);
   let result: Payload[];
   try {
     result = path === '/encode' ? await codec.encode(payloads) : await codec.decode(payloads);
   } catch (err) {
     const name = (err as Error).name;
     if (name !== ErrorName.SealedPayload && name !== ErrorName.UnknownPayloadKey) throw err;
-    // The codec's own messages name the key ID and what failed, never a key or a payload byte.
-    return { ...outcome, ...refuse(res, new Refusal(422, (err as Error).message)) };
+    // The codec's own messages name the key ID (checked by parsePayloads) and what failed, never a
+    // key or a payload byte.
+    return refused(new Refusal(422, (err as Error).message));
   }
   send(res, 200, Payloads.create({ payloads: result }).toJSON());
   return { ...outcome, payloads: payloads.length };
 }
 
-function refuse(res: ServerResponse, refusal: Refusal, reason?: string): Outcome {
+/** Admits {@link MAX_IN_FLIGHT} requests at once, and queues {@link MAX_WAITING} more. */
+class Turns {
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  /** A turn now or later; null when too many wait already. */
+  take(): Promise<void> | null {
+    if (this.#running < MAX_IN_FLIGHT) {
+      this.#running++;
+      return Promise.resolve();
+    }
+    if (this.#waiting.length >= MAX_WAITING) return null;
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  /** Ends a turn: the next waiting request takes it. */
+  give(): void {
+    const next = this.#waiting.shift();
+    if (next) next();
+    else this.#running--;
+  }
+}
+
+/** Answers `refusal`, dropping whatever is left of the body so that the answer follows it. */
+function refuse(res: ServerResponse, refusal: Refusal): Outcome {
+  res.req.resume();
   send(res, refusal.status, { message: refusal.message }, refusal.headers);
-  return { reason: reason ?? refusal.message };
+  return { reason: refusal.message };
 }
 
 function send(
@@ -231,14 +309,19 @@ function send(
   res.end(JSON.stringify(body));
 }
 
-/** The local-only allowance: a loopback peer, naming a loopback host. */
-function localOnly(req: IncomingMessage): AccessVerdict {
+/** The local-only allowance: a loopback peer, naming a loopback host, and the local token. */
+function localOnly(req: IncomingMessage, token: string, localToken: string | null): AccessVerdict {
+  const forbidden = (reason: string): AccessVerdict => ({ ok: false, refusal: 'forbidden', reason });
   const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-  if (!isLoopbackHost(urlHost(peer)))
-    return { ok: false, refusal: 'forbidden', reason: 'without access tokens only this machine may call' };
+  if (!isLoopbackHost(urlHost(peer))) return forbidden('without access tokens only this machine may call');
   const host = /^(\[[^\]]*\]|[^:]*)/.exec(req.headers.host ?? '')?.[1] ?? '';
-  if (!isLoopbackHost(host))
-    return { ok: false, refusal: 'forbidden', reason: 'without access tokens the Host must be loopback' };
+  if (!isLoopbackHost(host)) return forbidden('without access tokens the Host must be loopback');
+  // Digests, so that the comparison takes as long whatever the caller sent.
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  if (!timingSafeEqual(digest(token), digest(localToken ?? '')))
+    return forbidden(
+      'without access tokens the endpoint must end with the local token (http://127.0.0.1:8888/<CODEC_SERVER_LOCAL_TOKEN>)',
+    );
   return { ok: true, subject: null };
 }
 
@@ -247,8 +330,10 @@ function urlHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
-function pathOf(req: IncomingMessage): string {
-  return (req.url ?? '/').split('?')[0] ?? '/';
+function routeOf(req: IncomingMessage, local: boolean): Route {
+  const path = (req.url ?? '/').split('?')[0] ?? '/';
+  const match = local ? /^\/([^/]+)(\/.*)$/.exec(path) : null;
+  return match ? { token: match[1] as string, path: match[2] as string } : { token: '', path };
 }
 
 /** The namespace the UI names, for the log line, bounded. */
@@ -259,10 +344,7 @@ function namespaceOf(req: IncomingMessage): string | undefined {
 
 async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
   const tooLarge = new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) {
-    req.resume();
-    return tooLarge;
-  }
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return tooLarge;
   // Past the limit the rest is read and dropped, not kept, so the answer follows a whole request.
   const chunks: Buffer[] = [];
   let size = 0;
@@ -275,10 +357,21 @@ async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
-/** Why a body is not `Payloads` JSON, naming the place and never the value. */
+/**
+ * The payloads of a body, or why it holds none: its shape, naming the place and never the value;
+ * too many payloads or metadata entries (413); a key ID that is not one (422), before the codec
+ * reads it.
+ */
 function parsePayloads(body: Buffer): Payload[] | Refusal {
   const bad = (why: string) =>
     new Refusal(400, `the body is not temporal.api.common.v1.Payloads as JSON: ${why}`);
+  let values = 0;
+  for (const byte of body) if (byte === 0x2c || byte === 0x7b || byte === 0x5b) values++;
+  if (values > MAX_VALUES)
+    return new Refusal(
+      413,
+      `the body holds more than ${MAX_VALUES} JSON values: a request takes at most ${MAX_PAYLOADS} payloads of a few metadata entries each`,
+    );
   let json: unknown;
   try {
     json = JSON.parse(body.toString('utf8'));
@@ -288,25 +381,31 @@ function parsePayloads(body: Buffer): Payload[] | Refusal {
   if (!isObject(json)) return bad('it is not an object');
   const list = json.payloads ?? [];
   if (!Array.isArray(list)) return bad('payloads is not an array');
+  if (list.length > MAX_PAYLOADS)
+    return new Refusal(
+      413,
+      `the body holds more than ${MAX_PAYLOADS} payloads: send them in several requests`,
+    );
+  // Protobuf JSON takes base64 in either alphabet, as Buffer does; protobufjs reads bytes as given.
+  const bytes = (value: unknown) =>
+    typeof value === 'string' && BASE64.test(value) ? Buffer.from(value, 'base64') : null;
   for (const [i, payload] of list.entries()) {
     if (!isObject(payload)) return bad(`payloads[${i}] is not an object`);
     const metadata = payload.metadata ?? {};
     if (!isObject(metadata)) return bad(`payloads[${i}].metadata is not an object`);
-    for (const [key, value] of Object.entries(metadata))
-      if (typeof value !== 'string' || !BASE64.test(value))
-        return bad(`payloads[${i}].metadata[${JSON.stringify(key.slice(0, 64))}] is not base64`);
-    const data = payload.data ?? '';
-    if (typeof data !== 'string' || !BASE64.test(data)) return bad(`payloads[${i}].data is not base64`);
+    for (const [key, value] of Object.entries(metadata)) {
+      const decoded = bytes(value);
+      if (decoded === null) return bad(`payloads[${i}].metadata has a value that is not base64`);
+      metadata[key] = decoded;
+    }
+    const keyId = metadata[KEY_ID_METADATA_KEY] as Buffer | undefined;
+    if (keyId !== undefined && !(keyId.length <= 64 && isKeyId(keyId.toString('latin1'))))
+      return new Refusal(422, `payloads[${i}] names a key ID that is not 1 to 64 of A-Z a-z 0-9 . _ -`);
+    const data = bytes(payload.data ?? '');
+    if (data === null) return bad(`payloads[${i}].data is not base64`);
+    payload.data = data;
   }
-  // Protobuf JSON takes base64 in either alphabet; protobufjs reads the standard one.
-  const standard = JSON.parse(body.toString('utf8'), (_key, value: unknown) =>
-    typeof value === 'string' ? value.replace(/-/g, '+').replace(/_/g, '/') : value,
-  ) as Record<string, unknown>;
-  try {
-    return Payloads.fromObject(standard).payloads;
-  } catch {
-    return bad('a base64 value does not decode');
-  }
+  return Payloads.fromObject(json).payloads;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -12,7 +12,13 @@
  *
  * A key ID is 1 to 64 of `A-Z a-z 0-9 . _ -`: it is written in every sealed payload's metadata, in
  * plain text, and named in errors; the key itself never is.
+ *
+ * Like OpenSSH's StrictModes, a file that group or others can write is refused (whoever can write
+ * it chooses the key that seals), and one that others can read draws a warning;
+ * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off turns both off where a mount cannot carry modes. An
+ * all-zero key is refused: it is a placeholder, not a secret.
  */
+import { statSync } from 'node:fs';
 import {
   WatchedFile,
   type Parsed,
@@ -25,7 +31,12 @@ import { AgentJobError, ErrorName } from '../errors.js';
 export const KEY_BYTES = 32;
 
 /** What a key ID may be: it is stored in plain text in each sealed payload. */
-const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+export const KEY_ID_RULE = 'a key ID is 1 to 64 of A-Z a-z 0-9 . _ -';
+
+/** Whether `id` is a key ID by {@link KEY_ID_RULE}: checked before one read from a payload is used. */
+export function isKeyId(id: string): boolean {
+  return /^[A-Za-z0-9._-]{1,64}$/.test(id);
+}
 
 /** A key of the ring. */
 export interface PayloadKey {
@@ -88,7 +99,7 @@ export function parseKeyRing(text: string): Parsed<KeyRing> {
     if (fields.length !== 2)
       return { reason: `${where}: expected "<key ID> <base64 of ${KEY_BYTES} bytes>"` };
     const [id, encoded] = fields as [string, string];
-    if (!KEY_ID.test(id)) return { reason: `${where}: a key ID is 1 to 64 of A-Z a-z 0-9 . _ -` };
+    if (!isKeyId(id)) return { reason: `${where}: ${KEY_ID_RULE}` };
     if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) return { reason: `${where}: key ${id} is not base64` };
     keys.push({ id, key: Buffer.from(encoded, 'base64') });
   }
@@ -100,8 +111,10 @@ function checkKeys(keys: readonly PayloadKey[]): Parsed<KeyRing> {
   if (current === undefined) return { reason: 'it holds no key' };
   const seen = new Set<string>();
   for (const { id, key } of keys) {
-    if (!KEY_ID.test(id)) return { reason: 'a key ID is 1 to 64 of A-Z a-z 0-9 . _ -' };
+    if (!isKeyId(id)) return { reason: KEY_ID_RULE };
     if (key.length !== KEY_BYTES) return { reason: `key ${id} is ${key.length} bytes, not ${KEY_BYTES}` };
+    if (key.every((byte) => byte === 0))
+      return { reason: `key ${id} is all zero, a placeholder: make one with openssl rand -base64 32` };
     if (seen.has(id)) return { reason: `key ID ${id} appears twice` };
     seen.add(id);
   }
@@ -123,8 +136,12 @@ export type KeyRingFileEvent = WatchedFileEvent;
 export class FileKeyRing implements KeyRingSource {
   readonly #file: WatchedFile<KeyRing>;
 
-  /** Reads the file once. @throws {PayloadKeyFileError} when it holds no usable ring */
+  /**
+   * Reads the file once.
+   * @throws {PayloadKeyFileError} when it holds no usable ring, or group or others can write it
+   */
   constructor(path: string, options: WatchedFileOptions = {}) {
+    checkMode(path);
     this.#file = new WatchedFile(
       path,
       parseKeyRing,
@@ -141,4 +158,22 @@ export class FileKeyRing implements KeyRingSource {
     this.#file.refresh(true);
     return this.#file.last();
   }
+}
+
+/**
+ * Refuses a ring that group or others can write and warns of one that others can read, unless
+ * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off. Read here, not by one process's loader: the worker,
+ * the starter, the library and the codec server all open rings. Windows keeps no such modes.
+ */
+function checkMode(path: string): void {
+  if (process.platform === 'win32' || process.env.TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK === 'off') return;
+  let mode: number;
+  try {
+    ({ mode } = statSync(path));
+  } catch {
+    return; // The read that follows names what is wrong with the path.
+  }
+  const fix = `chmod 600 it, or set TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off where a mount cannot carry modes`;
+  if (mode & 0o022) throw new PayloadKeyFileError(path, `group or others can write it: ${fix}`);
+  if (mode & 0o004) process.emitWarning(`${path}: others can read the payload key ring: ${fix}`);
 }

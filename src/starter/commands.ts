@@ -7,6 +7,8 @@ import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } fr
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import {
   followAgentJob,
+  progressLine,
+  promptDiffers,
   sendFollowUp,
   startAgentJob,
   workflowUiUrl,
@@ -66,18 +68,6 @@ export function resentWarning(resent: number): string {
     `warning: ${resent} creates or messages were sent again after an attempt whose outcome was unknown: ` +
     'a duplicate agent job or turn is possible; look for a second one in the project'
   );
-}
-
-/** One line of progress while a command follows a workflow. */
-function describeProgress(p: AgentJobProgress): string {
-  if (p.phase === 'queued' && p.queue) {
-    return `[queued] waiting for the project's API budget: position ${p.queue.position} of ${p.queue.queueLength}, earliest start ${p.queue.earliestStartAt}`;
-  }
-  // What the API sent goes through terminalText: no escape sequence of its own reaches the terminal.
-  const status = p.lastRecord ? `status ${terminalText(p.lastRecord.status)}` : 'no record yet';
-  const next = p.nextPollAt ? `, next poll at ${p.nextPollAt}` : '';
-  const error = p.lastError ? `, last error ${terminalText(p.lastError.type)}` : '';
-  return `[${p.phase}] ${status}, ${p.polls} polls${next}${error}`;
 }
 
 /** Connects, runs `fn` with a client, and closes: exit 5 when the server cannot be reached. */
@@ -189,6 +179,14 @@ export async function runStart(given: StartOptions): Promise<number> {
       taskQueue: options.taskQueue ?? settings.taskQueue,
       priority: options.priority,
     });
+    if (
+      options.key !== undefined &&
+      input.prompt !== undefined &&
+      (await promptDiffers(handle, input.prompt))
+    )
+      err(
+        'warning: the key already started an agent job with another prompt: attached to it; this prompt was not sent',
+      );
     const ui = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
     if (!options.json) {
       out(`workflow: ${handle.workflowId}`);
@@ -200,7 +198,7 @@ export async function runStart(given: StartOptions): Promise<number> {
     }
     return report(handle.workflowId, ui, options.json, () =>
       followAgentJob(handle, (p) => {
-        if (!options.json) out(describeProgress(p));
+        if (!options.json) out(progressLine(p));
       }),
     );
   });
@@ -237,7 +235,7 @@ export async function runMessage(jobId: string, given: StartOptions): Promise<nu
       Promise.race([
         followUp.result(),
         followAgentJob(followUp.workflow, (p) => {
-          if (!options.json) out(describeProgress(p));
+          if (!options.json) out(progressLine(p));
         }).then(() => followUp.result()),
       ]),
     );

@@ -4,7 +4,7 @@
  * alike.
  */
 import type { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure, TerminatedFailure } from '@temporalio/common';
+import { failureTypeOf } from '../client/batch.js';
 import { FailureType } from '../contract.js';
 import { PayloadUnopenedError } from '../payload-codec/index.js';
 
@@ -38,28 +38,27 @@ export const ExitCode = {
   PayloadUnopened: 9,
 } as const;
 
-/** Failure types that refuse the caller's input before anything is created. */
-const CALLER_SETUP = new Set<string>([
-  FailureType.InvalidInput,
-  FailureType.UnknownNotifyTarget,
-  FailureType.UnsealedInput,
-]);
+/**
+ * The exit code of each failure type that has its own; every other failure exits
+ * {@link ExitCode.WorkflowFailed}. The caller's setup refused before anything was created (a fixed
+ * input, a target the workers know, or a client with the payload codec) exits as a usage error.
+ */
+const EXIT_CODES: Readonly<Record<string, number>> = {
+  Cancelled: ExitCode.Cancelled,
+  Terminated: ExitCode.Cancelled,
+  [FailureType.AgentJobFailed]: ExitCode.AgentJobFailed,
+  [FailureType.AgentJobTimedOut]: ExitCode.TimedOut,
+  [FailureType.InvalidInput]: ExitCode.Usage,
+  [FailureType.UnknownNotifyTarget]: ExitCode.Usage,
+  [FailureType.UnsealedInput]: ExitCode.Usage,
+};
 
-/** Maps a workflow or update failure to an exit code and its failure type. */
+/** Maps a workflow or update failure to an exit code and its failure type ({@link failureTypeOf}). */
 export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError | PayloadUnopenedError): {
   code: number;
   type: string;
 } {
   if (e instanceof PayloadUnopenedError) return { code: ExitCode.PayloadUnopened, type: e.name };
-  const cause = e.cause;
-  if (cause instanceof CancelledFailure || cause instanceof TerminatedFailure)
-    return { code: ExitCode.Cancelled, type: cause.name };
-  const type =
-    cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : (cause?.name ?? 'Unknown');
-  if (type === FailureType.AgentJobFailed) return { code: ExitCode.AgentJobFailed, type };
-  if (type === FailureType.AgentJobTimedOut) return { code: ExitCode.TimedOut, type };
-  // The caller's setup, and nothing was created: a fixed input, a target the workers know, or a
-  // client with the payload codec.
-  if (CALLER_SETUP.has(type)) return { code: ExitCode.Usage, type };
-  return { code: ExitCode.WorkflowFailed, type };
+  const type = failureTypeOf(e);
+  return { code: EXIT_CODES[type] ?? ExitCode.WorkflowFailed, type };
 }

@@ -5,7 +5,7 @@
 import type { LogLevel } from '@temporalio/common';
 import { Runtime, type DefaultLogger } from '@temporalio/worker';
 import { createJsonLogger, type LogTextOptions } from '../observability/logger.js';
-import { PROJECT_HISTOGRAM_BUCKETS } from '../observability/project-metrics.js';
+import { HISTOGRAM_BUCKETS } from '../observability/metrics.js';
 
 /**
  * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics served at
@@ -31,7 +31,7 @@ export function installRuntime(
             prometheus: {
               bindAddress: metricsBindAddress,
               countersTotalSuffix: true,
-              histogramBucketOverrides: PROJECT_HISTOGRAM_BUCKETS,
+              histogramBucketOverrides: HISTOGRAM_BUCKETS,
             },
           }
         : undefined,

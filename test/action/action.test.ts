@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,7 +61,8 @@ function githubRun(overrides: Record<string, string> = {}): Record<string, strin
     GITHUB_JOB: 'update-docs',
     GITHUB_ACTION: '__acme_agent-job-orchestrator',
     GITHUB_SHA: randomBytes(20).toString('hex'),
-    GITHUB_RUN_ID: String(Date.now()),
+    // Per run, kept by its re-run attempts; random here, so concurrent tests never share one.
+    GITHUB_RUN_ID: String(randomInt(1, 2 ** 47)),
     GITHUB_RUN_ATTEMPT: '1',
     ...overrides,
   };
@@ -162,6 +163,52 @@ describe('the action, run as the runner runs it', { concurrency: 4 }, () => {
     assert.notEqual(other.outputs['workflow-id'], workflowId);
     assert.notEqual(other.outputs['job-id'], first.outputs['job-id']);
     assert.equal(createdJobs(world.sim, project), 2);
+  });
+
+  test('two runs on one commit make two agent jobs; every attempt of a run attaches to its own', async () => {
+    const project = world.project({ outcome: 'pr' });
+    const inputs = { project, prompt: 'Answer the issue comment', ...connection() };
+    // issue_comment, schedule, workflow_dispatch: many runs of one workflow on one SHA.
+    const github = githubRun();
+    const first = await runStep(inputs, github);
+    assert.equal(first.code, 0, first.stdout + first.stderr);
+    const second = await runStep(inputs, {
+      ...github,
+      GITHUB_RUN_ID: String(Number(github.GITHUB_RUN_ID) + 1),
+    });
+    assert.equal(second.code, 0, second.stdout + second.stderr);
+    assert.notEqual(second.outputs['workflow-id'], first.outputs['workflow-id']);
+    assert.notEqual(second.outputs['job-id'], first.outputs['job-id']);
+    assert.equal(createdJobs(world.sim, project), 2, 'each run its own agent job');
+    for (const attempt of ['2', '3']) {
+      const rerun = await runStep(inputs, { ...github, GITHUB_RUN_ATTEMPT: attempt });
+      assert.equal(rerun.code, 0, rerun.stdout + rerun.stderr);
+      assert.deepEqual(rerun.outputs, first.outputs, `attempt ${attempt} attaches to the first run's job`);
+    }
+    assert.equal(createdJobs(world.sim, project), 2, 'a re-run attempt creates nothing');
+  });
+
+  test('a start that attaches to a job given another prompt warns in the log and the summary', async () => {
+    const project = world.project({ outcome: 'pr' });
+    const github = githubRun();
+    const first = await runStep({ project, prompt: 'Document the export command', ...connection() }, github);
+    assert.equal(first.code, 0, first.stdout + first.stderr);
+    assert.doesNotMatch(first.stdout, /::warning::/);
+    const same = await runStep(
+      { project, prompt: 'Document the export command', ...connection() },
+      { ...github, GITHUB_RUN_ATTEMPT: '2' },
+    );
+    assert.equal(same.code, 0, same.stdout + same.stderr);
+    assert.doesNotMatch(same.stdout, /::warning::/, 'the same prompt attaches without a warning');
+    const other = await runStep(
+      { project, prompt: 'Document the import command', ...connection() },
+      { ...github, GITHUB_RUN_ATTEMPT: '3' },
+    );
+    assert.equal(other.code, 0, other.stdout + other.stderr);
+    assert.equal(other.outputs['workflow-id'], first.outputs['workflow-id']);
+    assert.match(other.stdout, /^::warning::.*another prompt.*input key/m);
+    assert.match(other.summary, /^\| Warning \| .*another prompt/m);
+    assert.equal(createdJobs(world.sim, project), 1, 'the other prompt was not sent');
   });
 
   test('wait: false returns with the workflow ID while the agent job runs on', async () => {

@@ -106,18 +106,21 @@ describe('the default key', () => {
     GITHUB_JOB: 'update',
     GITHUB_ACTION: '__acme_agent-job',
     GITHUB_SHA: 'a'.repeat(40),
+    GITHUB_RUN_ID: '7001',
     GITHUB_RUN_ATTEMPT: '1',
   };
 
-  test('a re-run (a new run attempt) gets the same key; another workflow, job, step or commit its own', () => {
+  test('every attempt of one run gets the same key; another run on the same commit, workflow, job or step its own', () => {
     const key = defaultKey(github);
-    assert.equal(key, `acme/docs/Update docs/update/__acme_agent-job/${'a'.repeat(40)}`);
-    assert.equal(defaultKey({ ...github, GITHUB_RUN_ATTEMPT: '2', GITHUB_RUN_ID: '99' }), key);
+    assert.equal(key, 'acme/docs/Update docs/7001/update/__acme_agent-job');
+    assert.equal(defaultKey({ ...github, GITHUB_RUN_ATTEMPT: '2' }), key);
+    assert.equal(defaultKey({ ...github, GITHUB_RUN_ATTEMPT: '3', GITHUB_SHA: 'b'.repeat(40) }), key);
     for (const change of [
+      // A second run on one commit: issue_comment, schedule, workflow_dispatch, pull_request_target.
+      { GITHUB_RUN_ID: '7002' },
       { GITHUB_WORKFLOW: 'Release notes' },
       { GITHUB_JOB: 'other' },
       { GITHUB_ACTION: '__acme_agent-job_2' },
-      { GITHUB_SHA: 'b'.repeat(40) },
     ]) {
       assert.notEqual(defaultKey({ ...github, ...change }), key, JSON.stringify(change));
     }
@@ -132,8 +135,8 @@ describe('the default key', () => {
 
   test('outside GitHub Actions the error names the missing variables', () => {
     assert.throws(
-      () => defaultKey({ ...github, GITHUB_SHA: undefined, GITHUB_JOB: '' }),
-      /input key not given and GITHUB_JOB, GITHUB_SHA not set/,
+      () => defaultKey({ ...github, GITHUB_RUN_ID: undefined, GITHUB_JOB: '' }),
+      /input key not given and GITHUB_RUN_ID, GITHUB_JOB not set/,
     );
   });
 });
@@ -194,10 +197,16 @@ describe('the job summary', () => {
     assert.match(link, /\| Pull request \| https:\/\/github\.com\/a\/b\/pull\/1\?x=\\\*y\\\*\\\|\\&lt; \|/);
   });
 
-  test('a job not waited for says so', () => {
-    assert.match(
-      jobSummary({ ...facts, workflowUrl: null, outcome: { kind: 'started' } }),
-      /\| Status \| started; not waited for/,
-    );
+  test('a job not waited for says so; a warning has a row of its own, escaped', () => {
+    const md = jobSummary({ ...facts, workflowUrl: null, outcome: { kind: 'started' } });
+    assert.match(md, /\| Status \| started; not waited for/);
+    assert.doesNotMatch(md, /Warning/);
+    const warned = jobSummary({
+      ...facts,
+      workflowUrl: null,
+      warning: 'a *new* key',
+      outcome: { kind: 'started' },
+    });
+    assert.match(warned, /^\| Warning \| a \\\*new\\\* key \|$/m);
   });
 });

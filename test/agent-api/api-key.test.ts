@@ -13,11 +13,11 @@ import { inspect } from 'node:util';
 import {
   AgentApiClient,
   AgentApiError,
-  ApiFailureType,
   ApiKeyFileError,
   FileApiKey,
   type ApiKeyFileEvent,
 } from '../../src/agent-api/index.js';
+import { ApiFailureType } from '../../src/failure-policy/types.js';
 import { startTestSimulator, uniqueId } from '../harness.js';
 import { SecretVolume, watchKeyFile } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';

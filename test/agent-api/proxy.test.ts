@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,8 +19,20 @@ import { createServer as createTlsServer } from 'node:tls';
 import { inspect } from 'node:util';
 import { getGlobalDispatcher } from 'undici';
 import { AgentApiClient, AgentApiError, createDispatcher } from '../../src/agent-api/index.js';
-import type { AgentJobRecord } from '../../src/contract.js';
-import { onCleanup, spawnTs, startTestSimulator, uniqueId, waitFor } from '../harness.js';
+import { WORKFLOW_TYPE, type AgentJobRecord } from '../../src/contract.js';
+import type { agentJobWorkflow } from '../../src/workflows/index.js';
+import {
+  FAST_POLL,
+  onCleanup,
+  spawnTs,
+  startTestSimulator,
+  startWorkerProcess,
+  temporalEnv,
+  uniqueId,
+  waitFor,
+  workerProcessEnv,
+} from '../harness.js';
+import { createdJobs } from '../simulator-stats.js';
 
 /** The API's host name in these tests: `.test` is reserved (RFC 2606), resolved only in the proxy's process. */
 const HOST = 'agent-api.proxy-only.test';
@@ -356,5 +368,73 @@ describe('the agent API through a forward proxy', () => {
         },
       );
     }
+  });
+
+  test('a workflow behind a proxy that answers 503 to CONNECT for a while completes, with one create', async () => {
+    // Squid or Envoy while the upstream is out of reach for a moment: 503 to every CONNECT, then
+    // tunnels again. It resolves HOST itself, as the forward proxy does. 30 s: the outage issue 55
+    // measured, longer than a create's first few retries.
+    const UNREACHABLE_MS = 30_000;
+    let unreachableUntil = Number.POSITIVE_INFINITY;
+    const answered: number[] = [];
+    const flaky = createHttpServer((_req, res) => res.writeHead(400).end());
+    flaky.on('connect', (req, socket: Socket, head: Buffer) => {
+      socket.on('error', () => socket.destroy());
+      if (Date.now() < unreachableUntil || req.url !== `${HOST}:${tlsPort}`) {
+        answered.push(503);
+        socket.end('HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n');
+        return;
+      }
+      answered.push(200);
+      const upstream = connect(tlsPort, '127.0.0.1', () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        socket.pipe(upstream).pipe(socket);
+      });
+      upstream.on('error', () => socket.destroy());
+    });
+    flaky.listen(0, '127.0.0.1');
+    await once(flaky, 'listening');
+    onCleanup(() => {
+      flaky.closeAllConnections();
+      return new Promise<void>((resolve) => flaky.close(() => resolve()));
+    });
+
+    const env = await temporalEnv();
+    const worker = await workerProcessEnv(
+      env,
+      { url: `https://${HOST}:${tlsPort}`, apiKey: API_KEY },
+      {
+        HTTPS_PROXY: `http://127.0.0.1:${(flaky.address() as { port: number }).port}`,
+        NODE_EXTRA_CA_CERTS: certPath,
+      },
+    );
+    await startWorkerProcess(worker);
+    const projects = [uniqueId('proxy-503'), uniqueId('proxy-503')];
+    for (const projectId of projects) sim.setScenario(projectId, { durationMs: 300 });
+    unreachableUntil = Date.now() + UNREACHABLE_MS;
+    const handles = await Promise.all(
+      projects.map((projectId) =>
+        env.client.workflow.start<typeof agentJobWorkflow>(WORKFLOW_TYPE, {
+          taskQueue: worker.taskQueue,
+          workflowId: uniqueId('proxy-503'),
+          args: [
+            { projectId, prompt: 'Behind a proxy that cannot reach the API for a moment', poll: FAST_POLL },
+          ],
+        }),
+      ),
+    );
+    const results = await Promise.all(handles.map((handle) => handle.result()));
+    for (const [i, result] of results.entries()) {
+      assert.equal(result.status, 'completed', JSON.stringify(result));
+      assert.equal(result.resent, 0, 'nothing sent again: a 503 to CONNECT is not ambiguous');
+      assert.equal(createdJobs(sim, projects[i] ?? ''), 1, 'one agent job per workflow');
+    }
+    const refused = answered.filter((status) => status === 503).length;
+    assert.ok(refused >= 2, `the proxy answered ${answered.join(',')}`);
+    process.stdout.write(
+      `# behind a proxy answering 503 for ${UNREACHABLE_MS / 1000} s: ${results.length} workflows completed, ` +
+        `creates ${projects.map((projectId) => createdJobs(sim, projectId)).join(',')}, ${refused} CONNECTs refused\n`,
+    );
   });
 });

@@ -4,15 +4,13 @@ import { describe, test } from 'node:test';
 import {
   AgentApiClient,
   AgentApiError,
-  FailureKind,
   InvalidAgentJobRecordError,
-  kindOfNetworkError,
-  kindOfStatus,
   parseAgentJobRecord,
   parseRetryAfter,
   RECORD_BUDGET_BYTES,
-  verdictOf,
 } from '../../src/agent-api/index.js';
+import { FailureKind, kindOfNetworkError, kindOfStatus } from '../../src/failure-policy/kinds.js';
+import { verdictOf } from '../../src/failure-policy/table.js';
 import { FailureType } from '../../src/contract.js';
 
 describe('parseRetryAfter', () => {

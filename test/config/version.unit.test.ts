@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError } from '../../src/config/settings.js';
-import { loadVersioningSettings } from '../../src/config/worker.js';
 import {
   buildIdOf,
   DEFAULT_DEPLOYMENT_NAME,
+  loadVersioningSettings,
   workerDeploymentOptions,
   type VersioningSettings,
 } from '../../src/config/version.js';

@@ -471,7 +471,7 @@ describe('deploy/k8s', () => {
 
   test("the codec server runs the worker's image with lib/codec-server.js and settings its loader reads and accepts", () => {
     assert.equal(codecContainer.image, container.image, 'the same image, so kustomize sets both');
-    assert.deepEqual(codecContainer.args, ['node', 'lib/codec-server.js']);
+    assert.deepEqual(codecContainer.args, ['node', '--max-old-space-size=64', 'lib/codec-server.js']);
     const known = new Set<string>(CODEC_SERVER_SETTINGS);
     assert.deepEqual(
       Object.keys(codecEnv).filter((name) => !known.has(name)),
@@ -874,6 +874,7 @@ describe('versioned deployments', () => {
  * server uses the local-only allowance on the host's loopback; the UI's codec endpoint is it.
  */
 describe('deploy/compose/codec.yaml', () => {
+  const LOCAL_TOKEN = 'compose-local-token-0123';
   const override = join(ROOT, 'deploy/compose/codec.yaml');
   const read = (file: string) =>
     parse(readFileSync(file, 'utf8'), { merge: true }) as {
@@ -899,11 +900,14 @@ describe('deploy/compose/codec.yaml', () => {
       findOnPath('docker-compose'),
       'docker-compose is not installed (apt-get install -y docker-compose)',
     );
-    const ok = run({ TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    const ok = run({ TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE, CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN });
     assert.equal(ok.status, 0, `docker-compose config -q failed:\n${ok.stderr}${ok.stdout}`);
-    const missing = run({});
+    const missing = run({ CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN });
     assert.notEqual(missing.status, 0);
     assert.match(`${missing.stderr}${missing.stdout}`, /TEMPORAL_PAYLOAD_KEYS_FILE/);
+    const noToken = run({ TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    assert.notEqual(noToken.status, 0);
+    assert.match(`${noToken.stderr}${noToken.stdout}`, /CODEC_SERVER_LOCAL_TOKEN/);
   });
 
   test('the workers and the codec server read the one ring, and the worker accepts its settings', () => {
@@ -923,13 +927,22 @@ describe('deploy/compose/codec.yaml', () => {
     assert.equal(server?.network_mode, 'host', "a loopback peer is the host's own browser");
     assert.deepEqual(server?.command, ['node', 'lib/codec-server.js']);
     assert.equal(server?.build?.target, base.worker?.build?.target, "the worker's image");
-    const config = loadCodecServerConfig({ ...env(server), TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE });
+    const config = loadCodecServerConfig(
+      { ...env(server), TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE, CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN },
+      false,
+    );
     assert.equal(config.server.accessToken, null);
+    assert.equal(config.server.localToken, LOCAL_TOKEN);
     assert.equal(config.server.host, '127.0.0.1');
     const uiPort = (base['temporal-ui']?.ports ?? [])[0]?.split(':')[0];
     assert.ok(config.server.allowedOrigins.includes(`http://localhost:${uiPort}`));
     const endpoint = new URL(env(codec.services['temporal-ui']).TEMPORAL_CODEC_ENDPOINT ?? '');
     assert.equal(endpoint.hostname, 'localhost');
     assert.equal(Number(endpoint.port), config.server.port);
+    assert.match(
+      String(codec.services['temporal-ui']?.environment?.TEMPORAL_CODEC_ENDPOINT),
+      /:8888\/\$\{CODEC_SERVER_LOCAL_TOKEN\}$/,
+      "the UI's endpoint carries the local token",
+    );
   });
 });

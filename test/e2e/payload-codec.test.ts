@@ -122,10 +122,13 @@ test('`temporal workflow show --codec-endpoint` through the codec server shows t
     ...process.env,
     TEMPORAL_PAYLOAD_KEYS_FILE: secret.path,
     CODEC_SERVER_ADDRESS: '127.0.0.1:0',
+    CODEC_SERVER_LOCAL_TOKEN: 'payload-codec-e2e-token',
   });
   await codecServer.waitForOutput(/codec server running/, 'the codec server to listen');
-  const endpoint = /"endpoint":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(codecServer.stdout())?.[1];
-  assert.ok(endpoint, codecServer.stdout());
+  const url = /"endpoint":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(codecServer.stdout())?.[1];
+  assert.ok(url, codecServer.stdout());
+  assert.ok(!codecServer.stdout().includes('payload-codec-e2e-token'), 'the local token is not logged');
+  const endpoint = `${url}/payload-codec-e2e-token`;
   const cli = await resolveTemporalCli(process.env, () => {});
   const show = async (...extra: string[]) => {
     const { stdout } = await promisify(execFile)(

@@ -18,7 +18,7 @@ import { after, test } from 'node:test';
 import { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { agentJobWorkflowId } from '../../src/client/ids.js';
+import { agentJobWorkflowId } from '../../src/ids.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { SearchAttributes, type AgentJobInput } from '../../src/contract.js';
 import {

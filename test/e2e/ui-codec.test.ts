@@ -49,7 +49,8 @@ test('the UI shows the workflow input decoded through the codec server, and seal
 
   // The endpoint is the UI's setting, and the UI's origin the codec server's: the port comes first.
   const codecPort = await freePort();
-  const endpoint = `http://127.0.0.1:${codecPort}`;
+  const localToken = 'ui-codec-e2e-local-token';
+  const endpoint = `http://127.0.0.1:${codecPort}/${localToken}`;
   const withCodec = await startTemporalUi(world.env.address, endpoint);
   onCleanup(() => withCodec.stop());
   const withoutCodec = await startTemporalUi(world.env.address, null);
@@ -58,6 +59,7 @@ test('the UI shows the workflow input decoded through the codec server, and seal
     ...process.env,
     TEMPORAL_PAYLOAD_KEYS_FILE: ring,
     CODEC_SERVER_ADDRESS: `127.0.0.1:${codecPort}`,
+    CODEC_SERVER_LOCAL_TOKEN: localToken,
     CODEC_SERVER_ALLOWED_ORIGINS: withCodec.url,
   });
   await codecServer.waitForOutput(/codec server running/, 'the codec server to listen');

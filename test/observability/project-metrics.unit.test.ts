@@ -6,12 +6,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import {
-  OTHER_PROJECTS,
-  PROJECT_HISTOGRAM_BUCKETS,
-  PROJECT_METRICS,
-  ProjectLabels,
-} from '../../src/observability/project-metrics.js';
+import { HISTOGRAM_BUCKETS, METRICS } from '../../src/observability/metrics.js';
+import { OTHER_PROJECTS, ProjectLabels } from '../../src/observability/project-metrics.js';
+
+const PROJECT_METRICS = Object.keys(METRICS).filter((name) => name.startsWith('agent_project_'));
 
 describe('ProjectLabels', () => {
   test('keeps the first projects as themselves, and labels every later one _other', () => {
@@ -67,7 +65,7 @@ const seriesIn = (expr: string) => [...expr.matchAll(/([a-z_:][a-z0-9_:]*)\{/g)]
 describe('deploy/grafana/agent-jobs-per-project.json', () => {
   test('reads only series the workers write (counters with _total, histograms by _bucket)', () => {
     const written = new Set<string>();
-    for (const name of Object.values(PROJECT_METRICS)) {
+    for (const name of PROJECT_METRICS) {
       written.add(name);
       written.add(`${name}_total`);
       for (const suffix of ['_bucket', '_sum', '_count']) written.add(`${name}${suffix}`);
@@ -82,7 +80,7 @@ describe('deploy/grafana/agent-jobs-per-project.json', () => {
 
   test('shows every per-project metric', () => {
     const read = new Set(queries.flatMap(seriesIn).map((name) => name.replace(/_(total|bucket)$/, '')));
-    for (const name of Object.values(PROJECT_METRICS)) assert.ok(read.has(name), `${name} has no panel`);
+    for (const name of PROJECT_METRICS) assert.ok(read.has(name), `${name} has no panel`);
   });
 
   test('filters every query by the project variable, and offers the projects the workers label', () => {
@@ -94,7 +92,7 @@ describe('deploy/grafana/agent-jobs-per-project.json', () => {
   test('quantiles come from histograms with buckets in seconds, not the exporter default in milliseconds', () => {
     for (const expr of queries.filter((q) => q.includes('histogram_quantile'))) {
       for (const name of seriesIn(expr)) {
-        const buckets = PROJECT_HISTOGRAM_BUCKETS[name.replace(/_bucket$/, '')];
+        const buckets = HISTOGRAM_BUCKETS[name.replace(/_bucket$/, '')];
         assert.ok(buckets && buckets.length > 5, `${name} has no bucket override`);
       }
     }

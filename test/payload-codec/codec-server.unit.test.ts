@@ -12,12 +12,15 @@ import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { defaultPayloadConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import { createDispatcher } from '../../src/agent-api/dispatcher.js';
 import { loadCodecServerConfig } from '../../src/config/codec-server.js';
 import { ConfigError } from '../../src/config/settings.js';
+import { MAX_IN_FLIGHT, MAX_WAITING } from '../../src/payload-codec/codec-server.js';
 import {
+  AccessTokenVerifier,
   AesGcmPayloadCodec,
   FileKeyRing,
   KEY_ID_METADATA_KEY,
@@ -46,17 +49,31 @@ const logger = {
   warn: (message: string, meta?: Record<string, unknown>) => logLines.push(JSON.stringify({ message, meta })),
 };
 
+/** Every string of a JSON value, and what each reads as base64: a payload's bytes as the answer holds them. */
+const texts = (value: unknown): string[] => {
+  if (typeof value === 'string') return [value, Buffer.from(value, 'base64').toString('latin1')];
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(texts);
+  return [];
+};
+const holdsMarker = (value: unknown) => texts(value).some((text) => text.includes(MARKER));
+
 const prompt = (): Payload => defaultPayloadConverter.toPayload({ prompt: `Fix the docs. ${MARKER}` });
 const toJson = (payloads: Payload[]) => JSON.stringify(Payloads.create({ payloads }).toJSON());
 const fromJson = (body: unknown) => Payloads.fromObject(body as Record<string, unknown>).payloads;
 
+const LOCAL_TOKEN = 'local-token-5c1e0123456789';
 const LOCAL: CodecServerSettings = {
   host: '127.0.0.1',
   port: 0,
   allowedOrigins: [UI_ORIGIN],
   allowCredentials: true,
   accessToken: null,
+  localToken: LOCAL_TOKEN,
 };
+const OIDC = { ...LOCAL, localToken: null };
+
+/** The local server's endpoint as the UI and the CLI are given it: with the local token. */
+const withToken = (server: CodecServer): CodecServer => ({ ...server, url: `${server.url}/${LOCAL_TOKEN}` });
 
 async function post(
   server: CodecServer,
@@ -81,7 +98,7 @@ describe('the local-only codec server', () => {
   );
   let server: CodecServer;
   before(async () => {
-    server = await startCodecServer(codec, LOCAL, logger);
+    server = withToken(await startCodecServer(codec, LOCAL, logger));
   });
   after(() => server.close());
 
@@ -91,7 +108,7 @@ describe('the local-only codec server', () => {
     const sealed = fromJson(encoded.json);
     assert.equal(sealed.length, 1);
     assert.equal(Buffer.from(sealed[0]!.metadata![KEY_ID_METADATA_KEY]!).toString(), 'k1');
-    assert.ok(!JSON.stringify(encoded.json).includes(Buffer.from(MARKER).toString('base64').slice(0, 12)));
+    assert.ok(!holdsMarker(encoded.json), 'the answer holds the marker in no value, as text or as bytes');
     // The UI adds this query; it changes nothing here.
     const decoded = await post(server, '/decode?preserveStorageRefs=true', JSON.stringify(encoded.json));
     assert.equal(decoded.status, 200);
@@ -136,7 +153,7 @@ describe('the local-only codec server', () => {
       [`{"payloads": [{"data": "${MARKER}!"}]}`, /payloads\[0\]\.data is not base64/],
       [
         `{"payloads": [{"metadata": {"encoding": 5}}]}`,
-        /payloads\[0\]\.metadata\["encoding"\] is not base64/,
+        /payloads\[0\]\.metadata has a value that is not base64/,
       ],
       [`{"payloads": [null]}`, /payloads\[0\] is not an object/],
     ];
@@ -166,7 +183,9 @@ describe('the local-only codec server', () => {
     data[20] = data[20]! ^ 1;
     const tampered = await post(server, '/decode', toJson([{ ...sealed!, data }]));
     assert.equal(tampered.status, 422);
-    assert.match(String(tampered.json.message), /sealed with key k2 does not open/);
+    // The key that sealed it is whichever is current when this test runs.
+    const keyId = Buffer.from(sealed!.metadata![KEY_ID_METADATA_KEY]!).toString();
+    assert.match(String(tampered.json.message), new RegExp(`sealed with key ${keyId} does not open`));
     const foreign = {
       ...sealed!,
       metadata: { ...sealed!.metadata, [KEY_ID_METADATA_KEY]: Buffer.from('k9') },
@@ -175,6 +194,26 @@ describe('the local-only codec server', () => {
     assert.equal(unknown.status, 422);
     assert.match(String(unknown.json.message), /sealed with key k9/);
     for (const key of keys) assert.ok(!JSON.stringify([tampered.json, unknown.json]).includes(key));
+  });
+
+  test('200,000 empty payloads (a 600 KB body) get 413 naming the limit, not a 29 MB answer', async () => {
+    const res = await post(server, '/encode', `{"payloads":[${Array(200_000).fill('{}').join(',')}]}`);
+    assert.equal(res.status, 413);
+    assert.match(String(res.json.message), /at most 1000 payloads/);
+  });
+
+  test('a 1 MB key ID gets 422 saying what a key ID is, and is neither echoed nor logged', async () => {
+    const [sealed] = await codec.encode([prompt()]);
+    const keyId = `kid-${'x'.repeat(2 ** 20)}`;
+    const foreign = {
+      ...sealed!,
+      metadata: { ...sealed!.metadata, [KEY_ID_METADATA_KEY]: Buffer.from(keyId) },
+    };
+    const res = await post(server, '/decode', toJson([foreign]));
+    assert.equal(res.status, 422);
+    assert.match(String(res.json.message), /payloads\[0\] names a key ID that is not 1 to 64 of/);
+    assert.ok(!JSON.stringify(res.json).includes('xxxxxxxx'));
+    assert.ok(!logLines.join('\n').includes('xxxxxxxx'));
   });
 
   test('the wrong method, path or content type is refused with its own status', async () => {
@@ -186,7 +225,7 @@ describe('the local-only codec server', () => {
       headers: { 'content-type': 'text/plain' },
     });
     assert.equal(text.status, 415);
-    assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+    assert.equal((await fetch(new URL('/healthz', server.url))).status, 200);
   });
 
   test("CORS: the UI's origin gets its preflight and credentialed answers; another origin is refused", async () => {
@@ -219,7 +258,8 @@ describe('the local-only codec server', () => {
     assert.equal(refusedPreflight.headers.get('access-control-allow-origin'), null);
     const refused = await post(server, '/decode', toJson([]), { origin: other });
     assert.equal(refused.status, 403);
-    assert.match(String(refused.json.message), /origin http:\/\/localhost:9999 is not allowed/);
+    assert.match(String(refused.json.message), /this origin is not allowed/);
+    assert.ok(!JSON.stringify(refused.json).includes('9999'), 'the origin is not echoed');
   });
 
   test('local only: a Host that is not loopback (DNS rebinding) is refused', async () => {
@@ -238,10 +278,21 @@ describe('the local-only codec server', () => {
     assert.equal(status, 403);
   });
 
+  test('local only: a path without the local token, or with another, gets 403 (a forwarder on this machine relays no one); the token is never logged', async () => {
+    const refusedPaths = ['/decode', '/not-the-local-token-0123/decode'];
+    for (const path of refusedPaths) {
+      const res = await post({ ...server, url: new URL(path, server.url).href }, '', toJson([]));
+      assert.equal(res.status, 403, path);
+      assert.match(String(res.json.message), /must end with the local token/);
+    }
+    assert.ok(!logLines.join('\n').includes(LOCAL_TOKEN));
+    assert.match(logLines.join('\n'), /"path":"\/decode"/);
+  });
+
   test('without access tokens it refuses to start on an address other than loopback', async () => {
     await assert.rejects(
       startCodecServer(codec, { ...LOCAL, host: '0.0.0.0' }, logger),
-      /only on a loopback address, not 0\.0\.0\.0/,
+      /only on a loopback address and with a local token, not 0\.0\.0\.0/,
     );
   });
 });
@@ -263,12 +314,17 @@ class LocalIssuer {
     return issuer;
   }
 
+  /** The absolute-form requests it answered as a proxy. */
+  readonly proxied: string[] = [];
+
   async #listen(): Promise<void> {
     this.#server.on('request', (req, res) => {
-      if (req.url === '/.well-known/openid-configuration') {
+      if (req.url?.startsWith('http://')) this.proxied.push(req.url);
+      const path = new URL(req.url ?? '/', 'http://local').pathname;
+      if (path === '/.well-known/openid-configuration') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ issuer: this.issuer, jwks_uri: `${this.issuer}/jwks` }));
-      } else if (req.url === '/jwks') {
+      } else if (path === '/jwks') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ keys: [{ ...this.publicJwk, kid: this.kid }] }));
       } else res.writeHead(404).end();
@@ -310,7 +366,7 @@ describe('the codec server with OIDC access tokens', () => {
       codec,
       {
         // Any address may be used with access tokens; loopback keeps the test on this machine.
-        ...LOCAL,
+        ...OIDC,
         accessToken: {
           issuer: issuer.issuer,
           audience: 'agent-job-codec',
@@ -392,7 +448,7 @@ describe('the codec server with OIDC access tokens', () => {
     const offline = await startCodecServer(
       codec,
       {
-        ...LOCAL,
+        ...OIDC,
         accessToken: {
           issuer: issuer.issuer,
           audience: 'agent-job-codec',
@@ -406,6 +462,9 @@ describe('the codec server with OIDC access tokens', () => {
       const [sealed] = await codec.encode([prompt()]);
       const res = await post(offline, '/decode', toJson([sealed!]), { authorization: `Bearer ${token}` });
       assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '5');
+      // The caller has not authenticated: it reads that the keys are out of reach, not why.
+      assert.equal(res.json.message, "not authorized: the issuer's keys cannot be read now");
     } finally {
       await offline.close();
     }
@@ -414,8 +473,61 @@ describe('the codec server with OIDC access tokens', () => {
   test('no log line of either server holds a payload or the marker', () => {
     const logged = logLines.join('\n');
     assert.ok(!logged.includes(MARKER));
-    assert.ok(!logged.includes(Buffer.from(MARKER).toString('base64').slice(0, 12)));
+    assert.ok(!logLines.some((line) => holdsMarker(JSON.parse(line))), 'nor as base64 in any field');
   });
+});
+
+test(`a busy codec server runs ${MAX_IN_FLIGHT}, queues ${MAX_WAITING}, and answers one more 503 with Retry-After`, async () => {
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let coded = 0;
+  const slow: PayloadCodec = {
+    encode: async (payloads) => {
+      await gate;
+      coded++;
+      return payloads;
+    },
+    decode: (payloads) => Promise.resolve(payloads),
+  };
+  const server = withToken(await startCodecServer(slow, LOCAL, logger));
+  try {
+    const sends = Array.from({ length: MAX_IN_FLIGHT + MAX_WAITING + 1 }, () =>
+      post(server, '/encode', toJson([prompt()])),
+    );
+    // Nothing else can answer before the gate opens.
+    const first = await Promise.race(sends);
+    assert.equal(first.status, 503);
+    assert.equal(first.headers.get('retry-after'), '5');
+    assert.match(String(first.json.message), /busy/);
+    release();
+    const statuses = (await Promise.all(sends)).map((res) => res.status);
+    assert.equal(statuses.filter((status) => status === 200).length, MAX_IN_FLIGHT + MAX_WAITING);
+    assert.equal(coded, MAX_IN_FLIGHT + MAX_WAITING);
+  } finally {
+    await server.close();
+  }
+});
+
+test("the issuer's discovery document and JWKS are fetched through HTTP_PROXY", async () => {
+  // The local issuer doubles as the proxy: it answers absolute-form requests for a host that does
+  // not resolve, so the token verifies only if both fetches went through it.
+  const idp = await LocalIssuer.start();
+  const proxy = idp.issuer;
+  idp.issuer = 'http://issuer.invalid';
+  const policy = { issuer: idp.issuer, audience: 'agent-job-codec', jwksUrl: null, requiredClaim: null };
+  const token = `Bearer ${await idp.sign({})}`;
+  try {
+    const proxied = new AccessTokenVerifier(policy, createDispatcher({}, { HTTP_PROXY: proxy }));
+    assert.deepEqual(await proxied.verify(token), { ok: true, subject: 'alice@example.com' });
+    assert.deepEqual(idp.proxied, [
+      'http://issuer.invalid/.well-known/openid-configuration',
+      'http://issuer.invalid/jwks',
+    ]);
+    const direct = await new AccessTokenVerifier(policy, createDispatcher({}, {})).verify(token);
+    assert.ok(!direct.ok && direct.refusal === 'unavailable');
+  } finally {
+    await idp.close();
+  }
 });
 
 describe('the codec server configuration', () => {
@@ -424,19 +536,37 @@ describe('the codec server configuration', () => {
   const env = (extra: Record<string, string>) => ({ TEMPORAL_PAYLOAD_KEYS_FILE: ring, ...extra });
   const refused = (extra: Record<string, string>, setting: string, message: RegExp) =>
     assert.throws(
-      () => loadCodecServerConfig(env(extra)),
+      () => loadCodecServerConfig(env(extra), false),
       (err: unknown) => err instanceof ConfigError && err.setting === setting && message.test(err.message),
     );
 
   test('defaults: loopback 127.0.0.1:8888, local only, no origin', () => {
-    const config = loadCodecServerConfig(env({}));
+    const config = loadCodecServerConfig(env({ CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN }));
     assert.deepEqual(config.server, {
       host: '127.0.0.1',
       port: 8888,
       allowedOrigins: [],
       allowCredentials: false,
       accessToken: null,
+      localToken: LOCAL_TOKEN,
     });
+  });
+
+  test('the local token: made when a terminal shows it, required without one, refused with OIDC', () => {
+    const made = loadCodecServerConfig(env({}), true).server.localToken;
+    assert.match(made ?? '', /^[A-Za-z0-9_-]{32}$/);
+    assert.notEqual(loadCodecServerConfig(env({}), true).server.localToken, made);
+    refused({}, 'CODEC_SERVER_LOCAL_TOKEN', /is required without CODEC_SERVER_OIDC_ISSUER/);
+    refused({ CODEC_SERVER_LOCAL_TOKEN: 'short' }, 'CODEC_SERVER_LOCAL_TOKEN', /16 or more/);
+    refused(
+      {
+        CODEC_SERVER_LOCAL_TOKEN: LOCAL_TOKEN,
+        CODEC_SERVER_OIDC_ISSUER: 'https://id.example.com/',
+        CODEC_SERVER_OIDC_AUDIENCE: 'x',
+      },
+      'CODEC_SERVER_LOCAL_TOKEN',
+      /only without CODEC_SERVER_OIDC_ISSUER/,
+    );
   });
 
   test('no auth on an address other than loopback, a half OIDC setup, a bad origin or no ring: refused at start', () => {

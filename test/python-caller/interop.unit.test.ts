@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import { agentJobSummary, agentJobWorkflowId } from '../../src/client/ids.js';
+import { agentJobSummary, agentJobWorkflowId } from '../../src/client/index.js';
 import { taskPriority } from '../../src/priority.js';
 import {
   AesGcmPayloadCodec,

@@ -2,16 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MAX_WORKFLOW_ID_BYTES } from '../../src/ids.js';
 import {
-  edgeMarginMs,
   MAX_LEASES,
   MAX_QUEUE,
   ProjectBudget,
   QUOTA_IDLE_MS,
   REMEMBER_MS,
   REMEMBERED,
-  takeMarginMs,
   timerToStart,
-  type BudgetState,
 } from '../../src/workflows/project-quota/budget.js';
 import {
   MAX_REQUEST_ID_BYTES,
@@ -22,7 +19,16 @@ import {
   type QuotaTakeAnswer,
   type QuotaUseKind,
 } from '../../src/quota/messages.js';
-import { effectiveUses, placeOf, snapshotOf, usageOf } from '../../src/workflows/project-quota/state.js';
+import {
+  edgeMarginMs,
+  effectiveUses,
+  initialState,
+  placeOf,
+  snapshotOf,
+  takeMarginMs,
+  usageOf,
+  type BudgetState,
+} from '../../src/workflows/project-quota/state.js';
 import {
   CREATE_BACKOFF,
   MAX_RETRY_AFTER_MS,
@@ -38,7 +44,7 @@ const SPAN = W + edgeMarginMs({ uses: 1, windowMs: W });
 const noJitter = () => 0;
 
 function budgetOf(uses: number, options: { maxQueue?: number } = {}) {
-  return new ProjectBudget(ProjectBudget.initial('docs', { uses, windowMs: W }, T0), options);
+  return new ProjectBudget(initialState('docs', { uses, windowMs: W }, T0), options);
 }
 
 /** A take of `wf-<id>/<kind><suffix>` as the activity sends it, from run `run-1` of that workflow. */
@@ -404,7 +410,7 @@ describe('another client spends the window', () => {
     spentBefore: number[],
     requests: number,
   ) {
-    const budget = new ProjectBudget(ProjectBudget.initial('docs', config, 0));
+    const budget = new ProjectBudget(initialState('docs', config, 0));
     const apiUses = [...spentBefore];
     const accepted: number[] = [];
     const calls: Array<{ at: number; job: number; name: string }> = [];

@@ -36,7 +36,7 @@ import {
 } from '../harness.js';
 import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
-import { edgeMarginMs } from '../../src/workflows/project-quota/budget.js';
+import { edgeMarginMs } from '../../src/workflows/project-quota/state.js';
 
 const API_KEY = `quota-test-key-${randomUUID()}`;
 const JOB_MS = 500;

@@ -8,6 +8,7 @@ import {
   currentUpdateInfo,
   ActivityCancellationType,
   proxyActivities,
+  setCurrentDetails,
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
@@ -88,16 +89,25 @@ const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
 /**
- * Creates the agent job, waiting out transient failures until the deadline. `uncertain`: why a
- * create may have been sent before this run's first attempt (a reset run), or null.
+ * Creates the agent job, waiting out transient failures until the deadline. `previousCreate`: why
+ * a create may have been sent before this workflow started (the input's), or null.
  */
 export function createJob(
   run: CallingRun,
   prompt: string,
-  idempotencyKey: string,
-  uncertain: string | null,
+  previousCreate: string | null,
 ): Promise<AgentJobRecord> {
   const { projectId } = run;
+  const idempotencyKey = createKey();
+  setCurrentDetails(`Creating the agent job in project ${markdownText(projectId)}`);
+  // A run reset to a point before its create completed cannot know whether the run it replaces
+  // had sent it, nor can a run started again after one ended with its create on the wire: the
+  // ambiguous-call policy decides, as after a lost answer.
+  const { runId, originalExecutionRunId } = workflowInfo();
+  const uncertain =
+    runId === originalExecutionRunId
+      ? previousCreate
+      : 'the run this one was reset from (it may have created the agent job before the reset point)';
   return sendWithinQuota(
     run,
     'create',
@@ -172,7 +182,11 @@ export function sendMessage(
 }
 
 /** What every attempt of a create or message adds to its input: why it may follow an applied one, its quota take. */
-type SentWith = { uncertain: string | null } & ReturnType<typeof quotaInput>;
+interface SentWith {
+  uncertain: string | null;
+  quotaRequestId: string;
+  quotaRefused?: QuotaTicket['refused'];
+}
 
 /**
  * A create or message: each attempt one use of the project's quota, sent until the API answers or
@@ -187,15 +201,22 @@ function sendWithinQuota(
   start: (options: ActivityOptions, sent: SentWith) => Promise<AgentJobRecord>,
   uncertainFromStart: string | null = null,
 ): Promise<AgentJobRecord> {
+  // Each attempt is its own quota use, so a retry after another error takes again. The call takes
+  // its use itself (one update from its activity, nothing in this history when the quota has
+  // room); when the quota queues it, or the API refused the use it took, the requester waits and
+  // calls again.
   return untilAnswered(
     run,
     call,
     (_timeoutMs, uncertain) =>
-      withinQuota(run, kind, (ticket) =>
-        start(
-          { summary, scheduleToCloseTimeout: timeLeftMs(run, call.whatTimedOut) },
-          { uncertain, ...quotaInput(ticket) },
-        ),
+      run.quota.run(
+        run.nextQuotaUse(kind),
+        ({ requestId, refused }) =>
+          start(
+            { summary, scheduleToCloseTimeout: timeLeftMs(run, call.whatTimedOut) },
+            { uncertain, quotaRequestId: requestId, ...(refused && { quotaRefused: refused }) },
+          ),
+        run.deadlineMs,
       ),
     uncertainFromStart,
   );
@@ -212,31 +233,13 @@ function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
   return Math.max(1_000, leftMs);
 }
 
-/**
- * Each call is its own quota use, so a retry after another error takes again. The call takes its
- * use itself (one update from its activity, nothing in this history when the quota has room); when
- * the quota queues it, or the API refused the use it took, the requester waits and calls again.
- */
-function withinQuota<T>(
-  run: CallingRun,
-  kind: QuotaUseKind,
-  call: (ticket: QuotaTicket) => Promise<T>,
-): Promise<T> {
-  return run.quota.run(run.nextQuotaUse(kind), call, run.deadlineMs);
-}
-
-/** The quota fields of a create or message activity's input: the take's request ID and the 429 it follows. */
-function quotaInput({ requestId, refused }: QuotaTicket) {
-  return { quotaRequestId: requestId, ...(refused && { quotaRefused: refused }) };
-}
-
 // The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
 // restarts and continue-as-new, so a server that honours it sees one intent as one. The live API
 // honours none: what keeps a create or message to one call is that the workflow sends it again only
 // under `AGENT_API_AMBIGUOUS_CREATE=retry` (./api-failures.ts, src/activities/index.ts).
 
 /** The create's key: the workflow ID, so one workflow never creates two agent jobs. */
-export function createKey(): string {
+function createKey(): string {
   return headerValue(workflowInfo().workflowId);
 }
 
@@ -256,6 +259,13 @@ export function startFollowUpKey(): string {
 export function updateMessageKey(turn: number): string {
   const updateId = currentUpdateInfo()?.id ?? `turn-${turn + 1}`;
   return headerValue(`${workflowInfo().workflowId}/message/${updateId}`);
+}
+
+/** The ID of the update being handled or validated. */
+export function updateIdNow(): string {
+  const info = currentUpdateInfo();
+  if (info === undefined) throw new Error('not in an update handler');
+  return info.id;
 }
 
 /** Header values must be visible ASCII; an ID with spaces or any Unicode is percent-encoded. */

@@ -19,6 +19,7 @@ import {
   type AgentJobResult,
 } from '../../contract.js';
 import { quoted } from '../../escape.js';
+import type { CarriedFollowUp } from './follow-ups.js';
 
 /** What a result says besides the record: the run's counts, and whether it created the agent job. */
 export interface RunFacts extends Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'> {
@@ -79,11 +80,7 @@ export function unsealedInput(): ApplicationFailure {
  * arrived sealed keeps its message in the details (a payload, sealed) rather than in the message,
  * which the workflow cannot seal (decision 0021).
  */
-export function earlierRunFailure(failed: {
-  type: string | null;
-  message: string;
-  sealed?: true;
-}): ApplicationFailure {
+export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>): ApplicationFailure {
   const where = 'the message failed in an earlier run of this workflow';
   return ApplicationFailure.create({
     type: failed.type ?? undefined,

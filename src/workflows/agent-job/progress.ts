@@ -1,12 +1,23 @@
 /**
  * What operators see of a workflow: its phase, derived from the run's facts in one place, the
- * `status` query's answer, the current details' text, and the search attributes the Temporal UI
- * filters on (ID and project only: decision 0011). Reads the run, never assigns it (./run.ts does).
- * Workflow code.
+ * `status` query's answer, the current details' text, the search attributes the Temporal UI
+ * filters on (ID and project only: decision 0011), the log lines alerts follow and the metrics.
+ * Reads the run, never assigns it (./run.ts does). Workflow code.
  */
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  log,
+  metricMeter,
+  proxySinks,
+  setCurrentDetails,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { SearchAttributes, type AgentJobProgress } from '../../contract.js';
 import { markdownText, markdownUrl } from '../../escape.js';
+import type { ProjectMetricsSinks } from '../sinks.js';
+
+/** The per-project metrics the worker keeps (src/observability/project-metrics.ts). */
+export const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
 
 /** How a workflow ended, as its phase shows it. */
 export type EndPhase = 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
@@ -55,6 +66,31 @@ export function showProject(projectId: string): void {
 export function showJobId(jobId: string): void {
   if (workflowInfo().typedSearchAttributes.get(SearchAttributes.jobId) === jobId) return;
   upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
+}
+
+/**
+ * The API started or stopped refusing the key (`waiting`) during `doing`: one line when the wait
+ * starts and one when it ends, naming the project, for alerts.
+ */
+export function showKeyWait(projectId: string, waiting: boolean, doing: string, status: number | null): void {
+  if (waiting) {
+    setCurrentDetails(keyWaitDetails(status, null));
+    log.warn('the Agent Job API refuses the API key; waiting for a working one', {
+      projectId,
+      doing,
+      status,
+    });
+  } else {
+    log.info('the Agent Job API accepts the API key again', { projectId, doing });
+    projectMetrics.keyWait(projectId, false);
+  }
+}
+
+/** Counts an agent job that reached terminal status `status`. */
+export function countTerminal(status: string): void {
+  metricMeter
+    .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
+    .add(1, { status });
 }
 
 /**

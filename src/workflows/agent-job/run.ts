@@ -3,7 +3,7 @@
  * handlers (`status`, `pollNow`, `sendMessage`, `followUp`) and its steps (create or attach, poll,
  * send a message, finish, carry over). Only this class assigns the run's state. The decisions it
  * wires to timers, activities and messages are pure modules beside it: ./turn.ts (when a turn
- * ends), ../../poll-schedule.ts (when to poll), ./follow-up-queue.ts (when a message goes),
+ * ends), ../../poll-schedule.ts (when to poll), ./follow-ups.ts (when a message goes),
  * ../../failure-policy/ (what a failure does), ./progress.ts
  * (the phase and what operators read); ./calls.ts makes the API calls.
  *
@@ -14,11 +14,8 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
-  currentUpdateInfo,
   isCancellation,
   log,
-  metricMeter,
-  proxySinks,
   setCurrentDetails,
   setHandler,
   workflowInfo,
@@ -27,7 +24,6 @@ import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import {
   FailureType,
   followUpUpdate,
-  MAX_QUEUED_FOLLOW_UPS,
   pollNowSignal,
   sendMessageUpdate,
   statusQuery,
@@ -37,20 +33,23 @@ import {
   type AgentJobResult,
   type LastApiError,
 } from '../../contract.js';
-import { markdownText } from '../../escape.js';
-import { checkPrompt, type ResolvedInput } from '../../input.js';
-import { FailureStreak, type Tolerances } from '../../failure-policy/streak.js';
-import type { ProjectMetricsSinks } from '../sinks.js';
+import type { ResolvedInput } from '../../input.js';
+import { FailureStreak, type FailureStreakState, type Tolerances } from '../../failure-policy/streak.js';
 import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-schedule.js';
 import { ProjectQuotaRequester, type QuotaUse } from '../project-quota/requester.js';
 import type { QuotaUseKind } from '../../quota/messages.js';
-import { createJob, createKey, pollJob, sendMessage, startFollowUpKey, updateMessageKey } from './calls.js';
-import { UnansweredFollowUps, type Continuation, type UnansweredFollowUp } from './continuation.js';
-import { FollowUpQueue, type FollowUp, type SendWhen, type Sent } from './follow-up-queue.js';
+import { createJob, pollJob, sendMessage, startFollowUpKey, updateIdNow, updateMessageKey } from './calls.js';
+import {
+  FollowUps,
+  type CarriedFollowUp,
+  type FollowUp,
+  type Sent,
+  type UnansweredFollowUp,
+} from './follow-ups.js';
 import { earlierRunFailure, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { PollWait } from './poll-wait.js';
 import * as show from './progress.js';
-import { Turn, type EndStatus } from './turn.js';
+import { Turn, type EndStatus, type TurnState } from './turn.js';
 
 /**
  * Poll activities per run before continue-as-new: each ends with about 6 history events (its own
@@ -60,7 +59,20 @@ import { Turn, type EndStatus } from './turn.js';
  */
 export const POLLS_PER_RUN = 150;
 
-const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
+/** What a run carries into the next through continue-as-new. Callers never set it. */
+export interface Continuation {
+  jobId: string;
+  created: boolean;
+  deadlineMs: number;
+  progress: Pick<AgentJobProgress, 'polls' | 'lastRecord' | 'lastError'> & { resent?: number };
+  turn: TurnState;
+  intervalMs: number;
+  streak: FailureStreakState;
+  pollRequested: boolean;
+  quotaUses: number;
+  /** Follow-ups not answered yet, in the order they were queued; absent when there are none. */
+  followUps?: CarriedFollowUp[];
+}
 
 /** The state of one run, its handlers and its steps. */
 export class AgentJobRun implements show.RunProgress {
@@ -74,8 +86,7 @@ export class AgentJobRun implements show.RunProgress {
   readonly turn: Turn;
   readonly #schedule: PollSchedule;
   readonly #wait: PollWait;
-  readonly #followUps = new FollowUpQueue<FollowUp>();
-  readonly #unanswered = new UnansweredFollowUps();
+  readonly #followUps = new FollowUps();
 
   // The facts the status query and the phase read (./progress.ts): assigned only in this class.
   jobId: string | null;
@@ -112,15 +123,16 @@ export class AgentJobRun implements show.RunProgress {
     this.streak = new FailureStreak(carried?.streak);
     this.#quotaUses = carried?.quotaUses ?? 0;
     this.quota = new ProjectQuotaRequester(this.projectId);
-    setHandler(statusQuery, () => this.status());
+    setHandler(statusQuery, () => show.statusOf(this, this.#followUps.sending));
     setHandler(pollNowSignal, () => this.#wait.request());
     for (const followUp of carried?.followUps ?? []) this.#track({ ...followUp });
-    setHandler(sendMessageUpdate, async (prompt) => (await this.#queueMessage(prompt, 'now')).record, {
-      validator: (prompt) => this.#checkSendMessage(prompt),
+    setHandler(sendMessageUpdate, async (prompt) => (await this.#queue(prompt, 'now')).record, {
+      validator: (prompt) =>
+        this.#followUps.checkSendMessage(prompt, this.jobId, show.phaseOf(this, this.#followUps.sending)),
       description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
     });
     setHandler(followUpUpdate, (prompt) => this.#followUp(prompt), {
-      validator: (prompt) => this.#checkFollowUp(prompt),
+      validator: (prompt) => this.#followUps.checkFollowUp(prompt, updateIdNow(), this.end),
       // A workflow that ends at its deadline leaves waiting follow-ups behind: their callers read
       // the workflow's own failure instead. One that continues as new carries them: their
       // callers re-attach to the next run with the same update ID.
@@ -144,11 +156,6 @@ export class AgentJobRun implements show.RunProgress {
     return this.quota.queue;
   }
 
-  /** What the `status` query answers. */
-  status(): AgentJobProgress {
-    return show.statusOf(this, this.#followUps.sending);
-  }
-
   /** The API's tolerances for a call now: 404s and odd bodies are a blip once the API answered for the job. */
   tolerances(): Tolerances {
     const { blipToleranceMs, credentialToleranceMs } = this.input;
@@ -167,16 +174,7 @@ export class AgentJobRun implements show.RunProgress {
       this.#wait.request();
       return this.input.jobId;
     }
-    setCurrentDetails(`Creating the agent job in project ${markdownText(this.projectId)}`);
-    // A run reset to a point before its create completed cannot know whether the run it replaces
-    // had sent it, nor can a run started again after one ended with its create on the wire: the
-    // ambiguous-call policy decides, as after a lost answer.
-    const { runId, originalExecutionRunId } = workflowInfo();
-    const uncertain =
-      runId === originalExecutionRunId
-        ? this.input.previousCreate
-        : 'the run this one was reset from (it may have created the agent job before the reset point)';
-    const record = await createJob(this, this.input.prompt, createKey(), uncertain);
+    const record = await createJob(this, this.input.prompt, this.input.previousCreate);
     this.jobId = record.id;
     this.#recorded(record);
     return record.id;
@@ -188,7 +186,7 @@ export class AgentJobRun implements show.RunProgress {
    */
   promptAtStart(): Promise<Sent> | null {
     if (this.carried || !this.input.jobId || this.input.prompt === undefined) return null;
-    return this.#queue(this.input.prompt, 'after-turn', startFollowUpKey(), null);
+    return this.#queue(this.input.prompt, 'after-turn', startFollowUpKey());
   }
 
   /**
@@ -207,17 +205,25 @@ export class AgentJobRun implements show.RunProgress {
         // A message on its way ends at the same deadline: `failed` waits for its error.
         throw this.timedOut('the agent job was still working');
       }
-      if (this.#followUps.ready(this.turn.idle)) this.#wait.request();
+      this.#wakeIfReady();
       const waitMs = schedule.waitMs(Date.now(), this.deadlineMs, Math.random, retryInMs);
       const timed = !this.#wait.requested;
-      if (timed) this.#showNextPoll(waitMs);
+      if (timed) {
+        this.nextPollAt = new Date(Date.now() + waitMs).toISOString();
+        setCurrentDetails(show.nextPollDetails(this));
+      }
       await this.#wait.for(waitMs, `wait ${Math.round(waitMs / 1000)}s before polling`);
       // After a wait of the schedule, the poll activity's first wait is the schedule's next one.
       if (timed && retryInMs === null) schedule.grow();
       this.nextPollAt = null;
       retryInMs = null;
-      // Messages start only here, after a wait: the same point whichever task brought them.
-      if (this.#sendNext(jobId)) continue;
+      // Messages start only here, after a wait: the same point whichever task brought them. Polls
+      // go on meanwhile, as the message may wait for the project's quota.
+      const followUp = this.#followUps.next(this.turn.idle);
+      if (followUp !== null) {
+        void this.#send(followUp, jobId);
+        continue;
+      }
       const turnOfRead = this.turn.number;
       const startedAt = Date.now();
       const intervalMs = schedule.intervalMs;
@@ -242,14 +248,15 @@ export class AgentJobRun implements show.RunProgress {
           schedule.intervalMs = intervalAfterAttempt(pollSchedule, polls);
           this.#recorded(record);
           const ended = this.#endOf(record);
-          if (ended !== null && !this.#messagesPending) {
+          // Messages waiting to be sent, or one on its way: the turn that ended is not the last.
+          if (ended !== null && this.#followUps.queued === 0 && !this.#followUps.sending) {
             await condition(allHandlersFinished);
             return this.#finish(ended, record);
           }
         }
       }
       const runIsLong = pollsThisRun >= pollsPerRun || workflowInfo().continueAsNewSuggested;
-      if (runIsLong && !this.#holdsRun) return await this.#continueAsNew(jobId);
+      if (runIsLong && !this.#followUps.holdsRun) return await this.#continueAsNew(jobId);
     }
   }
 
@@ -290,21 +297,10 @@ export class AgentJobRun implements show.RunProgress {
   reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void {
     if (error !== null || this.lastError?.during === doing) this.lastError = error;
     // The gauge counts the workflows waiting: each refusal reports, so a stale one drops out.
-    if (waitingForKey) projectMetrics.keyWait(this.projectId, true);
+    if (waitingForKey) show.projectMetrics.keyWait(this.projectId, true);
     if (waitingForKey === this.waitingForKey) return;
     this.waitingForKey = waitingForKey;
-    // One line when the wait starts and one when it ends, naming the project, for alerts.
-    if (waitingForKey) {
-      setCurrentDetails(show.keyWaitDetails(error?.status ?? null, null));
-      log.warn('the Agent Job API refuses the API key; waiting for a working one', {
-        projectId: this.projectId,
-        doing,
-        status: error?.status ?? null,
-      });
-    } else {
-      log.info('the Agent Job API accepts the API key again', { projectId: this.projectId, doing });
-      projectMetrics.keyWait(this.projectId, false);
-    }
+    show.showKeyWait(this.projectId, waitingForKey, doing, error?.status ?? null);
   }
 
   /** A create or message was sent again after an attempt that may have been applied. */
@@ -325,11 +321,6 @@ export class AgentJobRun implements show.RunProgress {
     show.showJobId(record.id);
   }
 
-  #showNextPoll(waitMs: number): void {
-    this.nextPollAt = new Date(Date.now() + waitMs).toISOString();
-    setCurrentDetails(show.nextPollDetails(this));
-  }
-
   #showEnd(phase: 'completed' | 'archived' | 'failed' | 'cancelled'): void {
     this.end = phase;
     this.nextPollAt = null;
@@ -347,14 +338,12 @@ export class AgentJobRun implements show.RunProgress {
       if (reading.giveUp) throw unknownStatus(record, reading.inARow);
     }
     if (reading.kind !== 'ended') return null;
-    this.#unanswered.turnEnded(this.turn.state.ended, record);
+    this.#followUps.turnEnded(this.turn.state.ended, record);
     return reading.status;
   }
 
   #finish(status: EndStatus, record: AgentJobRecord): AgentJobResult {
-    metricMeter
-      .createCounter('agent_job_terminal', 'jobs', 'Agent jobs that reached a terminal status')
-      .add(1, { status });
+    show.countTerminal(status);
     this.#showEnd(status);
     // Throws AgentJobFailed for `failed`, which `failed` above reports.
     const result = turnResult(this, record);
@@ -364,17 +353,17 @@ export class AgentJobRun implements show.RunProgress {
 
   /** Tells the per-project metrics how the job ended, counted from the first run's start. */
   #reportEnd(outcome: string, hasPrLink: boolean): void {
-    const startedAtMs = this.deadlineMs - this.input.timeoutMs;
-    projectMetrics.jobEnded(this.projectId, outcome, Math.max(0, Date.now() - startedAtMs) / 1000, hasPrLink);
+    const seconds = Math.max(0, Date.now() - (this.deadlineMs - this.input.timeoutMs)) / 1000;
+    show.projectMetrics.jobEnded(this.projectId, outcome, seconds, hasPrLink);
   }
 
   async #continueAsNew(jobId: string): Promise<never> {
     // `followUp` handlers still waiting are left behind (ABANDON): the next run carries them.
-    await condition(() => allHandlersFinished() || !this.#holdsRun);
+    await condition(() => allHandlersFinished() || !this.#followUps.holdsRun);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
     if (Date.now() >= this.deadlineMs) throw this.timedOut('the agent job was still working');
     log.info('continuing as new to keep the history bounded', { polls: this.polls });
-    const followUps = this.#unanswered.carried(this.#queuedIds);
+    const followUps = this.#followUps.carried();
     const next: Continuation = {
       jobId,
       created: this.created,
@@ -402,52 +391,13 @@ export class AgentJobRun implements show.RunProgress {
   // Follow-up messages: the `sendMessage` and `followUp` updates queue them, and the poll loop
   // sends the next one whose time has come. No handler starts a call itself (decision 0002).
 
-  /** Messages wait to be sent, or one is on its way: the turn that ended is not the last. */
-  get #messagesPending(): boolean {
-    return this.#followUps.queued > 0 || this.#followUps.sending;
-  }
-
-  /**
-   * The run cannot continue as new yet: a message is on its way or a `sendMessage` (or the prompt
-   * of `{ jobId, prompt }`) waits. `followUp`s waiting to be sent, or for their turn to end, do
-   * not hold it: the next run takes them and their callers re-attach there.
-   */
-  get #holdsRun(): boolean {
-    if (this.#followUps.holdsRun((followUp) => followUp.updateId !== null)) return true;
-    return this.#unanswered.tooLargeToCarry(this.#queuedIds);
-  }
-
-  /** The update IDs of the follow-ups waiting to be sent. */
-  get #queuedIds(): Set<string | null> {
-    return new Set(this.#followUps.waiting.map((followUp) => followUp.updateId));
-  }
-
-  #checkSendMessage(prompt: unknown): void {
-    checkPrompt(prompt, 'sendMessage prompt');
-    if (this.jobId === null) throw new Error('the agent job is not created yet; try again in a moment');
-    if (this.#followUps.busy) throw new Error('a follow-up message is already being sent; wait for it');
-    const phase = show.phaseOf(this, this.#followUps.sending);
-    if (!['polling', 'creating'].includes(phase))
-      throw new Error(`the workflow is ${phase}; it takes no more messages`);
-  }
-
-  #checkFollowUp(prompt: unknown): void {
-    checkPrompt(prompt, 'followUp prompt');
-    // One this workflow already took (a caller re-attaching): answered whatever the phase.
-    if (this.#unanswered.get(updateIdNow()) !== undefined) return;
-    if (this.end !== null) throw new Error(`the workflow is ${this.end}; it takes no more follow-ups`);
-    if (this.#followUps.queued >= MAX_QUEUED_FOLLOW_UPS) {
-      throw new Error(`${MAX_QUEUED_FOLLOW_UPS} follow-ups are already queued; wait for them`);
-    }
-  }
-
   /** The `followUp` update: its own turn's result, once that turn ends. */
   async #followUp(prompt: string): Promise<AgentJobResult> {
     const updateId = updateIdNow();
     try {
       // A caller re-attaching after continue-as-new: its follow-up is already here, not queued again.
       const followUp =
-        this.#unanswered.get(updateId) ??
+        this.#followUps.get(updateId) ??
         this.#track({
           updateId,
           prompt,
@@ -467,46 +417,31 @@ export class AgentJobRun implements show.RunProgress {
       // Its own turn's, also for a caller that re-attaches after a later turn has started.
       return { ...turnResult(this, followUp.ended as AgentJobRecord), turns: turn };
     } finally {
-      this.#unanswered.answered(updateId);
+      this.#followUps.answered(updateId);
     }
   }
 
-  /** Queues `prompt` from a `sendMessage`; resolves once it is sent, rejects with the message's failure. */
-  #queueMessage(prompt: string, when: SendWhen): Promise<Sent> {
-    return this.#queue(prompt, when, updateMessageKey(this.turn.number), null);
-  }
-
-  #queue(prompt: string, when: SendWhen, key: string, updateId: string | null): Promise<Sent> {
-    return new Promise<Sent>((resolve, reject) => {
-      this.#add({ prompt, key, updateId, answered: resolve, failed: reject }, when);
-    });
-  }
-
-  #add(followUp: FollowUp, when: SendWhen): void {
-    this.#followUps.add(followUp, when);
-    if (this.#followUps.ready(this.turn.idle)) this.#wait.request();
+  /** Queues `prompt` (a `sendMessage`'s key by default); resolves once it is sent, rejects with its failure. */
+  #queue(
+    prompt: string,
+    when: 'now' | 'after-turn',
+    key = updateMessageKey(this.turn.number),
+  ): Promise<Sent> {
+    const sent = this.#followUps.send(prompt, key, when);
+    this.#wakeIfReady();
+    return sent;
   }
 
   /** Keeps `followUp` until its caller is answered, and queues it unless it was sent already. */
   #track(followUp: UnansweredFollowUp): UnansweredFollowUp {
-    this.#unanswered.add(followUp);
-    if (followUp.turn !== null || followUp.failed !== null) return followUp;
-    const { updateId, prompt, key } = followUp;
-    const answered = (sent: Sent) => (followUp.turn = sent.turn);
-    const failed = (err: unknown) => (followUp.error = err);
-    this.#add({ prompt, key, updateId, answered, failed }, 'after-turn');
+    this.#followUps.track(followUp);
+    this.#wakeIfReady();
     return followUp;
   }
 
-  /**
-   * Starts sending the next message to `jobId` if its time has come; true when it did. Polls go on
-   * meanwhile, as the message may wait for the project's quota.
-   */
-  #sendNext(jobId: string): boolean {
-    const followUp = this.#followUps.next(this.turn.idle);
-    if (followUp === null) return false;
-    void this.#send(followUp, jobId);
-    return true;
+  /** A message's time has come: the wait in progress ends, so that the loop sends it. */
+  #wakeIfReady(): void {
+    if (this.#followUps.ready(this.turn.idle)) this.#wait.request();
   }
 
   async #send(followUp: FollowUp, jobId: string): Promise<void> {
@@ -524,11 +459,4 @@ export class AgentJobRun implements show.RunProgress {
       this.#followUps.sent();
     }
   }
-}
-
-/** The ID of the update being handled or validated. */
-function updateIdNow(): string {
-  const info = currentUpdateInfo();
-  if (info === undefined) throw new Error('not in an update handler');
-  return info.id;
 }

@@ -9,12 +9,10 @@ import { InvalidInputError, type AgentJobInput, type AgentJobResult } from '../.
 import { resolveInput, type ResolvedInput } from '../../input.js';
 import { JobEndNotifier } from '../job-end-notification/notifier.js';
 import { arrivedUnsealed } from '../unsealed-input.js';
-import type { Continuation } from './continuation.js';
+import { AgentJobRun, type Continuation } from './run.js';
 import { invalidInput, unsealedInput } from './outcomes.js';
-import { AgentJobRun } from './run.js';
 
-export type { Continuation } from './continuation.js';
-export { POLLS_PER_RUN } from './run.js';
+export { POLLS_PER_RUN, type Continuation } from './run.js';
 
 /** Drives one agent job to its end. `carried` is set only by continue-as-new. */
 export async function agentJobWorkflow(

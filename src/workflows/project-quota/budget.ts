@@ -8,15 +8,14 @@
  * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
  * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
  */
-import type { QuotaLimit, QuotaTake, QuotaTakeAnswer, QuotaUseKind } from '../../quota/messages.js';
-import { clamp } from '../../quota/messages.js';
+import { clamp, type QuotaTake, type QuotaTakeAnswer, type QuotaUseKind } from '../../quota/messages.js';
 import {
   clampLimit,
   effectiveUses,
-  initialState,
   placeAt,
   spanMs,
   startsOf,
+  takeMarginMs,
   type BudgetState,
   type Lease,
   type QueueEntry,
@@ -25,9 +24,6 @@ import {
 import { idHash, utf8ByteLength } from '../../ids.js';
 import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../../failure-policy/backoff.js';
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
-
-export type { BudgetState } from './state.js';
-export { clampLimit, edgeMarginMs } from './state.js';
 
 /**
  * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
@@ -67,10 +63,7 @@ export const QUOTA_IDLE_MS = 60_000;
 const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 
 /** A grant to signal: the queued take's workflow may take again. */
-export interface Grant {
-  workflowId: string;
-  requestId: string;
-}
+export type Grant = Pick<QueueEntry, 'workflowId' | 'requestId'>;
 
 /**
  * The timer the quota loop starts for a wake-up due at `dueAt` while one set for `armedAt` runs:
@@ -81,16 +74,6 @@ export interface Grant {
 export function timerToStart(armedAt: number | null, dueAt: number | null): number | null {
   if (dueAt === null) return null;
   return armedAt !== null && armedAt <= dueAt ? null : dueAt;
-}
-
-/**
- * How far ahead of the take a taken use is counted, and so how long after the take its call may
- * be sent: the API counts a use when the request arrives, a moment after the take was answered,
- * and the window must not free the use before the API does. A twentieth of the window, from 1 s to
- * 10 s: at most 0.3 % of an hour's budget; a call that cannot go out that soon takes again.
- */
-export function takeMarginMs(limit: QuotaLimit): number {
-  return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
 }
 
 /**
@@ -110,11 +93,6 @@ export class ProjectBudget {
   constructor(state: BudgetState, options: { maxQueue?: number } = {}) {
     this.#s = state;
     this.#maxQueue = clamp(Math.floor(options.maxQueue ?? MAX_QUEUE), 1, MAX_QUEUE);
-  }
-
-  /** The state of a project nothing has been asked of yet. */
-  static initial(projectId: string, limit: QuotaLimit, now: number): BudgetState {
-    return initialState(projectId, limit, now);
   }
 
   /** The state to carry into the next run (the object itself: plain JSON). */

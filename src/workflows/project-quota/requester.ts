@@ -160,7 +160,7 @@ export class ProjectQuotaRequester {
               `Queued for project ${this.projectId}'s API budget (${use.kind}): position ${place.position} ` +
                 `of ${place.queueLength}, earliest start ${place.earliestStartAt}`,
             );
-            if (this.#tooLate(deadlineMs)) throw this.#gaveUp(use, refused !== undefined);
+            if (Date.now() >= deadlineMs) throw this.#gaveUp(use, refused !== undefined);
             const granted = await condition(
               () => this.#granted.has(name),
               Math.max(1, Math.min(QUOTA_REASK_MS, miss.reaskInMs ?? Infinity, deadlineMs - Date.now())),
@@ -174,14 +174,11 @@ export class ProjectQuotaRequester {
             break;
           }
         }
-        if (this.#tooLate(deadlineMs)) throw this.#gaveUp(use, refused !== undefined);
+        if (Date.now() >= deadlineMs) throw this.#gaveUp(use, refused !== undefined);
       }
     } catch (err) {
       // Leave the queue without an API call; the signal goes out even when this scope is cancelled.
-      if (this.#waiting !== null) {
-        const requestId = `${workflowId}/${name}`;
-        void this.#tell((handle) => handle.signal(quotaReleaseSignal, { requestId }));
-      }
+      if (this.#waiting !== null) this.#release(`${workflowId}/${name}`);
       // No search attribute update, which would change the commands of this task: a failed call
       // ends the workflow, whose close status shows its end.
       this.#stopWaiting(false);
@@ -200,12 +197,8 @@ export class ProjectQuotaRequester {
 
   /** Waits `ms`, at most until the deadline, which then gives up. */
   async #pause(ms: number, deadlineMs: number, use: QuotaUse): Promise<void> {
-    if (this.#tooLate(deadlineMs)) throw this.#gaveUp(use, false);
+    if (Date.now() >= deadlineMs) throw this.#gaveUp(use, false);
     await sleep(Math.max(1, Math.min(ms, deadlineMs - Date.now())));
-  }
-
-  #tooLate(deadlineMs: number): boolean {
-    return Date.now() >= deadlineMs;
   }
 
   #gaveUp(use: QuotaUse, refusedBefore: boolean): ApplicationFailure {
@@ -234,11 +227,13 @@ export class ProjectQuotaRequester {
     if (unmark && waited?.marked) upsertSearchAttributes([{ key: SearchAttributes.status, value: null }]);
   }
 
-  /** Sends to the quota workflow; {@link settle} waits for it. A lost release only costs a lease. */
-  #tell(deliver: (handle: ReturnType<typeof getExternalWorkflowHandle>) => Promise<void>): Promise<void> {
+  /** Gives `requestId`'s place back to the quota workflow; {@link settle} waits for the signal. A lost release only costs a lease. */
+  #release(requestId: string): void {
     // Not cancellable: a cancelled workflow still owes the quota word of the place it held.
     const sent: Promise<void> = CancellationScope.nonCancellable(() =>
-      deliver(getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId))),
+      getExternalWorkflowHandle(projectQuotaWorkflowId(this.projectId)).signal(quotaReleaseSignal, {
+        requestId,
+      }),
     )
       .catch((err: unknown) =>
         log.warn('could not reach the project quota workflow', {
@@ -248,7 +243,6 @@ export class ProjectQuotaRequester {
       )
       .finally(() => this.#sending.delete(sent));
     this.#sending.add(sent);
-    return sent;
   }
 }
 

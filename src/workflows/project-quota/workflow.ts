@@ -33,9 +33,10 @@ import {
   readRelease,
   readTake,
   type QuotaLimit,
+  type QuotaTake,
 } from '../../quota/messages.js';
 import { ProjectBudget, timerToStart, type Grant } from './budget.js';
-import { snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
+import { initialState, snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
 
 /**
  * History events per quota run before continue-as-new. A take costs 2 events (the update accepted
@@ -57,7 +58,7 @@ export interface ProjectQuotaInput {
 
 /** The budget of one project, kept by takes; see {@link ProjectBudget} for the rules. */
 export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
-  const state = input.state ?? ProjectBudget.initial(input.projectId, input.limit, Date.now());
+  const state = input.state ?? initialState(input.projectId, input.limit, Date.now());
   const budget = new ProjectBudget(state, { maxQueue: input.maxQueue });
   const eventsPerRun = Math.max(20, input.eventsPerRun ?? QUOTA_EVENTS_PER_RUN);
   const runIsLong = () =>
@@ -70,26 +71,19 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     quotaTakeUpdate,
     (raw) => {
       // Read again: the validator does not run on replay.
-      const take = readTake(raw);
-      if (!('value' in take)) throw ApplicationFailure.nonRetryable(`a malformed take: ${take.problem}`);
+      const take = takeOf(raw);
       changed = true;
-      const answer = budget.take(take.value, Date.now(), Math.random);
-      if (take.value.refused) {
+      const answer = budget.take(take, Date.now(), Math.random);
+      if (take.refused) {
         log.warn('the API refused a use (429); the quota pauses', {
-          requestId: take.value.refused.requestId,
+          requestId: take.refused.requestId,
           pausedUntil: budget.state.pausedUntil,
         });
       }
       return answer;
     },
-    {
-      // A rejected update leaves no event in this history.
-      validator: (raw) => {
-        const take = readTake(raw);
-        if (!('value' in take)) throw ApplicationFailure.nonRetryable(`a malformed take: ${take.problem}`);
-      },
-      description: 'Take one API use now, or queue for one (a grant signal follows)',
-    },
+    // A rejected update leaves no event in this history.
+    { validator: takeOf, description: 'Take one API use now, or queue for one (a grant signal follows)' },
   );
   setHandler(quotaReleaseSignal, (raw) => {
     const release = readRelease(raw);
@@ -187,6 +181,13 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     memo !== undefined && Object.keys(memo).length > 0 ? { memo } : {},
   );
   return await next({ ...input, state: budget.state });
+}
+
+/** A take's payload, read; a malformed one fails the update. */
+function takeOf(raw: unknown): QuotaTake {
+  const take = readTake(raw);
+  if (!('value' in take)) throw ApplicationFailure.nonRetryable(`a malformed take: ${take.problem}`);
+  return take.value;
 }
 
 /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { failureConverter as sealing } from '../../../src/payload-codec/failure-converter.js';
-import { UnansweredFollowUps } from '../../../src/workflows/agent-job/continuation.js';
+import { FollowUps } from '../../../src/workflows/agent-job/follow-ups.js';
 import { earlierRunFailure } from '../../../src/workflows/agent-job/outcomes.js';
 import { failureConverter as bundled } from '../../../src/workflows/sealed-failures.js';
 
@@ -16,9 +16,9 @@ const API_TEXT = 'the prompt "marker-5e1d" is not allowed';
 
 /** The failure a follow-up's message met, carried by continue-as-new. */
 function carriedFailure(error: Error) {
-  const unanswered = new UnansweredFollowUps();
-  unanswered.add({ updateId: 'u1', prompt: 'p', key: 'k', turn: null, ended: null, failed: null, error });
-  const [carried] = unanswered.carried(new Set());
+  const followUps = new FollowUps();
+  followUps.track({ updateId: 'u1', prompt: 'p', key: 'k', turn: 2, ended: null, failed: null, error });
+  const [carried] = followUps.carried();
   assert.ok(carried?.failed);
   return carried.failed;
 }
