@@ -6,6 +6,9 @@ import { terminalText } from '../escape.js';
 import { unopenedPayload } from '../payload-codec/index.js';
 import type { AgentJobHandle } from './start.js';
 
+/** How long one status query may wait for an answer before the loop looks again. */
+const QUERY_WAIT_MS = 5_000;
+
 /**
  * Follows a workflow until it closes, calling `onProgress` whenever the phase, the status or the
  * poll count changes, and returns its result (or throws its failure). While the workflow answers no
@@ -30,7 +33,11 @@ export async function followAgentJob(
     if (unopened !== null) throw unopened;
     answered = false;
     try {
-      const progress = await handle.query(statusQuery);
+      // Bounded: the server holds a query while the workflow's first task is failing (30 s here),
+      // and the loop must get back to looking whether its payloads open.
+      const progress = await handle.client.withDeadline(Date.now() + QUERY_WAIT_MS, () =>
+        handle.query(statusQuery),
+      );
       answered = true;
       const fingerprint = `${progress.phase}|${progress.lastRecord?.status}|${progress.polls}|${progress.turns}|${progress.queue?.position}`;
       if (fingerprint !== last) {

@@ -6,8 +6,11 @@
  * Nexus handler, whose messages may quote an API answer (decision 0021); a client with the codec
  * reads them opened. The workflow code has its own (src/workflows/sealed-failures.ts).
  *
- * One failure stays readable: the Nexus handler's `UnsealedInput` refusal, whose caller has no ring
- * (that is why it is refused) and could not open it; its text is fixed and quotes no input.
+ * Two failures stay readable: the Nexus handler's `UnsealedInput` refusal, whose caller has no ring
+ * (that is why it is refused) and could not open it; and a workflow task's failure on a payload that
+ * does not open, which the callers waiting on the workflow read to report it (src/payload-codec/
+ * unopened.ts), often without the key it would be sealed with: its type and text name only a key ID
+ * and why, as the worker's log line does (decision 0021), and its cause (the cipher's) is left out.
  *
  * Loaded by the SDK with `require()`, by path: a module of its own, with this one export.
  */
@@ -19,6 +22,10 @@ import {
   type SerializationContext,
 } from '@temporalio/common';
 import { FailureType } from '../contract.js';
+import { ErrorName } from '../errors.js';
+
+/** The codec's failures on a payload that does not open (src/payload-codec/codec.ts). */
+const UNOPENED = new Set<string>([ErrorName.SealedPayload, ErrorName.UnknownPayloadKey]);
 
 const readable = new DefaultFailureConverter();
 
@@ -32,6 +39,12 @@ class SealingFailureConverter extends DefaultFailureConverter {
     for (let cause = err; cause instanceof Error; cause = cause.cause) {
       if (cause instanceof ApplicationFailure && cause.type === FailureType.UnsealedInput)
         return readable.errorToFailure(err, payloadConverter, context);
+      // By name: the SDK require()s this module by path, so its classes may not be the codec's.
+      if (UNOPENED.has(cause.name)) {
+        const named = ApplicationFailure.retryable(cause.message, cause.name);
+        named.stack = '';
+        return readable.errorToFailure(named, payloadConverter, context);
+      }
     }
     return super.errorToFailure(err, payloadConverter, context);
   }

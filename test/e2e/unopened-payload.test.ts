@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import proto from '@temporalio/proto';
 import { PayloadUnopenedError } from '../../src/client/index.js';
 import { ExitCode } from '../../src/starter/exit-codes.js';
 import { spawnTs, starterProcessEnv, startSimulatedWorld, startWorkerProcess, waitFor } from '../harness.js';
@@ -33,7 +34,7 @@ after(async () => {
 const starterEnv = starterProcessEnv(world.env, workerEnv.taskQueue);
 
 /** How long a starter may take to report: a few workflow task attempts and one look at the history. */
-const REPORT_WITHIN_MS = 20_000;
+const REPORT_WITHIN_MS = 60_000;
 
 async function startWith(ringLine: string, projectId: string) {
   const keys = ring(ringLine);
@@ -47,10 +48,17 @@ async function startWith(ringLine: string, projectId: string) {
   await waitFor(() => run.child.exitCode !== null, {
     what: 'the starter to report the workflow the worker cannot open',
     timeoutMs: REPORT_WITHIN_MS,
+  }).catch((err: Error) => {
+    run.child.kill('SIGTERM');
+    throw new Error(`${err.message}; starter stdout: ${run.stdout()}; stderr: ${run.stderr()}`);
   });
   const out = JSON.parse(run.stdout()) as { workflowId: string; error: { type: string; message: string } };
   return { code: await run.exited, out, stderr: run.stderr(), seconds: (Date.now() - startedAt) / 1000 };
 }
+
+/** A workflow status's name, as describe() gives it. */
+const statusName = (status: number | null | undefined) =>
+  proto.temporal.api.enums.v1.WorkflowExecutionStatus[status ?? 0]?.replace('WORKFLOW_EXECUTION_STATUS_', '');
 
 async function unopenedMetric(): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${workerEnv.metricsPort}/metrics`)).text();
@@ -69,7 +77,7 @@ for (const [name, keyId, reason] of [
     console.log(`reported after ${run.seconds.toFixed(1)} s`);
     assert.equal(run.code, ExitCode.PayloadUnopened, run.stderr);
     assert.equal(run.out.error.type, new PayloadUnopenedError('', '', null).name);
-    assert.match(run.out.error.message, new RegExp(`key ${keyId}`));
+    assert.ok(run.out.error.message.includes(keyId), run.out.error.message);
     assert.match(run.out.error.message, /operator-actions/);
 
     const { workflowId } = run.out;
@@ -92,11 +100,19 @@ for (const [name, keyId, reason] of [
     assert.equal(line.workflowId, workflowId);
     await waitFor(async () => (await unopenedMetric()) === before + 1, { what: 'the metric to count it' });
 
+    // Read raw: the test's client holds no ring, and the workflow's memo is sealed.
+    const status = async () =>
+      (
+        await world.env.client.workflowService.describeWorkflowExecution({
+          namespace: world.env.client.options.namespace,
+          execution: { workflowId },
+        })
+      ).workflowExecutionInfo?.status;
     const handle = world.env.client.workflow.getHandle(workflowId);
-    assert.equal((await handle.describe()).status.name, 'RUNNING', 'left for the ring to be fixed');
+    assert.equal(statusName(await status()), 'RUNNING', 'left for the ring to be fixed');
     assert.equal(createdJobs(world.sim, projectId), 0, 'no agent job');
     // What docs/operator-actions.md says to do with one that can never be opened.
     await handle.terminate('sealed with a key no worker holds');
-    assert.equal((await handle.describe()).status.name, 'TERMINATED');
+    assert.equal(statusName(await status()), 'TERMINATED');
   });
 }
