@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import {
+  onCleanup,
   startSimulatedWorld,
   startTestSimulator,
   startWorkerProcess,
@@ -132,7 +133,7 @@ test('a worker with TEMPORAL_API_KEY_FILE takes a rotated Temporal key without a
   const proxy = await startGrpcRecordingProxy(env.address, (authorization) =>
     authorization === undefined ? 'none' : (keys.get(authorization) ?? 'another'),
   );
-  after(() => proxy.close());
+  onCleanup(() => proxy.close());
   // A key turns TLS on; the dev server speaks plain text.
   const fromFile = await workerProcessEnv(
     env,
