@@ -303,7 +303,7 @@ describe('the agent API through a forward proxy', () => {
     assert.equal(requests.length, 1);
   });
 
-  test('refused or unreachable proxies: no credential in any error', async () => {
+  test('a proxy that refuses: no credential in any error', async () => {
     // Absolute form: the proxy answers 407 to the request itself.
     const absolute = clientFor(`http://${HOST}:${simPort}`, { HTTP_PROXY: proxyUrl(WRONG_PASSWORD) });
     const refused = await throughProxy(() => rejection(absolute.getJob('p', 'job_1')));
@@ -325,8 +325,9 @@ describe('the agent API through a forward proxy', () => {
       { method: 'CONNECT', target: `${HOST}:${tlsPort}`, authorized: false },
     ]);
     assertNoSecrets(tunnel.result.output, "the client process's output");
+  });
 
-    // No proxy listening there at all.
+  test('an unreachable proxy: refused at its address, no credential in the error', async () => {
     const closed = createServer().listen(0, '127.0.0.1');
     await once(closed, 'listening');
     const closedPort = (closed.address() as { port: number }).port;
@@ -336,7 +337,11 @@ describe('the agent API through a forward proxy', () => {
     });
     const err = await rejection(unreachable.getJob('p', 'job_1'));
     assert.equal(err.type, 'NetworkError', err.message);
-    assertNoSecrets(`${err.message}\n${inspect(err, { depth: 10 })}`, 'the connection error');
+    const detail = inspect(err, { depth: 10 });
+    assertNoSecrets(`${err.message}\n${detail}`, 'the connection error');
+    // Refused at the proxy's address: with HTTPS_PROXY ignored, this process would have tried to
+    // resolve HOST itself and failed with ENOTFOUND, a NetworkError too.
+    assert.match(detail, new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}\\b`));
   });
 
   test('a proxy variable without a scheme is taken as an http:// proxy, as curl takes it', async () => {

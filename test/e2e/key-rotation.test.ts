@@ -4,8 +4,8 @@
  * simulator stops accepting the old key (no overlap, the hardest case). Every workflow must read
  * its job with the new key after the rotation and still complete with exactly one agent job, and
  * no key may appear in the worker's output. The same for the Temporal key
- * (TEMPORAL_API_KEY_FILE), as far as a dev server that checks no key can show: the worker gives
- * its connection the new key and goes on working.
+ * (TEMPORAL_API_KEY_FILE): the dev server checks no key, so the worker reaches it through a gRPC
+ * proxy that sees which key each request carries.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import {
+  onCleanup,
   startSimulatedWorld,
   startTestSimulator,
   startWorkerProcess,
@@ -22,6 +23,7 @@ import {
   waitFor,
   workerProcessEnv,
 } from '../harness.js';
+import { startGrpcRecordingProxy } from '../grpc-recording-proxy.js';
 import { SecretVolume } from '../secret-volume.js';
 import { createdJobs } from '../simulator-stats.js';
 
@@ -122,11 +124,21 @@ test('a worker with TEMPORAL_API_KEY_FILE takes a rotated Temporal key without a
   // A simulator of its own: the test above rotates the world's agent API key.
   const apiKey = `temporal-key-test-${randomUUID()}`;
   const ownSim = await startTestSimulator({ apiKeys: [apiKey], defaultScenario: { durationMs: 200 } });
-  // A key turns TLS on; the dev server speaks plain text and ignores the key it is sent.
+  // The dev server ignores the key it is sent: the proxy in front of it tells which one came, and
+  // records only that, so no key reaches a failure message.
+  const keys = new Map([
+    [`Bearer ${firstKey}`, 'first'],
+    [`Bearer ${secondKey}`, 'second'],
+  ]);
+  const proxy = await startGrpcRecordingProxy(env.address, (authorization) =>
+    authorization === undefined ? 'none' : (keys.get(authorization) ?? 'another'),
+  );
+  onCleanup(() => proxy.close());
+  // A key turns TLS on; the dev server speaks plain text.
   const fromFile = await workerProcessEnv(
     env,
     { url: ownSim.url, apiKey },
-    { TEMPORAL_API_KEY_FILE: volume.path, TEMPORAL_TLS: 'false' },
+    { TEMPORAL_ADDRESS: proxy.address, TEMPORAL_API_KEY_FILE: volume.path, TEMPORAL_TLS: 'false' },
   );
   const worker = await startWorkerProcess(fromFile);
   const projectId = uniqueId('docs-temporal-key');
@@ -139,10 +151,32 @@ test('a worker with TEMPORAL_API_KEY_FILE takes a rotated Temporal key without a
     assert.equal((await handle.result()).status, 'completed');
   };
   await run(1);
+  const beforeRotation = proxy.requests.map((r) => r.authorization);
+  assert.ok(beforeRotation.length > 0, 'the worker reaches the server through the proxy');
+  assert.deepEqual(new Set(beforeRotation), new Set(['first']), 'the first key on every request');
   volume.swap(`${secondKey}\n`);
   await worker.waitForOutput(/Temporal API key reloaded from TEMPORAL_API_KEY_FILE/, 'the reload log line');
   // The worker's pollers and the next job's activities run on the connection given the new key.
+  const beforeSecondJob = proxy.requests.length;
   await run(2);
+  const labels = proxy.requests.map((r) => r.authorization);
+  const firstWithNewKey = labels.indexOf('second');
+  assert.ok(
+    firstWithNewKey >= beforeRotation.length,
+    `none of ${labels.length} requests carried the new key`,
+  );
+  // Requests opened before the key was given (long polls) carry the first key; none opened after.
+  assert.deepEqual(
+    labels.slice(firstWithNewKey).filter((label) => label !== 'second'),
+    [],
+    'only the new key once it was first sent',
+  );
+  assert.ok(
+    proxy.requests
+      .slice(beforeSecondJob)
+      .some((r) => r.path.endsWith('/RespondWorkflowTaskCompleted') && r.authorization === 'second'),
+    "the second job's workflow tasks completed with the new key",
+  );
   worker.child.kill('SIGTERM');
   assert.equal(await worker.exited, 0);
   const output = worker.stdout() + worker.stderr();
