@@ -17,6 +17,14 @@ export function requestsTo(
 }
 
 /**
+ * The simulator's answers with `status`, every project together (it counts statuses per simulator
+ * only): read the difference across a test that runs alone on its simulator.
+ */
+export function answeredWith(sim: RunningSimulator, status: number): number {
+  return sim.stats().requestsPerStatus[String(status)] ?? 0;
+}
+
+/**
  * The workflows whose creates the simulator accepted under their key (the workflow ID) more often
  * than once plus the resends they counted: each create beyond a workflow's first must be one it
  * sent knowingly, after an attempt whose outcome was unknown, and counted in its `resent`. (With

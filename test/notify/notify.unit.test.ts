@@ -85,15 +85,17 @@ test('a Slack request is the Slack message, unsigned: the webhook URL is its sec
   assert.deepEqual(JSON.parse(body), slackMessage(notice));
 });
 
-test('the Slack message escapes mrkdwn in its text and keeps values exact in plain_text fields', () => {
+test("the Slack message's text escapes &, < and > (no mention, no link; emphasis marks stay, Slack has no escape for them), and its plain_text fields keep values exact", () => {
   const hostile = { ...notice, projectId: 'docs <!channel> & *bold*', jobId: 'job_<@U123>' };
   const message = slackMessage(hostile) as {
     text: string;
     blocks: { fields?: { type: string; text: string }[] }[];
   };
-  assert.ok(!message.text.includes('<!channel>') && !message.text.includes('<@U123>'), message.text);
-  assert.match(message.text, /docs &lt;!channel&gt; &amp; \*bold\*/);
-  assert.match(message.text, /<https:\/\/github\.com\/acme\/docs\/pull\/7\|Pull request>/);
+  assert.equal(
+    message.text,
+    'Agent job completed in project docs &lt;!channel&gt; &amp; *bold*, job job_&lt;@U123&gt;: ' +
+      '<https://github.com/acme/docs/pull/7|Pull request>',
+  );
   const fields = message.blocks[0]?.fields ?? [];
   assert.ok(fields.every((field) => field.type === 'plain_text'));
   assert.ok(fields.some((field) => field.text === 'Project: docs <!channel> & *bold*'));

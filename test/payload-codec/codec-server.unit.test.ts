@@ -30,6 +30,7 @@ import {
   type CodecServer,
   type CodecServerSettings,
 } from '../../src/payload-codec/index.js';
+import { holdsText } from '../json-strings.js';
 import { SecretVolume } from '../secret-volume.js';
 
 const root = mkdtempSync(join(tmpdir(), 'codec-server-test-'));
@@ -49,13 +50,7 @@ const logger = {
   warn: (message: string, meta?: Record<string, unknown>) => logLines.push(JSON.stringify({ message, meta })),
 };
 
-/** Every string of a JSON value, and what each reads as base64: a payload's bytes as the answer holds them. */
-const texts = (value: unknown): string[] => {
-  if (typeof value === 'string') return [value, Buffer.from(value, 'base64').toString('latin1')];
-  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(texts);
-  return [];
-};
-const holdsMarker = (value: unknown) => texts(value).some((text) => text.includes(MARKER));
+const holdsMarker = (value: unknown) => holdsText(value, MARKER);
 
 const prompt = (): Payload => defaultPayloadConverter.toPayload({ prompt: `Fix the docs. ${MARKER}` });
 const toJson = (payloads: Payload[]) => JSON.stringify(Payloads.create({ payloads }).toJSON());
