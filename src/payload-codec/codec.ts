@@ -32,8 +32,23 @@ export const KEY_ID_METADATA_KEY = 'encryption-key-id';
 /** The metadata key of the format; absent on format 1 (no authenticated data). */
 export const FORMAT_METADATA_KEY = 'encryption-format';
 
-/** The format this codec seals: key ID and encoding authenticated. */
+/** Format 2: key ID and encoding authenticated. */
 const FORMAT = '2';
+
+/** The setting that makes a process seal format 2; this release seals format 1 unless it says `2`. */
+export const SEAL_FORMAT_SETTING = 'TEMPORAL_PAYLOAD_SEAL_FORMAT';
+
+/**
+ * The format new payloads are sealed in. Format 1 by default in this release, because 1.2.0 opens
+ * no format 2 payload: a rollout with the workers of both releases (a Kubernetes rolling update)
+ * would fail their tasks. Every process of this release opens both; once no 1.2.0 process is left,
+ * `TEMPORAL_PAYLOAD_SEAL_FORMAT=2` turns it on (decision 0023, "Upgrading from 1.2.0").
+ */
+function sealFormat(env: NodeJS.ProcessEnv = process.env): '1' | '2' {
+  const value = env[SEAL_FORMAT_SETTING] ?? '1';
+  if (value === '1' || value === '2') return value;
+  throw new Error(`${SEAL_FORMAT_SETTING} must be 1 or 2`);
+}
 
 /** What a key ID may be, as in the ring (./key-ring.ts). */
 const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -91,10 +106,12 @@ export type OnUnopened = (err: SealedPayloadError, context: SerializationContext
 export class AesGcmPayloadCodec implements PayloadCodec {
   readonly #keys: KeyRingSource;
   readonly #onUnopened: OnUnopened | undefined;
+  readonly #bound: boolean;
 
   constructor(keys: KeyRingSource, onUnopened?: OnUnopened) {
     this.#keys = keys;
     this.#onUnopened = onUnopened;
+    this.#bound = sealFormat() === FORMAT;
   }
 
   // node:crypto's AES-GCM is synchronous (microseconds per kilobyte); the interface is a promise
@@ -102,7 +119,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   encode(payloads: Payload[]): Promise<Payload[]> {
     return new Promise((resolve) => {
       const { current } = this.#keys.current();
-      resolve(payloads.map((payload) => seal(payload, current.id, current.key)));
+      resolve(payloads.map((payload) => seal(payload, current.id, current.key, this.#bound)));
     });
   }
 
@@ -150,19 +167,19 @@ function aad(keyId: string): Buffer {
   return Buffer.from(`${FORMAT} ${SEALED_ENCODING} ${keyId}`, 'utf8');
 }
 
-function seal(payload: Payload, keyId: string, key: Buffer): Payload {
+/** Seals `payload`: format 2 when `bound`, else format 1 (no authenticated data, no format entry). */
+function seal(payload: Payload, keyId: string, key: Buffer, bound: boolean): Payload {
   const plain = PayloadMessage.encode(payload).finish();
   const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce).setAAD(aad(keyId));
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  if (bound) cipher.setAAD(aad(keyId));
   const data = Buffer.concat([nonce, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-  return {
-    metadata: {
-      encoding: utf8(SEALED_ENCODING),
-      [KEY_ID_METADATA_KEY]: utf8(keyId),
-      [FORMAT_METADATA_KEY]: utf8(FORMAT),
-    },
-    data: new Uint8Array(data),
+  const metadata: Record<string, Uint8Array> = {
+    encoding: utf8(SEALED_ENCODING),
+    [KEY_ID_METADATA_KEY]: utf8(keyId),
   };
+  if (bound) metadata[FORMAT_METADATA_KEY] = utf8(FORMAT);
+  return { metadata, data: new Uint8Array(data) };
 }
 
 /** Opens `data`; `aad` is null for format 1, which authenticated nothing beside the data. */

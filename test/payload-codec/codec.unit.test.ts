@@ -27,6 +27,9 @@ import {
 } from '../../src/payload-codec/index.js';
 import { SecretVolume } from '../secret-volume.js';
 
+// These tests seal format 2, which a process of this release seals once told (decision 0023).
+process.env.TEMPORAL_PAYLOAD_SEAL_FORMAT = '2';
+
 const root = mkdtempSync(join(tmpdir(), 'payload-codec-test-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 

@@ -30,6 +30,9 @@ import {
 import { PYTHON_CALLER_DIR } from '../../dev/python-venv.js';
 import { interop, runPython } from './python.js';
 
+// These tests seal format 2, which a process of this release seals once told (decision 0023).
+process.env.TEMPORAL_PAYLOAD_SEAL_FORMAT = '2';
+
 const root = mkdtempSync(join(tmpdir(), 'python-caller-test-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
