@@ -103,7 +103,9 @@ test('with a temporal CLI on PATH and no Go, npm run demo -- --codec from a clea
     /versions: Temporal CLI 1\.5\.1 dev server on PATH \(Temporal Server \d+\.\d+\.\d+, Temporal UI \d+\.\d+\.\d+\), TypeScript SDK \d+\.\d+\.\d+, Node v24\./,
   );
   assert.match(out, /prLink: https:\/\/github\.com\/[^/]+\/[^/]+\/pull\/\d+/);
-  const endpoint = /codec server on (http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]+), the UI decodes through it/.exec(out)?.[1];
+  const endpoint = /codec server on (http:\/\/127\.0\.0\.1:\d+\/[0-9a-f]+), the UI decodes through it/.exec(
+    out,
+  )?.[1];
   assert.ok(endpoint && seen.uiSettings, out);
   assert.equal((await seen.uiSettings).Codec.Endpoint, endpoint, "the CLI's UI was given the codec server");
   assert.match(out, /workflow in the UI: http:\/\/127\.0\.0\.1:\d+\/namespaces\/default\/workflows\//);
