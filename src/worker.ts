@@ -5,49 +5,44 @@
  */
 import { Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';
-import { AgentApiClient, closeDispatcher, FileApiKey, type ApiKeySource } from './agent-api/index.js';
+import { AgentApiClient, closeDispatcher, FileApiKey } from './agent-api/index.js';
+import { applyWorkflowHeap } from './config/memory.js';
+import { workerDeploymentOptions } from './config/version.js';
 import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config/worker.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
-import { createActivityMetrics } from './observability/metrics.js';
+import { FileNotifyTargets, fixedNotifyTargets } from './notify/targets.js';
 import { startHealthServer } from './observability/health.js';
 import { logKeyFileEvents } from './observability/logger.js';
+import { createActivityMetrics } from './observability/metrics.js';
 import { ProjectMetrics } from './observability/project-metrics.js';
 import { installTracing } from './observability/tracing.js';
 import { payloadDataConverter } from './payload-codec/index.js';
 import { formatQuotaLimit } from './quota/settings.js';
-import { temporalApiKeySource } from './temporal-api-key.js';
-import { applyWorkflowHeap } from './config/memory.js';
-import { installRuntime } from './worker/runtime.js';
-import { connectTemporal } from './worker/temporal-connection.js';
-import { requireUpgrade } from './worker/upgrade-check.js';
-import { reportUnopenedPayloads } from './worker/unopened-payloads.js';
-import { workerDeploymentOptions } from './config/version.js';
+import { workflowCode } from './worker/bundle-options.js';
 import { runProcess } from './worker/process-entry.js';
-import { workflowCode } from './worker/workflow-code.js';
-import { FileNotifyTargets, fixedNotifyTargets, type NotifyTargetSource } from './notify/targets.js';
+import { connectTemporal, installRuntime } from './worker/runtime.js';
+import { reportUnopenedPayloads } from './worker/unopened-payloads.js';
+import { requireUpgrade } from './worker/upgrade-check.js';
 
-/** The key as configured; a key file is re-read when it changes (a rotated Secret needs no restart). */
-function apiKeySource(
-  config: WorkerConfig,
-  logger: ReturnType<typeof installRuntime>,
-): string | ApiKeySource {
-  const file = config.agentApi.apiKeyFile;
-  if (file === null) return config.agentApi.apiKey;
-  // One line per change of state: the source reports a lasting problem once, not every check.
-  return new FileApiKey(file, { onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key') });
-}
-
-/** The notification targets as configured; a targets file is re-read when it changes, as the key file is. */
-function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRuntime>) {
-  const { notify } = config;
-  if (notify === null) return undefined;
-  const targets: NotifyTargetSource =
+/**
+ * The API key and notification targets as configured; a file of either is re-read when it changes
+ * (a rotated Secret needs no restart), with one log line per change of state.
+ */
+function fileSources({ agentApi, notify }: WorkerConfig, logger: ReturnType<typeof installRuntime>) {
+  const apiKey =
+    agentApi.apiKeyFile === null
+      ? agentApi.apiKey
+      : new FileApiKey(agentApi.apiKeyFile, {
+          onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key'),
+        });
+  if (notify === null) return { apiKey, notify: undefined };
+  const targets =
     notify.file === null
       ? fixedNotifyTargets(notify.targets)
       : new FileNotifyTargets(notify.file, {
           onEvent: logKeyFileEvents(logger, 'AGENT_NOTIFY_TARGETS_FILE', 'notification targets'),
         });
-  return { targets, retryForMs: notify.retryForMs };
+  return { apiKey, notify: { targets, retryForMs: notify.retryForMs } };
 }
 
 /**
@@ -58,24 +53,16 @@ function notifyDeps(config: WorkerConfig, logger: ReturnType<typeof installRunti
 async function run(settings: WorkerConfig): Promise<void> {
   const checkOnly = process.argv.includes('--check-upgrade');
   const config = checkOnly ? { ...settings, metricsBindAddress: null } : settings;
-  // With the payload codec on, error messages (which may quote a prompt or an API answer) stay out
-  // of log lines and spans, as they stay out of histories (decision 0021).
+  // With the payload codec on, error messages stay out of log lines and spans (decision 0021).
   const sealing = config.temporal.payloadKeysFile !== null;
   const logger = installRuntime(config.logLevel, config.metricsBindAddress, { errorText: !sealing });
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
   const heapApplied = memory.workflowHeapMiB !== null && applyWorkflowHeap(memory.workflowHeapMiB);
-  const { connection, follower } = await connectTemporal(
-    config.temporal.connect.connectionOptions,
-    temporalApiKeySource(
-      config.temporal.apiKeyFile,
-      logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key'),
-    ),
-    logger,
-  );
-  // The worker's own client (activities' and the Nexus handler's getClient()) takes the worker's
-  // data converter too, so every payload this process writes is sealed alike.
+  const { connection, follower } = await connectTemporal(config.temporal, logger);
+  // The worker's own client (activities' and the Nexus handler's getClient()) takes it too, so
+  // every payload this process writes is sealed alike.
   const dataConverter = payloadDataConverter(config.temporal.payloadKeysFile, {
     onEvent: logKeyFileEvents(logger, 'TEMPORAL_PAYLOAD_KEYS_FILE', 'payload key ring'),
     onUnopened: reportUnopenedPayloads(logger, Runtime.instance().metricMeter),
@@ -99,12 +86,12 @@ async function run(settings: WorkerConfig): Promise<void> {
     });
     const tracing = installTracing({ ...config.tracing, withoutExceptionText: sealing }, 'agent-job-worker');
     try {
-      // Unversioned, this build gets every open workflow at its next task: it must replay them all
-      // before it polls (decision 0022). Versioned, nothing reaches it until an operator makes its
-      // version current, and `--check-upgrade` is the step before that.
+      // Unversioned, this build gets every open workflow at its next task, so it replays them
+      // first (decision 0022); versioned, `--check-upgrade` is the operator's step instead.
       if (config.versioning.upgradeCheck && !deployment.useWorkerVersioning)
         await requireUpgrade(upgradeCheck, logger, deployment.version.buildId);
       const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
+      const sources = fileSources(config, logger);
       const worker = await Worker.create({
         connection,
         dataConverter,
@@ -114,16 +101,15 @@ async function run(settings: WorkerConfig): Promise<void> {
         interceptors: tracing.worker.interceptors,
         sinks: projectMetrics.sinks(),
         activities: createActivities({
-          api: new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: apiKeySource(config, logger) }),
+          api: new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: sources.apiKey }),
           ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
           projectQuota: config.projectQuota,
           metrics: createActivityMetrics(),
           projectMetrics,
-          notify: notifyDeps(config, logger),
+          notify: sources.notify,
         }),
-        // The agent-jobs Nexus service, for callers in other namespaces through an endpoint that
-        // targets this task queue. Always on: without an endpoint no Nexus task reaches the queue,
-        // and its poller costs nothing beside the workflow and activity pollers.
+        // Always on: without a Nexus endpoint targeting this task queue no Nexus task reaches it,
+        // and its poller costs nothing beside the others.
         nexusServices: [agentJobsServiceHandler],
       });
       started.worker = worker;
@@ -154,7 +140,6 @@ async function run(settings: WorkerConfig): Promise<void> {
         notifyTargets: config.notify === null ? [] : [...config.notify.targets.keys()],
       });
       if (deployment.useWorkerVersioning) {
-        // Polling is not enough: new workflows come once the version is current or ramping.
         logger.info('versioned worker: new workflows reach it once its version is current or ramping', {
           command: `temporal worker deployment set-current-version --deployment-name ${deployment.version.deploymentName} --build-id ${deployment.version.buildId}`,
         });

@@ -1,62 +1,44 @@
 /**
- * How workflow code is bundled, in one place for every bundle made from it: the prebuilt one
- * (`npm run build`), the worker's own when it starts from the sources, the tests' and the
- * benchmark's (the baselines' too, so that they are measured on the same terms).
+ * Workflow code: how every bundle of it is made, in one place (the prebuilt one of `npm run build`,
+ * the worker's own when it starts from the sources, the tests' and the benchmark's, baselines too,
+ * so that they are measured on the same terms), and the code the worker runs with its build ID.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { BundleOptions } from '@temporalio/worker';
+import type { Logger } from '@temporalio/common';
+import { bundleWorkflowCode, type BundleOptions } from '@temporalio/worker';
+import { buildIdOf } from '../config/version.js';
 
 /** The repository root (the parent of `src/`, or of `lib/` once compiled). */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/**
- * The workflow interceptors that carry a caller's trace to the activities, in every bundle
- * whether tracing is on or not: the bundle, and so the build ID, must not depend on a process's
- * settings. Without a trace they do nothing.
- */
-const TRACE_CONTEXT_MODULE = fileURLToPath(
-  new URL(`../workflows/trace-context.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
-);
+/** A module of the workflows' folder, from the sources or once compiled. */
+const workflowsModule = (name: string) =>
+  fileURLToPath(
+    new URL(`../workflows/${name}.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
+  );
 
 /**
- * The payload converter of every bundle (src/workflows/unsealed-input.ts): the default one, which
- * also marks an input that arrived unsealed on a worker with a payload key ring. In every bundle,
- * ring or not, for the same reason as the interceptors.
+ * In every bundle, whatever a process's settings, since the bundle and so the build ID must not
+ * depend on them: the interceptors that carry a caller's trace to the activities (idle without a
+ * trace); the default payload converter that also marks an input that arrived unsealed on a worker
+ * with a key ring; the default failure converter that keeps sealed a failure that arrived sealed.
  */
-const PAYLOAD_CONVERTER_MODULE = fileURLToPath(
-  new URL(`../workflows/unsealed-input.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
-);
-
-/**
- * The failure converter of every bundle (src/workflows/sealed-failures.ts): the default one, which
- * keeps sealed a failure that arrived sealed, and one built around it.
- */
-const FAILURE_CONVERTER_MODULE = fileURLToPath(
-  new URL(`../workflows/sealed-failures.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
-);
+const TRACE_CONTEXT_MODULE = workflowsModule('trace-context');
+const PAYLOAD_CONVERTER_MODULE = workflowsModule('unsealed-input');
+const FAILURE_CONVERTER_MODULE = workflowsModule('sealed-failures');
 
 /**
  * Bundle options for the workflows at `workflowsPath` (their index module).
  *
- * Every module is preloaded (the interceptors too): evaluated once per worker thread and shared, deep-frozen, by all its
- * workflows instead of once per workflow (`npm run bench:heap` measures the heap it saves). Safe
- * because these modules keep no state at module scope; a write to one would throw.
+ * Every module is preloaded: evaluated once per worker thread and shared, deep-frozen, by all its
+ * workflows (`npm run bench:heap` measures the heap it saves). Safe because these modules keep no
+ * state at module scope; a write to one would throw.
  *
- * Webpack names modules relative to its context, which is the working directory unless set: the
- * root here, so the same sources make the same bundle (and build ID, src/config/version.ts) from
- * any directory the build or the worker is started in.
+ * Webpack's context is the root, not the working directory, so the same sources make the same
+ * bundle (and build ID, src/config/version.ts) from any directory.
  */
-export function workflowBundleOptions(
-  workflowsPath: string,
-): Pick<
-  BundleOptions,
-  | 'workflowsPath'
-  | 'workflowInterceptorModules'
-  | 'preloadModules'
-  | 'webpackConfigHook'
-  | 'payloadConverterPath'
-  | 'failureConverterPath'
-> {
+export function workflowBundleOptions(workflowsPath: string) {
   return {
     workflowsPath,
     payloadConverterPath: PAYLOAD_CONVERTER_MODULE,
@@ -64,5 +46,21 @@ export function workflowBundleOptions(
     workflowInterceptorModules: [TRACE_CONTEXT_MODULE],
     preloadModules: [workflowsPath, TRACE_CONTEXT_MODULE, PAYLOAD_CONVERTER_MODULE, FAILURE_CONVERTER_MODULE],
     webpackConfigHook: (config) => ({ ...config, context: ROOT }),
-  };
+  } satisfies Partial<BundleOptions>;
+}
+
+/**
+ * The workflow code the worker runs and its build ID: the bundle prebuilt by `npm run build`
+ * (lib/workflow-bundle.js), else one bundled from the sources now with the options above, so the
+ * same build ID; bundled here rather than through `workflowsPath`, so that the worker can hash what
+ * it runs. `mode` says which, for the start log line (and bench/scenarios/startup.ts).
+ */
+export async function workflowCode(logger: Logger) {
+  const prebuilt = fileURLToPath(new URL('../workflow-bundle.js', import.meta.url));
+  if (existsSync(prebuilt)) {
+    const buildId = buildIdOf(readFileSync(prebuilt, 'utf8'));
+    return { workflowBundle: { codePath: prebuilt }, buildId, mode: 'prebuilt-bundle' as const };
+  }
+  const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(workflowsModule('index')), logger });
+  return { workflowBundle: { code }, buildId: buildIdOf(code), mode: 'workflowsPath' as const };
 }

@@ -1,16 +1,18 @@
 /**
- * The worker process's Temporal runtime: JSON logs, Prometheus metrics and the shutdown signals.
- * Installed once per process, before the first connection.
+ * The worker process's Temporal runtime (JSON logs, Prometheus metrics, the shutdown signals),
+ * installed once before the first connection, and its connection to Temporal, kept on the current
+ * key of TEMPORAL_API_KEY_FILE.
  */
-import type { LogLevel } from '@temporalio/common';
-import { Runtime, type DefaultLogger } from '@temporalio/worker';
-import { createJsonLogger, type LogTextOptions } from '../observability/logger.js';
+import type { Logger, LogLevel } from '@temporalio/common';
+import { NativeConnection, Runtime, type DefaultLogger } from '@temporalio/worker';
+import type { TemporalSettings } from '../config/temporal.js';
+import { createJsonLogger, logKeyFileEvents, type LogTextOptions } from '../observability/logger.js';
 import { HISTOGRAM_BUCKETS } from '../observability/metrics.js';
+import { followApiKey, temporalApiKeySource, type ApiKeyFollower } from '../temporal-api-key.js';
 
 /**
- * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics served at
- * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown; errors without
- * their messages when `text` says so (the payload codec is on). Returns the logger.
+ * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics at
+ * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown. Returns the logger.
  */
 export function installRuntime(
   logLevel: LogLevel,
@@ -21,10 +23,9 @@ export function installRuntime(
   Runtime.install({
     logger,
     telemetryOptions: {
-      // The SDK core's own log lines go through the JSON logger too, instead of to the console, with
-      // the same fields and masking as every other line. The price, measured by bench:profile: the
-      // SDK then logs at TRACE and drops below LOG_LEVEL only after buffering, about 0.2 ms of
-      // worker CPU per poll (docs/PERFORMANCE.md, "Against (b), on Server 1.32.2").
+      // The SDK core's own lines get the JSON logger's fields and masking too. The price
+      // (docs/PERFORMANCE.md, "Against (b), on Server 1.32.2"): the SDK logs at TRACE and drops
+      // below LOG_LEVEL only after buffering, about 0.2 ms of worker CPU per poll.
       logging: { forward: {} },
       metrics: metricsBindAddress
         ? {
@@ -40,4 +41,29 @@ export function installRuntime(
     shutdownSignals: ['SIGINT', 'SIGTERM'],
   });
   return logger;
+}
+
+/**
+ * Connects to Temporal. With TEMPORAL_API_KEY_FILE the connection follows the file:
+ * `NativeConnection` takes a new key only through `setApiKey`, which the follower calls; stop it
+ * before the connection closes.
+ */
+export async function connectTemporal(
+  temporal: Pick<TemporalSettings, 'connect' | 'apiKeyFile'>,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<{ connection: NativeConnection; follower: ApiKeyFollower | null }> {
+  const options = temporal.connect.connectionOptions;
+  const onEvent = logKeyFileEvents(logger, 'TEMPORAL_API_KEY_FILE', 'Temporal API key');
+  const source = temporalApiKeySource(temporal.apiKeyFile, onEvent);
+  if (source === null) return { connection: await NativeConnection.connect(options), follower: null };
+  const key = source.current();
+  const connection = await NativeConnection.connect({ ...options, apiKey: key });
+  const follower = followApiKey(source, connection, key, {
+    onError: (err) => {
+      logger.warn('could not give the Temporal connection the new key; trying again at the next check', {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    },
+  });
+  return { connection, follower };
 }
