@@ -1,21 +1,13 @@
 /**
- * Sizes the worker to the memory it is given, so a pod holding its full workflow cache stays under
- * its limit instead of being OOM-killed near the load it is configured for.
- *
- * The memory comes from WORKER_MEMORY_LIMIT, else the container's cgroup limit (v2
- * `memory.max`, v1 `memory.limit_in_bytes`). From it, the rule below gives the number of cached
- * workflows and the V8 heap of the thread that runs workflow code. The constants are set from the
- * benchmark's load tables (docs/PERFORMANCE.md), and test/deploy/memory.test.ts checks them against
- * those tables.
+ * Sizes the worker's workflow cache and workflow-thread heap to its memory limit (WORKER_MEMORY_LIMIT,
+ * else the cgroup's), so a pod with a full cache stays under its limit instead of being OOM-killed.
+ * The constants come from the benchmark's load tables (docs/PERFORMANCE.md), and
+ * test/deploy/memory.test.ts checks them against those tables.
  */
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 
-/**
- * Resident memory of a worker with an empty cache (runtime, SDK core, workflow bundle), MiB. On
- * Node 24 and Server 1.32.2 the benchmark's idle worker is about 232 to 242 MiB (peak minus what the
- * open jobs add, in the full and quick runs of 2026-11-27 and 28); it was under 200 on Node 20.
- */
+/** Resident memory of a worker with an empty cache (runtime, SDK core, workflow bundle), MiB. */
 export const BASE_MIB = 250;
 /** Resident memory per 1,000 cached workflows, MiB: above every median the benchmark measured. */
 export const MIB_PER_1000_WORKFLOWS = 500;
@@ -32,14 +24,6 @@ export interface MemoryLimit {
   source: 'WORKER_MEMORY_LIMIT' | 'cgroup v2' | 'cgroup v1';
 }
 
-/** What the worker runs with. */
-export interface MemorySizing {
-  limit: MemoryLimit | null;
-  maxCachedWorkflows: number;
-  /** `--max-old-space-size` of the workflow thread, MiB; null leaves Node's default. */
-  workflowHeapMiB: number | null;
-}
-
 const MiB = 1024 * 1024;
 /** cgroup v1 reports "no limit" as a page-aligned number near 2^63. */
 const CGROUP_V1_UNLIMITED = 2 ** 60;
@@ -54,10 +38,7 @@ const UNITS: Record<string, number> = {
   gi: 1024 ** 3,
 };
 
-/**
- * Parses a Kubernetes-style quantity (`1Gi`, `1536Mi`, `2G`, or bytes), case-insensitive.
- * @returns bytes, or null when it is not one
- */
+/** Bytes of a Kubernetes-style quantity (`1Gi`, `1536Mi`, `2G`, or bytes, any case), or null. */
 export function parseMemoryQuantity(text: string): number | null {
   const match = /^(\d+(?:\.\d+)?)\s*([kmg]i?)?b?$/i.exec(text.trim());
   if (!match) return null;
@@ -106,28 +87,27 @@ export function workflowHeapFor(cached: number): number {
 }
 
 /**
- * The worker's memory sizing. An explicit cache size (WORKER_MAX_CACHED_WORKFLOWS) wins; without
- * a limit the cache is `fallbackCache` and Node keeps its own heap size.
+ * The worker's memory sizing. An explicit cache size (WORKER_MAX_CACHED_WORKFLOWS) wins; without a
+ * limit the cache is `fallbackCache` and `workflowHeapMiB` (the workflow thread's
+ * `--max-old-space-size`) is null: Node keeps its own.
  */
-export function sizeForMemory(options: {
-  limit: MemoryLimit | null;
-  explicitCache: number | undefined;
-  fallbackCache: number;
-}): MemorySizing {
-  const { limit, explicitCache } = options;
-  if (limit === null) {
-    return { limit, maxCachedWorkflows: explicitCache ?? options.fallbackCache, workflowHeapMiB: null };
-  }
-  const maxCachedWorkflows = explicitCache ?? cacheSizeFor(limit.bytes);
-  return { limit, maxCachedWorkflows, workflowHeapMiB: workflowHeapFor(maxCachedWorkflows) };
+export function sizeForMemory(
+  limit: MemoryLimit | null,
+  explicitCache: number | undefined,
+  fallbackCache: number,
+) {
+  const maxCachedWorkflows = explicitCache ?? (limit === null ? fallbackCache : cacheSizeFor(limit.bytes));
+  return {
+    limit,
+    maxCachedWorkflows,
+    workflowHeapMiB: limit === null ? null : workflowHeapFor(maxCachedWorkflows),
+  };
 }
 
 /**
- * Gives the workflow thread a heap of `mib` MiB. V8 flags are process-wide and read when an
- * isolate is created, so this must run before `Worker.create` starts the workflow thread; it leaves
- * the main thread's heap as it is. An explicit `--max-old-space-size` (NODE_OPTIONS or the command
- * line) wins.
- * @returns false when an explicit setting was kept
+ * Gives the workflow thread a heap of `mib` MiB, unless `--max-old-space-size` is set explicitly
+ * (then false). V8 reads its flags when an isolate is created, so this runs before `Worker.create`
+ * starts the workflow thread; the main thread's heap stays as it is.
  */
 export function applyWorkflowHeap(mib: number, env: NodeJS.ProcessEnv = process.env): boolean {
   const explicit = [...process.execArgv, env.NODE_OPTIONS ?? ''].some((arg) =>

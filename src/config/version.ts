@@ -1,9 +1,7 @@
 /**
  * The worker's Worker Deployment Version (docs/versioning.md): a deployment name from the
- * configuration and a build ID derived from the workflow bundle itself. The build ID changes
- * exactly when the code that replays histories changes, so it is never set by hand: two builds of
- * the same workflow code get the same ID, and any change to it (a line in a workflow, the SDK's
- * workflow runtime, `src/contract.ts`) gets a new one.
+ * configuration and a build ID derived from the workflow bundle, so that it changes exactly when
+ * the code that replays histories does.
  */
 import { createHash } from 'node:crypto';
 import type { WorkerDeploymentOptions } from '@temporalio/worker';
@@ -14,9 +12,9 @@ import { onOff, readSettings, type Env } from './settings.js';
 export const DEFAULT_DEPLOYMENT_NAME = 'agent-job-orchestrator';
 
 /**
- * The file `npm run build` writes beside the prebuilt bundle (`lib/build-id`), for CI to name the
- * image and the Kubernetes objects of a version. The worker does not read it: it hashes the bundle
- * it loads, so the ID it declares is always the one of the code it runs.
+ * The file `npm run build` writes beside the prebuilt bundle (`lib/build-id`), for CI to name a
+ * version's image and objects. The worker hashes the bundle it loads instead, so as to declare the
+ * ID of the code it runs.
  */
 export const BUILD_ID_FILE = 'build-id';
 
@@ -24,10 +22,8 @@ export const BUILD_ID_FILE = 'build-id';
 const BUILD_ID_HEX_DIGITS = 12;
 
 /**
- * The bundler appends the source map inline, and it names every source by its absolute path
- * (`devtoolModuleFilenameTemplate: '[absolute-resource-path]'` in the SDK's bundler), so the same
- * code built in `/app` and in a clone elsewhere differs there. It is left out of the hash; the code
- * that runs is not.
+ * The inline source map, left out of the hash: the SDK's bundler names every source there by its
+ * absolute path, so the same code built in `/app` and in a clone elsewhere differs in it.
  */
 const INLINE_SOURCE_MAP = /\n\/\/# sourceMappingURL=data:[^\n]*\s*$/;
 
@@ -43,7 +39,6 @@ export function buildIdOf(bundleCode: string): string {
  */
 const MAX_VERSION_FIELD_LENGTH = 108;
 
-/** A build ID or deployment name, by the server's rules. */
 const VERSION_FIELD = `must be at most ${MAX_VERSION_FIELD_LENGTH} characters without white space, not starting with "__"`;
 const versionField = z
   .string()
@@ -52,9 +47,7 @@ const versionField = z
 /** The settings that decide how the worker versions itself (docs/versioning.md). */
 export const VersioningEnv = z.object({
   // Off unless asked for: a versioned worker gets no workflow until an operator makes its version
-  // current (docs/versioning.md), so `npm run worker`, the demo, the tests and the unversioned
-  // compose stack and k8s base would sit idle against a fresh server. The versioned layouts
-  // (deploy/k8s-versioned, deploy/compose/versioned.yaml) turn it on.
+  // current, so every unversioned layout would sit idle against a fresh server.
   TEMPORAL_WORKER_VERSIONING: z._default(onOff, false),
   TEMPORAL_DEPLOYMENT_NAME: z._default(
     versionField.check(
@@ -66,16 +59,11 @@ export const VersioningEnv = z.object({
     DEFAULT_DEPLOYMENT_NAME,
   ),
   TEMPORAL_WORKER_BUILD_ID: z.optional(versionField),
-  // On unless a person decides otherwise: the override is for a run they know can never be
-  // replayed and mean to end by hand (docs/versioning.md, "Upgrades").
+  // Off only for a run a person knows can never replay and means to end by hand.
   WORKER_UPGRADE_CHECK: z._default(onOff, true),
 });
 
-/**
- * TEMPORAL_WORKER_VERSIONING, TEMPORAL_DEPLOYMENT_NAME, TEMPORAL_WORKER_BUILD_ID and
- * WORKER_UPGRADE_CHECK, with the server's own rules for the names (a deployment name without `.`
- * or `:`, neither starting `__`).
- */
+/** Loads the versioning settings ({@link VersioningEnv}). */
 export function loadVersioningSettings(env: Env = process.env) {
   const settings = readSettings(VersioningEnv, env);
   return {
@@ -93,12 +81,9 @@ export function loadVersioningSettings(env: Env = process.env) {
 export type VersioningSettings = ReturnType<typeof loadVersioningSettings>;
 
 /**
- * The SDK's `workerDeploymentOptions` for a worker running the bundle with build ID `bundleBuildId`.
- *
- * The version is declared even with versioning off: the server then records which build completed
- * each workflow task, without routing by it. With versioning on, every workflow type is PINNED: a
- * run finishes on the build that started it, so a change to workflow code needs no `patched()`
- * (docs/decisions/0001-versions-from-1.0.md).
+ * The SDK's `workerDeploymentOptions` for the bundle with build ID `bundleBuildId`. Declared even
+ * with versioning off, so the server records which build completed each workflow task; on, every
+ * workflow type is PINNED (docs/decisions/0001-versions-from-1.0.md).
  */
 export function workerDeploymentOptions(
   settings: VersioningSettings,

@@ -1,8 +1,4 @@
-/**
- * The worker's configuration: its settings as zod schemas, a group per concern, read once at start
- * by `loadWorkerConfig`. Every bad setting becomes a {@link ConfigError} that names it
- * (./settings.ts); what each one means is in docs/configuration.md.
- */
+/** The worker's settings as zod schemas, a group per concern (docs/configuration.md), read at start. */
 import type { WorkerOptions } from '@temporalio/worker';
 import * as z from 'zod/mini';
 import type { AmbiguousCreatePolicy } from '../activities/index.js';
@@ -15,7 +11,7 @@ import {
   quotaLimit,
   type ProjectQuotaSettings,
 } from '../quota/settings.js';
-import { cgroupMemoryLimit, parseMemoryQuantity, sizeForMemory, type MemoryLimit } from './memory.js';
+import { cgroupMemoryLimit, parseMemoryQuantity, sizeForMemory } from './memory.js';
 import {
   ConfigError,
   duration,
@@ -72,10 +68,7 @@ const ProjectQuotaEnv = z.object({
   AGENT_API_PROJECT_QUOTA_LEASE: z._default(duration(1_000), DEFAULT_QUOTA_LEASE_MS),
 });
 
-/**
- * Targets that cannot be used stop the start, as a bad API key file does; the error names the
- * setting and the target's field, never a URL or secret.
- */
+/** Targets that cannot be used stop the start, as a bad API key file does. */
 const NotifyEnv = z.object({
   AGENT_NOTIFY_TARGETS_FILE: z.optional(
     fileSetting((path) => ({ file: path, targets: new FileNotifyTargets(path).current() })),
@@ -98,7 +91,6 @@ const TuningEnv = z.object({
   WORKER_MAX_CONCURRENT_ACTIVITIES: z._default(wholeNumber(1), 200),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z._default(wholeNumber(2), 100),
   WORKER_MAX_CACHED_WORKFLOWS: z.optional(wholeNumber(0)),
-  // A quantity such as `1Gi`, for a limit the cgroup does not show.
   WORKER_MEMORY_LIMIT: z.optional(
     z.pipe(
       z.transform(parseMemoryQuantity),
@@ -131,17 +123,13 @@ export const WORKER_SETTINGS = [
 ].flatMap((schema) => Object.keys(schema.shape));
 
 /**
- * How long after `WORKER_SHUTDOWN_GRACE` a drain may still take before the worker gives up on it
- * and exits: 10 s for activities cancelled at the end of the grace to answer (an HTTP call aborts at
- * once; a create lets its request finish) and for the connection to close. So the drain always ends
- * within grace + 10 s, which the manifests' termination grace periods must exceed.
+ * How long after `WORKER_SHUTDOWN_GRACE` a drain may still take before the worker exits anyway: for
+ * activities cancelled at the end of the grace to answer (a create lets its request finish) and the
+ * connection to close. The manifests' termination grace periods must exceed grace + this.
  */
 export const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
 
-/**
- * The worker's settings as Temporal `WorkerOptions`, shared by the worker and the benchmark's
- * baseline worker so both run with the same tuning.
- */
+/** The worker's settings as `WorkerOptions`, shared with the benchmark's baseline worker (same tuning). */
 export function workerOptionsFrom(config: WorkerConfig) {
   return {
     namespace: config.temporal.namespace,
@@ -160,26 +148,19 @@ export function workerOptionsFrom(config: WorkerConfig) {
 /** Everything the worker process needs. */
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;
 
-/**
- * Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting.
- * `containerLimit` reads the cgroup memory limit (replaceable in tests).
- */
-export function loadWorkerConfig(
-  env: Env = process.env,
-  containerLimit: () => MemoryLimit | null = () => cgroupMemoryLimit(),
-) {
+/** Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting. */
+export function loadWorkerConfig(env: Env = process.env, containerLimit = () => cgroupMemoryLimit()) {
   const agentApi = loadAgentApiSettings(env);
   const temporal = loadTemporalSettings(env);
   const tuning = readSettings(TuningEnv, env);
   const quota = readSettings(ProjectQuotaEnv, env);
   const versioning = loadVersioningSettings(env);
   const limit = tuning.WORKER_MEMORY_LIMIT;
-  // The memory limit and what the worker sizes from it (./memory.ts).
-  const memory = sizeForMemory({
-    limit: limit === undefined ? containerLimit() : { bytes: limit, source: 'WORKER_MEMORY_LIMIT' },
-    explicitCache: tuning.WORKER_MAX_CACHED_WORKFLOWS,
-    fallbackCache: DEFAULT_MAX_CACHED_WORKFLOWS,
-  });
+  const memory = sizeForMemory(
+    limit === undefined ? containerLimit() : { bytes: limit, source: 'WORKER_MEMORY_LIMIT' },
+    tuning.WORKER_MAX_CACHED_WORKFLOWS,
+    DEFAULT_MAX_CACHED_WORKFLOWS,
+  );
   const metrics = tuning.METRICS_ADDRESS;
   return {
     temporal,
@@ -216,10 +197,7 @@ function loadAgentApiSettings(env: Env) {
   const settings = readSettings(AgentApiEnv, env);
   const baseUrl = settings.AGENT_API_BASE_URL;
   const { protocol, hostname } = new URL(baseUrl);
-  // The admin API key travels in every request's Authorization header, and over plain HTTP anyone
-  // on the path reads it; loopback (the simulator on the same machine) never leaves the host.
-  // AGENT_API_ALLOW_INSECURE_HTTP=true allows it on purpose, for a simulator on a trusted network
-  // (docker-compose.yml).
+  // Over plain HTTP anyone on the path reads the admin API key; loopback never leaves the host.
   if (protocol === 'http:' && !settings.AGENT_API_ALLOW_INSECURE_HTTP && !isLoopbackHost(hostname))
     throw new ConfigError(
       'AGENT_API_BASE_URL',
@@ -236,18 +214,16 @@ function loadAgentApiSettings(env: Env) {
     throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
   return {
     baseUrl,
-    /** The key at start (from AGENT_API_KEY, or read from the file). */
+    /** The key at start; the worker re-reads `apiKeyFile` (AGENT_API_KEY_FILE) when it changes. */
     apiKey,
-    /** AGENT_API_KEY_FILE: the worker re-reads it when it changes, so a rotated key needs no restart. */
     apiKeyFile: settings.AGENT_API_KEY_FILE?.path ?? null,
     ambiguousCreatePolicy: settings.AGENT_API_AMBIGUOUS_CREATE satisfies AmbiguousCreatePolicy,
   };
 }
 
 /**
- * Job-end notification targets, from AGENT_NOTIFY_TARGETS_FILE (re-read when it changes: `file`)
- * or AGENT_NOTIFY_TARGETS (`file` null), and AGENT_NOTIFY_RETRY_FOR, how long a notice is tried;
- * null without targets. Never logged: URLs and secrets.
+ * Job-end notification targets (`file` null: from AGENT_NOTIFY_TARGETS) and how long a notice is
+ * tried; null without targets. Never logged: URLs and secrets.
  */
 export function loadNotifySettings(env: Env = process.env) {
   notBoth(env, 'AGENT_NOTIFY_TARGETS', 'AGENT_NOTIFY_TARGETS_FILE');

@@ -1,35 +1,14 @@
 /**
- * The upgrade check (docs/decisions/0022-upgrades-with-jobs-in-flight.md): before a build takes
- * over open workflows, find the ones it could not run. Without versioning a build gets every open
- * workflow of its task queue at the workflow's next task, and replays its history there; a history
- * the build cannot replay (code changed without a patch, a workflow type it no longer has) fails
- * that task again and again while the agent job goes on unwatched. With versioning only the runs
- * that follow rollouts move (the project quota's), and the versions before the current one must
- * have drained: one release at a time, as Temporal's own releases are taken.
- *
- * The check replays: it does not guess from build IDs or release numbers, so it holds for every
- * future release as for the frozen quota of the builds before 1.2.0.
+ * The upgrade check (docs/decisions/0022-upgrades-with-jobs-in-flight.md): before a build takes over
+ * open workflows, find the ones it could not run, by replaying them (not by comparing build IDs or
+ * releases, so it holds for every later release). Unversioned, every open workflow of the task queue
+ * replays; versioned, only the runs that follow rollouts, and the versions before the current one
+ * must have drained.
  */
 import { Client, type ConnectionLike } from '@temporalio/client';
 import type { DataConverter, Logger, WorkerDeploymentVersion } from '@temporalio/common';
 import { Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { UpgradeRefusedError } from '../errors.js';
-
-/** An open workflow that stops the upgrade, and why. */
-export interface UpgradeBlocker {
-  workflowId: string;
-  runId: string;
-  workflowType: string;
-  /** What this build would do with it, in a few words a person can act on. */
-  reason: string;
-}
-
-/** What the check looked at and what it found. */
-export interface UpgradeCheckResult {
-  /** Open workflows replayed on this build. */
-  replayed: number;
-  blockers: UpgradeBlocker[];
-}
 
 /** Where the check looks and what it replays with. */
 export interface UpgradeCheckOptions {
@@ -43,14 +22,23 @@ export interface UpgradeCheckOptions {
   version: WorkerDeploymentVersion | null;
 }
 
+/** An open workflow that stops the upgrade; `reason` is what this build would do with it, for a person. */
+interface Blocker {
+  workflowId: string;
+  workflowType: string;
+  reason: string;
+}
+
 /** Blockers listed by name in the refusal; the rest are counted. */
 const NAMED_BLOCKERS = 3;
 
-/** Finds the open workflows of the task queue that this build could not take over. */
-async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckResult> {
+/** The open workflows of the task queue that this build could not take over, and how many replayed. */
+async function checkUpgrade(
+  options: UpgradeCheckOptions,
+): Promise<{ replayed: number; blockers: Blocker[] }> {
   const client = new Client({ connection: options.connection, namespace: options.namespace });
   const open = `ExecutionStatus = 'Running' AND TaskQueue = ${quote(options.taskQueue)}`;
-  const blockers: UpgradeBlocker[] = [];
+  const blockers: Blocker[] = [];
   let moving = open;
   if (options.version !== null) {
     const keep = [versionString(options.version)];
@@ -64,7 +52,6 @@ async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckR
     })) {
       blockers.push({
         workflowId: run.workflowId,
-        runId: run.runId,
         workflowType: run.type,
         reason: `pinned to ${String(run.searchAttributes.TemporalWorkerDeploymentVersion?.[0] ?? 'an older version')}, which has not drained`,
       });
@@ -76,7 +63,7 @@ async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckR
   // A replay worker loads the whole bundle: a fresh task queue, the usual start, pays none of it.
   if (runs.length === 0) return { replayed: 0, blockers };
   // One open run per workflow ID: the ID names it.
-  const byId = new Map(runs.map((run) => [run.workflowId, run]));
+  const typeOf = new Map(runs.map((run) => [run.workflowId, run.type]));
   async function* histories() {
     for (const run of runs) {
       const history = await client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
@@ -91,11 +78,9 @@ async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckR
   for await (const result of replays) {
     replayed += 1;
     if (result.error === undefined) continue;
-    const run = byId.get(result.workflowId);
     blockers.push({
       workflowId: result.workflowId,
-      runId: run?.runId ?? result.runId,
-      workflowType: run?.type ?? 'unknown',
+      workflowType: typeOf.get(result.workflowId) ?? 'unknown',
       reason: `does not replay on this build (${result.error.name})`,
     });
   }
@@ -104,32 +89,28 @@ async function checkUpgrade(options: UpgradeCheckOptions): Promise<UpgradeCheckR
 
 /**
  * Runs the check and logs that it passed, with `buildId`.
- * @throws UpgradeRefusedError naming the blockers, when there are any
+ * @throws UpgradeRefusedError when there are blockers: how many, the first few by ID and type, and
+ * the two ways on (let them end on the build that started them, or the override)
  */
 export async function requireUpgrade(
   options: UpgradeCheckOptions,
   logger: Logger,
   buildId: string,
 ): Promise<void> {
-  const result = await checkUpgrade(options);
-  if (result.blockers.length > 0) throw new UpgradeRefusedError(refusal(result));
-  logger.info('upgrade check passed', { replayed: result.replayed, buildId });
-}
-
-/**
- * The one line a refused upgrade prints: how many, the first few by ID and type, and the two ways
- * on (let them end on the build that started them, or the override).
- */
-function refusal(result: UpgradeCheckResult): string {
-  const named = result.blockers
+  const { replayed, blockers } = await checkUpgrade(options);
+  if (blockers.length === 0) {
+    logger.info('upgrade check passed', { replayed, buildId });
+    return;
+  }
+  const named = blockers
     .slice(0, NAMED_BLOCKERS)
     .map((b) => `${b.workflowId} (${b.workflowType}: ${b.reason})`)
     .join('; ');
-  const more = result.blockers.length - NAMED_BLOCKERS;
-  return (
-    `upgrade refused: ${result.blockers.length} open workflow(s) this build cannot take over: ${named}` +
-    `${more > 0 ? `; and ${more} more` : ''}. Let them end on the workers of the build that runs them ` +
-    `(docs/versioning.md, "Upgrades without versioning"), or set WORKER_UPGRADE_CHECK=off to start anyway`
+  const more = blockers.length - NAMED_BLOCKERS;
+  throw new UpgradeRefusedError(
+    `upgrade refused: ${blockers.length} open workflow(s) this build cannot take over: ${named}` +
+      `${more > 0 ? `; and ${more} more` : ''}. Let them end on the workers of the build that runs them ` +
+      `(docs/versioning.md, "Upgrades without versioning"), or set WORKER_UPGRADE_CHECK=off to start anyway`,
   );
 }
 
