@@ -1,7 +1,4 @@
-/**
- * The codec server's configuration (`npm run codec-server`, docs/payload-codec.md): its settings as
- * a zod schema, read once at start by `loadCodecServerConfig`.
- */
+/** The codec server's settings (`npm run codec-server`, docs/payload-codec.md), read at start. */
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
@@ -10,9 +7,8 @@ import { ConfigError, hostPort, logLevel, readSettings, trueFalse, type Env } fr
 import { payloadKeysFile } from './temporal.js';
 
 /**
- * An issuer or JWKS URL, kept exactly as written (an issuer's trailing slash is part of its `iss`).
- * https, or http to a loopback host (a local identity provider, the tests): keys fetched over
- * plain HTTP from elsewhere could be replaced on the way.
+ * An issuer or JWKS URL, as written (an issuer's trailing slash is part of its `iss`); http only to
+ * loopback: keys fetched over plain HTTP from elsewhere could be replaced on the way.
  */
 const oidcUrl = z.string().check(
   z.refine((value) => {
@@ -82,10 +78,9 @@ const CodecServerEnv = z.object({
 export const CODEC_SERVER_SETTINGS = Object.keys(CodecServerEnv.shape);
 
 /**
- * Loads the codec server's settings. Without CODEC_SERVER_OIDC_ISSUER it runs on the local-only
- * allowance, which only a loopback CODEC_SERVER_ADDRESS may use: anything else is refused here, so
- * an open codec server never starts. Its token is CODEC_SERVER_LOCAL_TOKEN, or one made here when
- * the process has a `terminal` to print it to (src/codec-server.ts does); it is never logged.
+ * Loads the codec server's settings. Without CODEC_SERVER_OIDC_ISSUER only a loopback address is
+ * allowed, so an open codec server never starts; its token is then CODEC_SERVER_LOCAL_TOKEN, or one
+ * made here when there is a `terminal` to print it to. Never logged.
  */
 export function loadCodecServerConfig(env: Env = process.env, terminal = process.stderr.isTTY === true) {
   const settings = readSettings(CodecServerEnv, env);
@@ -109,7 +104,6 @@ export function loadCodecServerConfig(env: Env = process.env, terminal = process
     localToken = randomBytes(24).toString('base64url');
   }
   return {
-    /** TEMPORAL_PAYLOAD_KEYS_FILE: the same ring the worker seals with, re-read when it changes. */
     payloadKeysFile: settings.TEMPORAL_PAYLOAD_KEYS_FILE,
     server: {
       host: host.replace(/^\[(.*)\]$/, '$1'),

@@ -1,8 +1,7 @@
 /**
- * What the configuration of every process shares: the error a bad setting becomes, the one way a
- * process reads its settings (a zod schema of them, in ./worker.ts, ./codec-server.ts and
- * ./temporal.ts), and the kinds of setting more than one process reads. Entry points call the
- * loaders at start; nothing reads the environment at import time.
+ * What every process's configuration shares: the error a bad setting becomes, the one way to read
+ * settings (a zod schema of them), and the kinds of setting more than one process reads. Entry
+ * points call the loaders at start; nothing reads the environment at import time.
  */
 import * as z from 'zod/mini';
 import { FileApiKey } from '../agent-api/api-key.js';
@@ -23,9 +22,8 @@ export class ConfigError extends AgentJobError {
 export type Env = Record<string, string | undefined>;
 
 /**
- * Reads the settings `schema` names from `env`, each trimmed and a blank one as unset: what the
- * schema makes of them, or a {@link ConfigError} naming the first that does not pass and what it
- * must be. Messages never quote a value: a setting may be a secret, or hold one.
+ * Reads the settings `schema` names from `env` (trimmed, blank as unset), or throws a
+ * {@link ConfigError} naming the first that does not pass, never its value: it may be a secret.
  */
 export function readSettings<S extends z.ZodMiniObject>(schema: S, env: Env): z.output<S> {
   const settings = Object.keys(schema.shape).map((name) => [name, env[name]?.trim() || undefined]);
@@ -38,10 +36,7 @@ export function readSettings<S extends z.ZodMiniObject>(schema: S, env: Env): z.
   throw new ConfigError(String(setting), `${where}${issue?.message}`);
 }
 
-/**
- * Refuses a setting given both ways, as its value and as a file holding it (a mounted secret);
- * before either is read, so the error says which to drop. `named` is the setting the error names.
- */
+/** Refuses a setting given both as its value and as a file holding it, before either is read. */
 export function notBoth(env: Env, value: string, file: string, named = file): void {
   if (env[value]?.trim() && env[file]?.trim())
     throw new ConfigError(named, `set ${value} or ${file}, not both`);
@@ -58,7 +53,7 @@ export function oneOf<const T extends string>(...options: [T, ...T[]]) {
   );
 }
 
-/** A switch: `yes` or `no` in any case, as true or false; nothing else (zod's default takes `1`, `y`...). */
+/** `yes` or `no` in any case, as true or false; nothing else (zod's default takes `1`, `y`...). */
 const flag = (yes: string, no: string) =>
   z.stringbool({ truthy: [yes], falsy: [no], error: `must be "${yes}" or "${no}"` });
 /** `on` or `off`. */
@@ -109,9 +104,8 @@ export const httpUrl = z
   );
 
 /**
- * A setting naming a file that `open` reads now (a key, a key ring, notification targets), so that
- * a process never starts on one it cannot use. The file's error (one of ours: it names the file and
- * why, never the content) is the setting's.
+ * A setting naming a file that `open` reads now, so that a process never starts on one it cannot
+ * use; the file's error (ours: the file and why, never the content) is the setting's.
  */
 export function fileSetting<T>(open: (path: string) => T) {
   return z.pipe(
@@ -128,8 +122,5 @@ export function fileSetting<T>(open: (path: string) => T) {
   );
 }
 
-/**
- * A file holding an API key (TEMPORAL_API_KEY_FILE, AGENT_API_KEY_FILE): its key now, by the rules
- * the processes re-read it with (visible ASCII, trimmed), and its path to re-read.
- */
+/** A file holding an API key: its key now, by the rules it is re-read with, and its path. */
 export const keyFile = fileSetting((path) => ({ path, key: new FileApiKey(path).current() }));

@@ -1,11 +1,7 @@
 /**
- * How to reach Temporal, for every process that does: the worker, the starter, the Action.
- *
- * The connection itself is read by @temporalio/envconfig (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
- * TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE), so a local server, a
- * self-hosted cluster and Temporal Cloud are configured the standard way. Two settings are this
- * project's own: TEMPORAL_API_KEY_FILE, a key file re-read when it changes, and
- * TEMPORAL_PAYLOAD_KEYS_FILE, the payload codec's key ring (src/payload-codec/).
+ * How to reach Temporal, for the worker, the starter and the Action: the connection as
+ * @temporalio/envconfig reads it (the standard TEMPORAL_* settings and profiles), and this
+ * project's own settings beside it (docs/configuration.md).
  */
 import { loadClientConnectConfig, type ClientConnectConfig } from '@temporalio/envconfig';
 import * as z from 'zod/mini';
@@ -13,16 +9,13 @@ import { DEFAULT_TASK_QUEUE } from '../contract.js';
 import { FileKeyRing } from '../payload-codec/index.js';
 import { ConfigError, fileSetting, httpUrl, keyFile, notBoth, readSettings, type Env } from './settings.js';
 
-/**
- * TEMPORAL_PAYLOAD_KEYS_FILE, which must hold a usable ring now, so that a process meant to seal
- * never starts writing plain text. Its error names the file and why, never a key.
- */
+/** TEMPORAL_PAYLOAD_KEYS_FILE: a usable ring now, so that a process meant to seal never writes plain text. */
 export const payloadKeysFile = fileSetting((path) => {
   new FileKeyRing(path);
   return path;
 });
 
-/** The Temporal settings that are this project's own, beside envconfig's. */
+/** This project's own Temporal settings. */
 export const TemporalEnv = z.object({
   TEMPORAL_TASK_QUEUE: z._default(z.string(), DEFAULT_TASK_QUEUE),
   TEMPORAL_UI_URL: z.optional(httpUrl),
@@ -33,10 +26,7 @@ export const TemporalEnv = z.object({
 /** How to reach Temporal, from envconfig, plus the task queue. */
 export type TemporalSettings = ReturnType<typeof loadTemporalSettings>;
 
-/**
- * Loads the Temporal connection settings. A key file's key goes to envconfig as TEMPORAL_API_KEY
- * would, so it replaces a profile's `api_key` and turns TLS on alike.
- */
+/** Loads the Temporal settings; a key file's key goes to envconfig as TEMPORAL_API_KEY would (TLS alike). */
 export function loadTemporalSettings(env: Env = process.env) {
   notBoth(env, 'TEMPORAL_API_KEY', 'TEMPORAL_API_KEY_FILE');
   const settings = readSettings(TemporalEnv, env);
@@ -63,15 +53,9 @@ export function loadTemporalSettings(env: Env = process.env) {
     taskQueue: settings.TEMPORAL_TASK_QUEUE,
     /** Base URL of the Temporal UI, for links printed by the starter. */
     uiUrl: settings.TEMPORAL_UI_URL ?? defaultUiUrl(address),
-    /**
-     * TEMPORAL_API_KEY_FILE: the key in `connect` is the file's at start, and the entry points keep
-     * their connections on the file's current key (src/temporal-api-key.ts). Null without one.
-     */
+    /** TEMPORAL_API_KEY_FILE, whose current key the connections follow (src/temporal-api-key.ts). */
     apiKeyFile: file?.path ?? null,
-    /**
-     * TEMPORAL_PAYLOAD_KEYS_FILE: the payload codec's key ring, checked at load and re-read by the
-     * codec when it changes. Null: the codec is off and payloads are stored in plain text.
-     */
+    /** The payload codec's key ring, re-read when it changes; null: payloads are stored in plain text. */
     payloadKeysFile: settings.TEMPORAL_PAYLOAD_KEYS_FILE ?? null,
   };
 }

@@ -1,8 +1,7 @@
 /**
- * The health endpoint that Kubernetes probes and the Docker HEALTHCHECK call:
- * `GET /healthz` (liveness: the process answers) and `GET /readyz` (readiness: the worker is
- * polling its task queue). Readiness turns false as soon as shutdown starts, so no new traffic
- * is routed to a draining pod.
+ * The health endpoint for Kubernetes probes and the Docker HEALTHCHECK: `GET /healthz` (the process
+ * answers) and `GET /readyz` (the worker is polling; false once shutdown starts, so a draining pod
+ * gets no new traffic).
  */
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
@@ -14,11 +13,7 @@ export interface HealthServer {
   close(): Promise<void>;
 }
 
-/**
- * Starts the health server. `status()` is read on every request.
- *
- * @throws {Error} naming HEALTH_ADDRESS and the reason when the address cannot be bound
- */
+/** Starts the health server, `status()` read on every request; throws naming HEALTH_ADDRESS when it cannot bind. */
 export async function startHealthServer(
   address: { host: string; port: number },
   status: () => { ready: boolean; state: string },

@@ -1,7 +1,6 @@
 /**
- * JSON log lines for the worker, the starter and the SDK (through `Runtime.install`). One object
- * per line, so log pipelines parse them without rules. Metadata fields that name a secret are
- * replaced before anything is written: the API key must never reach a log line.
+ * JSON log lines, one object per line, for the worker, the starter and the SDK. Metadata fields that
+ * name a secret are replaced before anything is written.
  */
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 import type { Logger, LogLevel, LogMetadata } from '@temporalio/common';
@@ -13,27 +12,19 @@ const SECRET_FIELD = /^(api[-_]?key|authorization|token|password|secret|tlsKey|c
 /** How deep `redact` looks into nested metadata; deeper values are replaced, never written unread. */
 const MAX_DEPTH = 8;
 
-/**
- * What a log line may hold besides its metadata's names. `errorText: false` (the payload codec is
- * on) leaves errors' messages out, as they may quote a prompt or an API answer (decision 0021):
- * an error keeps its name and its failure type.
- */
+/** `errorText: false` (the codec is on: decision 0021) leaves errors' messages out; name and failure type stay. */
 export interface LogTextOptions {
   errorText: boolean;
 }
 
-/** Errors with their messages: the codec is off. */
-const WITH_ERROR_TEXT: LogTextOptions = { errorText: true };
-
 /**
- * Copies `meta` with secret-named fields masked at any depth (nested objects, arrays); values that
- * are errors keep name and message only (name and failure type without `errorText`), a cycle reads
- * `[circular]`, and anything deeper than {@link MAX_DEPTH} reads `[too deep]`, so no path lets a
+ * Copies `meta` with secret-named fields masked at any depth; errors keep name and message only, a
+ * cycle reads `[circular]` and anything deeper than {@link MAX_DEPTH} `[too deep]`, so no path lets a
  * secret through unread.
  */
 export function redact(
   meta: LogMetadata | undefined,
-  options: LogTextOptions = WITH_ERROR_TEXT,
+  options: LogTextOptions = { errorText: true },
 ): Record<string, unknown> {
   const seen = new Set<object>();
   const copy = (value: unknown, depth: number): unknown => {
@@ -68,15 +59,13 @@ function errorFields(err: Error, options: LogTextOptions): Record<string, unknow
 }
 
 /**
- * Formats one entry as a JSON line. `JSON.stringify` already writes C0 controls (ESC, CR, LF) in a
- * string as `\u001b`-style escapes; jsonText does the same for what it writes raw (C1 controls,
- * bidi and other format characters, U+2028), so a value the API sent cannot act on the terminal
- * that shows the log, and a parser reads the same value back.
+ * Formats one entry as a JSON line, every control and format character escaped (jsonText), so a
+ * value the API sent cannot act on the terminal that shows the log.
  */
 export function formatLogLine(
   entry: Pick<LogEntry, 'level' | 'message' | 'meta'>,
   time: Date,
-  options: LogTextOptions = WITH_ERROR_TEXT,
+  options: LogTextOptions = { errorText: true },
 ): string {
   return jsonText({
     time: time.toISOString(),
@@ -90,18 +79,14 @@ export function formatLogLine(
 export function createJsonLogger(
   level: LogLevel,
   stream: NodeJS.WritableStream = process.stdout,
-  options: LogTextOptions = WITH_ERROR_TEXT,
+  options: LogTextOptions = { errorText: true },
 ): DefaultLogger {
   return new DefaultLogger(level, (entry) => {
     stream.write(`${formatLogLine(entry, new Date(Number(entry.timestampNanos / 1_000_000n)), options)}\n`);
   });
 }
 
-/**
- * The log lines of a key file's events (`AGENT_API_KEY_FILE`, `TEMPORAL_API_KEY_FILE`): one per
- * change of state, as the source reports them, with the path and never the key. `what` names the
- * key (`agent API key`), `variable` the setting.
- */
+/** The log lines of a key file's events, one per change of state, with the path and never the key. */
 export function logKeyFileEvents(
   logger: Pick<Logger, 'info' | 'warn'>,
   variable: string,

@@ -1,16 +1,13 @@
 /**
- * Every metric the worker writes besides the SDK's own, through the SDK's metric meter (served with
- * the SDK's at METRICS_ADDRESS). The names are an operator contract (dashboards and alerts read
- * them; Prometheus adds `_total` to counters): a metric is added, never renamed. A new one is a line
- * in {@link METRICS} and the call that feeds it. The activities' metrics are here; the per-project
- * ones are fed by ./project-metrics.ts.
+ * Every metric the worker writes besides the SDK's own, through the SDK's meter (served at
+ * METRICS_ADDRESS). The names are an operator contract (dashboards and alerts read them): a metric
+ * is added, never renamed. The per-project ones are fed by ./project-metrics.ts.
  */
 import { activityInfo, metricMeter } from '@temporalio/activity';
 import type { MetricCounter, MetricMeter, MetricTags } from '@temporalio/common';
 import type { ActivityMetrics } from '../activities/metrics.js';
 import { isTerminalStatus, type AgentJobRecord } from '../contract.js';
 
-/** Each metric is made by its definition's function, on a meter and under its name. */
 const counter = (unit: string, description: string) => (meter: MetricMeter, name: string) =>
   meter.createCounter(name, unit, description);
 const gauge = (unit: string, description: string) => (meter: MetricMeter, name: string) =>
@@ -76,11 +73,7 @@ export const HISTOGRAM_BUCKETS: Record<string, number[]> = Object.fromEntries(
   Object.entries(METRICS).flatMap(([name, metric]) => ('buckets' in metric ? [[name, metric.buckets]] : [])),
 );
 
-/**
- * Adds one to counter `name` on the activity context's meter (`metricMeter` of
- * @temporalio/activity), which the SDK tags with the namespace, task queue and activity type; inside
- * an activity only.
- */
+/** Adds one to counter `name` on the activity context's meter (tagged by the SDK); inside an activity only. */
 function count(name: MetricName, tags?: MetricTags): void {
   (instrument(metricMeter, name) as MetricCounter).add(1, tags);
 }
@@ -89,12 +82,10 @@ function count(name: MetricName, tags?: MetricTags): void {
 const POLL_COUNT_FLUSH_MS = 1_000;
 
 /**
- * Counts a poll that returned a record in `agent_job_polls` (tagged by whether it was terminal).
- * The counts are added to the SDK's counter once a second, not at every poll: each add is a call
- * into the SDK's core, and polls run a hundred times a second (bench:profile measured 0.2 ms of
- * worker CPU per poll for it, about 7% of a poll's cost). A scrape sees them a second late at most.
- * The counter is made in the first activity of each namespace, task queue and type, so the SDK
- * tags it with those, as it tags any activity's metric.
+ * Counts a poll that returned a record in `agent_job_polls` (tagged by whether it was terminal),
+ * added to the SDK's counter once a second: each add is a call into the SDK's core, and polls run a
+ * hundred times a second (docs/PERFORMANCE.md). The counter is made in the first activity of each
+ * namespace, task queue and type, so the SDK tags it with those.
  */
 function pollCounter(): (record: AgentJobRecord) => void {
   const pending = new Map<string, { counter: MetricCounter; active: number; terminal: number }>();
@@ -122,7 +113,7 @@ function pollCounter(): (record: AgentJobRecord) => void {
   };
 }
 
-/** The activities' metrics, for `createActivities({ metrics })`: one poll counter per worker. */
+/** The activities' metrics, for `createActivities({ metrics })`. */
 export function createActivityMetrics(): ActivityMetrics {
   return {
     created: () => count('agent_jobs_created'),

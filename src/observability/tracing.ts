@@ -1,9 +1,7 @@
 /**
- * OpenTelemetry tracing with the SDK's interceptors: one trace from a client's start of a workflow,
- * through the workflow's activities (src/workflows/trace-context.ts carries it there), to each HTTP
- * call of the Agent Job API (src/agent-api/trace.ts). Exported over OTLP when the standard OTEL_*
- * variables ask for it (src/config/tracing.ts), off otherwise. docs/tracing.md shows
- * the span tree.
+ * OpenTelemetry tracing with the SDK's interceptors (docs/tracing.md): one trace from a client's
+ * start of a workflow, through its activities (src/workflows/trace-context.ts), to each HTTP call of
+ * the Agent Job API (src/agent-api/trace.ts).
  */
 import { context, propagation, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -29,16 +27,12 @@ export interface TracingSettings {
   exporter: 'otlp' | 'console' | null;
   /** Where OTLP spans go, for the start log line only (the exporter reads the variables itself). */
   endpoint: string | null;
-  /**
-   * Leave exceptions' messages and stack traces out of the spans: set when the payload codec is
-   * on, as they may quote a prompt or an API answer (decision 0021). Their type stays.
-   */
+  /** Leave exceptions' messages and stack traces out of the spans (the payload codec is on: decision 0021). */
   withoutExceptionText?: boolean;
 }
 
 /** The tracing of one process: the interceptors to wire in, and its flush at exit. */
 export interface Tracing {
-  readonly enabled: boolean;
   /** The activity interceptors, which start each activity's span in the caller's trace. */
   readonly worker: { interceptors: WorkerInterceptors };
   /** For `new Client({interceptors: {workflow: ...}})`: starts carry the caller's trace. */
@@ -49,17 +43,15 @@ export interface Tracing {
 
 /** A process that traces nothing. */
 export const TRACING_OFF: Tracing = {
-  enabled: false,
   worker: { interceptors: {} },
   clientInterceptors: [],
   shutdown: async () => {},
 };
 
 /**
- * Installs tracing for this process as `settings` ask: a global tracer provider, W3C trace-context
- * propagation and an async-local context, so that spans started anywhere in the process (the API
- * client's) join the trace of the activity that runs them. `processor` replaces the exporter (tests
- * pass an in-memory one).
+ * Installs tracing as `settings` ask: a global tracer provider, W3C propagation and an async-local
+ * context, so that spans started anywhere in the process (the API client's) join the trace of the
+ * activity that runs them. `processor` replaces the exporter (tests).
  */
 export function installTracing(
   settings: TracingSettings,
@@ -84,7 +76,6 @@ export function installTracing(
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   );
   return {
-    enabled: true,
     worker: {
       interceptors: {
         activity: [
@@ -106,10 +97,8 @@ export function installTracing(
 }
 
 /**
- * Takes the text out of each span's exception events and status as the span ends, before the
- * exporting processor sees it: the activity interceptors record a failed attempt's error, whose
- * message may quote what the API answered. An error status keeps its code. (`onEnding` is the SDK's
- * hook while the span can still be changed; test/e2e/codec-leaks.test.ts checks what is exported.)
+ * Takes the text out of each span's exception events and error status in `onEnding` (while the span
+ * can still change), before the exporter sees it: a failed attempt's error may quote the API's answer.
  */
 const WITHOUT_EXCEPTION_TEXT: SpanProcessor = {
   onStart: () => undefined,
