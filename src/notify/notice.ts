@@ -1,10 +1,7 @@
 /**
- * The job-end notice: what a target receives when an agent-job workflow ends, as the webhook's
- * JSON body, and as a Slack message. docs/notifications.md describes every field; a field is
- * added, never renamed or removed (receivers parse it).
- *
- * Pure, no Node modules: the agent-job workflow builds the notice
- * (src/workflows/job-end-notification/notifier.ts).
+ * The job-end notice a target receives when an agent-job workflow ends, as the webhook's JSON body
+ * and as a Slack message. docs/notifications.md describes every field; a field is added, never
+ * renamed or removed (receivers parse it). No Node modules: the workflow builds the notice.
  */
 import type { AgentJobProgress, AgentJobRecord } from '../contract.js';
 import { slackLink, slackText } from '../escape.js';
@@ -15,16 +12,11 @@ export type NoticeOutcome = Extract<
   'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled'
 >;
 
-/** The webhook body (`Content-Type: application/json`). */
+/** The webhook body (`Content-Type: application/json`); docs/notifications.md describes each field. */
 export interface JobEndNotice {
-  /** Always `agent-job.ended`. */
   type: 'agent-job.ended';
-  /**
-   * The same for every attempt of this notice, across worker restarts, and sent as the
-   * `X-Agent-Job-Delivery` header: a receiver that has seen it ignores the notice.
-   */
+  /** The same for every attempt of this notice, across worker restarts: a receiver dedupes on it. */
   deliveryId: string;
-  /** The agent-job workflow (its ID in the Temporal UI). */
   workflowId: string;
   projectId: string;
   outcome: NoticeOutcome;
@@ -32,7 +24,7 @@ export interface JobEndNotice {
   jobId: string | null;
   /** The pull request's URL; null when the agent changed no files or the job did not complete. */
   prLink: string | null;
-  /** The final record (the last one read when the workflow failed or timed out); null when none was read. */
+  /** The last record read; null when none was. */
   job: AgentJobRecord | null;
   /** The workflow's failure, for `failed`, `timed-out` and `cancelled`; null otherwise. */
   failure: { type: string; message: string } | null;

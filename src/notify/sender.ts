@@ -1,11 +1,8 @@
 /**
- * Sends one job-end notice to one target over HTTP (undici, the worker's shared dispatcher, so an
- * egress proxy applies as for the API), and says what happened without naming where: undici's
- * messages and causes name hosts and URLs (`getaddrinfo ENOTFOUND hooks.example.com`, `connect
- * ECONNREFUSED 10.0.0.7:443`), and a target's URL is a credential (a Slack webhook URL is one by
- * itself). So no error from undici leaves this module, as a message or a cause: what happened is
- * its kind and its code (`ECONNREFUSED`), or an HTTP status; the receiver's body is read and
- * dropped.
+ * Sends one job-end notice to one target through the worker's shared dispatcher (an egress proxy
+ * applies as for the API). A target's URL is a credential, and undici's messages and causes name
+ * hosts and URLs, so no undici error leaves this module: what happened is its kind and code
+ * (`ECONNREFUSED`), or an HTTP status; the receiver's body is read and dropped.
  */
 import { request, type Dispatcher } from 'undici';
 import { getDispatcher } from '../agent-api/dispatcher.js';
@@ -27,13 +24,10 @@ export type SendResult =
       retryAfterMs: number | null;
     };
 
-/** What {@link sendNotice} needs besides the target and the notice. */
+/** `nowMs` for the signature's timestamp; `signal` the activity's cancellation; `dispatcher` a test's. */
 export interface SendOptions {
-  /** Epoch ms now, for the signature's timestamp. */
   nowMs: number;
-  /** Aborts the request (the activity's cancellation). */
   signal?: AbortSignal;
-  /** A test's dispatcher; the worker's shared one by default. */
   dispatcher?: Dispatcher;
 }
 
@@ -73,15 +67,14 @@ export async function sendNotice(
   try {
     answer = await request(target.url, { method: 'POST', headers, body, signal, dispatcher });
   } catch (err) {
-    // By its kind and code only: `what` is fixed text and the error's code (a proxy's refusal names its status).
     const { kind, what } = timeout.aborted
       ? { kind: FailureKind.NoAnswerInTime, what: 'no answer in time' }
       : kindOfNetworkError(err);
     return { delivered: false, kind, what, status: null, retryAfterMs: null };
   }
   const { statusCode: status, headers: answerHeaders } = answer;
-  // Read to the end and dropped: a receiver's page may echo the request, URL included. A body
-  // that breaks off changes nothing: the status has decided, and undici's error would name the host.
+  // Dropped: a receiver's page may echo the URL. A body that breaks off changes nothing: the
+  // status has decided, and undici's error would name the host.
   await answer.body.dump().catch(() => undefined);
   if (isSuccess(status)) return { delivered: true, status };
   const retryAfter = answerHeaders['retry-after'];

@@ -1,10 +1,7 @@
 /**
- * The webhook signature: HMAC-SHA256 under the target's shared secret, over the timestamp, a dot
- * and the exact body bytes (`${timestamp}.${body}`), sent as `X-Agent-Job-Signature: v1=<hex>`
- * with the timestamp (Unix seconds) in `X-Agent-Job-Timestamp`. Signing the timestamp lets a
- * receiver refuse a captured request replayed later; the `v1=` prefix lets a second scheme be
- * added beside it. The same scheme as Stripe's and Slack's own request signing, so receivers know
- * it. docs/notifications.md shows a receiver verifying it.
+ * The webhook signature (docs/notifications.md shows a receiver verifying it): HMAC-SHA256 under the
+ * target's secret over `${timestamp}.${body}`, as Stripe's and Slack's, so receivers know it. The
+ * signed timestamp lets a receiver refuse a replayed request; `v1=` leaves room for a second scheme.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -15,22 +12,18 @@ export const NOTIFY_HEADERS = {
   deliveryId: 'x-agent-job-delivery',
 } as const;
 
-/** The signature scheme's version, the prefix of the header's value. */
-const SCHEME = 'v1';
-
 /** `v1=<hex HMAC-SHA256 of "<timestamp>.<body>">` under `secret`. */
 export function signNotice(secret: string, timestampSeconds: number, body: string): string {
   const mac = createHmac('sha256', secret).update(`${timestampSeconds}.`).update(body).digest('hex');
-  return `${SCHEME}=${mac}`;
+  return `v1=${mac}`;
 }
 
 /** Default of {@link verifyNotice}'s tolerance: 5 minutes between the signing and the check. */
 export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
 
 /**
- * A receiver's check, in Node: the signature matches the body and the timestamp under `secret`
- * (compared in constant time), and the timestamp is within `toleranceSeconds` of `nowSeconds`.
- * Why it fails, or null when it holds.
+ * A receiver's check: the signature matches (in constant time), and the timestamp is within
+ * `toleranceSeconds` of `nowSeconds`. Why it fails, or null when it holds.
  */
 export function verifyNotice(input: {
   secret: string;

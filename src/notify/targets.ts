@@ -1,11 +1,7 @@
 /**
- * The notification targets a worker knows, by name: from `AGENT_NOTIFY_TARGETS` (the JSON itself)
- * or `AGENT_NOTIFY_TARGETS_FILE` (a mounted Secret holding it, re-read when it changes, as the API
- * key file is): one JSON object, a target per name (docs/notifications.md, "Targets on the worker").
- *
+ * The notification targets a worker knows, by name (docs/notifications.md, "Targets on the worker").
  * A target's URL and secret are credentials (a Slack webhook URL is one by itself): no message,
- * reason or event of this module holds them, nor the text they came from. Reasons name the target
- * and the field only.
+ * reason or event of this module holds them, nor the text they came from.
  */
 import { z } from 'zod';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
@@ -13,10 +9,7 @@ import { WatchedFile, type Parsed, type WatchedFileOptions } from '../agent-api/
 import { AgentJobError, ErrorName } from '../errors.js';
 import { NOTIFY_TARGET_NAME } from '../input.js';
 
-/**
- * Shortest webhook secret: 32 characters, the length of a 128-bit key in hex or a 192-bit one in
- * base64. `openssl rand -hex 32` makes a good one.
- */
+/** Shortest webhook secret: a 128-bit key in hex, or a 192-bit one in base64. */
 export const MIN_WEBHOOK_SECRET_LENGTH = 32;
 
 /** The targets' text holds none that can be used; the message names the source and why, never a URL or secret. */
@@ -31,9 +24,8 @@ export class NotifyTargetsError extends AgentJobError {
 }
 
 /**
- * Why `value` cannot be a target URL, or null: http(s), no user or password in it, and `http:`
- * only to a loopback host (a receiver on the same machine): a notice holds the prompt's project,
- * the job and its pull request, which plain HTTP shows to anyone on the path.
+ * Why `value` cannot be a target URL, or null. `http:` only to a loopback host: a notice holds the
+ * project, the job and its pull request, which plain HTTP shows to anyone on the path.
  */
 function urlProblem(value: string): string | null {
   const url = URL.parse(value);
@@ -83,10 +75,7 @@ const TARGETS = z.record(
   },
 );
 
-/**
- * One configured target: a webhook (the notice as JSON, signed under `secret`: ./signature.ts) or
- * a Slack incoming webhook (a message in Slack's format: ./notice.ts), whose URL is its secret.
- */
+/** One target: a webhook (signed under `secret`: ./signature.ts) or a Slack incoming webhook (./notice.ts). */
 export type NotifyTarget = z.infer<typeof TARGETS>[string];
 
 /** The targets by name. */
@@ -94,14 +83,10 @@ export type NotifyTargets = ReadonlyMap<string, NotifyTarget>;
 
 /** Where targets come from now: the settings' fixed map, or a watched file's current one. */
 export interface NotifyTargetSource {
-  /** The targets now (a file is checked first when its interval has passed). */
   current(): NotifyTargets;
 }
 
-/**
- * The targets in `text` (the JSON object above), or why there are none usable. The reason names a
- * target and its field, never a value.
- */
+/** The targets in `text`, or why there are none usable (naming a target and its field, never a value). */
 export function parseNotifyTargets(text: string): Parsed<NotifyTargets> {
   let json: unknown;
   try {
@@ -122,9 +107,8 @@ export function fixedNotifyTargets(targets: NotifyTargets): NotifyTargetSource {
 }
 
 /**
- * `AGENT_NOTIFY_TARGETS_FILE`: read at start (a {@link NotifyTargetsError} when it holds no
- * usable targets), then re-read when it changes; a change that breaks it keeps the last good
- * targets and is reported through `onEvent`, without the content.
+ * `AGENT_NOTIFY_TARGETS_FILE`: read at start (a {@link NotifyTargetsError} without usable targets),
+ * then re-read when it changes, as the API key file is.
  */
 export class FileNotifyTargets extends WatchedFile<NotifyTargets> implements NotifyTargetSource {
   constructor(path: string, options: WatchedFileOptions = {}) {
