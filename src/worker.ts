@@ -1,7 +1,6 @@
 /**
- * The worker process (`npm run worker`, or `node lib/worker.js` in the image): reads its
- * configuration, installs the runtime (JSON logs, Prometheus metrics, shutdown signals), serves
- * health, and runs until SIGTERM or SIGINT, then drains and exits 0. Its pieces are in src/worker/.
+ * The worker process (`npm run worker`, `node lib/worker.js` in the image): runs until SIGTERM or
+ * SIGINT, then drains and exits 0. Its pieces are in src/worker/.
  */
 import { Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from './activities/index.js';

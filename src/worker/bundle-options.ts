@@ -1,7 +1,6 @@
 /**
- * Workflow code: how every bundle of it is made, in one place (the prebuilt one of `npm run build`,
- * the worker's own when it starts from the sources, the tests' and the benchmark's, baselines too,
- * so that they are measured on the same terms), and the code the worker runs with its build ID.
+ * Workflow code: how every bundle of it is made (the build's, the worker's, the tests' and the
+ * benchmark's, baselines too, so all are measured on the same terms), and what the worker runs.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +11,6 @@ import { buildIdOf } from '../config/version.js';
 /** The repository root (the parent of `src/`, or of `lib/` once compiled). */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** A module of the workflows' folder, from the sources or once compiled. */
 const workflowsModule = (name: string) =>
   fileURLToPath(
     new URL(`../workflows/${name}.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url),
@@ -29,14 +27,10 @@ const PAYLOAD_CONVERTER_MODULE = workflowsModule('unsealed-input');
 const FAILURE_CONVERTER_MODULE = workflowsModule('sealed-failures');
 
 /**
- * Bundle options for the workflows at `workflowsPath` (their index module).
- *
- * Every module is preloaded: evaluated once per worker thread and shared, deep-frozen, by all its
- * workflows (`npm run bench:heap` measures the heap it saves). Safe because these modules keep no
- * state at module scope; a write to one would throw.
- *
- * Webpack's context is the root, not the working directory, so the same sources make the same
- * bundle (and build ID, src/config/version.ts) from any directory.
+ * Bundle options for the workflows at `workflowsPath` (their index module). Every module is
+ * preloaded: evaluated once per worker thread and shared, deep-frozen, by all its workflows
+ * (`npm run bench:heap` measures the heap it saves); safe as they keep no state at module scope.
+ * Webpack's context is the root, so any working directory gives the same bundle and build ID.
  */
 export function workflowBundleOptions(workflowsPath: string) {
   return {

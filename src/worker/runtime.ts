@@ -10,10 +10,7 @@ import { createJsonLogger, logKeyFileEvents, type LogTextOptions } from '../obse
 import { HISTOGRAM_BUCKETS } from '../observability/metrics.js';
 import { followApiKey, temporalApiKeySource, type ApiKeyFollower } from '../temporal-api-key.js';
 
-/**
- * Installs the runtime with the JSON logger at `logLevel`, Prometheus metrics at
- * `metricsBindAddress` (null: none), and SIGINT and SIGTERM as the worker's shutdown. Returns the logger.
- */
+/** Installs the runtime (`metricsBindAddress` null: no metrics) and returns its logger. */
 export function installRuntime(
   logLevel: LogLevel,
   metricsBindAddress: string | null,

@@ -1,9 +1,7 @@
 /**
- * What the worker says when a payload it was given does not open (issue 55): the SDK's own line
- * (`Failed to process Workflow Activation`) names the error's type only, as every error line does
- * with the ring (decision 0021), and the workflow task is retried until the ring holds the key.
- * This line adds which workflow (or activity), which key ID and why, all IDs and fixed words; the
- * counter tells an alert how many workflows are so stuck. docs/operator-actions.md says what to do.
+ * What the worker says when a payload it was given does not open
+ * (docs/decisions/0023-sealed-payloads-bound-and-named.md): the SDK's own line names the error's
+ * type only, so this one adds which workflow, which key ID and why. docs/operator-actions.md says what to do.
  */
 import type { Logger, MetricMeter } from '@temporalio/common';
 import type { OnUnopened } from '../payload-codec/index.js';
@@ -11,10 +9,7 @@ import type { OnUnopened } from '../payload-codec/index.js';
 /** Workflows remembered as counted; past it the set starts again (a stuck one may be counted twice). */
 const MAX_REMEMBERED = 10_000;
 
-/**
- * The codec's `onUnopened` for the worker: one ERROR line per payload that does not open, and
- * `agent_job_payload_unopened_workflows`, counting each workflow once per process by reason.
- */
+/** The codec's `onUnopened`: an ERROR line per payload, and each workflow counted once per process by reason. */
 export function reportUnopenedPayloads(logger: Logger, meter: MetricMeter): OnUnopened {
   const counter = meter.createCounter(
     'agent_job_payload_unopened_workflows',

@@ -60,7 +60,7 @@ async function checkUpgrade(
   }
   const runs: Array<{ workflowId: string; runId: string; type: string }> = [];
   for await (const run of client.workflow.list({ query: moving })) runs.push(run);
-  // A replay worker loads the whole bundle: a fresh task queue, the usual start, pays none of it.
+  // A fresh task queue, the usual start, pays no replay worker.
   if (runs.length === 0) return { replayed: 0, blockers };
   // One open run per workflow ID: the ID names it.
   const typeOf = new Map(runs.map((run) => [run.workflowId, run.type]));
