@@ -49,12 +49,12 @@ function fileSources({ agentApi, notify }: WorkerConfig, logger: ReturnType<type
  * `--check-upgrade` it runs the upgrade check only: beside a running worker (kubectl exec in its
  * pod), so it binds no port and builds nothing the check does not read.
  */
-async function run(settings: WorkerConfig): Promise<void> {
+async function run(config: WorkerConfig): Promise<void> {
   const checkOnly = process.argv.includes('--check-upgrade');
-  const config = checkOnly ? { ...settings, metricsBindAddress: null } : settings;
   // With the payload codec on, error messages stay out of log lines and spans (decision 0021).
   const sealing = config.temporal.payloadKeysFile !== null;
-  const logger = installRuntime(config.logLevel, config.metricsBindAddress, { errorText: !sealing });
+  const metricsAt = checkOnly ? null : config.metricsBindAddress;
+  const logger = installRuntime(config.logLevel, metricsAt, { errorText: !sealing });
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;

@@ -87,24 +87,6 @@ export function workflowHeapFor(cached: number): number {
 }
 
 /**
- * The worker's memory sizing. An explicit cache size (WORKER_MAX_CACHED_WORKFLOWS) wins; without a
- * limit the cache is `fallbackCache` and `workflowHeapMiB` (the workflow thread's
- * `--max-old-space-size`) is null: Node keeps its own.
- */
-export function sizeForMemory(
-  limit: MemoryLimit | null,
-  explicitCache: number | undefined,
-  fallbackCache: number,
-) {
-  const maxCachedWorkflows = explicitCache ?? (limit === null ? fallbackCache : cacheSizeFor(limit.bytes));
-  return {
-    limit,
-    maxCachedWorkflows,
-    workflowHeapMiB: limit === null ? null : workflowHeapFor(maxCachedWorkflows),
-  };
-}
-
-/**
  * Gives the workflow thread a heap of `mib` MiB, unless `--max-old-space-size` is set explicitly
  * (then false). V8 reads its flags when an isolate is created, so this runs before `Worker.create`
  * starts the workflow thread; the main thread's heap stays as it is.

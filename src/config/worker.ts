@@ -11,7 +11,7 @@ import {
   quotaLimit,
   type ProjectQuotaSettings,
 } from '../quota/settings.js';
-import { cgroupMemoryLimit, parseMemoryQuantity, sizeForMemory } from './memory.js';
+import { cacheSizeFor, cgroupMemoryLimit, parseMemoryQuantity, workflowHeapFor } from './memory.js';
 import {
   ConfigError,
   duration,
@@ -131,18 +131,7 @@ export const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
 
 /** The worker's settings as `WorkerOptions`, shared with the benchmark's baseline worker (same tuning). */
 export function workerOptionsFrom(config: WorkerConfig) {
-  return {
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    maxConcurrentActivityTaskExecutions: config.maxConcurrentActivities,
-    // Local activities: the polls of 1.0 and of the benchmark's baseline (c); this build runs none.
-    maxConcurrentLocalActivityExecutions: config.maxConcurrentActivities,
-    maxConcurrentWorkflowTaskExecutions: config.maxConcurrentWorkflowTasks,
-    maxCachedWorkflows: config.maxCachedWorkflows,
-    maxTaskQueueActivitiesPerSecond: config.activitiesPerSecond,
-    shutdownGraceTime: config.shutdownGraceMs,
-    shutdownForceTime: config.shutdownGraceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
-  } satisfies Partial<WorkerOptions>;
+  return config.workerOptions;
 }
 
 /** Everything the worker process needs. */
@@ -155,22 +144,33 @@ export function loadWorkerConfig(env: Env = process.env, containerLimit = () => 
   const tuning = readSettings(TuningEnv, env);
   const quota = readSettings(ProjectQuotaEnv, env);
   const versioning = loadVersioningSettings(env);
-  const limit = tuning.WORKER_MEMORY_LIMIT;
-  const memory = sizeForMemory(
-    limit === undefined ? containerLimit() : { bytes: limit, source: 'WORKER_MEMORY_LIMIT' },
-    tuning.WORKER_MAX_CACHED_WORKFLOWS,
-    DEFAULT_MAX_CACHED_WORKFLOWS,
-  );
+  const bytes = tuning.WORKER_MEMORY_LIMIT;
+  const limit = bytes === undefined ? containerLimit() : { bytes, source: 'WORKER_MEMORY_LIMIT' as const };
+  // An explicit cache size wins; without a limit, Node keeps its own heap size (./memory.ts).
+  const maxCachedWorkflows =
+    tuning.WORKER_MAX_CACHED_WORKFLOWS ??
+    (limit === null ? DEFAULT_MAX_CACHED_WORKFLOWS : cacheSizeFor(limit.bytes));
+  const workflowHeapMiB = limit === null ? null : workflowHeapFor(maxCachedWorkflows);
   const metrics = tuning.METRICS_ADDRESS;
+  const shutdownGraceMs = tuning.WORKER_SHUTDOWN_GRACE;
   return {
     temporal,
     agentApi,
-    maxConcurrentActivities: tuning.WORKER_MAX_CONCURRENT_ACTIVITIES,
-    maxConcurrentWorkflowTasks: tuning.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
-    maxCachedWorkflows: memory.maxCachedWorkflows,
-    memory,
-    activitiesPerSecond: tuning.WORKER_ACTIVITIES_PER_SECOND,
-    shutdownGraceMs: tuning.WORKER_SHUTDOWN_GRACE,
+    /** The tuning as `WorkerOptions` ({@link workerOptionsFrom}). */
+    workerOptions: {
+      namespace: temporal.namespace,
+      taskQueue: temporal.taskQueue,
+      maxConcurrentActivityTaskExecutions: tuning.WORKER_MAX_CONCURRENT_ACTIVITIES,
+      // Local activities: the polls of 1.0 and of the benchmark's baseline (c); this build runs none.
+      maxConcurrentLocalActivityExecutions: tuning.WORKER_MAX_CONCURRENT_ACTIVITIES,
+      maxConcurrentWorkflowTaskExecutions: tuning.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+      maxCachedWorkflows,
+      maxTaskQueueActivitiesPerSecond: tuning.WORKER_ACTIVITIES_PER_SECOND,
+      shutdownGraceTime: shutdownGraceMs,
+      shutdownForceTime: shutdownGraceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
+    } satisfies Partial<WorkerOptions>,
+    maxCachedWorkflows,
+    memory: { limit, maxCachedWorkflows, workflowHeapMiB },
     healthAddress: tuning.HEALTH_ADDRESS,
     /** Null: METRICS_ADDRESS=off. */
     metricsBindAddress: metrics === 'off' ? null : `${metrics.host}:${metrics.port}`,

@@ -18,12 +18,9 @@ export function signNotice(secret: string, timestampSeconds: number, body: strin
   return `v1=${mac}`;
 }
 
-/** Default of {@link verifyNotice}'s tolerance: 5 minutes between the signing and the check. */
-export const DEFAULT_SIGNATURE_TOLERANCE_SECONDS = 300;
-
 /**
  * A receiver's check: the signature matches (in constant time), and the timestamp is within
- * `toleranceSeconds` of `nowSeconds`. Why it fails, or null when it holds.
+ * `toleranceSeconds` of `nowSeconds` (default 5 minutes). Why it fails, or null when it holds.
  */
 export function verifyNotice(input: {
   secret: string;
@@ -37,8 +34,8 @@ export function verifyNotice(input: {
   if (signature === undefined || timestamp === undefined) return 'no signature or timestamp header';
   const seconds = Number(timestamp);
   if (!/^\d+$/.test(timestamp) || !Number.isSafeInteger(seconds)) return 'the timestamp is not Unix seconds';
-  const tolerance = input.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
-  if (Math.abs(nowSeconds - seconds) > tolerance) return 'the timestamp is outside the tolerance';
+  if (Math.abs(nowSeconds - seconds) > (input.toleranceSeconds ?? 300))
+    return 'the timestamp is outside the tolerance';
   const expected = Buffer.from(signNotice(secret, seconds, body));
   const given = Buffer.from(signature);
   if (expected.length !== given.length || !timingSafeEqual(expected, given))

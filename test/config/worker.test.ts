@@ -28,7 +28,7 @@ test('defaults: local Temporal, task queue agent-jobs, health 8080 and metrics 9
   assert.equal(config.agentApi.ambiguousCreatePolicy, 'retry');
   assert.deepEqual(config.healthAddress, { host: '127.0.0.1', port: 8080 });
   assert.equal(config.metricsBindAddress, '127.0.0.1:9464');
-  assert.equal(config.shutdownGraceMs, 30_000);
+  assert.equal(config.workerOptions.shutdownGraceTime, 30_000);
 });
 
 test('the standard TEMPORAL_* settings reach the connection through envconfig', () => {
