@@ -32,25 +32,20 @@ export function clientConnectionOptions(
   return source === null ? options : { ...options, apiKey: () => source.current() };
 }
 
-/** A running {@link followApiKey}. */
-export interface ApiKeyFollower {
-  /** Gives the connection the source's key when it changed (true); a check under way is joined. */
-  check(): Promise<boolean>;
-  /** Stops the periodic checks; the worker calls it at shutdown. */
-  stop(): void;
-}
+/** A running {@link followApiKey}: `stop()` at shutdown. */
+export type ApiKeyFollower = ReturnType<typeof followApiKey>;
 
 /**
  * Keeps `connection`'s API key equal to `source`'s (`connectedWith`: the key it opened with),
  * checking on an unref'd timer; a check whose `setApiKey` failed goes to `onError`, and the next
- * one gives the key again.
+ * one gives the key again. `check()` gives the key now when it changed (true), joining one under way.
  */
 export function followApiKey(
   source: ApiKeySource,
   connection: { setApiKey(key: string): Promise<void> },
   connectedWith: string,
   options: { intervalMs?: number; onError: (err: unknown) => void },
-): ApiKeyFollower {
+) {
   let given = connectedWith;
   let underway: Promise<boolean> | null = null;
   const apply = async (): Promise<boolean> => {

@@ -6,18 +6,11 @@
 import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 
-/** A running health server. */
-export interface HealthServer {
-  /** The bound port (useful when 0 was asked for). */
-  port: number;
-  close(): Promise<void>;
-}
-
 /** Starts the health server, `status()` read on every request; throws naming HEALTH_ADDRESS when it cannot bind. */
 export async function startHealthServer(
   address: { host: string; port: number },
   status: () => { ready: boolean; state: string },
-): Promise<HealthServer> {
+) {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const { ready, state } = status();
