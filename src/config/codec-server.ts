@@ -12,11 +12,9 @@ import { payloadKeysFile } from './temporal.js';
  */
 const oidcUrl = z.string().check(
   z.refine((value) => {
-    if (!URL.canParse(value)) return false;
-    const { protocol, hostname, username, password } = new URL(value);
-    return (
-      !username && !password && (protocol === 'https:' || (protocol === 'http:' && isLoopbackHost(hostname)))
-    );
+    const url = URL.parse(value);
+    if (url === null || url.username || url.password) return false;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
   }, 'must be an https URL (http only to a loopback host), without credentials'),
 );
 

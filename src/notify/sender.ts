@@ -24,13 +24,6 @@ export type SendResult =
       retryAfterMs: number | null;
     };
 
-/** `nowMs` for the signature's timestamp; `signal` the activity's cancellation; `dispatcher` a test's. */
-export interface SendOptions {
-  nowMs: number;
-  signal?: AbortSignal;
-  dispatcher?: Dispatcher;
-}
-
 /** The bound of one attempt: a receiver answers a webhook at once, or is treated as down. */
 const SEND_TIMEOUT_MS = 30_000;
 
@@ -53,11 +46,14 @@ export function noticeRequest(
   return { body, headers };
 }
 
-/** One attempt to deliver `notice` to `target`. Never throws an undici error. */
+/**
+ * One attempt to deliver `notice` to `target`; never throws an undici error. `nowMs` stamps the
+ * signature, `signal` is the activity's cancellation, `dispatcher` a test's.
+ */
 export async function sendNotice(
   target: NotifyTarget,
   notice: JobEndNotice,
-  options: SendOptions,
+  options: { nowMs: number; signal?: AbortSignal; dispatcher?: Dispatcher },
 ): Promise<SendResult> {
   const { body, headers } = noticeRequest(target, notice, options.nowMs);
   const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
