@@ -22,23 +22,15 @@ export interface UpgradeCheckOptions {
   version: WorkerDeploymentVersion | null;
 }
 
-/** An open workflow that stops the upgrade; `reason` is what this build would do with it, for a person. */
-interface Blocker {
-  workflowId: string;
-  workflowType: string;
-  reason: string;
-}
-
 /** Blockers listed by name in the refusal; the rest are counted. */
 const NAMED_BLOCKERS = 3;
 
 /** The open workflows of the task queue that this build could not take over, and how many replayed. */
-async function checkUpgrade(
-  options: UpgradeCheckOptions,
-): Promise<{ replayed: number; blockers: Blocker[] }> {
+async function checkUpgrade(options: UpgradeCheckOptions) {
   const client = new Client({ connection: options.connection, namespace: options.namespace });
   const open = `ExecutionStatus = 'Running' AND TaskQueue = ${quote(options.taskQueue)}`;
-  const blockers: Blocker[] = [];
+  // `reason`: what this build would do with the workflow, in words a person can act on.
+  const blockers: Array<{ workflowId: string; workflowType: string; reason: string }> = [];
   let moving = open;
   if (options.version !== null) {
     const keep = [versionString(options.version)];
