@@ -22,10 +22,7 @@ import {
   type SerializationContext,
 } from '@temporalio/common';
 import { FailureType } from '../contract.js';
-import { ErrorName } from '../errors.js';
-
-/** The codec's failures on a payload that does not open (src/payload-codec/codec.ts). */
-const UNOPENED = new Set<string>([ErrorName.SealedPayload, ErrorName.UnknownPayloadKey]);
+import { UNOPENED_ERROR_NAMES } from './codec.js';
 
 const readable = new DefaultFailureConverter();
 
@@ -39,8 +36,7 @@ class SealingFailureConverter extends DefaultFailureConverter {
     for (let cause = err; cause instanceof Error; cause = cause.cause) {
       if (cause instanceof ApplicationFailure && cause.type === FailureType.UnsealedInput)
         return readable.errorToFailure(err, payloadConverter, context);
-      // By name: the SDK require()s this module by path, so its classes may not be the codec's.
-      if (UNOPENED.has(cause.name)) {
+      if (UNOPENED_ERROR_NAMES.has(cause.name)) {
         const named = ApplicationFailure.retryable(cause.message, cause.name);
         named.stack = '';
         return readable.errorToFailure(named, payloadConverter, context);

@@ -17,30 +17,21 @@ export {
   SEALED_ENCODING,
   UnknownPayloadKeyError,
   type OnUnopened,
-  type UnopenedReason,
 } from './codec.js';
-export {
-  AccessTokenVerifier,
-  type AccessTokenPolicy,
-  type AccessVerdict,
-  type Refused,
-} from './access-token.js';
+export { AccessTokenVerifier, type AccessTokenPolicy } from './access-token.js';
 export {
   MAX_BODY_BYTES,
   startCodecServer,
   type CodecServer,
-  type CodecServerLogger,
   type CodecServerSettings,
 } from './codec-server.js';
 export {
   FileKeyRing,
-  KEY_BYTES,
   keyRing,
   parseKeyRing,
   PayloadKeyFileError,
   staticKeyRing,
   type KeyRing,
-  type KeyRingFileEvent,
   type KeyRingSource,
   type PayloadKey,
 } from './key-ring.js';

@@ -7,9 +7,7 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { keyIdOf } from './codec.js';
-
-const UNOPENED_TYPES = new Set<string>([ErrorName.UnknownPayloadKey, ErrorName.SealedPayload]);
+import { keyIdOf, UNOPENED_ERROR_NAMES } from './codec.js';
 
 /** A followed workflow whose payloads the workers cannot open: it stays open, retrying its task. */
 export class PayloadUnopenedError extends AgentJobError {
@@ -44,7 +42,7 @@ export async function unopenedPayload(handle: WorkflowHandle): Promise<PayloadUn
     .filter((e) => e.workflowTaskFailedEventAttributes || e.workflowTaskCompletedEventAttributes)
     .at(-1);
   const type = ended?.workflowTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type;
-  if (!type || !UNOPENED_TYPES.has(type)) return null;
+  if (!type || !UNOPENED_ERROR_NAMES.has(type)) return null;
   // Stuck at its first task, the input is the payload, and its key ID names the key it needs.
   const firstTask = !events.some((e) => e.workflowTaskCompletedEventAttributes);
   const input = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];

@@ -11,14 +11,9 @@
  */
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import { UNSEALED_METADATA_KEY } from '../workflows/unsealed-input.js';
-import { SEALED_ENCODING } from './codec.js';
+import { isSealed } from './codec.js';
 
 const MARK = new Uint8Array(Buffer.from('true', 'utf8'));
-
-function isSealed(payload: Payload): boolean {
-  const encoding = payload.metadata?.encoding;
-  return encoding != null && Buffer.from(encoding).toString('utf8') === SEALED_ENCODING;
-}
 
 function unmarked(payload: Payload): Payload {
   if (payload.metadata?.[UNSEALED_METADATA_KEY] === undefined) return payload;
