@@ -1,11 +1,7 @@
 /**
  * The codec server's one authorization mechanism: an OIDC access token (a JWT) in the
- * `Authorization: Bearer` header, verified against the issuer's published keys (JWKS). The
- * Temporal UI sends its signed-in user's token this way (`codec.passAccessToken`); a team whose
- * UI signs in through a proxy's cookie session has the proxy put the token in that header
- * (oauth2-proxy's `--set-authorization-header`), so both reach the same check. A fixed bearer
- * token is not offered: the UI cannot send one.
- *
+ * `Authorization: Bearer` header, verified against the issuer's published keys (JWKS); why this
+ * one, and how a UI signed in through a proxy's cookie reaches it: docs/decisions/0018-codec-server.md.
  * The token itself is never logged nor echoed: a refusal names what failed (expired, audience,
  * signature), which is what an operator needs, and nothing a replay could use.
  */

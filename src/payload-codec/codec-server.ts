@@ -224,24 +224,25 @@ async function handle(
     else res.once('close', () => turns.give());
     req.socket.setTimeout(30_000);
     const payloads = parsePayloads(await readBody(req));
-    const result = path === '/encode' ? await codec.encode(payloads) : await codec.decode(payloads);
-    send(res, 200, Payloads.create({ payloads: result }).toJSON());
+    const coded = path === '/encode' ? codec.encode(payloads) : codec.decode(payloads);
+    send(res, 200, Payloads.create({ payloads: await coded.catch(unopened) }).toJSON());
     return { subject, payloads: payloads.length };
   } catch (err) {
-    // The codec's own messages name the key ID (checked by parsePayloads) and what failed, never a
-    // key or a payload byte.
-    const refusal =
-      err instanceof Refusal
-        ? err
-        : UNOPENED_ERROR_NAMES.has((err as Error).name)
-          ? new Refusal(422, (err as Error).message)
-          : null;
-    if (refusal === null) throw err;
+    if (!(err instanceof Refusal)) throw err;
     // What is left of the body is dropped, so that the answer follows it.
     res.req.resume();
-    send(res, refusal.status, { message: refusal.message }, refusal.headers);
-    return { subject, reason: refusal.message, detail };
+    send(res, err.status, { message: err.message }, err.headers);
+    return { subject, reason: err.message, detail };
   }
+}
+
+/**
+ * A payload that does not open is refused 422 with the codec's message, which names the key ID
+ * (checked by parsePayloads) and what failed, never a key or a payload byte.
+ */
+function unopened(err: unknown): never {
+  if (UNOPENED_ERROR_NAMES.has((err as Error).name)) throw new Refusal(422, (err as Error).message);
+  throw err;
 }
 
 /** Admits {@link MAX_IN_FLIGHT} requests at once, and queues {@link MAX_WAITING} more. */

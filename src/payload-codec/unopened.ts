@@ -1,9 +1,8 @@
 /**
- * What a caller following a workflow learns when the workers cannot open one of its payloads
- * (issue 55): the workflow task fails and is retried until the ring is fixed, which the caller
- * would otherwise wait through in silence. The server writes the first failed task to the history
- * with its failure (later attempts only count up `pendingWorkflowTask.attempt`); the worker's
- * failure names the codec's error type in plain text (its message is sealed, decision 0021).
+ * What a caller following a workflow learns when the workers cannot open one of its payloads: the
+ * workflow task fails and is retried until the ring is fixed, which the caller would otherwise wait
+ * through in silence. The server writes the first failed task to the history with its failure
+ * (later attempts only count up `pendingWorkflowTask.attempt`); decision 0023.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { AgentJobError, ErrorName } from '../errors.js';
