@@ -33,13 +33,9 @@ import {
 } from './service.js';
 
 /**
- * The key of a `runAgentJob` or `sendFollowUp` request: the caller's when it gave one (checked by
- * the library as any key: a blank one is refused, not replaced), else `nexus-<request ID>`. The
- * caller's Nexus machinery retries a start request with the same request ID, so a retry reaches the
- * same workflow and the same follow-up instead of a second agent job or message (the API honours no
- * idempotency key of its own).
- * @throws {InvalidInputError} naming `key` when there is neither: a blank request ID would give
- *   every such request the same key, and so the same agent job.
+ * The key of a `runAgentJob` or `sendFollowUp` request: the caller's (a blank one is the library's
+ * to refuse), else `nexus-<request ID>`, which a retried request repeats (docs/starting-jobs.md).
+ * @throws {InvalidInputError} naming `key` when there is neither: every such request would get one agent job
  */
 export function nexusKey(callerKey: string | undefined, requestId: string): string {
   if (callerKey !== undefined) return callerKey;
@@ -82,10 +78,8 @@ async function startJobWorkflow(
 }
 
 /**
- * `runAgentJob`: workflow-backed. The caller's operation completes with the workflow's result
- * (or its failure), and cancelling the operation cancels the workflow (the SDK's
- * WorkflowRunOperationHandler). A start that the reuse policy refuses because the run under the
- * ID has completed answers at once with that run's result, as `startAgentJob` returns its handle.
+ * `runAgentJob`: workflow-backed (the SDK's WorkflowRunOperationHandler). A start that the reuse
+ * policy refuses because the run under the ID has completed answers at once with that run's result.
  */
 class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJobResult> {
   private readonly workflowRun = new WorkflowRunOperationHandler<RunAgentJobInput, AgentJobResult>(
@@ -114,12 +108,8 @@ class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJo
 }
 
 /**
- * `sendFollowUp`: synchronous. It returns once the job's workflow has accepted the follow-up,
- * not when the new turn ends: a Nexus request must be answered within the server's request
- * timeout (10 s by default), and a turn takes minutes. Acceptance takes the library's look-ups
- * (describe, the closed runs' histories) and one update to its ACCEPTED stage. A request that
- * runs out of time is retried by the caller's Nexus machinery with the same request ID, which is
- * the default key, so nothing is sent twice.
+ * `sendFollowUp`: synchronous, answered once the job's workflow has accepted the follow-up, not
+ * when the turn ends (why: docs/starting-jobs.md, "Follow-ups").
  */
 async function sendFollowUpOperation(
   ctx: StartOperationContext,

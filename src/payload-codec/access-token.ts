@@ -34,10 +34,7 @@ export interface AccessTokenPolicy {
 export type AccessVerdict =
   { ok: true; subject: string | null } | { ok: false; refusal: Refused; reason: string; detail?: string };
 
-/**
- * Why a request is refused: no acceptable token (HTTP 401, with a `WWW-Authenticate` challenge), a
- * valid token without the required claim (403), or the issuer's keys out of reach (503).
- */
+/** Why a request is refused: no acceptable token, a valid one without the required claim, the issuer's keys out of reach. */
 export type Refused = 'unauthenticated' | 'forbidden' | 'unavailable';
 
 /** Tolerated clock difference between the issuer and this process for `exp` and `nbf`. */
