@@ -25,7 +25,6 @@ import { agentJobStartOptions, sendFollowUp } from '../client/index.js';
 import { FailureType, InvalidInputError, WORKFLOW_TYPE, type AgentJobResult } from '../contract.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
 import { arrivedUnsealed } from '../workflows/unsealed-input.js';
-import { nexusKey } from './keys.js';
 import {
   agentJobsService,
   type FollowUpAccepted,
@@ -34,29 +33,53 @@ import {
 } from './service.js';
 
 /**
- * Starts the agent-job workflow for `runAgentJob` as `startAgentJob` would (the same ID for the
- * same project and key, the same policies, a restart that goes on with the job of a run that
- * ended), through the Nexus start, which attaches the caller's completion callback, also to a
- * workflow already running under the ID (USE_EXISTING).
+ * The key of a `runAgentJob` or `sendFollowUp` request: the caller's (a blank one is the library's
+ * to refuse), else `nexus-<request ID>`, which a retried request repeats (docs/starting-jobs.md).
+ * @throws {InvalidInputError} naming `key` when there is neither: every such request would get one agent job
+ */
+export function nexusKey(callerKey: string | undefined, requestId: string): string {
+  if (callerKey !== undefined) return callerKey;
+  if (requestId.trim() === '')
+    throw new InvalidInputError(
+      'key',
+      'is required: the Nexus request carries no request ID to derive one from',
+    );
+  return `nexus-${requestId}`;
+}
+
+/**
+ * The input without its key and priority, and the library's options: {@link nexusKey}, on the
+ * worker's task queue. The input is checked to be an object first: a caller in another SDK can send
+ * any JSON, and a null taken apart would be a TypeError, which the SDK reports as a retryable
+ * internal error (retried until the operation times out) instead of a bad request.
+ */
+function withOptions<T extends Pick<RunAgentJobInput, 'key' | 'priority'>>(
+  ctx: StartOperationContext,
+  input: T,
+) {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new InvalidInputError('input', 'must be one JSON object');
+  const { key, priority, ...rest } = input;
+  const options = { key: nexusKey(key, ctx.requestId), priority, taskQueue: operationInfo().taskQueue };
+  return [rest, options] as const;
+}
+
+/**
+ * Starts the agent-job workflow for `runAgentJob` as `startAgentJob` would (the same ID, policies
+ * and restart), through the Nexus start, which attaches the caller's completion callback, also to
+ * a workflow already running under the ID (USE_EXISTING).
  */
 async function startJobWorkflow(
   ctx: StartOperationContext,
   input: RunAgentJobInput,
 ): Promise<WorkflowHandle<AgentJobResult>> {
-  const { key, priority, ...job } = oneObject(input);
-  const start = await agentJobStartOptions(getClient(), job, {
-    key: nexusKey(key, ctx.requestId),
-    priority,
-    taskQueue: operationInfo().taskQueue,
-  });
+  const start = await agentJobStartOptions(getClient(), ...withOptions(ctx, input));
   return startWorkflow<typeof agentJobWorkflow>(ctx, WORKFLOW_TYPE, start);
 }
 
 /**
- * `runAgentJob`: workflow-backed. The caller's operation completes with the workflow's result
- * (or its failure), and cancelling the operation cancels the workflow (the SDK's
- * WorkflowRunOperationHandler). A start that the reuse policy refuses because the run under the
- * ID has completed answers at once with that run's result, as `startAgentJob` returns its handle.
+ * `runAgentJob`: workflow-backed (the SDK's WorkflowRunOperationHandler). A start that the reuse
+ * policy refuses because the run under the ID has completed answers at once with that run's result.
  */
 class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJobResult> {
   private readonly workflowRun = new WorkflowRunOperationHandler<RunAgentJobInput, AgentJobResult>(
@@ -85,24 +108,15 @@ class RunAgentJobOperation implements OperationHandler<RunAgentJobInput, AgentJo
 }
 
 /**
- * `sendFollowUp`: synchronous. It returns once the job's workflow has accepted the follow-up,
- * not when the new turn ends: a Nexus request must be answered within the server's request
- * timeout (10 s by default), and a turn takes minutes. Acceptance takes the library's look-ups
- * (describe, the closed runs' histories) and one update to its ACCEPTED stage. A request that
- * runs out of time is retried by the caller's Nexus machinery with the same request ID, which is
- * the default key, so nothing is sent twice.
+ * `sendFollowUp`: synchronous, answered once the job's workflow has accepted the follow-up, not
+ * when the turn ends (why: docs/starting-jobs.md, "Follow-ups").
  */
 async function sendFollowUpOperation(
   ctx: StartOperationContext,
   input: SendFollowUpInput,
 ): Promise<FollowUpAccepted> {
   try {
-    const { key, priority, ...followUp } = oneObject(input);
-    const handle = await sendFollowUp(getClient(), followUp, {
-      key: nexusKey(key, ctx.requestId),
-      priority,
-      taskQueue: operationInfo().taskQueue,
-    });
+    const handle = await sendFollowUp(getClient(), ...withOptions(ctx, input));
     return { workflowId: handle.workflowId, updateId: handle.updateId };
   } catch (err) {
     throw nexusError(err);
@@ -110,22 +124,9 @@ async function sendFollowUpOperation(
 }
 
 /**
- * The input as the object its type says, checked before it is taken apart: a caller in another
- * SDK can send any JSON, and a null taken apart would be a TypeError, which the SDK reports as a
- * retryable internal error (retried until the operation times out) instead of a bad request.
- */
-function oneObject<T extends object>(input: T): T {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new InvalidInputError('input', 'must be one JSON object');
-  }
-  return input;
-}
-
-/**
- * A start whose input arrived in plain text on a worker that seals payloads is refused, as the
- * workflow refuses one a client starts (decision 0021): sealed by this handler's client on the way
- * to the workflow, the workflow itself would take it. The mark is on the object the SDK decoded,
- * so this looks before anything copies it.
+ * Refuses a start whose input arrived in plain text on a worker that seals payloads: sealed by this
+ * handler's client, the workflow itself would take it (decision 0023). The mark is on the object
+ * the SDK decoded, so this looks before anything copies it.
  */
 function refuseUnsealed(input: unknown): void {
   if (!arrivedUnsealed(input)) return;

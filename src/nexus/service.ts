@@ -7,13 +7,8 @@
  * Types only besides the definition: no Node modules, so it bundles into workflow code.
  */
 import * as nexus from 'nexus-rpc';
-import type {
-  AgentJobInput,
-  AgentJobResult,
-  DurationInput,
-  PollSettings,
-  StartPriority,
-} from '../contract.js';
+import type { FollowUpInput } from '../client/follow-up.js';
+import type { AgentJobInput, AgentJobResult, StartPriority } from '../contract.js';
 
 export type { AgentJobResult } from '../contract.js';
 
@@ -33,24 +28,15 @@ export type RunAgentJobInput = Omit<AgentJobInput, 'previousCreate'> & {
 };
 
 /** Input of `sendFollowUp`: a follow-up turn of an agent job, as for the library's `sendFollowUp`. */
-export interface SendFollowUpInput {
-  projectId: string;
-  /** The agent job to continue (`job.id` of a `runAgentJob` result). */
-  jobId: string;
-  /** The follow-up message, at most 32,000 characters. */
-  prompt: string;
+export type SendFollowUpInput = FollowUpInput & {
   /**
    * Idempotency key of the follow-up: the same key never sends a second message to the job.
    * Without one, the operation's request ID is the key, so a retried request sends nothing new.
    */
   key?: string;
-  /** Poll schedule of a workflow the follow-up starts for the job. */
-  poll?: PollSettings;
-  /** Deadline of a workflow the follow-up starts for the job (default 6h). */
-  timeout?: DurationInput;
   /** The priority of a workflow the follow-up starts, as for `runAgentJob`. */
   priority?: StartPriority;
-}
+};
 
 /**
  * What `sendFollowUp` answers once the job's workflow has accepted the follow-up. The new turn's

@@ -1,11 +1,7 @@
 /**
  * The codec server's one authorization mechanism: an OIDC access token (a JWT) in the
- * `Authorization: Bearer` header, verified against the issuer's published keys (JWKS). The
- * Temporal UI sends its signed-in user's token this way (`codec.passAccessToken`); a team whose
- * UI signs in through a proxy's cookie session has the proxy put the token in that header
- * (oauth2-proxy's `--set-authorization-header`), so both reach the same check. A fixed bearer
- * token is not offered: the UI cannot send one.
- *
+ * `Authorization: Bearer` header, verified against the issuer's published keys (JWKS); why this
+ * one, and how a UI signed in through a proxy's cookie reaches it: docs/decisions/0018-codec-server.md.
  * The token itself is never logged nor echoed: a refusal names what failed (expired, audience,
  * signature), which is what an operator needs, and nothing a replay could use.
  */
@@ -38,10 +34,7 @@ export interface AccessTokenPolicy {
 export type AccessVerdict =
   { ok: true; subject: string | null } | { ok: false; refusal: Refused; reason: string; detail?: string };
 
-/**
- * Why a request is refused: no acceptable token (HTTP 401, with a `WWW-Authenticate` challenge), a
- * valid token without the required claim (403), or the issuer's keys out of reach (503).
- */
+/** Why a request is refused: no acceptable token, a valid one without the required claim, the issuer's keys out of reach. */
 export type Refused = 'unauthenticated' | 'forbidden' | 'unavailable';
 
 /** Tolerated clock difference between the issuer and this process for `exp` and `nbf`. */

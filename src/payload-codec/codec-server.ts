@@ -1,43 +1,21 @@
 /**
- * The codec server: Temporal's remote codec protocol over this project's payload codec, so that
- * the Temporal UI and the Temporal CLI (`--codec-endpoint`) show sealed payloads decoded to the
- * people allowed to see them, and nothing else ever needs the key ring.
- *
- * The protocol, as the UI (2.54) and the CLI speak it: `POST <endpoint>/encode` and
- * `POST <endpoint>/decode` (the UI adds `?preserveStorageRefs=true`, ignored here), the body and
- * the answer the protobuf JSON of `temporal.api.common.v1.Payloads`
- * (`{"payloads":[{"metadata":{"encoding":"<base64>"},"data":"<base64>"}]}`). The UI sends
- * `Content-Type`, `X-Namespace`, and with `codec.passAccessToken` `Authorization: Bearer <the
- * signed-in user's access token>` (and `Authorization-Extras`, its ID token), from the browser,
- * so every answer to an allowed origin carries CORS headers and a preflight is answered.
- *
- * Who may call: with an {@link AccessTokenPolicy}, the holder of a valid access token
- * (src/payload-codec/access-token.ts); without one, only this machine (the dev stack's local-only
- * allowance): the server refuses to start on an address other than loopback, refuses a peer or a
- * `Host` that is not loopback (a DNS rebinding page would name its own host), and answers only
- * paths that start with the local token (`/<token>/decode`), which a forwarder on this machine
- * (an SSH tunnel, `kubectl port-forward`, a proxy) cannot supply for the callers it relays. Any
- * request whose `Origin` is not configured is refused, whatever the mode.
- *
- * No request can sink it: a request holds at most {@link MAX_PAYLOADS} payloads in at most
- * {@link MAX_BODY_BYTES}, {@link MAX_IN_FLIGHT} run at once and {@link MAX_WAITING} more wait
- * (their bodies unread); beyond, 503 with `Retry-After`. docs/payload-codec.md gives the memory
- * this bounds.
+ * The codec server: Temporal's remote codec protocol (`POST <endpoint>/encode` and `/decode`, the
+ * body and the answer the protobuf JSON of `temporal.api.common.v1.Payloads`) over this project's
+ * payload codec, so that the Temporal UI and the CLI (`--codec-endpoint`) show sealed payloads
+ * decoded to the people allowed to see them. Who may call (an OIDC access token, or the local-only
+ * allowance: loopback peer, loopback `Host`, the local token in the path), CORS, the limits and the
+ * memory they bound: docs/payload-codec.md and docs/decisions/0018-codec-server.md.
  *
  * Nothing of a payload, a key or a token reaches a log line or an error answer, and no text the
- * caller chose is echoed: a bad body is answered with what is wrong with its shape, a payload that
- * does not open with the codec's message once its key ID is known to be one (1 to 64 of
- * `A-Z a-z 0-9 . _ -`).
+ * caller chose is echoed: a bad body is answered with what is wrong with its shape.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Logger, Payload, PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
-import { ErrorName } from '../errors.js';
-import { KEY_ID_METADATA_KEY } from './codec.js';
-import { isKeyId } from './key-ring.js';
+import { KEY_ID_METADATA_KEY, keyIdOf, UNOPENED_ERROR_NAMES } from './codec.js';
 import {
   AccessTokenVerifier,
   type AccessTokenPolicy,
@@ -63,10 +41,7 @@ export interface CodecServerSettings {
 }
 
 /** Where the codec server writes its lines: one per request, never a payload, key or token. */
-export interface CodecServerLogger {
-  info(message: string, meta?: Record<string, unknown>): void;
-  warn(message: string, meta?: Record<string, unknown>): void;
-}
+export type CodecServerLogger = Pick<Logger, 'info' | 'warn'>;
 
 /** A running codec server. */
 export interface CodecServer {
@@ -78,14 +53,14 @@ export interface CodecServer {
 }
 
 /**
- * Largest body read, and so the work of a request: every byte it decodes or seals is in it. The UI
- * and the CLI send one history field's payloads a request, at most 2 MB by Temporal's default
- * limit, 2.7 MB as base64. 4 MiB let the worst load peak near 300 MiB (docs/payload-codec.md).
+ * Largest body read, and so the work of a request: every byte it decodes or seals is in it (the UI
+ * and the CLI send one history field's payloads a request, at most 2.7 MB as base64). Why not 4
+ * MiB: docs/payload-codec.md.
  */
 export const MAX_BODY_BYTES = 3 * 2 ** 20;
 
 /** Most payloads in a request: each costs a fixed overhead however small, so the body bounds too little. */
-export const MAX_PAYLOADS = 1_000;
+const MAX_PAYLOADS = 1_000;
 
 /**
  * Most JSON values in a body, counted before it is parsed (each needs a `,`, `{` or `[`): 3 MiB of
@@ -103,12 +78,6 @@ export const MAX_WAITING = 32;
 /** The seconds a caller refused for being one too many, or for an issuer out of reach, waits. */
 const RETRY_AFTER_S = '5';
 
-/** The request headers the Temporal UI sends, which a preflight must allow. */
-const ALLOWED_HEADERS = 'Authorization, Authorization-Extras, Content-Type, X-Namespace';
-
-/** How long a browser may keep a preflight's answer. */
-const PREFLIGHT_MAX_AGE_S = 600;
-
 /** The answer to each kind of refused authorization. */
 const REFUSED: Record<Refused, { status: number; headers: Record<string, string> }> = {
   unauthenticated: { status: 401, headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
@@ -116,13 +85,15 @@ const REFUSED: Record<Refused, { status: number; headers: Record<string, string>
   unavailable: { status: 503, headers: { 'retry-after': RETRY_AFTER_S } },
 };
 
-/** A request refused before the codec ran, with the status and the message the caller sees. */
-class Refusal {
+/** A request refused, with the status and the message the caller sees. */
+class Refusal extends Error {
   constructor(
     readonly status: number,
-    readonly message: string,
+    message: string,
     readonly headers: Record<string, string> = {},
-  ) {}
+  ) {
+    super(message);
+  }
 }
 
 /**
@@ -206,67 +177,72 @@ async function handle(
   authorize: (req: IncomingMessage, token: string) => Promise<AccessVerdict>,
   turns: Turns,
 ): Promise<Outcome> {
-  if (req.method === 'GET' && path === '/healthz') {
-    send(res, 200, { ok: true });
-    return {};
-  }
-  const origin = req.headers.origin;
-  if (origin !== undefined && !settings.allowedOrigins.includes(origin))
-    return refuse(res, new Refusal(403, 'this origin is not allowed (CODEC_SERVER_ALLOWED_ORIGINS)'));
-  if (origin !== undefined) {
-    res.setHeader('access-control-allow-origin', origin);
-    if (settings.allowCredentials) res.setHeader('access-control-allow-credentials', 'true');
-  }
-  res.setHeader('vary', 'Origin');
-  if (path !== '/encode' && path !== '/decode')
-    return refuse(res, new Refusal(404, 'the codec server answers POST /encode and POST /decode'));
-  if (req.method === 'OPTIONS') {
-    // A preflight carries no credentials: it is answered for an allowed origin, unauthenticated.
-    res.writeHead(204, {
-      'access-control-allow-methods': 'POST, OPTIONS',
-      'access-control-allow-headers': ALLOWED_HEADERS,
-      'access-control-max-age': String(PREFLIGHT_MAX_AGE_S),
-    });
-    res.end();
-    return {};
-  }
-  if (req.method !== 'POST')
-    return refuse(res, new Refusal(405, `${path} takes POST`, { allow: 'POST, OPTIONS' }));
-  const verdict = await authorize(req, token);
-  if (!verdict.ok) {
-    const { status, headers } = REFUSED[verdict.refusal];
-    const outcome = refuse(res, new Refusal(status, `not authorized: ${verdict.reason}`, headers));
-    return { ...outcome, detail: verdict.detail };
-  }
-  const outcome = { subject: verdict.subject };
-  const refused = (refusal: Refusal): Outcome => ({ ...outcome, ...refuse(res, refusal) });
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-  if (type !== 'application/json') return refused(new Refusal(415, 'the body must be application/json'));
-  const turn = turns.take();
-  if (turn === null)
-    return refused(new Refusal(503, 'the codec server is busy: try again', { 'retry-after': RETRY_AFTER_S }));
-  await turn;
-  // Given back once the answer is sent (or the caller gone): an answer not yet read holds memory. A
-  // caller that stops sending or reading for 30 s is cut off, so that it cannot keep its turn.
-  if (req.socket.destroyed) turns.give();
-  else res.once('close', () => turns.give());
-  req.socket.setTimeout(30_000);
-  const body = await readBody(req);
-  if (body instanceof Refusal) return refused(body);
-  const payloads = parsePayloads(body);
-  if (payloads instanceof Refusal) return refused(payloads);
-  let result: Payload[];
+  let subject: string | null | undefined;
+  let detail: string | undefined;
   try {
-    result = path === '/encode' ? await codec.encode(payloads) : await codec.decode(payloads);
+    if (req.method === 'GET' && path === '/healthz') {
+      send(res, 200, { ok: true });
+      return {};
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      if (!settings.allowedOrigins.includes(origin))
+        throw new Refusal(403, 'this origin is not allowed (CODEC_SERVER_ALLOWED_ORIGINS)');
+      res.setHeader('access-control-allow-origin', origin);
+      if (settings.allowCredentials) res.setHeader('access-control-allow-credentials', 'true');
+    }
+    res.setHeader('vary', 'Origin');
+    if (path !== '/encode' && path !== '/decode')
+      throw new Refusal(404, 'the codec server answers POST /encode and POST /decode');
+    if (req.method === 'OPTIONS') {
+      // A preflight carries no credentials: it is answered for an allowed origin, unauthenticated.
+      res.writeHead(204, {
+        'access-control-allow-methods': 'POST, OPTIONS',
+        'access-control-allow-headers': 'Authorization, Authorization-Extras, Content-Type, X-Namespace',
+        'access-control-max-age': '600',
+      });
+      res.end();
+      return {};
+    }
+    if (req.method !== 'POST') throw new Refusal(405, `${path} takes POST`, { allow: 'POST, OPTIONS' });
+    const verdict = await authorize(req, token);
+    if (!verdict.ok) {
+      detail = verdict.detail;
+      const { status, headers } = REFUSED[verdict.refusal];
+      throw new Refusal(status, `not authorized: ${verdict.reason}`, headers);
+    }
+    subject = verdict.subject;
+    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/json') throw new Refusal(415, 'the body must be application/json');
+    const turn = turns.take();
+    if (turn === null)
+      throw new Refusal(503, 'the codec server is busy: try again', { 'retry-after': RETRY_AFTER_S });
+    await turn;
+    // Given back once the answer is sent (or the caller gone): an answer not yet read holds memory. A
+    // caller that stops sending or reading for 30 s is cut off, so that it cannot keep its turn.
+    if (req.socket.destroyed) turns.give();
+    else res.once('close', () => turns.give());
+    req.socket.setTimeout(30_000);
+    const payloads = parsePayloads(await readBody(req));
+    const coded = path === '/encode' ? codec.encode(payloads) : codec.decode(payloads);
+    send(res, 200, Payloads.create({ payloads: await coded.catch(unopened) }).toJSON());
+    return { subject, payloads: payloads.length };
   } catch (err) {
-    const name = (err as Error).name;
-    if (name !== ErrorName.SealedPayload && name !== ErrorName.UnknownPayloadKey) throw err;
-    // The codec's own messages name the key ID (checked by parsePayloads) and what failed, never a
-    // key or a payload byte.
-    return refused(new Refusal(422, (err as Error).message));
+    if (!(err instanceof Refusal)) throw err;
+    // What is left of the body is dropped, so that the answer follows it.
+    res.req.resume();
+    send(res, err.status, { message: err.message }, err.headers);
+    return { subject, reason: err.message, detail };
   }
-  send(res, 200, Payloads.create({ payloads: result }).toJSON());
-  return { ...outcome, payloads: payloads.length };
+}
+
+/**
+ * A payload that does not open is refused 422 with the codec's message, which names the key ID
+ * (checked by parsePayloads) and what failed, never a key or a payload byte.
+ */
+function unopened(err: unknown): never {
+  if (UNOPENED_ERROR_NAMES.has((err as Error).name)) throw new Refusal(422, (err as Error).message);
+  throw err;
 }
 
 /** Admits {@link MAX_IN_FLIGHT} requests at once, and queues {@link MAX_WAITING} more. */
@@ -290,13 +266,6 @@ class Turns {
     if (next) next();
     else this.#running--;
   }
-}
-
-/** Answers `refusal`, dropping whatever is left of the body so that the answer follows it. */
-function refuse(res: ServerResponse, refusal: Refusal): Outcome {
-  res.req.resume();
-  send(res, refusal.status, { message: refusal.message }, refusal.headers);
-  return { reason: refusal.message };
 }
 
 function send(
@@ -342,9 +311,9 @@ function namespaceOf(req: IncomingMessage): string | undefined {
   return typeof value === 'string' ? value.slice(0, 255) : undefined;
 }
 
-async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
+async function readBody(req: IncomingMessage): Promise<Buffer> {
   const tooLarge = new Refusal(413, `the body is larger than ${MAX_BODY_BYTES} bytes`);
-  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return tooLarge;
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) throw tooLarge;
   // Past the limit the rest is read and dropped, not kept, so the answer follows a whole request.
   const chunks: Buffer[] = [];
   let size = 0;
@@ -352,23 +321,23 @@ async function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
     size += chunk.length;
     if (size <= MAX_BODY_BYTES) chunks.push(chunk);
   }
-  return size > MAX_BODY_BYTES ? tooLarge : Buffer.concat(chunks);
+  if (size > MAX_BODY_BYTES) throw tooLarge;
+  return Buffer.concat(chunks);
 }
 
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 
 /**
- * The payloads of a body, or why it holds none: its shape, naming the place and never the value;
- * too many payloads or metadata entries (413); a key ID that is not one (422), before the codec
- * reads it.
+ * The payloads of a body. @throws {Refusal} naming what is wrong with its shape, never a value (400);
+ * too many payloads or JSON values (413); a key ID that is not one (422), before the codec reads it
  */
-function parsePayloads(body: Buffer): Payload[] | Refusal {
+function parsePayloads(body: Buffer): Payload[] {
   const bad = (why: string) =>
     new Refusal(400, `the body is not temporal.api.common.v1.Payloads as JSON: ${why}`);
   let values = 0;
   for (const byte of body) if (byte === 0x2c || byte === 0x7b || byte === 0x5b) values++;
   if (values > MAX_VALUES)
-    return new Refusal(
+    throw new Refusal(
       413,
       `the body holds more than ${MAX_VALUES} JSON values: a request takes at most ${MAX_PAYLOADS} payloads of a few metadata entries each`,
     );
@@ -376,13 +345,13 @@ function parsePayloads(body: Buffer): Payload[] | Refusal {
   try {
     json = JSON.parse(body.toString('utf8'));
   } catch {
-    return bad('it does not parse as JSON');
+    throw bad('it does not parse as JSON');
   }
-  if (!isObject(json)) return bad('it is not an object');
+  if (!isObject(json)) throw bad('it is not an object');
   const list = json.payloads ?? [];
-  if (!Array.isArray(list)) return bad('payloads is not an array');
+  if (!Array.isArray(list)) throw bad('payloads is not an array');
   if (list.length > MAX_PAYLOADS)
-    return new Refusal(
+    throw new Refusal(
       413,
       `the body holds more than ${MAX_PAYLOADS} payloads: send them in several requests`,
     );
@@ -390,19 +359,18 @@ function parsePayloads(body: Buffer): Payload[] | Refusal {
   const bytes = (value: unknown) =>
     typeof value === 'string' && BASE64.test(value) ? Buffer.from(value, 'base64') : null;
   for (const [i, payload] of list.entries()) {
-    if (!isObject(payload)) return bad(`payloads[${i}] is not an object`);
+    if (!isObject(payload)) throw bad(`payloads[${i}] is not an object`);
     const metadata = payload.metadata ?? {};
-    if (!isObject(metadata)) return bad(`payloads[${i}].metadata is not an object`);
+    if (!isObject(metadata)) throw bad(`payloads[${i}].metadata is not an object`);
     for (const [key, value] of Object.entries(metadata)) {
       const decoded = bytes(value);
-      if (decoded === null) return bad(`payloads[${i}].metadata has a value that is not base64`);
+      if (decoded === null) throw bad(`payloads[${i}].metadata has a value that is not base64`);
       metadata[key] = decoded;
     }
-    const keyId = metadata[KEY_ID_METADATA_KEY] as Buffer | undefined;
-    if (keyId !== undefined && !(keyId.length <= 64 && isKeyId(keyId.toString('latin1'))))
-      return new Refusal(422, `payloads[${i}] names a key ID that is not 1 to 64 of A-Z a-z 0-9 . _ -`);
+    if (metadata[KEY_ID_METADATA_KEY] !== undefined && keyIdOf(metadata as Payload['metadata']) === null)
+      throw new Refusal(422, `payloads[${i}] names a key ID that is not 1 to 64 of A-Z a-z 0-9 . _ -`);
     const data = bytes(payload.data ?? '');
-    if (data === null) return bad(`payloads[${i}].data is not base64`);
+    if (data === null) throw bad(`payloads[${i}].data is not base64`);
     payload.data = data;
   }
   return Payloads.fromObject(json).payloads;

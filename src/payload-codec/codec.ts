@@ -1,27 +1,20 @@
 /**
  * A Temporal `PayloadCodec` that seals every payload with AES-256-GCM, so that prompts, agent job
- * records and results are not stored in plain text wherever Temporal keeps payloads.
- *
- * A sealed payload is the whole original payload (metadata and data, serialized as the
- * `temporal.api.common.v1.Payload` protobuf message) encrypted: `data` is a 12-byte random nonce,
- * the ciphertext, and the 16-byte GCM tag; `metadata` says `encoding: binary/encrypted` and
- * `encryption-key-id: <ID of the key that sealed it>`. That is the layout of Temporal's
- * encryption samples (TypeScript and Python), so a codec server or a caller in another language
- * written after them opens these payloads. Since format 2 (`encryption-format: 2`) the key ID and
- * the encoding are the GCM's additional authenticated data, so neither can be changed unnoticed;
- * a payload without the entry is format 1, sealed before, and opens as it always did (decision 0023).
+ * records and results are not stored in plain text wherever Temporal keeps payloads. The sealed
+ * layout is Temporal's encryption samples' (docs/decisions/0017-payload-codec.md); format 2 adds
+ * the key ID and the encoding as authenticated data, and a payload without its format entry is
+ * format 1 and opens as it always did (docs/decisions/0023-sealed-payloads-bound-and-named.md).
  *
  * Unsealed payloads are passed through by `decode`: histories written before the codec was turned
- * on must still replay, and the SDK hands the codec nothing else in the clear. Refusing a
- * workflow whose input arrived unsealed is a decision for the workflow, not for the codec (a codec
- * error fails the workflow task, which is retried, not the workflow): see
- * docs/decisions/0017-payload-codec.md.
+ * on must still replay, and the SDK hands the codec nothing else in the clear. Refusing a workflow
+ * whose input arrived unsealed is the workflow's decision, not the codec's (a codec error fails the
+ * workflow task, which is retried): decision 0021.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import { AgentJobError, ErrorName } from '../errors.js';
-import type { KeyRing, KeyRingSource } from './key-ring.js';
+import { isKeyId, type KeyRing, type KeyRingSource } from './key-ring.js';
 
 /** The `encoding` of a sealed payload. */
 export const SEALED_ENCODING = 'binary/encrypted';
@@ -35,28 +28,25 @@ export const FORMAT_METADATA_KEY = 'encryption-format';
 /** Format 2: key ID and encoding authenticated. */
 const FORMAT = '2';
 
-/** The setting that makes a process seal format 2; this release seals format 1 unless it says `2`. */
-export const SEAL_FORMAT_SETTING = 'TEMPORAL_PAYLOAD_SEAL_FORMAT';
-
 /**
- * The format new payloads are sealed in. Format 1 by default in this release, because 1.2.0 opens
- * no format 2 payload: a rollout with the workers of both releases (a Kubernetes rolling update)
- * would fail their tasks. Every process of this release opens both; once no 1.2.0 process is left,
- * `TEMPORAL_PAYLOAD_SEAL_FORMAT=2` turns it on (decision 0023, "Upgrading from 1.2.0").
+ * The format new payloads are sealed in: 1 unless TEMPORAL_PAYLOAD_SEAL_FORMAT=2, because 1.2.0
+ * opens no format 2 payload (decision 0023, "Upgrading from 1.2.0").
  */
-function sealFormat(env: NodeJS.ProcessEnv = process.env): '1' | '2' {
-  const value = env[SEAL_FORMAT_SETTING] ?? '1';
+function sealFormat(): '1' | '2' {
+  const value = process.env.TEMPORAL_PAYLOAD_SEAL_FORMAT ?? '1';
   if (value === '1' || value === '2') return value;
-  throw new Error(`${SEAL_FORMAT_SETTING} must be 1 or 2`);
+  throw new Error('TEMPORAL_PAYLOAD_SEAL_FORMAT must be 1 or 2');
 }
-
-/** What a key ID may be, as in the ring (./key-ring.ts). */
-const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** A sealed payload's key ID, or null when it has none or one no ring allows (the sender's text: never named). */
 export function keyIdOf(metadata: Payload['metadata']): string | null {
   const keyId = text(metadata?.[KEY_ID_METADATA_KEY]);
-  return keyId !== undefined && KEY_ID.test(keyId) ? keyId : null;
+  return keyId !== undefined && isKeyId(keyId) ? keyId : null;
+}
+
+/** Whether `payload` is sealed: its encoding says so. */
+export function isSealed(payload: Payload): boolean {
+  return text(payload.metadata?.encoding) === SEALED_ENCODING;
 }
 
 /** GCM's recommended nonce length; random per payload (2^32 payloads per key keep collisions negligible). */
@@ -87,6 +77,15 @@ export class SealedPayloadError extends AgentJobError {
     super(reason === 'unknown-key' ? ErrorName.UnknownPayloadKey : ErrorName.SealedPayload, message, options);
   }
 }
+
+/**
+ * The names of the errors on a payload that does not open: read by name where the error may come
+ * from another copy of this module (the SDK `require()`s the failure converter) or another codec.
+ */
+export const UNOPENED_ERROR_NAMES: ReadonlySet<string> = new Set([
+  ErrorName.SealedPayload,
+  ErrorName.UnknownPayloadKey,
+]);
 
 /** A sealed payload whose key ID the ring lacks, even after a fresh read of the key file. */
 export class UnknownPayloadKeyError extends SealedPayloadError {
@@ -135,8 +134,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 
   #open(payload: Payload): Payload {
+    if (!isSealed(payload)) return payload;
     const metadata = payload.metadata ?? {};
-    if (text(metadata.encoding) !== SEALED_ENCODING) return payload;
     const keyId = keyIdOf(metadata);
     if (keyId === null)
       throw new SealedPayloadError(

@@ -17,30 +17,21 @@ export {
   SEALED_ENCODING,
   UnknownPayloadKeyError,
   type OnUnopened,
-  type UnopenedReason,
 } from './codec.js';
-export {
-  AccessTokenVerifier,
-  type AccessTokenPolicy,
-  type AccessVerdict,
-  type Refused,
-} from './access-token.js';
+export { AccessTokenVerifier, type AccessTokenPolicy } from './access-token.js';
 export {
   MAX_BODY_BYTES,
   startCodecServer,
   type CodecServer,
-  type CodecServerLogger,
   type CodecServerSettings,
 } from './codec-server.js';
 export {
   FileKeyRing,
-  KEY_BYTES,
   keyRing,
   parseKeyRing,
   PayloadKeyFileError,
   staticKeyRing,
   type KeyRing,
-  type KeyRingFileEvent,
   type KeyRingSource,
   type PayloadKey,
 } from './key-ring.js';
@@ -53,13 +44,11 @@ const modulePath = (relative: string) =>
 
 /**
  * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined when there
- * is none: the codec is off and payloads are stored as the default converter writes them.
- * `onEvent` hears of a new ring and of a file that became unusable, never a key; `onUnopened` of
- * each sealed payload that does not open (the worker names it in a log line). Payloads that
- * arrive unsealed are marked on decode, and the values decoded from them too (by the workflow
- * bundle's converter there, by the same converter here), so that the workflow and the Nexus handler
- * refuse such an input; failures carry their message and stack trace sealed (`encodeCommonAttributes`).
- * Decision 0021.
+ * is none (the codec is off). `onEvent` hears of a new ring and of a file that became unusable,
+ * never a key; `onUnopened` of each sealed payload that does not open. Payloads that arrive
+ * unsealed are marked on decode, and the values decoded from them too, so that the workflow and the
+ * Nexus handler refuse such an input; failures carry their message and stack trace sealed
+ * (decisions 0021 and 0023).
  * @throws PayloadKeyFileError when the file holds no usable ring now
  */
 export function payloadDataConverter(

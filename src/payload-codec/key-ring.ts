@@ -1,37 +1,25 @@
 /**
  * The payload codec's keys: a ring of AES-256 keys, each with an ID, the first one current (it
  * seals), every one able to open what it sealed. Read from a file (TEMPORAL_PAYLOAD_KEYS_FILE, a
- * mounted Secret) through the same {@link WatchedFile} as the API keys, so that making a new key
- * current, or adding one, needs no restart.
- *
- * The file, one key a line, the current key first:
+ * mounted Secret) as a {@link WatchedFile}, so that making a new key current, or adding one, needs
+ * no restart. The file, one key a line, the current key first:
  *
  *     # comments and blank lines are ignored
  *     2026-11 3q2+7w...base64 of 32 random bytes...=
  *     2026-10 Zm9v...=
  *
- * A key ID is 1 to 64 of `A-Z a-z 0-9 . _ -`: it is written in every sealed payload's metadata, in
- * plain text, and named in errors; the key itself never is.
- *
- * Like OpenSSH's StrictModes, a file that group or others can write is refused (whoever can write
- * it chooses the key that seals), and one that others can read draws a warning;
- * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off turns both off where a mount cannot carry modes. An
- * all-zero key is refused: it is a placeholder, not a secret.
+ * A key ID is written in every sealed payload's metadata, in plain text, and named in errors; the
+ * key itself never is. An all-zero key is refused: it is a placeholder, not a secret.
  */
 import { statSync } from 'node:fs';
-import {
-  WatchedFile,
-  type Parsed,
-  type WatchedFileEvent,
-  type WatchedFileOptions,
-} from '../agent-api/watched-file.js';
+import { WatchedFile, type Parsed, type WatchedFileOptions } from '../agent-api/watched-file.js';
 import { AgentJobError, ErrorName } from '../errors.js';
 
 /** Bytes of an AES-256 key. */
-export const KEY_BYTES = 32;
+const KEY_BYTES = 32;
 
 /** What a key ID may be: it is stored in plain text in each sealed payload. */
-export const KEY_ID_RULE = 'a key ID is 1 to 64 of A-Z a-z 0-9 . _ -';
+const KEY_ID_RULE = 'a key ID is 1 to 64 of A-Z a-z 0-9 . _ -';
 
 /** Whether `id` is a key ID by {@link KEY_ID_RULE}: checked before one read from a payload is used. */
 export function isKeyId(id: string): boolean {
@@ -85,9 +73,7 @@ export function staticKeyRing(keys: readonly PayloadKey[]): KeyRingSource {
   return { current: () => ring, refreshed: () => ring };
 }
 
-/**
- * The ring in a key file's text. The reasons name a line number and a key ID, never key material.
- */
+/** The ring in a key file's text. The reasons name a line number and a key ID, never key material. */
 export function parseKeyRing(text: string): Parsed<KeyRing> {
   const keys: PayloadKey[] = [];
   const lines = text.split('\n');
@@ -129,41 +115,32 @@ function sameRing(a: KeyRing, b: KeyRing): boolean {
   );
 }
 
-/** What a {@link FileKeyRing} reports: a new ring in use, the file unusable, usable again. No key. */
-export type KeyRingFileEvent = WatchedFileEvent;
-
 /** A key ring kept in a file (TEMPORAL_PAYLOAD_KEYS_FILE), re-read when the file changes. */
-export class FileKeyRing implements KeyRingSource {
-  readonly #file: WatchedFile<KeyRing>;
-
+export class FileKeyRing extends WatchedFile<KeyRing> implements KeyRingSource {
   /**
    * Reads the file once.
    * @throws {PayloadKeyFileError} when it holds no usable ring, or group or others can write it
    */
   constructor(path: string, options: WatchedFileOptions = {}) {
     checkMode(path);
-    this.#file = new WatchedFile(
-      path,
-      parseKeyRing,
-      ({ reason, cause }) => new PayloadKeyFileError(path, reason, { cause }),
-      { ...options, same: sameRing },
-    );
-  }
-
-  current(): KeyRing {
-    return this.#file.current();
+    super(path, parseKeyRing, ({ reason, cause }) => new PayloadKeyFileError(path, reason, { cause }), {
+      ...options,
+      same: sameRing,
+    });
   }
 
   refreshed(): KeyRing {
-    this.#file.refresh(true);
-    return this.#file.last();
+    this.refresh(true);
+    return this.last();
   }
 }
 
 /**
- * Refuses a ring that group or others can write and warns of one that others can read, unless
- * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off. Read here, not by one process's loader: the worker,
- * the starter, the library and the codec server all open rings. Windows keeps no such modes.
+ * Like OpenSSH's StrictModes, refuses a ring that group or others can write (whoever can write it
+ * chooses the key that seals) and warns of one that others can read, unless
+ * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off (a mount that cannot carry modes). Read here, not by
+ * one process's loader: the worker, the starter, the library and the codec server all open rings.
+ * Windows keeps no such modes.
  */
 function checkMode(path: string): void {
   if (process.platform === 'win32' || process.env.TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK === 'off') return;

@@ -1,15 +1,12 @@
 /**
- * What a caller following a workflow learns when the workers cannot open one of its payloads
- * (issue 55): the workflow task fails and is retried until the ring is fixed, which the caller
- * would otherwise wait through in silence. The server writes the first failed task to the history
- * with its failure (later attempts only count up `pendingWorkflowTask.attempt`); the worker's
- * failure names the codec's error type in plain text (its message is sealed, decision 0021).
+ * What a caller following a workflow learns when the workers cannot open one of its payloads: the
+ * workflow task fails and is retried until the ring is fixed, which the caller would otherwise wait
+ * through in silence. The server writes the first failed task to the history with its failure
+ * (later attempts only count up `pendingWorkflowTask.attempt`); decision 0023.
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { keyIdOf } from './codec.js';
-
-const UNOPENED_TYPES = new Set<string>([ErrorName.UnknownPayloadKey, ErrorName.SealedPayload]);
+import { keyIdOf, UNOPENED_ERROR_NAMES } from './codec.js';
 
 /** A followed workflow whose payloads the workers cannot open: it stays open, retrying its task. */
 export class PayloadUnopenedError extends AgentJobError {
@@ -44,7 +41,7 @@ export async function unopenedPayload(handle: WorkflowHandle): Promise<PayloadUn
     .filter((e) => e.workflowTaskFailedEventAttributes || e.workflowTaskCompletedEventAttributes)
     .at(-1);
   const type = ended?.workflowTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type;
-  if (!type || !UNOPENED_TYPES.has(type)) return null;
+  if (!type || !UNOPENED_ERROR_NAMES.has(type)) return null;
   // Stuck at its first task, the input is the payload, and its key ID names the key it needs.
   const firstTask = !events.some((e) => e.workflowTaskCompletedEventAttributes);
   const input = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];

@@ -1,25 +1,17 @@
 /**
- * The sealing codec wrapped so that a workflow can refuse an input that arrived unsealed (decision
- * 0021): on decode, each payload that arrived without the sealed encoding gets the metadata entry
+ * The sealing codec wrapped so that a workflow can refuse an input that arrived unsealed: on
+ * decode, each payload that arrived without the sealed encoding gets the metadata entry
  * `UNSEALED_METADATA_KEY`, which the converter bundled with the workflow code turns into a mark on
- * the decoded value (src/workflows/unsealed-input.ts). Unsealed payloads still open: histories from
- * before the ring must replay.
- *
- * A wrapper rather than a second codec in the list: decode must look before the sealing codec
- * opens a payload, and encode must drop the entry before it seals one (a mark sealed inside a
- * payload would come out of it as if that payload had arrived unsealed).
+ * the decoded value (src/workflows/unsealed-input.ts). Why a wrapper and not a second codec in the
+ * list: decision 0021.
  */
 import type { Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import { UNSEALED_METADATA_KEY } from '../workflows/unsealed-input.js';
-import { SEALED_ENCODING } from './codec.js';
+import { isSealed } from './codec.js';
 
 const MARK = new Uint8Array(Buffer.from('true', 'utf8'));
 
-function isSealed(payload: Payload): boolean {
-  const encoding = payload.metadata?.encoding;
-  return encoding != null && Buffer.from(encoding).toString('utf8') === SEALED_ENCODING;
-}
-
+/** `payload` without the mark: one sealed inside would come out as if that payload had arrived unsealed. */
 function unmarked(payload: Payload): Payload {
   if (payload.metadata?.[UNSEALED_METADATA_KEY] === undefined) return payload;
   const metadata = Object.entries(payload.metadata).filter(([key]) => key !== UNSEALED_METADATA_KEY);

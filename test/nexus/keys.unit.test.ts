@@ -1,9 +1,9 @@
-/** The Nexus operations' keys (src/nexus/keys.ts): what makes a retried request reach the same job. */
+/** The Nexus operations' keys (src/nexus/handler.ts): what makes a retried request reach the same job. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { agentJobWorkflowId } from '../../src/client/index.js';
 import { InvalidInputError } from '../../src/contract.js';
-import { nexusKey } from '../../src/nexus/keys.js';
+import { nexusKey } from '../../src/nexus/handler.js';
 
 test("the caller's key wins, so Nexus and the library reach the same workflow with it", () => {
   assert.equal(nexusKey('release-42', 'b7c1a0e4-request'), 'release-42');

@@ -23,8 +23,8 @@ import {
   SealedPayloadError,
   staticKeyRing,
   UnknownPayloadKeyError,
-  type KeyRingFileEvent,
 } from '../../src/payload-codec/index.js';
+import type { WatchedFileEvent } from '../../src/agent-api/watched-file.js';
 import { SecretVolume } from '../secret-volume.js';
 
 // These tests seal format 2, which a process of this release seals once told (decision 0023).
@@ -47,7 +47,7 @@ const str = (bytes: Uint8Array | null | undefined) => Buffer.from(bytes ?? new U
 /** A codec on `volume`'s file, checked at most once per second of a fake clock. */
 function codecOn(volume: SecretVolume) {
   const clock = { ms: 0 };
-  const events: KeyRingFileEvent[] = [];
+  const events: WatchedFileEvent[] = [];
   const ring = new FileKeyRing(volume.path, {
     checkIntervalMs: 1_000,
     now: () => clock.ms,
