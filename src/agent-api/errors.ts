@@ -1,10 +1,7 @@
 /**
- * The one error type the client throws (besides a caller's own abort reason), and what a failed
- * call becomes: the {@link AgentApiError} of its kind, with a message a person can act on (what
- * was called, what happened, whether it may have been applied, and what to check, as the failure
- * policy words it: src/failure-policy/messages.ts). What it means is the failure policy's
- * (src/failure-policy/table.ts): the client says what happened (a {@link FailureKind}), and the
- * type, finality and ambiguity follow from the table. No I/O here: ./client.ts sends.
+ * What a failed call becomes: the {@link AgentApiError} of its {@link FailureKind}, its type,
+ * finality and ambiguity the failure policy's (src/failure-policy/), with a message a person can
+ * act on. No I/O here: ./client.ts sends.
  */
 import type { Dispatcher } from 'undici';
 import { FailureKind, kindOfNetworkError, kindOfStatus, namesLocation } from '../failure-policy/kinds.js';
@@ -21,12 +18,10 @@ export type { ApiOperation } from '../failure-policy/table.js';
 export interface AgentApiErrorInit {
   kind: FailureKind;
   operation: ApiOperation;
-  status: number | null;
-  retryAfterMs: number | null;
-  /**
-   * The request may have been applied even though the kind alone says not: a failure while
-   * reading a 2xx body (the server took the request). Default: the policy's.
-   */
+  /** Null (the default) when no response arrived. */
+  status?: number | null;
+  retryAfterMs?: number | null;
+  /** May have been applied whatever the kind says (a 2xx whose body broke off). Default: the policy's. */
   applied?: boolean;
   /** See {@link AgentApiError.jobId}. */
   jobId?: string | null;
@@ -35,9 +30,8 @@ export interface AgentApiErrorInit {
 }
 
 /**
- * A failed API call. `type` is set explicitly from the policy (never derived from the class name,
- * which a bundler may rename). The message names the operation, the IDs, the status and the
- * server's short explanation; it never contains the API key or the Authorization header.
+ * A failed API call. `type` comes from the policy, never from the class name (a bundler may rename
+ * it). The message never contains the API key or the Authorization header.
  */
 export class AgentApiError extends AgentJobError {
   /** What happened, as the failure policy names it. */
@@ -71,9 +65,9 @@ export class AgentApiError extends AgentJobError {
     this.verdict = verdictOf(init.kind, init.operation);
     this.type = this.verdict.type;
     this.operation = init.operation;
-    this.status = init.status;
+    this.status = init.status ?? null;
     this.retryable = this.verdict.bound !== 'final';
-    this.retryAfterMs = init.retryAfterMs;
+    this.retryAfterMs = init.retryAfterMs ?? null;
     this.requestMayHaveTakenEffect = init.applied ?? this.verdict.mayHaveBeenApplied;
     this.jobId = init.jobId ?? null;
   }
@@ -107,8 +101,6 @@ export class CallFailures {
     return new AgentApiError({
       kind: FailureKind.NotSendable,
       operation: call.operation,
-      status: null,
-      retryAfterMs: null,
       message: `${describe(call)} was not sent: ${problem}`,
     });
   }
@@ -127,8 +119,6 @@ export class CallFailures {
       return new AgentApiError({
         kind: FailureKind.NoAnswerInTime,
         operation: call.operation,
-        status: null,
-        retryAfterMs: null,
         message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.origin}${ambiguity(call)}`,
         cause: reason,
       });
@@ -139,8 +129,6 @@ export class CallFailures {
     return new AgentApiError({
       kind,
       operation: call.operation,
-      status: null,
-      retryAfterMs: null,
       applied: mayHaveTakenEffect,
       message: `${describe(call)} failed: ${what} (${this.origin})${notSent}`,
       cause: err,
@@ -163,7 +151,7 @@ export class CallFailures {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause =
       (err instanceof SyntaxError ? new SyntaxError(this.excerpt(err.message)) : err) ?? undefined;
-    const init = { kind, operation: call.operation, status, retryAfterMs: null, cause };
+    const init = { kind, operation: call.operation, status, cause };
     const got = `${describe(call)} got HTTP ${status} with ${what}`;
     if (call.method === 'GET') {
       // A 2xx means the server took the request; only the body got lost.
