@@ -26,26 +26,18 @@ export interface AgentApiClientOptions {
   apiKey: string | ApiKeySource;
   /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
   dispatcher?: Dispatcher;
-  /**
-   * Longest time one request may take, body included. Default {@link REQUEST_TIMEOUT_MS}.
-   */
+  /** Longest time one request may take, body included. Default {@link REQUEST_TIMEOUT_MS}. */
   requestTimeoutMs?: number;
 }
 
 /** Options every call takes. */
 export interface CallOptions {
   /**
-   * Aborts the call. The call then rejects promptly with `signal.reason` as it is (an activity's
-   * cancellation stays a cancellation), except a `TimeoutError` reason (from `AbortSignal.timeout`),
-   * which becomes a retryable `RequestTimeout`.
+   * Aborts the call, which rejects with `signal.reason` as it is (a cancellation stays one), except
+   * a `TimeoutError` reason, which becomes a retryable `RequestTimeout`.
    */
   signal?: AbortSignal;
-  /**
-   * Longest time this call may take, when less than the client's `requestTimeoutMs`: a poll's
-   * attempt bounds its GET tighter. Cheaper than a timeout signal of the caller's own for the same
-   * bound (one timer and one joined signal per call, not two of each). It fails as a retryable
-   * `RequestTimeout`, as the client's own bound does.
-   */
+  /** Longest time this call may take, when less than `requestTimeoutMs` (why not a signal: ./abort.ts). */
   timeoutMs?: number;
 }
 
@@ -57,11 +49,9 @@ export interface CallOptions {
 export const MAX_RESPONSE_BYTES = 256 * 1024;
 
 /**
- * Longest time one request takes, from sending to the last byte of the answer: 60 s. The
- * dispatcher's timeouts are per pause (undici's `bodyTimeout` is the silence between two chunks),
- * so a body that trickles in a byte every few seconds never trips them; this bound does, and it
- * ends inside the activities' 75 s start-to-close timeout, so a slow answer is read (and the job ID
- * in the bytes that did arrive is used) instead of the attempt timing out with nothing known.
+ * Longest time one request takes, to the last byte of the answer: 60 s. The dispatcher's timeouts
+ * are per pause, so a trickling body never trips them; this does, inside the activities' 75 s
+ * attempt, so the job ID in the bytes that arrived is used (docs/decisions/0009).
  */
 export const REQUEST_TIMEOUT_MS = 60_000;
 
@@ -118,20 +108,12 @@ export class AgentApiClient {
     prompt: string,
     options: CallOptions & { idempotencyKey: string },
   ): Promise<AgentJobRecord> {
-    return this.#call({
-      operation: 'createJob',
-      method: 'POST',
-      projectId,
-      jobId: null,
-      prompt,
-      idempotencyKey: options.idempotencyKey,
-      ...callOptions(options),
-    });
+    return this.#call({ ...options, operation: 'createJob', method: 'POST', projectId, jobId: null, prompt });
   }
 
   /** Reads an agent job. A 404 is a retryable `JobNotFound`: a fresh job may not be readable at once. */
   getJob(projectId: string, jobId: string, options: CallOptions = {}): Promise<AgentJobRecord> {
-    return this.#call({ operation: 'getJob', method: 'GET', projectId, jobId, ...callOptions(options) });
+    return this.#call({ ...options, operation: 'getJob', method: 'GET', projectId, jobId });
   }
 
   /** Sends a follow-up prompt to an agent job; the API starts a new turn and answers at once. */
@@ -141,15 +123,7 @@ export class AgentApiClient {
     prompt: string,
     options: CallOptions & { idempotencyKey?: string } = {},
   ): Promise<AgentJobRecord> {
-    return this.#call({
-      operation: 'sendMessage',
-      method: 'POST',
-      projectId,
-      jobId,
-      prompt,
-      idempotencyKey: options.idempotencyKey,
-      ...callOptions(options),
-    });
+    return this.#call({ ...options, operation: 'sendMessage', method: 'POST', projectId, jobId, prompt });
   }
 
   /** One call, sent once more with a fresher key when the API refused the one it was sent with. */
@@ -219,7 +193,7 @@ export class AgentApiClient {
     const { statusCode } = response;
     answered(statusCode);
     if (isSuccess(statusCode)) {
-      let body: CappedBody;
+      let body: Awaited<ReturnType<typeof readCapped>>;
       try {
         body = await readCapped(response.body);
       } catch (err) {
@@ -280,14 +254,7 @@ export class AgentApiClient {
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw this.#failures.unreadable(
-        call,
-        status,
-        'a body that is not JSON',
-        text,
-        err,
-        FailureKind.NotARecord,
-      );
+      throw this.#failures.unreadable(call, status, 'a body that is not JSON', text, err);
     }
     try {
       return parseAgentJobRecord(json);
@@ -316,14 +283,6 @@ export class AgentApiClient {
   }
 }
 
-/** A response body read up to {@link MAX_RESPONSE_BYTES}. */
-interface CappedBody {
-  /** The body, or its first {@link MAX_RESPONSE_BYTES} bytes when it is longer. */
-  text: string;
-  /** The body was longer than the cap; the rest was not read. */
-  overCap: boolean;
-}
-
 /** A body that stopped before its end: what arrived, and why it stopped (the `cause`). */
 class PartialBodyError extends AgentJobError {
   constructor(
@@ -335,10 +294,12 @@ class PartialBodyError extends AgentJobError {
 }
 
 /**
- * Reads a body up to the cap, then stops reading and closes it.
+ * Reads a body up to {@link MAX_RESPONSE_BYTES}, then stops reading and closes it (`overCap`).
  * @throws {PartialBodyError} with the bytes read so far when the body fails before its end
  */
-async function readCapped(body: Dispatcher.ResponseData['body']): Promise<CappedBody> {
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+): Promise<{ text: string; overCap: boolean }> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   try {
@@ -374,11 +335,6 @@ function argumentProblem(call: Call): string | null {
     return 'idempotencyKey must be visible ASCII without spaces';
   }
   return null;
-}
-
-/** The {@link CallOptions} a call carries. */
-function callOptions({ signal, timeoutMs }: CallOptions): Pick<Call, 'signal' | 'timeoutMs'> {
-  return { signal, timeoutMs };
 }
 
 /** The path of a call with its IDs as placeholders: the HTTP span's name and `url.template`. */
