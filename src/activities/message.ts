@@ -58,7 +58,9 @@ export function createMessageActivity(deps: MessageDeps) {
           if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
           last = err;
         }
-        if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
+        // An abort ends the wait early; the loop reads the signal.
+        if (read < READS_AFTER_ANSWER)
+          await sleep(1_000 * read, undefined, { signal }).catch(() => undefined);
       }
       return null;
     });
@@ -114,11 +116,4 @@ export function createMessageActivity(deps: MessageDeps) {
       return record;
     },
   };
-}
-
-/** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */
-async function pause(ms: number, signal: AbortSignal): Promise<void> {
-  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
-    if (!signal.aborted) throw err;
-  });
 }

@@ -12,7 +12,6 @@ import { FailureKind, isSuccess, kindOfNetworkError } from '../failure-policy/ki
 import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
 import { tracedHttpCall } from './trace.js';
 import { withTimeout } from './abort.js';
-import { AgentJobError, ErrorName } from '../errors.js';
 
 /** How to reach the API. */
 export interface AgentApiClientOptions {
@@ -193,20 +192,17 @@ export class AgentApiClient {
     const { statusCode } = response;
     answered(statusCode);
     if (isSuccess(statusCode)) {
-      let body: Awaited<ReturnType<typeof readCapped>>;
-      try {
-        body = await readCapped(response.body);
-      } catch (err) {
+      const body = await readCapped(response.body);
+      if ('error' in body) {
         // The server answered success, so the request was applied whatever happened to the body;
         // the bytes that did arrive may still name the job.
-        const partial = err instanceof PartialBodyError ? err : null;
-        const failure = this.#failures.network(call, partial?.cause ?? err, true);
+        const failure = this.#failures.network(call, body.error, true);
         if (call.method !== 'POST' || !(failure instanceof AgentApiError)) throw failure;
         throw this.#failures.unreadable(
           call,
           statusCode,
           `a body that could not be read to its end (${failure.message})`,
-          partial?.text ?? '',
+          body.text,
           failure,
         );
       }
@@ -241,12 +237,10 @@ export class AgentApiClient {
    * still wins.
    */
   async #readErrorBody(call: Call, response: Dispatcher.ResponseData): Promise<string> {
-    try {
-      return (await readCapped(response.body)).text;
-    } catch (err) {
-      if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
-      return `(body unreadable: ${kindOfNetworkError(err).what})`;
-    }
+    const body = await readCapped(response.body);
+    if (!('error' in body)) return body.text;
+    if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
+    return `(body unreadable: ${kindOfNetworkError(body.error).what})`;
   }
 
   #parseRecord(call: Call, status: number, text: string): AgentJobRecord {
@@ -283,24 +277,15 @@ export class AgentApiClient {
   }
 }
 
-/** A body that stopped before its end: what arrived, and why it stopped (the `cause`). */
-class PartialBodyError extends AgentJobError {
-  constructor(
-    readonly text: string,
-    cause: unknown,
-  ) {
-    super(ErrorName.PartialBody, 'the response body stopped before its end', { cause });
-  }
-}
-
 /**
- * Reads a body up to {@link MAX_RESPONSE_BYTES}, then stops reading and closes it (`overCap`).
- * @throws {PartialBodyError} with the bytes read so far when the body fails before its end
+ * Reads a body up to {@link MAX_RESPONSE_BYTES}, then stops reading and closes it (`overCap`); a
+ * body that fails before its end gives what arrived and the `error`.
  */
 async function readCapped(
   body: Dispatcher.ResponseData['body'],
-): Promise<{ text: string; overCap: boolean }> {
+): Promise<{ text: string; overCap: boolean } | { text: string; error: unknown }> {
   const chunks: Buffer[] = [];
+  const text = () => Buffer.concat(chunks).toString('utf8');
   let bytes = 0;
   try {
     for await (const chunk of body) {
@@ -308,15 +293,15 @@ async function readCapped(
       if (bytes + buffer.length > MAX_RESPONSE_BYTES) {
         chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - bytes));
         body.destroy();
-        return { text: Buffer.concat(chunks).toString('utf8'), overCap: true };
+        return { text: text(), overCap: true };
       }
       chunks.push(buffer);
       bytes += buffer.length;
     }
-  } catch (err) {
-    throw new PartialBodyError(Buffer.concat(chunks).toString('utf8'), err);
+  } catch (error) {
+    return { text: text(), error };
   }
-  return { text: Buffer.concat(chunks).toString('utf8'), overCap: false };
+  return { text: text(), overCap: false };
 }
 
 /**

@@ -14,20 +14,12 @@ import { parseRetryAfter } from './retry-after.js';
 
 export type { ApiOperation } from '../failure-policy/table.js';
 
-/** What {@link AgentApiError} is built from. */
-export interface AgentApiErrorInit {
-  kind: FailureKind;
-  operation: ApiOperation;
-  /** Null (the default) when no response arrived. */
-  status?: number | null;
-  retryAfterMs?: number | null;
-  /** May have been applied whatever the kind says (a 2xx whose body broke off). Default: the policy's. */
-  applied?: boolean;
-  /** See {@link AgentApiError.jobId}. */
-  jobId?: string | null;
-  message: string;
-  cause?: unknown;
-}
+/**
+ * What {@link AgentApiError} is built from; absent status, wait and job are null. `applied`: may
+ * have been applied whatever the kind says (a 2xx whose body broke off); default: the policy's.
+ */
+type AgentApiErrorInit = Pick<AgentApiError, 'kind' | 'operation' | 'message'> &
+  Partial<Pick<AgentApiError, 'status' | 'retryAfterMs' | 'jobId'>> & { applied?: boolean; cause?: unknown };
 
 /**
  * A failed API call. `type` comes from the policy, never from the class name (a bundler may rename
@@ -110,12 +102,10 @@ export class CallFailures {
    * body: the request was applied, whatever the error code says.
    */
   network(call: Call, err: unknown, afterResponse: boolean): unknown {
-    const reason: unknown = call.signal?.aborted ? call.signal.reason : undefined;
-    if (call.signal?.aborted && !isTimeoutReason(reason)) {
-      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
-      return reason;
-    }
     if (call.signal?.aborted) {
+      const reason: unknown = call.signal.reason;
+      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
+      if (!isTimeoutReason(reason)) return reason;
       return new AgentApiError({
         kind: FailureKind.NoAnswerInTime,
         operation: call.operation,
