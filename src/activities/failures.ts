@@ -150,10 +150,8 @@ export function apiFailure(
   init: Omit<NonNullable<Parameters<typeof ApplicationFailure.create>[0]>, 'cause'>,
 ): ApplicationFailure {
   const cause = new AgentApiError({
-    kind: err.kind,
-    operation: err.operation,
-    status: err.status,
-    retryAfterMs: err.retryAfterMs,
+    ...err,
+    jobId: null,
     applied: err.requestMayHaveTakenEffect,
     message: err.message,
   });

@@ -9,7 +9,7 @@ import { hint, tlsHint } from '../failure-policy/messages.js';
 import { verdictOf, type ApiOperation, type Verdict } from '../failure-policy/table.js';
 import type { ApiFailureType } from '../failure-policy/types.js';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { readableJobId } from './record.js';
+import { parsedOrNull, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export type { ApiOperation } from '../failure-policy/table.js';
@@ -222,13 +222,8 @@ function ambiguity(call: Call): string {
  * `code` of a JSON object, or the text as it is. Only ever used for the message.
  */
 function serverText(text: string): string {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON: a proxy's page or plain text is shown as it is.
-    return text;
-  }
+  const json = parsedOrNull(text);
+  // Not a JSON object: a proxy's page or plain text is shown as it is.
   if (typeof json !== 'object' || json === null) return text;
   const fields = json as Record<string, unknown>;
   const nested =
@@ -249,7 +244,5 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 
 /** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
 export function isTimeoutReason(reason: unknown): boolean {
-  return (
-    typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
-  );
+  return (reason as { name?: unknown } | null | undefined)?.name === 'TimeoutError';
 }

@@ -176,7 +176,7 @@ function topLevelId(text: string): string | null {
 }
 
 /** `text` as JSON, or null when it is not JSON (or is JSON `null`). */
-function parsedOrNull(text: string): unknown {
+export function parsedOrNull(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
