@@ -18,9 +18,8 @@ export interface AgentApiClientOptions {
   /** Base URL, e.g. `https://api.mintlify.com` or `http://127.0.0.1:8787`; a path prefix is kept. */
   baseUrl: string;
   /**
-   * The admin API key, or a source that can rotate it (e.g. a {@link FileApiKey}). Sent only in the
-   * Authorization header; never logged, never in a message. A call the API refuses with 401 is
-   * sent once more when the source then has another key, so a rotation fails no call.
+   * The admin API key, or a source that can rotate it (a {@link FileApiKey}): sent only in the
+   * Authorization header, and once more with the source's next key when the API refuses it.
    */
   apiKey: string | ApiKeySource;
   /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
@@ -41,9 +40,8 @@ export interface CallOptions {
 }
 
 /**
- * Largest response body read: 256 KiB. A record is well under 1 KiB; past the cap the call fails
- * with `UnexpectedResponse` instead of reading megabytes into a worker (and, bounded again by the
- * record budget, into workflow history). Error bodies are read up to the cap for their excerpt.
+ * Largest response body read: 256 KiB (a record is under 1 KiB). Past it a call fails instead of
+ * reading megabytes into a worker; an error body is read up to it for its excerpt.
  */
 export const MAX_RESPONSE_BYTES = 256 * 1024;
 
@@ -57,10 +55,7 @@ export const REQUEST_TIMEOUT_MS = 60_000;
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
 
-/**
- * Client of the three agent job endpoints. Holds no state besides its configuration; safe to share
- * between concurrent activities.
- */
+/** Client of the three agent job endpoints; no state but its configuration, so shared by all activities. */
 export class AgentApiClient {
   // Private fields: util.inspect and JSON.stringify of a client never show the key.
   readonly #origin: string;
@@ -142,11 +137,7 @@ export class AgentApiClient {
     }
   }
 
-  /**
-   * One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts), bounded as a
-   * whole by {@link REQUEST_TIMEOUT_MS}: the bound's abort reads as a `TimeoutError`, like a
-   * caller's `AbortSignal.timeout`.
-   */
+  /** One HTTP request and its answer, in a trace span, bounded as a whole by {@link REQUEST_TIMEOUT_MS}. */
   #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const url = this.#url(call);
     const boundMs = Math.min(call.timeoutMs ?? Infinity, this.#requestTimeoutMs);
@@ -232,9 +223,8 @@ export class AgentApiClient {
   }
 
   /**
-   * The body of an error response, for the message only. A failure to read it does not change the
-   * outcome (the status decides), so it is reported in the text instead of thrown; a caller's abort
-   * still wins.
+   * The body of an error response, for the message only: a failure to read it is reported in the
+   * text (the status decides the outcome); a caller's abort still wins.
    */
   async #readErrorBody(call: Call, response: Dispatcher.ResponseData): Promise<string> {
     const body = await readCapped(response.body);

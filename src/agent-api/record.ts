@@ -68,13 +68,9 @@ function pullRequestLink(raw: string, ctx: z.RefinementCtx): string {
     const codePoint = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
     return refuse(`has U+${codePoint} at position ${bad.index + 1}`);
   }
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // The parser's message quotes the input: the issue says what is wrong instead.
-    return refuse('is not an absolute URL');
-  }
+  // Not `new URL`'s error: it quotes the input.
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (url === null) return refuse('is not an absolute URL');
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return refuse('is not an http(s) URL');
   if (url.username !== '' || url.password !== '') return refuse('names a user or password before the host');
   if (url.href.length > MAX_PR_LINK_LENGTH) return refuse(`is over ${MAX_PR_LINK_LENGTH} characters`);

@@ -58,9 +58,8 @@ export const BACKOFFS: Readonly<Record<ApiOperation | 'delivery', Backoff>> = {
 export const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 /**
- * Jitter added to every wait, as a fraction: 0 to +20%. Only upwards, so a wait never drops below
- * the backoff or the server's `Retry-After`; enough that workflows refused together do not return
- * together.
+ * Jitter added to every wait: 0 to +20%, only upwards (never below the backoff or `Retry-After`),
+ * so that workflows refused together do not return together.
  */
 export const RETRY_JITTER = 0.2;
 

@@ -44,11 +44,9 @@ export interface FailureStreakState {
 
 /** One failure as the streak counts it. */
 export interface CountedFailure {
-  /** Its failure type. */
   type: string;
   /** How the policy bounds a streak of it. */
   bound: StreakBound;
-  /** The call that met it. */
   operation: ApiOperation;
   /**
    * For a refused key: how long ago this worker last had another answer from the project (null:
@@ -97,10 +95,7 @@ export class FailureStreak {
     return failures;
   }
 
-  /**
-   * The wait before the next attempt: the backoff for this streak, raised to a capped
-   * `Retry-After`, jittered, and never past `remainingMs`.
-   */
+  /** The wait before the next attempt ({@link retryDelayMs} for this streak), never past `remainingMs`. */
   retryInMs(
     backoff: Backoff,
     retryAfterMs: number | null,
