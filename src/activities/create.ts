@@ -42,16 +42,13 @@ export interface SendDeps<Input> {
   projectMetrics?: Pick<ProjectUseMetrics, 'used'>;
 }
 
-/** What the create activity needs. */
-export interface CreateDeps extends SendDeps<CreateAgentJobInput> {
-  api: Pick<AgentApiClient, 'createJob'>;
-}
-
 /** How often a create in flight reports to the server, so a cancellation reaches it. */
 const CREATE_HEARTBEAT_MS = 1_000;
 
 /** Builds the create activity. */
-export function createCreateActivity(deps: CreateDeps) {
+export function createCreateActivity(
+  deps: SendDeps<CreateAgentJobInput> & { api: Pick<AgentApiClient, 'createJob'> },
+) {
   /**
    * A create in flight is not aborted by a cancellation: it may already have made the agent job. The
    * activity heartbeats so the cancellation reaches it, lets the request finish, and returns the

@@ -16,11 +16,6 @@ export interface SendAgentJobMessageInput extends CreateAgentJobInput {
   jobId: string;
 }
 
-/** What the message activity needs. */
-export interface MessageDeps extends SendDeps<SendAgentJobMessageInput> {
-  api: Pick<AgentApiClient, 'sendMessage' | 'getJob'>;
-}
-
 /**
  * Reads of the job after a follow-up message whose 2xx answer was not a record (a retry would send
  * the message again): three, 1 s and 2 s apart, ride out a blip.
@@ -35,7 +30,9 @@ const READS_AFTER_ANSWER = 3;
 const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
 
 /** Builds the follow-up message activity. */
-export function createMessageActivity(deps: MessageDeps) {
+export function createMessageActivity(
+  deps: SendDeps<SendAgentJobMessageInput> & { api: Pick<AgentApiClient, 'sendMessage' | 'getJob'> },
+) {
   /**
    * The job read instead of a record the 2xx answer lacked (the turn started); it may still be the
    * previous turn's, which the workflow handles. When no read works, a final `UnreadableAnswer`.

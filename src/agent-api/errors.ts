@@ -40,15 +40,9 @@ export class AgentApiError extends AgentJobError {
   readonly retryable: boolean;
   /** The server's `Retry-After` (on 429 and 503) in ms, or null. */
   readonly retryAfterMs: number | null;
-  /**
-   * False when the request surely did not take effect (no connection, or a status that means the
-   * server refused it); true when it may have (a create that may have created an agent job).
-   */
+  /** True when the request may have taken effect (a create that may have made an agent job). */
   readonly requestMayHaveTakenEffect: boolean;
-  /**
-   * For `UnreadableAnswer`: the agent job the request took effect on, the message's job or the ID
-   * read from a create's answer; null when none can be named, and for every other type.
-   */
+  /** For `UnreadableAnswer`: the agent job the request took effect on, when it can be named; else null. */
   readonly jobId: string | null;
 
   constructor(init: AgentApiErrorInit) {

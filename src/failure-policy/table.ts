@@ -50,9 +50,7 @@ export interface Verdict {
 
 /**
  * What one kind of failed delivery of a job-end notice does: tried again (`deadline`) until the
- * delivery's bound (`AGENT_NOTIFY_RETRY_FOR`, the delivery activity's schedule-to-close timeout,
- * which the server alone keeps), or it ends undelivered at once (`final`). The receiver's
- * `Retry-After` raises the wait where `readsRetryAfter` says so.
+ * delivery's bound (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout), or it ends at once (`final`).
  */
 type DeliveryVerdict = Pick<Verdict, 'readsRetryAfter'> & { bound: 'deadline' | 'final' };
 
