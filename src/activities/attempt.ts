@@ -1,7 +1,4 @@
-/**
- * What the activities read of the attempt they run in: whether the worker is stopping, and the
- * time left before its timeouts or the workflow's deadline.
- */
+/** What the activities read of the attempt they run in. */
 import { cancellationDetails, type Info } from '@temporalio/activity';
 
 /**

@@ -42,21 +42,17 @@ export interface SendDeps<Input> {
   projectMetrics?: Pick<ProjectUseMetrics, 'used'>;
 }
 
-/** What the create activity needs. */
-export interface CreateDeps extends SendDeps<CreateAgentJobInput> {
-  api: Pick<AgentApiClient, 'createJob'>;
-}
-
 /** How often a create in flight reports to the server, so a cancellation reaches it. */
 const CREATE_HEARTBEAT_MS = 1_000;
 
 /** Builds the create activity. */
-export function createCreateActivity(deps: CreateDeps) {
+export function createCreateActivity(
+  deps: SendDeps<CreateAgentJobInput> & { api: Pick<AgentApiClient, 'createJob'> },
+) {
   /**
-   * A create is not aborted by a cancellation: a POST in flight may already have made the agent
-   * job, and aborting it would lose the job's ID. The activity heartbeats so the cancellation
-   * reaches it, lets the request finish (the HTTP timeouts bound it), and returns the record when
-   * the job was made, so the workflow records its ID before it ends as cancelled.
+   * A create in flight is not aborted by a cancellation: it may already have made the agent job. The
+   * activity heartbeats so the cancellation reaches it, lets the request finish, and returns the
+   * record when the job was made, so the workflow records its ID before it ends as cancelled.
    */
   async function createUnlessCancelled(input: CreateAgentJobInput): Promise<AgentJobRecord> {
     deps.mayResend('createJob', input);
@@ -69,8 +65,7 @@ export function createCreateActivity(deps: CreateDeps) {
       // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
       quotaTaken = await deps.takeQuota(input);
       sending = true;
-      // Not aborted by a cancellation or a stopping worker: once sent, only its answer says
-      // whether a job was made (the HTTP timeouts bound it, inside the shutdown grace).
+      // Nor by a stopping worker: the HTTP timeouts bound it, inside the shutdown grace.
       const record = await deps.api.createJob(input.projectId, input.prompt, {
         idempotencyKey: input.idempotencyKey,
       });
@@ -83,7 +78,6 @@ export function createCreateActivity(deps: CreateDeps) {
       if (!sending && workerStopping()) throw stoppedBeforeSending('createJob');
       // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
       if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
-      if (!(err instanceof AgentApiError)) throw err;
       throw deps.toFailure(err, 'createJob', input.projectId, { quotaTaken });
     } finally {
       clearInterval(beat);
@@ -103,9 +97,8 @@ export function createCreateActivity(deps: CreateDeps) {
 }
 
 /**
- * A create answered 2xx whose body was not a record but named the job: the job exists, and the
- * workflow goes on with its ID. The record kept until the first poll holds what is known: that
- * ID, and the status the API documents for a new job.
+ * A create answered 2xx whose body was not a record but named the job: the workflow goes on with
+ * its ID and the status the API documents for a new job, until the first poll.
  */
 function createdDespiteAnswer(
   err: AgentApiError,

@@ -1,11 +1,8 @@
 /**
- * What an API error becomes when it leaves an activity, as the failure policy
- * (src/failure-policy/) says: an `ApplicationFailure` whose `type` is a {@link FailureType} name and
- * whose details are an {@link ApiErrorDetails}. Short waits are left to Temporal's retries
- * (`nextRetryDelay`); everything the workflow must count or wait for itself is handed back to it
- * (non-retryable for Temporal, `final: false` and the policy's `bound` in the details). And the
- * gate every create and message attempt passes before it sends, after one whose outcome is unknown
- * (AGENT_API_AMBIGUOUS_CREATE), and which projects' keys answered lately.
+ * What an API error becomes when it leaves an activity, as the failure policy (src/failure-policy/)
+ * says: an `ApplicationFailure` with {@link ApiErrorDetails}, retried by Temporal for short waits
+ * (`nextRetryDelay`) or handed back to the workflow (non-retryable, `final: false` and the policy's
+ * `bound`). And the gate of sends after one whose outcome is unknown, and which keys answered lately.
  */
 import { activityInfo, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -48,27 +45,28 @@ export type AmbiguousCreatePolicy = 'retry' | 'fail';
 /** The calls that may start an agent job or a turn, and so may be applied without an answer. */
 export type SendingOperation = 'createJob' | 'sendMessage';
 
-/** What {@link createToFailure} needs. */
-export interface ToFailureDeps {
-  policy: AmbiguousCreatePolicy;
-  keys: KeyAnswers;
-  metrics: Pick<ActivityMetrics, 'apiError'>;
-  projectMetrics?: Pick<ProjectUseMetrics, 'rateLimited'>;
-}
-
 /** How a call that failed is turned into the activity's failure (see {@link createToFailure}). */
 export type ToFailure = ReturnType<typeof createToFailure>;
 
 /** Builds `toFailure`, the one way an API error leaves an activity. */
-export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFailureDeps) {
+export function createToFailure({
+  policy,
+  keys,
+  metrics,
+  projectMetrics,
+}: {
+  policy: AmbiguousCreatePolicy;
+  keys: KeyAnswers;
+  metrics: Pick<ActivityMetrics, 'apiError'>;
+  projectMetrics?: Pick<ProjectUseMetrics, 'rateLimited'>;
+}) {
   /**
-   * The activity's failure for an API error. `quotaTaken`: the call took its use of the project
-   * quota itself, so a 429 goes back to the workflow. `retry` decides the wait of a transient one
-   * (the poll schedule's, for the poll activity); by default the call's backoff raised to
-   * `Retry-After`, as its retry policy is.
+   * The activity's failure for an API error; any other error as it is. `quotaTaken`: the call took
+   * its use of the project quota itself, so a 429 goes back to the workflow. `retry` decides the
+   * wait of a transient one (the poll schedule's); by default the call's backoff, as its retry policy.
    */
   return function toFailure(
-    err: AgentApiError,
+    err: unknown,
     operation: ApiOperation,
     projectId: string,
     {
@@ -81,7 +79,8 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
       /** The deadline when the input carries it (the poll activity's); else the schedule-to-close timeout's. */
       deadlineMs?: number;
     } = {},
-  ): ApplicationFailure {
+  ): unknown {
+    if (!(err instanceof AgentApiError)) return err;
     const info = activityInfo();
     const { verdict } = err;
     const refusesUse = refusesQuotaUse(verdict.type);
@@ -122,10 +121,8 @@ export function createToFailure({ policy, keys, metrics, projectMetrics }: ToFai
           }),
         });
     const delayMs = next?.kind === 'retry' ? next.delayMs : null;
-    // Hand the failure back to the workflow instead of letting Temporal retry it: when it is final,
-    // when the policy says the workflow decides (a streak it counts or times, a create or message
-    // that may have been applied), when the wait would outlast the deadline, or when the API
-    // refused a use this call took from the project quota (the quota decides when).
+    // Handed back to the workflow when final, when the policy says so, when the wait would outlast
+    // the deadline, or when the API refused a use this call took from the quota (the quota decides when).
     const handBack =
       refusedTake ||
       delayMs === null ||
@@ -153,10 +150,8 @@ export function apiFailure(
   init: Omit<NonNullable<Parameters<typeof ApplicationFailure.create>[0]>, 'cause'>,
 ): ApplicationFailure {
   const cause = new AgentApiError({
-    kind: err.kind,
-    operation: err.operation,
-    status: err.status,
-    retryAfterMs: err.retryAfterMs,
+    ...err,
+    jobId: null,
     applied: err.requestMayHaveTakenEffect,
     message: err.message,
   });
@@ -192,12 +187,10 @@ export function stoppedBeforeSending(operation: SendingOperation): ApplicationFa
 export type ResendGate = ReturnType<typeof createResendGate>;
 
 /**
- * The one gate every create and message attempt passes before it sends: after an attempt that
- * may have reached the API, `fail` sends nothing, ever (whoever retries: this worker, another, a
- * new run of the workflow, since the workflow carries `uncertain`), and `retry` sends again with
- * a warning and a metric, as the API honours no idempotency key: a second agent job or turn may
- * follow. Temporal itself retries these activities only after attempts that surely did not reach
- * the API; after any other, the workflow does, and it passes what it knows.
+ * The one gate every create and message attempt passes before it sends (docs/decisions/0009):
+ * after an attempt that may have reached the API, `fail` sends nothing, ever (whoever retries: the
+ * workflow carries `uncertain`), and `retry` sends again with a warning and a metric, as the API
+ * honours no idempotency key: a second agent job or turn may follow.
  */
 export function createResendGate(policy: AmbiguousCreatePolicy, metrics: Pick<ActivityMetrics, 'ambiguous'>) {
   return function mayResend(

@@ -1,10 +1,7 @@
 /**
- * The activities: the only place where the workflow touches the Agent Job API. A factory receives
- * the API client and the policies, so the worker, the tests and the benchmark wire their own. One
- * file per concern, each a factory taking what it needs: the create (./create.ts), the reads
- * (./poll.ts), the follow-up message (./message.ts); what an API error becomes, the gate for sends
- * whose outcome is unknown, and which projects' keys answered lately (./failures.ts). What they
- * count is passed in (./metrics.ts).
+ * The activities: the only place where the workflow touches the Agent Job API. One factory per
+ * file, given the API client and the policies, so the worker, the tests and the benchmark wire
+ * their own.
  */
 import type { AgentApiClient } from '../agent-api/index.js';
 import type { ProjectQuotaSettings } from '../quota/settings.js';
@@ -28,10 +25,7 @@ export interface ActivityDeps {
   api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>;
   /**
    * What an attempt after one that may have reached the API does (`createResendGate` in
-   * ./failures.ts). `retry` (default): send again with the same Idempotency-Key; the live API
-   * ignores the key, so a second agent job (or turn) may follow: each such send is logged, counted
-   * and shown.
-   * `fail`: send nothing; fail with `CreateOutcomeUnknown` (or `MessageOutcomeUnknown`) and let a person look.
+   * ./failures.ts): `retry` (default) sends again, logged and counted; `fail` sends nothing.
    */
   ambiguousCreatePolicy?: AmbiguousCreatePolicy;
   /** The per-project API quota (AGENT_API_PROJECT_QUOTA); absent or null: off. */
@@ -52,11 +46,7 @@ export function createActivities(deps: ActivityDeps) {
   const toFailure = createToFailure({ policy, keys, metrics, projectMetrics: deps.projectMetrics });
   const mayResend = createResendGate(policy, metrics);
 
-  /**
-   * The project quota: a create or message takes its use now. True when it did (a 429 then goes
-   * back to the workflow, which tells the quota); false when the quota is off. A busy quota throws,
-   * with nothing sent (./project-quota.ts).
-   */
+  /** A create or message takes its use of the project quota now: true when it did, false when off. */
   async function takeQuota(kind: 'create' | 'message', input: QuotaTakeInput): Promise<boolean> {
     const taken = await takeProjectQuotaUse(deps.projectQuota, kind, input);
     // A use taken at once waited 0 s for the quota: the wait histogram covers every use, not

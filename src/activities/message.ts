@@ -8,33 +8,17 @@ import { withTimeout } from '../agent-api/abort.js';
 import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import { FailureType, type AgentJobRecord } from '../contract.js';
 import { timeLeftMs, workerStopping } from './attempt.js';
-import type { SendDeps } from './create.js';
-import type { QuotaTakeInput } from './project-quota.js';
+import type { CreateAgentJobInput, SendDeps } from './create.js';
 import { apiFailure, stoppedBeforeSending } from './failures.js';
 
-/** Input of the follow-up message activity. */
-export interface SendAgentJobMessageInput {
-  projectId: string;
+/** Input of the follow-up message activity: a create's, to the job `jobId`. */
+export interface SendAgentJobMessageInput extends CreateAgentJobInput {
   jobId: string;
-  prompt: string;
-  idempotencyKey: string;
-  /** As `CreateAgentJobInput.uncertain` (./create.ts): an earlier attempt may have started a turn. */
-  uncertain?: string | null;
-  /** As `CreateAgentJobInput.quotaRequestId` (./create.ts). */
-  quotaRequestId?: string | null;
-  /** As `CreateAgentJobInput.quotaRefused` (./create.ts). */
-  quotaRefused?: QuotaTakeInput['quotaRefused'];
-}
-
-/** What the message activity needs. */
-export interface MessageDeps extends SendDeps<SendAgentJobMessageInput> {
-  api: Pick<AgentApiClient, 'sendMessage' | 'getJob'>;
 }
 
 /**
- * Reads of the job after a follow-up message whose 2xx answer was not a record: the message took
- * effect, so the activity must end without being retried (a retry sends the message again). A read
- * right after works almost always; three, 1 s and 2 s apart, ride out a blip.
+ * Reads of the job after a follow-up message whose 2xx answer was not a record (a retry would send
+ * the message again): three, 1 s and 2 s apart, ride out a blip.
  */
 const READS_AFTER_ANSWER = 3;
 
@@ -46,12 +30,12 @@ const READS_AFTER_ANSWER = 3;
 const READS_AFTER_ANSWER_BUDGET_MS = 15_000;
 
 /** Builds the follow-up message activity. */
-export function createMessageActivity(deps: MessageDeps) {
+export function createMessageActivity(
+  deps: SendDeps<SendAgentJobMessageInput> & { api: Pick<AgentApiClient, 'sendMessage' | 'getJob'> },
+) {
   /**
-   * A follow-up message answered 2xx whose body was not a record: the new turn started. The job is
-   * read instead, a few times within the activity's time (a retry of the activity would send the
-   * message again); the record read may still be the previous turn's, which the workflow handles
-   * as it does a message answered with one. When no read works, a final `UnreadableAnswer`.
+   * The job read instead of a record the 2xx answer lacked (the turn started); it may still be the
+   * previous turn's, which the workflow handles. When no read works, a final `UnreadableAnswer`.
    */
   async function readAfterAnswer(
     input: SendAgentJobMessageInput,
@@ -71,7 +55,9 @@ export function createMessageActivity(deps: MessageDeps) {
           if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
           last = err;
         }
-        if (read < READS_AFTER_ANSWER) await pause(1_000 * read, signal);
+        // An abort ends the wait early; the loop reads the signal.
+        if (read < READS_AFTER_ANSWER)
+          await sleep(1_000 * read, undefined, { signal }).catch(() => undefined);
       }
       return null;
     });
@@ -114,8 +100,7 @@ export function createMessageActivity(deps: MessageDeps) {
         });
         deps.keys.answered(input.projectId);
       } catch (err) {
-        if (!(err instanceof AgentApiError)) throw err;
-        if (!err.verdict.appliedWithoutRecord)
+        if (!(err instanceof AgentApiError && err.verdict.appliedWithoutRecord))
           throw deps.toFailure(err, 'sendMessage', input.projectId, { quotaTaken });
         record = await readAfterAnswer(input, err, cancelled);
       }
@@ -128,11 +113,4 @@ export function createMessageActivity(deps: MessageDeps) {
       return record;
     },
   };
-}
-
-/** Waits `ms`, or less when `signal` aborts first (the caller looks at the signal). */
-async function pause(ms: number, signal: AbortSignal): Promise<void> {
-  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
-    if (!signal.aborted) throw err;
-  });
 }

@@ -1,7 +1,6 @@
 /**
- * What the activities count, as dependencies they are given: the worker passes the SDK-backed
- * implementations of src/observability/ (metrics.ts, project-metrics.ts), so activity
- * code imports nothing from the layers above it; a test or the benchmark may pass none.
+ * What the activities count, given as dependencies (src/observability/ in the worker, none in a
+ * test) so that activity code imports nothing from the layers above it.
  */
 import type { AgentApiError, ApiOperation } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';

@@ -1,12 +1,8 @@
 /**
- * The notification activities: whether a target name is one this worker knows (the agent-job
- * workflow asks before anything is created; the job-end notification asks again for the bound),
- * and one delivery of a job-end notice, retried by the server as the failure policy's delivery
- * column says (src/failure-policy/table.ts): a receiver that is down is tried again after the
- * policy's wait, one that refuses the notice ends the delivery, and the server ends it at its
- * bound (the schedule-to-close timeout). The target's URL and secret are read here,
- * at each attempt, from the worker's targets (a rotated Secret applies to the next attempt), and
- * never leave: not in a failure, a log line or a metric (src/notify/sender.ts).
+ * The notification activities: whether a target name is one this worker knows, and one delivery of
+ * a job-end notice, retried by the server as the failure policy's delivery column says, up to its
+ * schedule-to-close timeout. The target's URL and secret are read here at each attempt (a rotated
+ * Secret applies to the next one), and never leave: not in a failure, a log line or a metric.
  */
 import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -76,10 +72,8 @@ export function createNotifyActivities(
     },
 
     /**
-     * One attempt to deliver the notice. A failure the policy retries is retryable with the
-     * policy's wait as `nextRetryDelay`; one it does not is final. Both are `NoticeUndelivered`.
-     * When the wait would pass the bound, the server ends the delivery on this failure
-     * (../workflows/job-end-notification/workflow.ts says so).
+     * One attempt to deliver the notice; a failure is `NoticeUndelivered`, retryable with the
+     * policy's wait as `nextRetryDelay` or final as the policy says.
      */
     deliverJobEndNotice: async ({
       target: name,
@@ -108,20 +102,15 @@ export function createNotifyActivities(
       });
       metrics.notification(name, delayMs === null ? 'refused' : 'retrying');
       log.warn('job-end notice not delivered', { ...facts, problem: sent.what, retryInMs: delayMs });
-      const details = [{ target: name, status: sent.status, kind: sent.kind, attempt }];
-      if (delayMs === null) {
-        throw ApplicationFailure.create({
-          type: FailureType.NoticeUndelivered,
-          message: `Notification target ${quoted(name)} refused the notice: ${sent.what}. It is not sent again.`,
-          nonRetryable: true,
-          details,
-        });
-      }
       throw ApplicationFailure.create({
         type: FailureType.NoticeUndelivered,
-        message: `Notification target ${quoted(name)} did not take the notice: ${sent.what} (attempt ${attempt}); trying again.`,
-        nextRetryDelay: delayMs,
-        details,
+        message:
+          delayMs === null
+            ? `Notification target ${quoted(name)} refused the notice: ${sent.what}. It is not sent again.`
+            : `Notification target ${quoted(name)} did not take the notice: ${sent.what} (attempt ${attempt}); trying again.`,
+        nonRetryable: delayMs === null,
+        nextRetryDelay: delayMs ?? undefined,
+        details: [{ target: name, status: sent.status, kind: sent.kind, attempt }],
       });
     },
   };

@@ -4,7 +4,7 @@
  */
 import { activityInfo, cancellationSignal } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
+import type { AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
 import { quoted } from '../escape.js';
 import type { ActivityMetrics } from './metrics.js';
@@ -28,9 +28,8 @@ export interface GetAgentJobInput {
 export interface PollAgentJobInput extends GetAgentJobInput {
   schedule: PollScheduleInput;
   /**
-   * The workflow's deadline, epoch ms: no attempt starts after it, no GET runs past it, no retry
-   * is set for it or later. Absent from poll activities that earlier builds scheduled with the
-   * deadline as their schedule-to-close timeout instead.
+   * The workflow's deadline, epoch ms, which no attempt, GET or retry passes. Absent from earlier
+   * builds' polls, which had it as their schedule-to-close timeout.
    */
   deadlineMs?: number;
 }
@@ -62,7 +61,6 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
       try {
         record = await api.getJob(input.projectId, input.jobId, { signal: cancellationSignal() });
       } catch (err) {
-        if (!(err instanceof AgentApiError)) throw err;
         throw toFailure(err, 'getJob', input.projectId);
       }
       keys.answered(input.projectId);
@@ -71,10 +69,9 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
     },
 
     /**
-     * Polls the agent job by server-side retry (../poll-schedule.ts): one GET per attempt; while the
-     * job is `active` the attempt fails with a benign {@link STILL_ACTIVE} whose `nextRetryDelay`
-     * follows the schedule, so the server waits between polls and writes no history. Returns any
-     * other record, or the active one when the next poll would come after the deadline.
+     * Polls the agent job by server-side retry (docs/decisions/0010): one GET per attempt, failing
+     * with a benign {@link STILL_ACTIVE} while the job is `active`. Returns any other record, or the
+     * active one when the next poll would come after the deadline.
      */
     pollAgentJob: async (input: PollAgentJobInput): Promise<PolledRecord> => {
       const info = activityInfo();
@@ -88,14 +85,12 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
       }
       let record: AgentJobRecord;
       try {
-        // Bounded well inside the poll activity's start-to-close timeout (30 s), and by the deadline:
-        // a GET that hangs is a transient RequestTimeout, retried at the schedule's pace like any other.
+        // A GET that hangs is a transient RequestTimeout, retried at the schedule's pace.
         record = await api.getJob(input.projectId, input.jobId, {
           signal: cancellationSignal(),
           timeoutMs: Math.min(POLL_REQUEST_MS, leftMs()),
         });
       } catch (err) {
-        if (!(err instanceof AgentApiError)) throw err;
         // A transient error the workflow need not see waits on the server at the schedule's pace.
         throw toFailure(err, 'getJob', input.projectId, {
           retry: (retryAfterMs) =>
@@ -122,10 +117,8 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
 }
 
 /**
- * Builds an error without capturing a stack. The poll's "still active" failure is an answer, not a
- * fault, and it is made at every poll: its stack said only where the poll activity is, yet the SDK
- * formatted and trimmed it and the server stored it with the activity at each attempt (about 5%
- * of a poll's worker CPU in bench:profile).
+ * Builds an error without capturing a stack: "still active" is an answer made at every poll, and
+ * its stack, formatted by the SDK and stored by the server at each attempt, said nothing.
  */
 function withoutStack<T>(make: () => T): T {
   const limit = Error.stackTraceLimit;

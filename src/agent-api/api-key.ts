@@ -1,10 +1,7 @@
 /**
- * Where the API client gets its admin API key: a fixed string, or a file that is re-read when it
- * changes, so a rotated key is picked up without a restart (a {@link WatchedFile}: a `stat` at most
- * once per `checkIntervalMs` on use, a read when it changed, a Secret's symlink swap seen). A refused
- * key (HTTP 401) makes the client ask for a fresh read at once, see {@link ApiKeySource.afterRefusal}.
- *
- * No key ever appears in a message or an event of this module.
+ * Where the API client gets its admin API key: a fixed string, or a {@link WatchedFile}, read
+ * afresh at once when the API refuses the key ({@link ApiKeySource.afterRefusal}). No key ever
+ * appears in a message or an event of this module.
  */
 import { AgentJobError, ErrorName } from '../errors.js';
 import { WatchedFile, type Parsed, type WatchedFileEvent, type WatchedFileOptions } from './watched-file.js';
@@ -30,11 +27,7 @@ export function staticApiKey(key: string): ApiKeySource {
   return { current: () => key, afterRefusal: () => null, known: () => [key] };
 }
 
-/**
- * What a {@link FileApiKey} reports, once per change of state (not once per check): a new key in
- * use, the file unusable (again only when the reason changes), or usable again with the same key.
- * Never carries the key.
- */
+/** What a {@link FileApiKey} reports (a {@link WatchedFileEvent}); never the key. */
 export type ApiKeyFileEvent = WatchedFileEvent;
 
 /** The key file could not be read at start, or held no usable key. The message names the file only. */
@@ -56,11 +49,7 @@ function parseKey(text: string): Parsed<string> {
   return { value: key };
 }
 
-/**
- * A key kept in a file (`AGENT_API_KEY_FILE`), re-read when the file changes (a {@link WatchedFile}).
- * A file that becomes unreadable, empty or malformed (a writer caught half-way) keeps the last good
- * key and is tried again on the next check.
- */
+/** A key kept in a file (`AGENT_API_KEY_FILE`), re-read when the file changes (a {@link WatchedFile}). */
 export class FileApiKey implements ApiKeySource {
   readonly #file: WatchedFile<string>;
   readonly #known: string[] = [];

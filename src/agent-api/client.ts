@@ -12,66 +12,50 @@ import { FailureKind, isSuccess, kindOfNetworkError } from '../failure-policy/ki
 import { InvalidAgentJobRecordError, parseAgentJobRecord } from './record.js';
 import { tracedHttpCall } from './trace.js';
 import { withTimeout } from './abort.js';
-import { AgentJobError, ErrorName } from '../errors.js';
 
 /** How to reach the API. */
 export interface AgentApiClientOptions {
   /** Base URL, e.g. `https://api.mintlify.com` or `http://127.0.0.1:8787`; a path prefix is kept. */
   baseUrl: string;
   /**
-   * The admin API key, or a source that can rotate it (e.g. a {@link FileApiKey}). Sent only in the
-   * Authorization header; never logged, never in a message. A call the API refuses with 401 is
-   * sent once more when the source then has another key, so a rotation fails no call.
+   * The admin API key, or a source that can rotate it (a {@link FileApiKey}): sent only in the
+   * Authorization header, and once more with the source's next key when the API refuses it.
    */
   apiKey: string | ApiKeySource;
   /** Connection pool to use. Default: the process-wide one from `getDispatcher()`. */
   dispatcher?: Dispatcher;
-  /**
-   * Longest time one request may take, body included. Default {@link REQUEST_TIMEOUT_MS}.
-   */
+  /** Longest time one request may take, body included. Default {@link REQUEST_TIMEOUT_MS}. */
   requestTimeoutMs?: number;
 }
 
 /** Options every call takes. */
 export interface CallOptions {
   /**
-   * Aborts the call. The call then rejects promptly with `signal.reason` as it is (an activity's
-   * cancellation stays a cancellation), except a `TimeoutError` reason (from `AbortSignal.timeout`),
-   * which becomes a retryable `RequestTimeout`.
+   * Aborts the call, which rejects with `signal.reason` as it is (a cancellation stays one), except
+   * a `TimeoutError` reason, which becomes a retryable `RequestTimeout`.
    */
   signal?: AbortSignal;
-  /**
-   * Longest time this call may take, when less than the client's `requestTimeoutMs`: a poll's
-   * attempt bounds its GET tighter. Cheaper than a timeout signal of the caller's own for the same
-   * bound (one timer and one joined signal per call, not two of each). It fails as a retryable
-   * `RequestTimeout`, as the client's own bound does.
-   */
+  /** Longest time this call may take, when less than `requestTimeoutMs` (why not a signal: ./abort.ts). */
   timeoutMs?: number;
 }
 
 /**
- * Largest response body read: 256 KiB. A record is well under 1 KiB; past the cap the call fails
- * with `UnexpectedResponse` instead of reading megabytes into a worker (and, bounded again by the
- * record budget, into workflow history). Error bodies are read up to the cap for their excerpt.
+ * Largest response body read: 256 KiB (a record is under 1 KiB). Past it a call fails instead of
+ * reading megabytes into a worker; an error body is read up to it for its excerpt.
  */
 export const MAX_RESPONSE_BYTES = 256 * 1024;
 
 /**
- * Longest time one request takes, from sending to the last byte of the answer: 60 s. The
- * dispatcher's timeouts are per pause (undici's `bodyTimeout` is the silence between two chunks),
- * so a body that trickles in a byte every few seconds never trips them; this bound does, and it
- * ends inside the activities' 75 s start-to-close timeout, so a slow answer is read (and the job ID
- * in the bytes that did arrive is used) instead of the attempt timing out with nothing known.
+ * Longest time one request takes, to the last byte of the answer: 60 s. The dispatcher's timeouts
+ * are per pause, so a trickling body never trips them; this does, inside the activities' 75 s
+ * attempt, so the job ID in the bytes that arrived is used (docs/decisions/0009).
  */
 export const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Longest excerpt of a response body put into an error message. */
 const EXCERPT_LENGTH = 200;
 
-/**
- * Client of the three agent job endpoints. Holds no state besides its configuration; safe to share
- * between concurrent activities.
- */
+/** Client of the three agent job endpoints; no state but its configuration, so shared by all activities. */
 export class AgentApiClient {
   // Private fields: util.inspect and JSON.stringify of a client never show the key.
   readonly #origin: string;
@@ -118,20 +102,12 @@ export class AgentApiClient {
     prompt: string,
     options: CallOptions & { idempotencyKey: string },
   ): Promise<AgentJobRecord> {
-    return this.#call({
-      operation: 'createJob',
-      method: 'POST',
-      projectId,
-      jobId: null,
-      prompt,
-      idempotencyKey: options.idempotencyKey,
-      ...callOptions(options),
-    });
+    return this.#call({ ...options, operation: 'createJob', method: 'POST', projectId, jobId: null, prompt });
   }
 
   /** Reads an agent job. A 404 is a retryable `JobNotFound`: a fresh job may not be readable at once. */
   getJob(projectId: string, jobId: string, options: CallOptions = {}): Promise<AgentJobRecord> {
-    return this.#call({ operation: 'getJob', method: 'GET', projectId, jobId, ...callOptions(options) });
+    return this.#call({ ...options, operation: 'getJob', method: 'GET', projectId, jobId });
   }
 
   /** Sends a follow-up prompt to an agent job; the API starts a new turn and answers at once. */
@@ -141,15 +117,7 @@ export class AgentApiClient {
     prompt: string,
     options: CallOptions & { idempotencyKey?: string } = {},
   ): Promise<AgentJobRecord> {
-    return this.#call({
-      operation: 'sendMessage',
-      method: 'POST',
-      projectId,
-      jobId,
-      prompt,
-      idempotencyKey: options.idempotencyKey,
-      ...callOptions(options),
-    });
+    return this.#call({ ...options, operation: 'sendMessage', method: 'POST', projectId, jobId, prompt });
   }
 
   /** One call, sent once more with a fresher key when the API refused the one it was sent with. */
@@ -169,11 +137,7 @@ export class AgentApiClient {
     }
   }
 
-  /**
-   * One HTTP request and its answer, in its own trace span (src/agent-api/trace.ts), bounded as a
-   * whole by {@link REQUEST_TIMEOUT_MS}: the bound's abort reads as a `TimeoutError`, like a
-   * caller's `AbortSignal.timeout`.
-   */
+  /** One HTTP request and its answer, in a trace span, bounded as a whole by {@link REQUEST_TIMEOUT_MS}. */
   #send(call: Call, apiKey: string): Promise<AgentJobRecord> {
     const url = this.#url(call);
     const boundMs = Math.min(call.timeoutMs ?? Infinity, this.#requestTimeoutMs);
@@ -219,20 +183,17 @@ export class AgentApiClient {
     const { statusCode } = response;
     answered(statusCode);
     if (isSuccess(statusCode)) {
-      let body: CappedBody;
-      try {
-        body = await readCapped(response.body);
-      } catch (err) {
+      const body = await readCapped(response.body);
+      if ('error' in body) {
         // The server answered success, so the request was applied whatever happened to the body;
         // the bytes that did arrive may still name the job.
-        const partial = err instanceof PartialBodyError ? err : null;
-        const failure = this.#failures.network(call, partial?.cause ?? err, true);
+        const failure = this.#failures.network(call, body.error, true);
         if (call.method !== 'POST' || !(failure instanceof AgentApiError)) throw failure;
         throw this.#failures.unreadable(
           call,
           statusCode,
           `a body that could not be read to its end (${failure.message})`,
-          partial?.text ?? '',
+          body.text,
           failure,
         );
       }
@@ -262,17 +223,14 @@ export class AgentApiClient {
   }
 
   /**
-   * The body of an error response, for the message only. A failure to read it does not change the
-   * outcome (the status decides), so it is reported in the text instead of thrown; a caller's abort
-   * still wins.
+   * The body of an error response, for the message only: a failure to read it is reported in the
+   * text (the status decides the outcome); a caller's abort still wins.
    */
   async #readErrorBody(call: Call, response: Dispatcher.ResponseData): Promise<string> {
-    try {
-      return (await readCapped(response.body)).text;
-    } catch (err) {
-      if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
-      return `(body unreadable: ${kindOfNetworkError(err).what})`;
-    }
+    const body = await readCapped(response.body);
+    if (!('error' in body)) return body.text;
+    if (call.signal?.aborted && !isTimeoutReason(call.signal.reason)) throw call.signal.reason;
+    return `(body unreadable: ${kindOfNetworkError(body.error).what})`;
   }
 
   #parseRecord(call: Call, status: number, text: string): AgentJobRecord {
@@ -280,14 +238,7 @@ export class AgentApiClient {
     try {
       json = JSON.parse(text);
     } catch (err) {
-      throw this.#failures.unreadable(
-        call,
-        status,
-        'a body that is not JSON',
-        text,
-        err,
-        FailureKind.NotARecord,
-      );
+      throw this.#failures.unreadable(call, status, 'a body that is not JSON', text, err);
     }
     try {
       return parseAgentJobRecord(json);
@@ -316,30 +267,15 @@ export class AgentApiClient {
   }
 }
 
-/** A response body read up to {@link MAX_RESPONSE_BYTES}. */
-interface CappedBody {
-  /** The body, or its first {@link MAX_RESPONSE_BYTES} bytes when it is longer. */
-  text: string;
-  /** The body was longer than the cap; the rest was not read. */
-  overCap: boolean;
-}
-
-/** A body that stopped before its end: what arrived, and why it stopped (the `cause`). */
-class PartialBodyError extends AgentJobError {
-  constructor(
-    readonly text: string,
-    cause: unknown,
-  ) {
-    super(ErrorName.PartialBody, 'the response body stopped before its end', { cause });
-  }
-}
-
 /**
- * Reads a body up to the cap, then stops reading and closes it.
- * @throws {PartialBodyError} with the bytes read so far when the body fails before its end
+ * Reads a body up to {@link MAX_RESPONSE_BYTES}, then stops reading and closes it (`overCap`); a
+ * body that fails before its end gives what arrived and the `error`.
  */
-async function readCapped(body: Dispatcher.ResponseData['body']): Promise<CappedBody> {
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+): Promise<{ text: string; overCap: boolean } | { text: string; error: unknown }> {
   const chunks: Buffer[] = [];
+  const text = () => Buffer.concat(chunks).toString('utf8');
   let bytes = 0;
   try {
     for await (const chunk of body) {
@@ -347,15 +283,15 @@ async function readCapped(body: Dispatcher.ResponseData['body']): Promise<Capped
       if (bytes + buffer.length > MAX_RESPONSE_BYTES) {
         chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - bytes));
         body.destroy();
-        return { text: Buffer.concat(chunks).toString('utf8'), overCap: true };
+        return { text: text(), overCap: true };
       }
       chunks.push(buffer);
       bytes += buffer.length;
     }
-  } catch (err) {
-    throw new PartialBodyError(Buffer.concat(chunks).toString('utf8'), err);
+  } catch (error) {
+    return { text: text(), error };
   }
-  return { text: Buffer.concat(chunks).toString('utf8'), overCap: false };
+  return { text: text(), overCap: false };
 }
 
 /**
@@ -374,11 +310,6 @@ function argumentProblem(call: Call): string | null {
     return 'idempotencyKey must be visible ASCII without spaces';
   }
   return null;
-}
-
-/** The {@link CallOptions} a call carries. */
-function callOptions({ signal, timeoutMs }: CallOptions): Pick<Call, 'signal' | 'timeoutMs'> {
-  return { signal, timeoutMs };
 }
 
 /** The path of a call with its IDs as placeholders: the HTTP span's name and `url.template`. */

@@ -1,28 +1,16 @@
 /**
- * The process-wide HTTP connection pool. One undici dispatcher for the whole worker, so that the
- * many concurrent polls of many workflows share keep-alive connections instead of each paying a TCP
- * and TLS handshake. This is the one piece of module-level mutable state the house style allows.
- *
- * It honours `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` for the agent API, through undici's
- * EnvHttpProxyAgent, and never installs a global dispatcher: nothing else in the process (the
- * Temporal connection is gRPC in the SDK's core, not undici) is proxied by it.
+ * The process-wide HTTP connection pool: one undici dispatcher for the whole worker, so that the
+ * polls of many workflows share keep-alive connections (the one module-level mutable state the
+ * house style allows). It honours the proxy variables for the agent API (docs/configuration.md,
+ * "Proxies") and never installs a global dispatcher: nothing else in the process is proxied by it.
  */
 import { Agent, EnvHttpProxyAgent, Pool, type Dispatcher } from 'undici';
 
 /**
- * The timeouts of a dispatcher made by {@link createDispatcher}, in milliseconds: TCP plus TLS
- * handshake, request sent to response headers, longest pause between body chunks, and how long an
- * idle connection is kept.
+ * The timeouts of a dispatcher, in ms: TCP plus TLS handshake, request sent to response headers,
+ * longest pause between body chunks, idle keep-alive. Why each: docs/agent-api.md ("Timeouts").
  */
-export interface DispatcherTimeouts {
-  connectTimeoutMs: number;
-  headersTimeoutMs: number;
-  bodyTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-}
-
-/** The production values; why each, in docs/agent-api.md ("Timeouts"). */
-export const DEFAULT_TIMEOUTS: Readonly<DispatcherTimeouts> = {
+export const DEFAULT_TIMEOUTS = {
   connectTimeoutMs: 10_000,
   headersTimeoutMs: 30_000,
   bodyTimeoutMs: 15_000,
@@ -30,23 +18,15 @@ export const DEFAULT_TIMEOUTS: Readonly<DispatcherTimeouts> = {
 };
 
 /**
- * A new keep-alive dispatcher. The worker uses the shared one from {@link getDispatcher}; tests and
- * tools pass their own (short timeouts, say) through `AgentApiClientOptions.dispatcher`.
- *
- * When `env` names a proxy (`https_proxy` or `HTTPS_PROXY` for https:// targets, `http_proxy` or
- * `HTTP_PROXY` for http:// ones and for https:// ones without an https proxy; lowercase first, as
- * undici reads them), requests go through it: https:// ones through a CONNECT tunnel, http:// ones
- * in absolute form. Hosts that `no_proxy` or `NO_PROXY` lists (commas or spaces; `.example.com` or
- * `example.com` also covers its subdomains; `*` is every host) and the loopback names
- * ({@link LOOPBACK_NAMES}), whatever `NO_PROXY` says, are reached directly. The timeouts apply to
- * both kinds of connection. Without a proxy in `env`, or with `NO_PROXY=*`, this is a plain undici
- * Agent.
+ * A new keep-alive dispatcher (tests and tools pass their own to the client), through the proxy
+ * `env` names for its targets, as docs/configuration.md ("Proxies") says; a plain undici Agent
+ * without one.
  *
  * @throws TypeError when a proxy variable is not an http:// or https:// URL; the message names the
  *   variable, never its value (which may carry credentials).
  */
 export function createDispatcher(
-  timeouts: Partial<DispatcherTimeouts> = {},
+  timeouts: Partial<typeof DEFAULT_TIMEOUTS> = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Dispatcher {
   const t = { ...DEFAULT_TIMEOUTS, ...timeouts };
@@ -80,26 +60,18 @@ export function createDispatcher(
 }
 
 /**
- * Loopback by name, always reached directly: the simulator and the tests run there, and a proxy in
- * front of the machine cannot reach its loopback anyway, so no `NO_PROXY` setting should be needed
- * for them. undici's `noProxy` matches names, not address ranges: another 127.x address is proxied
- * unless `NO_PROXY` names it.
+ * Loopback by name, always reached directly: a proxy in front of the machine cannot reach its
+ * loopback anyway (undici matches names, not address ranges).
  */
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 
-/** What EnvHttpProxyAgent is given, read from `env` once. */
-interface ProxySettings {
-  httpProxy: string;
-  httpsProxy: string;
-  noProxy: string;
-}
-
 /**
- * The proxy variables of `env`, or null when no host is proxied. Each value is passed on
- * explicitly, an unset one as `''`, so that EnvHttpProxyAgent never falls back to reading
- * `process.env` itself.
+ * What EnvHttpProxyAgent is given, or null when no host is proxied. An unset variable is passed as
+ * `''`, so that EnvHttpProxyAgent never falls back to reading `process.env` itself.
  */
-function proxySettings(env: NodeJS.ProcessEnv): ProxySettings | null {
+function proxySettings(
+  env: NodeJS.ProcessEnv,
+): { httpProxy: string; httpsProxy: string; noProxy: string } | null {
   const httpProxy = proxyUrl(env, 'http_proxy', 'HTTP_PROXY');
   const httpsProxy = proxyUrl(env, 'https_proxy', 'HTTPS_PROXY');
   const noProxy = (env.no_proxy ?? env.NO_PROXY ?? '').trim();
@@ -129,31 +101,20 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
 }
 
-/**
- * Checks the proxy variables of `env` the way {@link createDispatcher} reads them, so that a bad
- * one is refused when the worker starts rather than at its first API call.
- *
- * @throws TypeError naming the variable, never its value
- */
+/** Checks the proxy variables of `env` as {@link createDispatcher} reads them, at the worker's start. @throws TypeError */
 export function checkProxyEnv(env: NodeJS.ProcessEnv): void {
   proxySettings(env);
 }
 
 let shared: Dispatcher | null = null;
 
-/**
- * The process-wide dispatcher, created on first use with {@link DEFAULT_TIMEOUTS} and the proxy
- * variables of `process.env` at that moment.
- */
+/** The process-wide dispatcher, created on first use from `process.env` at that moment. */
 export function getDispatcher(): Dispatcher {
   shared ??= createDispatcher();
   return shared;
 }
 
-/**
- * Closes the process-wide dispatcher (waiting for requests in flight) so the process can exit.
- * A later {@link getDispatcher} makes a new one.
- */
+/** Closes the process-wide dispatcher (waiting for requests in flight); a later {@link getDispatcher} makes a new one. */
 export async function closeDispatcher(): Promise<void> {
   const closing = shared;
   shared = null;

@@ -1,10 +1,7 @@
 /**
- * The one error type the client throws (besides a caller's own abort reason), and what a failed
- * call becomes: the {@link AgentApiError} of its kind, with a message a person can act on (what
- * was called, what happened, whether it may have been applied, and what to check, as the failure
- * policy words it: src/failure-policy/messages.ts). What it means is the failure policy's
- * (src/failure-policy/table.ts): the client says what happened (a {@link FailureKind}), and the
- * type, finality and ambiguity follow from the table. No I/O here: ./client.ts sends.
+ * What a failed call becomes: the {@link AgentApiError} of its {@link FailureKind}, its type,
+ * finality and ambiguity the failure policy's (src/failure-policy/), with a message a person can
+ * act on. No I/O here: ./client.ts sends.
  */
 import type { Dispatcher } from 'undici';
 import { FailureKind, kindOfNetworkError, kindOfStatus, namesLocation } from '../failure-policy/kinds.js';
@@ -12,32 +9,21 @@ import { hint, tlsHint } from '../failure-policy/messages.js';
 import { verdictOf, type ApiOperation, type Verdict } from '../failure-policy/table.js';
 import type { ApiFailureType } from '../failure-policy/types.js';
 import { AgentJobError, ErrorName } from '../errors.js';
-import { readableJobId } from './record.js';
+import { parsedOrNull, readableJobId } from './record.js';
 import { parseRetryAfter } from './retry-after.js';
 
 export type { ApiOperation } from '../failure-policy/table.js';
 
-/** What {@link AgentApiError} is built from. */
-export interface AgentApiErrorInit {
-  kind: FailureKind;
-  operation: ApiOperation;
-  status: number | null;
-  retryAfterMs: number | null;
-  /**
-   * The request may have been applied even though the kind alone says not: a failure while
-   * reading a 2xx body (the server took the request). Default: the policy's.
-   */
-  applied?: boolean;
-  /** See {@link AgentApiError.jobId}. */
-  jobId?: string | null;
-  message: string;
-  cause?: unknown;
-}
+/**
+ * What {@link AgentApiError} is built from; absent status, wait and job are null. `applied`: may
+ * have been applied whatever the kind says (a 2xx whose body broke off); default: the policy's.
+ */
+type AgentApiErrorInit = Pick<AgentApiError, 'kind' | 'operation' | 'message'> &
+  Partial<Pick<AgentApiError, 'status' | 'retryAfterMs' | 'jobId'>> & { applied?: boolean; cause?: unknown };
 
 /**
- * A failed API call. `type` is set explicitly from the policy (never derived from the class name,
- * which a bundler may rename). The message names the operation, the IDs, the status and the
- * server's short explanation; it never contains the API key or the Authorization header.
+ * A failed API call. `type` comes from the policy, never from the class name (a bundler may rename
+ * it). The message never contains the API key or the Authorization header.
  */
 export class AgentApiError extends AgentJobError {
   /** What happened, as the failure policy names it. */
@@ -54,15 +40,9 @@ export class AgentApiError extends AgentJobError {
   readonly retryable: boolean;
   /** The server's `Retry-After` (on 429 and 503) in ms, or null. */
   readonly retryAfterMs: number | null;
-  /**
-   * False when the request surely did not take effect (no connection, or a status that means the
-   * server refused it); true when it may have (a create that may have created an agent job).
-   */
+  /** True when the request may have taken effect (a create that may have made an agent job). */
   readonly requestMayHaveTakenEffect: boolean;
-  /**
-   * For `UnreadableAnswer`: the agent job the request took effect on, the message's job or the ID
-   * read from a create's answer; null when none can be named, and for every other type.
-   */
+  /** For `UnreadableAnswer`: the agent job the request took effect on, when it can be named; else null. */
   readonly jobId: string | null;
 
   constructor(init: AgentApiErrorInit) {
@@ -71,9 +51,9 @@ export class AgentApiError extends AgentJobError {
     this.verdict = verdictOf(init.kind, init.operation);
     this.type = this.verdict.type;
     this.operation = init.operation;
-    this.status = init.status;
+    this.status = init.status ?? null;
     this.retryable = this.verdict.bound !== 'final';
-    this.retryAfterMs = init.retryAfterMs;
+    this.retryAfterMs = init.retryAfterMs ?? null;
     this.requestMayHaveTakenEffect = init.applied ?? this.verdict.mayHaveBeenApplied;
     this.jobId = init.jobId ?? null;
   }
@@ -107,8 +87,6 @@ export class CallFailures {
     return new AgentApiError({
       kind: FailureKind.NotSendable,
       operation: call.operation,
-      status: null,
-      retryAfterMs: null,
       message: `${describe(call)} was not sent: ${problem}`,
     });
   }
@@ -118,17 +96,13 @@ export class CallFailures {
    * body: the request was applied, whatever the error code says.
    */
   network(call: Call, err: unknown, afterResponse: boolean): unknown {
-    const reason: unknown = call.signal?.aborted ? call.signal.reason : undefined;
-    if (call.signal?.aborted && !isTimeoutReason(reason)) {
-      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
-      return reason;
-    }
     if (call.signal?.aborted) {
+      const reason: unknown = call.signal.reason;
+      // The caller's own abort (an activity cancellation, a shutdown): not ours to reinterpret.
+      if (!isTimeoutReason(reason)) return reason;
       return new AgentApiError({
         kind: FailureKind.NoAnswerInTime,
         operation: call.operation,
-        status: null,
-        retryAfterMs: null,
         message: `${describe(call)} failed: the caller's timeout aborted it before an answer from ${this.origin}${ambiguity(call)}`,
         cause: reason,
       });
@@ -139,8 +113,6 @@ export class CallFailures {
     return new AgentApiError({
       kind,
       operation: call.operation,
-      status: null,
-      retryAfterMs: null,
       applied: mayHaveTakenEffect,
       message: `${describe(call)} failed: ${what} (${this.origin})${notSent}`,
       cause: err,
@@ -163,7 +135,7 @@ export class CallFailures {
     // JSON.parse quotes the body in its message: rebuild the cause from redacted text.
     const cause =
       (err instanceof SyntaxError ? new SyntaxError(this.excerpt(err.message)) : err) ?? undefined;
-    const init = { kind, operation: call.operation, status, retryAfterMs: null, cause };
+    const init = { kind, operation: call.operation, status, cause };
     const got = `${describe(call)} got HTTP ${status} with ${what}`;
     if (call.method === 'GET') {
       // A 2xx means the server took the request; only the body got lost.
@@ -244,13 +216,8 @@ function ambiguity(call: Call): string {
  * `code` of a JSON object, or the text as it is. Only ever used for the message.
  */
 function serverText(text: string): string {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not JSON: a proxy's page or plain text is shown as it is.
-    return text;
-  }
+  const json = parsedOrNull(text);
+  // Not a JSON object: a proxy's page or plain text is shown as it is.
   if (typeof json !== 'object' || json === null) return text;
   const fields = json as Record<string, unknown>;
   const nested =
@@ -271,7 +238,5 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 
 /** `AbortSignal.timeout()` aborts with a DOMException named TimeoutError. */
 export function isTimeoutReason(reason: unknown): boolean {
-  return (
-    typeof reason === 'object' && reason !== null && (reason as { name?: unknown }).name === 'TimeoutError'
-  );
+  return (reason as { name?: unknown } | null | undefined)?.name === 'TimeoutError';
 }

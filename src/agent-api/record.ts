@@ -1,16 +1,12 @@
-/**
- * Validation of the agent job record. Every 2xx body goes through {@link parseAgentJobRecord}, so the
- * rest of the project can trust the shape of what it stores in workflow history.
- */
+/** Validation of the agent job record, which every 2xx body goes through before it reaches history. */
 import { z } from 'zod';
 import { MAX_JOB_ID_BYTES, type AgentJobRecord } from './types.js';
 import { AgentJobError, ErrorName } from '../errors.js';
 
 /**
- * A field the API documents as optional. `null` is read as absent: a server that sends `"model": null`
- * has told us nothing. A value of the wrong type (or over its length bound) is dropped the same way:
- * the field is optional, the workflow decides nothing from it, and failing every call over it would
- * stop every workflow when the service's record drifts.
+ * A field the API documents as optional: `null`, a wrong type or a value over its bound read as
+ * absent. The workflow decides nothing from it, and failing every call over it would stop every
+ * workflow when the service's record drifts.
  */
 function optional<T extends z.ZodType>(schema: T) {
   return schema
@@ -55,11 +51,9 @@ const MAX_PR_LINK_LENGTH = 4_096;
 const NOT_IN_PR_LINK = /[\s\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}'"<>[\]()`\\]/u;
 
 /**
- * A `prLink` as the project keeps it: an absolute http(s) URL, normalized by the WHATWG URL parser
- * (`url.href`: the host lower-cased, in punycode, any other non-ASCII percent-encoded), with none of
- * {@link NOT_IN_PR_LINK} and no user name or password before the host (`https://github.com@evil`).
- * Nothing is trimmed or dropped silently: a link with any of these makes the body not a record.
- * An issue names the position and code point at fault, never the link itself.
+ * A `prLink` as kept: an absolute http(s) URL as the WHATWG parser writes it (`url.href`), with none
+ * of {@link NOT_IN_PR_LINK} and no user before the host (`https://github.com@evil`); else the body
+ * is not a record (nothing trimmed). An issue names the position and code point, never the link.
  */
 function pullRequestLink(raw: string, ctx: z.RefinementCtx): string {
   const refuse = (problem: string) => {
@@ -74,13 +68,9 @@ function pullRequestLink(raw: string, ctx: z.RefinementCtx): string {
     const codePoint = (bad[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0');
     return refuse(`has U+${codePoint} at position ${bad.index + 1}`);
   }
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    // The parser's message quotes the input: the issue says what is wrong instead.
-    return refuse('is not an absolute URL');
-  }
+  // Not `new URL`'s error: it quotes the input.
+  const url = URL.canParse(raw) ? new URL(raw) : null;
+  if (url === null) return refuse('is not an absolute URL');
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return refuse('is not an http(s) URL');
   if (url.username !== '' || url.password !== '') return refuse('names a user or password before the host');
   if (url.href.length > MAX_PR_LINK_LENGTH) return refuse(`is over ${MAX_PR_LINK_LENGTH} characters`);
@@ -88,10 +78,9 @@ function pullRequestLink(raw: string, ctx: z.RefinementCtx): string {
 }
 
 /**
- * Schema of one agent job record. `status` is any non-empty string: the live service may add values
- * and the workflow, not the client, decides what an undocumented one means. Unknown fields are kept.
- * `id`, `status` and `prLink` are what the workflow decides from: they must be right, or the body
- * is not a record.
+ * Schema of one agent job record; unknown fields are kept. `id`, `status` and `prLink` are what
+ * the workflow decides from: they must be right. `status` is any non-empty string: the workflow
+ * decides what an undocumented one means.
  */
 export const agentJobRecordSchema = z.looseObject({
   id: jobIdSchema,
@@ -112,9 +101,8 @@ export const agentJobRecordSchema = z.looseObject({
 });
 
 /**
- * Largest record kept, as JSON: 16 KiB. A real record is well under 1 KiB; every record the
- * workflow reads goes into its history (a poll's marker, the status query, the result), so unknown
- * fields are kept only within this budget, and a record is never near Temporal's 2 MB payload limit.
+ * Largest record kept, as JSON: 16 KiB (a real one is under 1 KiB). Every record read goes into
+ * history, so unknown fields are kept only within this budget, far from Temporal's 2 MB limit.
  */
 export const RECORD_BUDGET_BYTES = 16 * 1024;
 
@@ -128,12 +116,7 @@ export class InvalidAgentJobRecordError extends AgentJobError {
   }
 }
 
-/**
- * Checks that `body` (already JSON-decoded) is an agent job record.
- *
- * @returns the record, with a missing `prLink` set to null and unknown fields kept
- * @throws {InvalidAgentJobRecordError} when it is not one
- */
+/** `body` (JSON-decoded) as an agent job record, a missing `prLink` null. @throws {InvalidAgentJobRecordError} */
 export function parseAgentJobRecord(body: unknown): AgentJobRecord {
   const result = agentJobRecordSchema.safeParse(body);
   if (result.success) return withinBudget(withoutDropped(result.data));
@@ -145,10 +128,8 @@ export function parseAgentJobRecord(body: unknown): AgentJobRecord {
 }
 
 /**
- * Reads the agent job ID from the body of an answer that is not a record: the `id` of a JSON object
- * whatever its other fields, or of a body cut short, wherever `id` stands among the top-level
- * fields, once its value arrived whole. Null when no ID can be read for sure (an HTML page, an `id`
- * nested deeper or cut itself).
+ * The agent job ID of an answer that is not a record: the top-level `id` of a JSON object, or of a
+ * body cut short once the value arrived whole; null when none can be read for sure.
  */
 export function readableJobId(text: string): string | null {
   const json = parsedOrNull(text) ?? { id: parsedOrNull(topLevelId(text) ?? '') };
@@ -191,7 +172,7 @@ function topLevelId(text: string): string | null {
 }
 
 /** `text` as JSON, or null when it is not JSON (or is JSON `null`). */
-function parsedOrNull(text: string): unknown {
+export function parsedOrNull(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -202,13 +183,10 @@ function parsedOrNull(text: string): unknown {
 
 /** The record without the optional fields whose value was dropped (left undefined by the schema). */
 function withoutDropped(record: AgentJobRecord): AgentJobRecord {
-  const kept: AgentJobRecord = { ...record };
-  for (const field of DOCUMENTED_FIELDS) if (kept[field] === undefined) delete kept[field];
-  if (kept.source) {
-    const source = { ...kept.source };
-    for (const field of ['repository', 'ref']) if (source[field] === undefined) delete source[field];
-    kept.source = source;
-  }
+  const defined = <T extends object>(o: T) =>
+    Object.fromEntries(Object.entries(o).filter(([, value]) => value !== undefined)) as T;
+  const kept = defined(record);
+  if (kept.source) kept.source = defined(kept.source);
   return kept;
 }
 

@@ -1,9 +1,3 @@
-/**
- * `Retry-After` parsing (RFC 9110 section 10.2.3). The header is either a number of seconds or an
- * HTTP date; anything else is ignored rather than trusted, because a garbage value must never turn
- * into a zero wait (a retry storm) or an enormous one (a stuck workflow).
- */
-
 const DELTA_SECONDS = /^\d+$/;
 
 /**
@@ -13,11 +7,9 @@ const DELTA_SECONDS = /^\d+$/;
 const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /i;
 
 /**
- * Milliseconds to wait according to a `Retry-After` header value.
- *
- * @param value the header value, or undefined when the header is absent
- * @param now epoch ms to measure an HTTP date against (tests pass a fixed clock)
- * @returns the wait in ms; 0 for a date in the past; null when absent or not parseable
+ * Milliseconds to wait as a `Retry-After` value says (RFC 9110 10.2.3: seconds or an HTTP date,
+ * measured from `now`); 0 for a date in the past; null when absent or anything else, which is
+ * ignored rather than trusted: garbage must never turn into a zero wait or an enormous one.
  */
 export function parseRetryAfter(value: string | undefined, now: number = Date.now()): number | null {
   if (value === undefined) return null;

@@ -1,10 +1,7 @@
 /**
- * One OpenTelemetry client span per HTTP call, named and attributed after the OpenTelemetry HTTP
- * conventions, with the W3C trace context sent along. Through the global API only: with no tracer
- * provider installed (src/observability/tracing.ts) every call here is a no-op.
- *
- * What a span carries is chosen, never copied from the request: no header (the bearer key), no
- * prompt, no body.
+ * One OpenTelemetry client span per HTTP call (the HTTP conventions, W3C trace context sent along),
+ * through the global API: a no-op without a tracer provider (src/observability/tracing.ts). What a
+ * span carries is chosen, never copied from the request: no header (the bearer key), prompt or body.
  */
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { AgentApiError, type Call } from './errors.js';
@@ -18,10 +15,7 @@ export type TracedCall = Pick<Call, 'operation' | 'method' | 'projectId' | 'jobI
   url: URL;
 };
 
-/**
- * Runs `send` in a client span. `send` gets the headers to add (the trace context) and reports the
- * response status through `answered`.
- */
+/** Runs `send` in a client span; `send` gets the trace headers and reports the status through `answered`. */
 export function tracedHttpCall<T>(
   call: TracedCall,
   send: (traceHeaders: Record<string, string>, answered: (status: number) => void) => Promise<T>,

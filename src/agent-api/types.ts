@@ -1,8 +1,4 @@
-/**
- * The Agent Job API's own vocabulary: the record it returns and its statuses. No Temporal imports,
- * so the client stands alone; src/contract.ts re-exports these as part of the workflow's public
- * contract.
- */
+/** The Agent Job API's record and statuses, without Temporal; src/contract.ts re-exports them. */
 
 /**
  * Longest agent job ID accepted, in UTF-8 bytes: far above any real one (`job_` and 32 hex
@@ -24,10 +20,7 @@ export function isTerminalStatus(status: string): boolean {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-/**
- * The agent job record as the API returns it. `status` stays a string because the live service may
- * add values; the workflow decides what an undocumented one means. Unknown extra fields are kept.
- */
+/** The agent job record as the API returns it (./record.ts validates it); unknown fields are kept. */
 export interface AgentJobRecord {
   id: string;
   status: string;

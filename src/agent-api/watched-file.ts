@@ -1,25 +1,15 @@
 /**
- * A value kept in a file (a key, a key ring) and re-read when the file changes, so that a rotated
- * secret needs no restart. The agent API key, the Temporal API key and the payload codec's key ring
- * are all read through it.
- *
- * A Kubernetes Secret mounted as a volume is updated by an atomic symlink swap (`..data` is
- * pointed at a new directory), which `fs.watch` on the file does not reliably report. So the file
- * is checked on use instead: at most once per `checkIntervalMs`, a `stat` (which follows the
- * symlinks, so a swap shows as another inode) and a read only when something changed. A file that
- * becomes unreadable, empty or malformed (a writer caught half-way) keeps the last good value and
- * is tried again on the next check.
- *
- * The file's content never appears in a message or an event of this module: a parser's reasons
- * name what is wrong, not the secret.
+ * A value kept in a file (the agent API key, the Temporal API key, the codec's key ring), re-read
+ * when the file changes so that a rotated secret needs no restart. A Kubernetes Secret volume is
+ * updated by a symlink swap, which `fs.watch` does not reliably report, so the file is checked on
+ * use: at most once per `checkIntervalMs`, a `stat` (following the symlinks: a swap shows as
+ * another inode) and a read only when it changed. A file that becomes unreadable, empty or
+ * malformed (a writer caught half-way) keeps the last good value. Its content never appears in a
+ * message or an event: a parser's reasons name what is wrong, not the secret.
  */
 import { readFileSync, statSync } from 'node:fs';
 
-/**
- * What a {@link WatchedFile} reports, once per change of state (not once per check): a new value
- * in use, the file unusable (again only when the reason changes), or usable again with the same
- * value. Never carries the value.
- */
+/** What a {@link WatchedFile} reports, once per change of state (not per check); never the value. */
 export type WatchedFileEvent =
   | { kind: 'reloaded'; path: string }
   | { kind: 'unusable'; path: string; reason: string }
@@ -32,20 +22,14 @@ export type Parsed<T> = { value: T } | { reason: string };
 export interface WatchedFileOptions {
   /** Shortest time between two checks of the file on use. Default 1,000 ms. */
   checkIntervalMs?: number;
-  /**
-   * Called when a new value is in use, when the file becomes unusable (the old value stays), and
-   * when it is usable again: once per change, however often the file is checked meanwhile.
-   */
+  /** Called once per change of state (a {@link WatchedFileEvent}). */
   onEvent?: (event: WatchedFileEvent) => void;
   /** Clock, for tests. */
   now?: () => number;
 }
 
-/** Default shortest time between two checks of a watched file. */
-export const DEFAULT_FILE_CHECK_INTERVAL_MS = 1_000;
-
 /** Why a file cannot be used at start: the reason, and the error of the read when there was one. */
-export interface Unusable {
+interface Unusable {
   reason: string;
   cause?: unknown;
 }
@@ -80,7 +64,7 @@ export class WatchedFile<T> {
     this.path = path;
     this.#parse = parse;
     this.#same = options.same ?? Object.is;
-    this.#interval = options.checkIntervalMs ?? DEFAULT_FILE_CHECK_INTERVAL_MS;
+    this.#interval = options.checkIntervalMs ?? 1_000;
     this.#onEvent = options.onEvent ?? (() => undefined);
     this.#now = options.now ?? Date.now;
     const first = this.#read();

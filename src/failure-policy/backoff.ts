@@ -1,12 +1,9 @@
 /**
- * How a failure backs off: the backoff of each column of the table (./table.ts), the jitter on
- * every wait, and the cap on a server's `Retry-After`. One rule, {@link retryDelayMs}, sets every
- * wait: in the activities (as `nextRetryDelay`, the server retrying), in the workflow (on its own
- * timers) and between a job-end notice's attempts. The activities' retry policies are these
- * backoffs ({@link retryPolicyOf}), so an attempt lost with its worker is spaced alike.
- *
- * Pure: no Node modules, no clock; the caller passes the random source (the workflow's seeded
- * `Math.random`, or the activity's).
+ * How a failure backs off: the backoff of each column of the table (./table.ts), the jitter, the
+ * cap on `Retry-After`. One rule, {@link retryDelayMs}, sets every wait: the activities'
+ * `nextRetryDelay`, the workflow's timers, a notice's attempts; the activities' retry policies are
+ * these backoffs ({@link retryPolicyOf}), so an attempt lost with its worker is spaced alike.
+ * Pure: the caller passes the random source.
  */
 import type { FailureKind } from './kinds.js';
 import { POLICY, type ApiOperation } from './table.js';
@@ -61,19 +58,15 @@ export const BACKOFFS: Readonly<Record<ApiOperation | 'delivery', Backoff>> = {
 export const MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 /**
- * Jitter added to every wait, as a fraction: 0 to +20%. Only upwards, so a wait never drops below
- * the backoff or the server's `Retry-After`; enough that workflows refused together do not return
- * together.
+ * Jitter added to every wait: 0 to +20%, only upwards (never below the backoff or `Retry-After`),
+ * so that workflows refused together do not return together.
  */
 export const RETRY_JITTER = 0.2;
 
 /**
- * The wait before the next attempt, after `failures` (at least 1) failed attempts in a row: the
- * backoff, raised (never lowered) to the server's `Retry-After` (`retryAfterMs`: 0 for a date in
- * the past, null when it sent none) capped at {@link MAX_RETRY_AFTER_MS}, plus up to
- * {@link RETRY_JITTER} from `random` (the workflow's seeded `Math.random`, or the activity's). So
- * `Retry-After: 0` or a date in the past (clock skew) can never cause a retry storm. Callers cap
- * the result at their deadline.
+ * The wait after `failures` (at least 1) failed attempts in a row: the backoff, raised (never
+ * lowered) to the server's `Retry-After` capped at {@link MAX_RETRY_AFTER_MS}, plus jitter; so
+ * `Retry-After: 0` or a date in the past can never cause a retry storm. Callers cap it at their deadline.
  */
 export function retryDelayMs({
   backoff,
@@ -96,10 +89,8 @@ export function retryDelayMs({
 }
 
 /**
- * The wait before a job-end notice's attempt after `attempt` failed with `kind`, or null when the
- * delivery stops. `retryAfterMs` counts only where the table says the receiver may ask for a wait.
- * Whether the wait still fits the delivery's bound is the server's to say: it ends the delivery
- * when the next attempt would come after the schedule-to-close timeout.
+ * The wait before a job-end notice's next attempt, or null when the delivery stops. Whether it
+ * still fits the delivery's bound is the server's to say (the schedule-to-close timeout).
  */
 export function nextDeliveryDelayMs(input: {
   kind: FailureKind;
@@ -119,11 +110,7 @@ export function nextDeliveryDelayMs(input: {
 }
 
 /** The Temporal retry policy of a {@link Backoff}. */
-export function retryPolicyOf(backoff: Backoff): {
-  initialInterval: number;
-  backoffCoefficient: number;
-  maximumInterval: number;
-} {
+export function retryPolicyOf(backoff: Backoff) {
   return {
     initialInterval: backoff.initialIntervalMs,
     backoffCoefficient: backoff.backoffCoefficient,

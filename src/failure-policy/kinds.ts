@@ -1,16 +1,10 @@
 /**
- * What happened to a call, as the failure policy's table (./table.ts) names it: the kinds of
- * failure, and the classifiers that turn an HTTP status or a network error into one. The Agent Job
- * API client and a job-end notice's sender classify alike. Facts only; what a kind means for each
- * call is the table's.
- *
- * Pure: no Node modules, no clock. Workflow code imports it (through the table).
+ * The kinds of failure the table (./table.ts) has a row for, and the classifiers that turn an HTTP
+ * status or a network error into one, for the API client and a job-end notice's sender alike.
+ * Facts only: what a kind means is the table's. Pure: workflow code imports it.
  */
 
-/**
- * What happened to one call: the facts, before the policy says what they mean. Each kind's value,
- * and its text for people (the first column of docs/failure-policy.md).
- */
+/** Each kind's value, and its text for people (the first column of docs/failure-policy.md). */
 const KINDS = {
   Malformed: ['malformed', '400, 422 and other 4xx not named below: the request itself is wrong.'],
   NotSendable: [
@@ -119,7 +113,7 @@ export function namesLocation(kind: FailureKind): boolean {
 }
 
 /** A network failure's kind, and a short description for the message. */
-export interface NetworkKind {
+interface NetworkKind {
   kind: FailureKind;
   what: string;
 }
@@ -201,8 +195,7 @@ export function kindOfNetworkError(err: unknown, target = 'the host'): NetworkKi
  * `Proxy Authentication Required (407)` for a request in absolute form, `Proxy response (503) !==
  * 200 when HTTP Tunneling` for a CONNECT; null for any other error. A CONNECT answered 502, 503 or
  * 504 never reached the host (undici sends nothing before the tunnel is open): the proxy could not
- * reach it for now, like a refused connection. (The caller's own aborts never get here: the client
- * reads its signal first.)
+ * reach it for now, like a refused connection.
  */
 function proxyAnswer(err: unknown, target: string): NetworkKind | null {
   const message = err instanceof Error ? err.message : '';

@@ -1,10 +1,6 @@
 /**
- * What a person reads of a failure, beyond what happened (./kinds.ts): what to check for each kind
- * of failed API call, what a create or message that may have been applied means, and a delivery's
- * bound as it is set. The API client, the activities and the notification workflow put these in
- * their messages.
- *
- * Pure: no imports but the kinds.
+ * What a person reads of a failure beyond what happened (./kinds.ts): what to check, what a call
+ * that may have been applied means, a delivery's bound. Pure.
  */
 import { FailureKind } from './kinds.js';
 import type { ApiOperation } from './table.js';
@@ -52,11 +48,7 @@ export function tlsHint(kind: FailureKind): string {
     : '';
 }
 
-/**
- * What a person should know about a create or message that may have been applied, after `why` (an
- * attempt that may have reached the API), when the ambiguous-call policy is `fail`: it is not
- * sent again, and what to look at instead.
- */
+/** Why a create or message that may have been applied (`why` may have reached the API) is not sent again under `fail`. */
 export function notSentAgain(operation: 'createJob' | 'sendMessage', why: string): string {
   const look =
     operation === 'createJob'

@@ -1,11 +1,7 @@
 /**
- * How a streak of failures is bounded: the failures in a row of one Agent Job API call, as the
- * workflow counts them, and when the table's bound for them (./table.ts, `StreakBound`) is reached;
- * and how long a job-end notice is tried. A streak also sets the wait before the next attempt
- * (./backoff.ts).
- *
- * Pure: the caller passes the time and the random source (the workflow's seeded `Math.random`).
- * The workflow carries the streak across continue-as-new.
+ * A streak of failures of one Agent Job API call as the workflow counts it (carried across
+ * continue-as-new), when the table's bound for it (`StreakBound`) is reached, and the wait before
+ * the next attempt. Pure: the caller passes the time and the random source.
  */
 import { retryDelayMs, type Backoff } from './backoff.js';
 import type { ApiOperation, StreakBound } from './table.js';
@@ -48,25 +44,15 @@ export interface FailureStreakState {
 
 /** One failure as the streak counts it. */
 export interface CountedFailure {
-  /** Its failure type. */
   type: string;
   /** How the policy bounds a streak of it. */
   bound: StreakBound;
-  /** The call that met it. */
   operation: ApiOperation;
   /**
    * For a refused key: how long ago this worker last had another answer from the project (null:
    * never), which decides whether a create's key may be in rotation.
    */
   keyAnsweredAgoMs?: number | null;
-}
-
-/** What one failure means. */
-export interface FailureVerdict {
-  /** The first failure after a success: worth one log line, where the rest are not. */
-  startsStreak: boolean;
-  /** Set when the streak is over (what was reached, for the message): the failure is final. */
-  boundReached: string | null;
 }
 
 /** Counts failures in a row. */
@@ -78,11 +64,17 @@ export class FailureStreak {
   }
 
   /**
-   * Counts `failure`, met at activity attempt `attempt`, at workflow time `nowMs`. At attempt 1 it
-   * follows the previous failure directly; at a later one, Temporal retried other answers in
-   * between, so a run of one type restarts.
+   * Counts `failure`, met at activity attempt `attempt`, at workflow time `nowMs`. At a later
+   * attempt than 1, Temporal retried other answers in between, so a run of one type restarts.
+   * `startsStreak`: the first failure after a success (worth one log line); `boundReached`: what
+   * ended the streak (the failure is final), or null.
    */
-  failed(failure: CountedFailure, attempt: number, nowMs: number, tolerances: Tolerances): FailureVerdict {
+  failed(
+    failure: CountedFailure,
+    attempt: number,
+    nowMs: number,
+    tolerances: Tolerances,
+  ): { startsStreak: boolean; boundReached: string | null } {
     const s = this.state;
     const attempts = Math.max(1, attempt);
     const continues = attempts === 1 && s.type === failure.type;
@@ -103,10 +95,7 @@ export class FailureStreak {
     return failures;
   }
 
-  /**
-   * The wait before the next attempt: the backoff for this streak, raised to a capped
-   * `Retry-After`, jittered, and never past `remainingMs`.
-   */
+  /** The wait before the next attempt ({@link retryDelayMs} for this streak), never past `remainingMs`. */
   retryInMs(
     backoff: Backoff,
     retryAfterMs: number | null,

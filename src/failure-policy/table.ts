@@ -1,21 +1,13 @@
 /**
- * The failure policy's table: what every failure does, in one table. For each kind of failure
- * (./kinds.ts: an HTTP status class, a network error split by whether the request can have left, a
- * TLS handshake, a timeout, a worker stopping, an answer that cannot be read) it has a column per
- * call that can meet it: the Agent Job API's create, poll and message, and a job-end notice's
- * delivery. For an API call it says the failure type the caller sees, whether it is final, whether
- * the request may have been applied, and how a streak of it is bounded (./streak.ts); for a
- * delivery, whether it is tried again. How each waits is ./backoff.ts; what a person reads,
- * ./messages.ts.
+ * The failure policy's table (why one: docs/decisions/0012-one-failure-policy.md): for each kind
+ * of failure (./kinds.ts), a column per call that can meet it, the API's create, poll and message
+ * and a job-end notice's delivery. For an API call: the failure type, whether it is final, whether
+ * it may have been applied, how a streak of it ends (./streak.ts); for a delivery, whether it is
+ * tried again. Waits: ./backoff.ts; words: ./messages.ts. No other file compares an HTTP status or
+ * an API failure type (`dev/check-failure-policy.ts` fails lint on one), and docs/failure-policy.md
+ * is generated from {@link POLICY} (`dev/failure-policy-page.ts`).
  *
- * Everything else reads this folder: the API client and the notice's sender classify what happened
- * (./kinds.ts), the activities hand a failure back or let Temporal retry it as {@link verdictOf}
- * says, and the workflow bounds a streak with ./streak.ts. No other file compares an HTTP status or
- * an API failure type (`dev/check-failure-policy.ts` fails `npm run lint` when one does), and
- * docs/failure-policy.md is generated from {@link POLICY} (`dev/failure-policy-page.ts`, diffed in
- * lint).
- *
- * Pure: no Node modules, no clock, no randomness of its own. Workflow code imports it.
+ * Pure: workflow code imports it.
  */
 import { FailureKind } from './kinds.js';
 import { ApiFailureType } from './types.js';
@@ -58,9 +50,7 @@ export interface Verdict {
 
 /**
  * What one kind of failed delivery of a job-end notice does: tried again (`deadline`) until the
- * delivery's bound (`AGENT_NOTIFY_RETRY_FOR`, the delivery activity's schedule-to-close timeout,
- * which the server alone keeps), or it ends undelivered at once (`final`). The receiver's
- * `Retry-After` raises the wait where `readsRetryAfter` says so.
+ * delivery's bound (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout), or it ends at once (`final`).
  */
 type DeliveryVerdict = Pick<Verdict, 'readsRetryAfter'> & { bound: 'deadline' | 'final' };
 
@@ -80,9 +70,8 @@ const verdict = (init: Init): Verdict => ({
 const STOPS: DeliveryVerdict = { bound: 'final', readsRetryAfter: false };
 
 /**
- * The same verdict for every API call. A delivery is tried again where the calls are retried until
- * their deadline, and stops at every other bound: what a receiver refuses (a request it calls
- * wrong, a key, a redirect, an odd status) it will refuse again, and only a person can fix it.
+ * The same verdict for every API call. A delivery is tried again only where the calls are retried
+ * until their deadline: what a receiver refuses it will refuse again, and only a person can fix it.
  */
 const all = (init: Init): Row => {
   const same = verdict(init);
@@ -111,6 +100,13 @@ const unreadable = (pollBound: StreakBound): Row => {
 };
 
 const keyRefused = all({ type: ApiFailureType.Unauthorized, bound: 'credentials' });
+const jobNotFound = verdict({ type: ApiFailureType.JobNotFound, bound: 'blip' });
+// A POST answered 303 was processed: as ambiguous as a lost answer, never a plain retry.
+const postProcessed = verdict({
+  type: ApiFailureType.UnexpectedResponse,
+  bound: 'deadline',
+  mayHaveBeenApplied: true,
+});
 
 /** The table. `KIND_TEXT` (./kinds.ts) says what each row is; docs/failure-policy.md prints it. */
 export const POLICY: Readonly<Record<FailureKind, Row>> = {
@@ -121,8 +117,8 @@ export const POLICY: Readonly<Record<FailureKind, Row>> = {
   [FailureKind.NotFound]: {
     // A create names only the project, so its 404 is about the project; get and message name a job.
     createJob: verdict({ type: ApiFailureType.ProjectNotFound, bound: 'final' }),
-    getJob: verdict({ type: ApiFailureType.JobNotFound, bound: 'blip' }),
-    sendMessage: verdict({ type: ApiFailureType.JobNotFound, bound: 'blip' }),
+    getJob: jobNotFound,
+    sendMessage: jobNotFound,
     delivery: STOPS,
   },
   [FailureKind.NotProcessed]: all({ type: ApiFailureType.ServiceUnavailable, bound: 'deadline' }),
@@ -143,18 +139,9 @@ export const POLICY: Readonly<Record<FailureKind, Row>> = {
   }),
   [FailureKind.Redirect]: all({ type: ApiFailureType.Redirected, bound: 'final' }),
   [FailureKind.SeeOther]: {
-    // A POST answered 303 was processed: as ambiguous as a lost answer, never a plain retry.
-    createJob: verdict({
-      type: ApiFailureType.UnexpectedResponse,
-      bound: 'deadline',
-      mayHaveBeenApplied: true,
-    }),
+    createJob: postProcessed,
     getJob: verdict({ type: ApiFailureType.Redirected, bound: 'final' }),
-    sendMessage: verdict({
-      type: ApiFailureType.UnexpectedResponse,
-      bound: 'deadline',
-      mayHaveBeenApplied: true,
-    }),
+    sendMessage: postProcessed,
     // A webhook that moved is a configuration to fix: following it would send the signed notice
     // to a host no one configured.
     delivery: STOPS,
@@ -202,11 +189,10 @@ export function verdictOf(kind: FailureKind, operation: ApiOperation): Verdict {
 }
 
 /**
- * Whether a retryable failure goes back to the workflow instead of being retried by Temporal:
- * when the workflow counts or times its streak (`in-a-row`, `blip`, `credentials`: the status
- * query shows the wait), and when a create or message may have been applied (only the workflow
- * may send it again, and it tells the next attempt so). `applied`: the request may have been
- * applied whatever the kind says (a 2xx whose body broke off).
+ * Whether a retryable failure goes back to the workflow instead of being retried by Temporal: when
+ * the workflow counts or times its streak (the status query shows the wait), and when a create or
+ * message may have been applied (only the workflow sends it again: docs/decisions/0009).
+ * `applied`: may have been applied whatever the kind says (a 2xx whose body broke off).
  */
 export function handedBack(
   verdict: Verdict,

@@ -1,10 +1,6 @@
 /**
- * The failure types an Agent Job API call fails with: the names the failure policy's table
- * (./table.ts) gives each kind of failure, and src/contract.ts re-exports with the workflow's own.
- * What each does (final or retried, for how long, whether it may have been applied) is the
- * table's alone, printed in docs/failure-policy.md; below, only what it names.
- *
- * Pure: no imports. The API client, workflow code and the contract import it.
+ * The failure types of an Agent Job API call (src/contract.ts re-exports them). What each does is
+ * the table's alone (./table.ts, docs/failure-policy.md); below, only what it names. Pure.
  */
 
 /** Failure types of the API client. Stable names: callers match on them. */
@@ -35,10 +31,7 @@ export const ApiFailureType = {
   RequestTimeout: 'RequestTimeout',
   /** A body that is not JSON or not an agent job record (a proxy's error page, say). */
   UnexpectedResponse: 'UnexpectedResponse',
-  /**
-   * A create or follow-up message answered 2xx, so it took effect, but its body cannot be read as
-   * a record. The message names the agent job when the answer or the call does.
-   */
+  /** A create or follow-up message answered 2xx, so it took effect, but its body is not a record. */
   UnreadableAnswer: 'UnreadableAnswer',
   /** A create whose outcome is unknown, under the `fail` policy for ambiguous calls. */
   CreateOutcomeUnknown: 'CreateOutcomeUnknown',
