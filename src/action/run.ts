@@ -7,8 +7,7 @@
  * 3, 4, 6, 7 for how a waited-for job failed.
  */
 import * as core from '@actions/core';
-import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, type DataConverter } from '@temporalio/client';
 import {
   followAgentJob,
   progressLine,
@@ -30,12 +29,7 @@ import {
 import { terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
-import {
-  AesGcmPayloadCodec,
-  parseKeyRing,
-  PayloadUnopenedError,
-  staticKeyRing,
-} from '../payload-codec/index.js';
+import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
 import { inputOfSetting, maskValues, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
@@ -111,10 +105,8 @@ const FAILED_STATUS: Readonly<Record<number, string>> = {
 };
 
 /** The agent job ID a failure's details carry (the final or last record), if any. */
-function jobIdOf(failure: unknown): string | null {
-  if (!(failure instanceof ApplicationFailure)) return null;
-  const [record] = failure.details ?? [];
-  const id = (record as { id?: unknown } | undefined)?.id;
+function jobIdOf(details: unknown[] | null | undefined): string | null {
+  const id = (details?.[0] as { id?: unknown } | undefined)?.id;
   return typeof id === 'string' ? id : null;
 }
 
@@ -186,11 +178,11 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
     await writeJobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } });
     return ExitCode.Ok;
   } catch (err) {
-    if (!(err instanceof WorkflowFailedError) && !(err instanceof PayloadUnopenedError)) throw err;
-    const { code, type } = classifyFailure(err);
+    const failure = classifyFailure(err);
+    if (failure === null) throw err;
+    const { code, type, message } = failure;
     const status = FAILED_STATUS[code] ?? 'workflow-failed';
-    const message = err instanceof PayloadUnopenedError ? err.message : (err.cause?.message ?? err.message);
-    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle));
+    const jobId = jobIdOf(failure.details) ?? (await recordedJobId(handle));
     core.setOutput('job-id', jobId ?? '');
     core.setOutput('status', status);
     core.setOutput('pr-link', '');

@@ -3,7 +3,8 @@
  * which one a workflow's failure gives: one table, so a CI step and a shell script read a failure
  * alike.
  */
-import type { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { failureTypeOf } from '../client/batch.js';
 import { FailureType } from '../contract.js';
 import { PayloadUnopenedError } from '../payload-codec/index.js';
@@ -53,12 +54,22 @@ const EXIT_CODES: Readonly<Record<string, number>> = {
   [FailureType.UnsealedInput]: ExitCode.Usage,
 };
 
-/** Maps a workflow or update failure to an exit code and its failure type ({@link failureTypeOf}). */
-export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError | PayloadUnopenedError): {
-  code: number;
-  type: string;
-} {
-  if (e instanceof PayloadUnopenedError) return { code: ExitCode.PayloadUnopened, type: e.name };
+/**
+ * A workflow's, an update's or an unopened payload's failure: its exit code, failure type
+ * ({@link failureTypeOf}), message and details; null for any other error.
+ */
+export function classifyFailure(
+  e: unknown,
+): { code: number; type: string; message: string; details?: unknown[] | null } | null {
+  if (e instanceof PayloadUnopenedError)
+    return { code: ExitCode.PayloadUnopened, type: e.name, message: e.message };
+  if (!(e instanceof WorkflowFailedError) && !(e instanceof WorkflowUpdateFailedError)) return null;
   const type = failureTypeOf(e);
-  return { code: EXIT_CODES[type] ?? ExitCode.WorkflowFailed, type };
+  const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
+  return {
+    code: EXIT_CODES[type] ?? ExitCode.WorkflowFailed,
+    type,
+    message: e.cause?.message ?? e.message,
+    details,
+  };
 }
