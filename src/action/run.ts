@@ -1,10 +1,7 @@
 /**
- * The GitHub Action's step: reads the inputs, masks the secrets, checks the input (the prompt
- * limit included) before it connects, starts the agent job through the client library, or attaches
- * to the one the key already started, and with `wait` follows it to its end; then sets the outputs,
- * writes the job summary and returns the exit code. The exit codes are the starter's
- * (../starter/exit-codes.ts): 2 for bad inputs with nothing started, 5 for a server out of reach,
- * 3, 4, 6, 7 for how a waited-for job failed.
+ * The GitHub Action's step: masks the secrets, checks every input before it connects, starts (or
+ * attaches to) the agent job through the client library, with `wait` follows it to its end, and
+ * sets the outputs and the job summary. Exit codes are the starter's (../starter/exit-codes.ts).
  */
 import * as core from '@actions/core';
 import { Client, Connection, type DataConverter } from '@temporalio/client';
@@ -36,9 +33,8 @@ import { defaultKey } from './key.js';
 import { writeJobSummary, type SummaryFacts } from './summary.js';
 
 /**
- * How often the step asks the workflow for its progress while it waits: 5 s. The result arrives
- * on its own (a long poll); the progress lines are for a person watching the log, who gains
- * nothing from more, and each one is a query the worker answers.
+ * How often the step asks for progress while it waits. The result arrives on its own (a long
+ * poll); the lines are for a person reading the log, and each is a query the worker answers.
  */
 const PROGRESS_INTERVAL_MS = 5_000;
 
@@ -48,14 +44,7 @@ const OTHER_PROMPT =
   'Give a run that must have its own agent job the input key (docs/ci.md).';
 
 /** Everything checked, nothing connected yet. */
-interface Plan {
-  project: string;
-  input: AgentJobInput;
-  key: string;
-  wait: boolean;
-  settings: TemporalSettings;
-  dataConverter: DataConverter | undefined;
-}
+type Plan = Awaited<ReturnType<typeof plan>>;
 
 /** The data converter for the key ring's text, or undefined without one. */
 function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
@@ -67,7 +56,7 @@ function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
 }
 
 /** Reads and checks everything before anything connects. */
-async function plan(inputs: ActionSettings): Promise<Plan> {
+async function plan(inputs: ActionSettings) {
   const prompt = 'text' in inputs.prompt ? inputs.prompt.text : await readPromptFile(inputs.prompt.file);
   const input: AgentJobInput = { projectId: inputs.project, prompt };
   if (inputs.timeout !== undefined) input.timeout = inputs.timeout;
@@ -111,9 +100,8 @@ function jobIdOf(details: unknown[] | null | undefined): string | null {
 }
 
 /**
- * The agent job the workflow recorded (its `AgentJobId` search attribute), for a failure whose
- * details carry no record (an API error while polling); null when it made none. A failed read is
- * logged and gives null: the failure's own exit code and message matter more than the ID.
+ * The agent job the workflow recorded (`AgentJobId`), for a failure whose details carry no record;
+ * null when it made none, or when the read fails (logged: the failure itself matters more).
  */
 async function recordedJobId(handle: AgentJobHandle): Promise<string | null> {
   try {
@@ -192,10 +180,7 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
   }
 }
 
-/**
- * Runs the step for this process's environment (the `INPUT_*` and `GITHUB_*` variables the runner
- * sets): the exit code. Secrets are masked first, before any line can name them.
- */
+/** Runs the step for this process's `INPUT_*` and `GITHUB_*` variables: the exit code. Secrets are masked first. */
 export async function runAction(): Promise<number> {
   for (const secret of secretValues()) maskValues(secret).forEach((value) => core.setSecret(value));
   let checked: Plan;

@@ -10,7 +10,6 @@ export {
   promptDiffers,
   startAgentJob,
   type AgentJobHandle,
-  type AgentJobStartOptions,
   type StartAgentJobOptions,
 } from './start.js';
 export {
@@ -22,4 +21,3 @@ export {
 export { agentJobIdWorkflowId, agentJobWorkflowId, encodeIdPart, followUpUpdateId } from '../ids.js';
 export { followAgentJob, progressLine, workflowUiUrl } from './follow.js';
 export { PayloadUnopenedError } from '../payload-codec/index.js';
-export { readPromptFile } from './prompt-file.js';
