@@ -16,34 +16,8 @@ export {
   type ResolvedInput,
 } from './input.js';
 export { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
-export {
-  agentJobIdWorkflowId,
-  agentJobSummary,
-  agentJobWorkflowId,
-  encodeIdPart,
-  followAgentJob,
-  progressLine,
-  promptDiffers,
-  sendFollowUp,
-  startAgentJob,
-  workflowUiUrl,
-  type AgentJobHandle,
-  type FollowUpHandle,
-  type FollowUpInput,
-  type SendFollowUpOptions,
-  type StartAgentJobOptions,
-} from './client/index.js';
-export {
-  BatchFileError,
-  derivedBatchKey,
-  followBatch,
-  parseBatchFile,
-  startBatch,
-  type BatchLine,
-  type BatchOutcome,
-  type BatchPhase,
-  type StartedBatchLine,
-} from './client/batch.js';
+export * from './client/index.js';
+export * from './client/batch.js';
 export {
   AesGcmPayloadCodec,
   FileKeyRing,

@@ -1,9 +1,4 @@
-/**
- * The library other Node services use to start and follow agent-job workflows. Exported from the
- * package root; the starter CLI, the Nexus service and the demo use it too. Its parts: starting
- * (./start.ts), follow-up delivery (./follow-up.ts), the IDs it gives (../ids.ts) and following a
- * started workflow (./follow.ts).
- */
+/** The library that starts and follows agent-job workflows, exported from the package root. */
 export {
   agentJobStartOptions,
   agentJobSummary,

@@ -1,7 +1,6 @@
 /**
- * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes
- * (./exit-codes.ts, shared with the GitHub Action), the Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
- * arguments and calls them; ./batch.ts is the `batch` command.
+ * The starter's commands `start`, `message` and `status`, and what they share with ./batch.ts: the
+ * Temporal connection and how a result or a failure is printed. src/starter.ts parses the arguments.
  */
 import { Client, Connection } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
@@ -53,13 +52,12 @@ export interface CommonOptions {
 export interface StartOptions extends CommonOptions {
   project?: string;
   prompt?: string;
-  /** `--prompt-file`: a path, or `-` for standard input; read into `prompt` before anything connects. */
+  /** A path, or `-` for standard input: read into `prompt` before anything connects. */
   promptFile?: string;
   key?: string;
   jobId?: string;
   timeout?: string;
   pollInterval?: string;
-  /** A notification target's name (`notify` in the input). */
   notify?: string;
 }
 
