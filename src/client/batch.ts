@@ -187,7 +187,6 @@ export async function followBatch(
   onChange([...phases]);
   for (;;) {
     const open = lines.map((_, index) => index).filter((index) => outcomes[index] === undefined);
-    if (open.length === 0) break;
     let changed = false;
     await mapLimit(open, options.concurrency ?? 16, async (index) => {
       const line = lines[index] as StartedBatchLine;
