@@ -205,10 +205,9 @@ export async function followBatch(
       }
     });
     if (changed) onChange([...phases]);
-    if (outcomes.every((o) => o !== undefined)) break;
+    if (outcomes.every((o) => o !== undefined)) return outcomes;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
-  return outcomes as BatchOutcome[];
 }
 
 async function outcomeOf(handle: AgentJobHandle): Promise<BatchOutcome> {
