@@ -1,9 +1,7 @@
 /**
- * The package's public API for other Node services: the contract (names, types, messages,
- * failure types), the functions that start and follow agent-job workflows, and the payload codec
- * (give the `Client` those functions take `dataConverter: payloadDataConverter(keysFile)`, with the
- * workers' key ring, so that what it sends is sealed and what it reads opens), and what a receiver
- * of job-end notices checks them with.
+ * The package's public API for other Node services: the contract, the client library, the payload
+ * codec (give its `Client` `dataConverter: payloadDataConverter(keysFile)` with the workers' key
+ * ring, so what it sends is sealed and what it reads opens), and the job-end notice's check.
  */
 export * from './contract.js';
 export { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './failure-policy/streak.js';
@@ -16,34 +14,8 @@ export {
   type ResolvedInput,
 } from './input.js';
 export { DEFAULT_POLL, type ResolvedPollSettings } from './poll-schedule.js';
-export {
-  agentJobIdWorkflowId,
-  agentJobSummary,
-  agentJobWorkflowId,
-  encodeIdPart,
-  followAgentJob,
-  progressLine,
-  promptDiffers,
-  sendFollowUp,
-  startAgentJob,
-  workflowUiUrl,
-  type AgentJobHandle,
-  type FollowUpHandle,
-  type FollowUpInput,
-  type SendFollowUpOptions,
-  type StartAgentJobOptions,
-} from './client/index.js';
-export {
-  BatchFileError,
-  derivedBatchKey,
-  followBatch,
-  parseBatchFile,
-  startBatch,
-  type BatchLine,
-  type BatchOutcome,
-  type BatchPhase,
-  type StartedBatchLine,
-} from './client/batch.js';
+export * from './client/index.js';
+export * from './client/batch.js';
 export {
   AesGcmPayloadCodec,
   FileKeyRing,

@@ -1,9 +1,6 @@
 /**
- * The starter CLI: `npm run starter -- [start] --project <id> --prompt "<text>"` starts an
- * agent-job workflow (the default command), `message` sends a follow-up to an agent job, `status`
- * shows where a workflow stands, and `batch` starts one job per line of a JSON Lines file.
- * `--help` works on each. Exit codes are documented in `ExitCode` (./starter/commands.ts) and
- * docs/contract.md. This file parses the arguments; the commands are in ./starter/.
+ * The starter CLI (`npm run starter -- [start|message|status|batch] --help`): this file parses the
+ * arguments; the commands are in ./starter/, the exit codes in ./starter/exit-codes.ts.
  */
 import { Command, CommanderError, Option } from 'commander';
 import { agentJobIdWorkflowId } from './client/index.js';

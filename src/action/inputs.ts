@@ -14,10 +14,7 @@ export interface ActionInput {
   readonly default?: string;
   /** Masked in the log ({@link maskValues}) before anything else runs. */
   readonly secret?: boolean;
-  /**
-   * The `TEMPORAL_*` setting it gives the Temporal connection: the same settings as the worker's
-   * and the starter's, read by src/config/temporal.ts and @temporalio/envconfig.
-   */
+  /** The `TEMPORAL_*` setting it gives the Temporal connection (src/config/temporal.ts). */
   readonly temporalSetting?: string;
 }
 
@@ -115,9 +112,6 @@ export const ACTION_OUTPUTS = {
   },
 } as const satisfies Record<string, { description: string }>;
 
-/** A name of {@link ACTION_OUTPUTS}. */
-export type ActionOutputName = keyof typeof ACTION_OUTPUTS;
-
 /** The action's inputs, read and checked by {@link readInputs}. */
 export type ActionSettings = ReturnType<typeof readInputs>;
 
@@ -127,18 +121,18 @@ function inputValue(name: ActionInputName): string | undefined {
   return core.getInput(name) || spec.default;
 }
 
+/** Every input with its spec. */
+const INPUTS = Object.entries(ACTION_INPUTS) as [ActionInputName, ActionInput][];
+
 /** The values of the secret inputs given, to mask before anything is printed. */
 export function secretValues(): string[] {
-  return (Object.keys(ACTION_INPUTS) as ActionInputName[])
-    .filter((name) => (ACTION_INPUTS[name] as ActionInput).secret)
-    .flatMap((name) => inputValue(name) ?? []);
+  return INPUTS.filter(([, spec]) => spec.secret).flatMap(([name]) => inputValue(name) ?? []);
 }
 
 /**
- * What to mask for a secret: the whole value, and each of its lines, since the runner masks the
- * log line by line and a multi-line value (a PEM key, a key ring) would never match whole;
- * `core.setSecret` masks exactly what it is given. PEM armour lines (`-----BEGIN ...-----`) and
- * comments of a key ring are public and left out.
+ * What to mask for a secret: the whole value and each of its lines, since the runner masks the log
+ * line by line (a PEM key, a key ring would never match whole). PEM armour lines and a key ring's
+ * comments are public and left out.
  */
 export function maskValues(secret: string): string[] {
   const lines = secret
@@ -152,9 +146,7 @@ export function maskValues(secret: string): string[] {
 
 /** The input that gives the Temporal setting `setting` (TEMPORAL_UI_URL: temporal-ui-url), if any. */
 export function inputOfSetting(setting: string): ActionInputName | undefined {
-  return (Object.keys(ACTION_INPUTS) as ActionInputName[]).find(
-    (name) => (ACTION_INPUTS[name] as ActionInput).temporalSetting === setting,
-  );
+  return INPUTS.find(([, spec]) => spec.temporalSetting === setting)?.[0];
 }
 
 /** YAML 1.2's booleans, as the runner's toolkit reads them (`core.getBooleanInput`). */
@@ -162,8 +154,8 @@ const BOOLEANS = ['true', 'True', 'TRUE', 'false', 'False', 'FALSE'];
 
 /**
  * Reads the inputs, the prompt file not yet read; `key` undefined for the default (./key.ts), the
- * connection as `TEMPORAL_*` settings for src/config/temporal.ts. A bad input is a
- * {@link UsageError} naming the input, never its value (it may be a secret).
+ * connection as `TEMPORAL_*` settings. A bad input is a {@link UsageError} naming the input, never
+ * its value (it may be a secret).
  */
 export function readInputs() {
   const project = inputValue('project');
@@ -181,10 +173,9 @@ export function readInputs() {
   if (!BOOLEANS.includes(waitText))
     throw new UsageError(`input wait must be true or false, not "${waitText}"`);
   const temporalEnv: Record<string, string> = {};
-  for (const name of Object.keys(ACTION_INPUTS) as ActionInputName[]) {
-    const setting = (ACTION_INPUTS[name] as ActionInput).temporalSetting;
+  for (const [name, { temporalSetting }] of INPUTS) {
     const given = inputValue(name);
-    if (setting !== undefined && given !== undefined) temporalEnv[setting] = given;
+    if (temporalSetting !== undefined && given !== undefined) temporalEnv[temporalSetting] = given;
   }
   if (temporalEnv.TEMPORAL_ADDRESS === undefined) throw new UsageError('input temporal-address is required');
   if (

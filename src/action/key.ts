@@ -1,16 +1,13 @@
 /**
- * The action's default key: one agent job per CI run (and per workflow, job and step in it). A
- * re-run attempt keeps GITHUB_RUN_ID (only GITHUB_RUN_ATTEMPT changes), so it attaches to the
- * workflow its first attempt started instead of making a second agent job; another run on the same
- * commit (issue_comment, schedule, workflow_dispatch, pull_request_target) has a run ID, and so a
- * key, of its own. Runs the runner's variables cannot tell apart (a reusable workflow called twice
- * in one run, matrix legs) need the input key (docs/ci.md). Pure: no I/O.
+ * The action's default key: one agent job per CI run, workflow, job and step. A re-run attempt
+ * keeps GITHUB_RUN_ID, so it attaches instead of making a second agent job; runs the variables
+ * cannot tell apart (matrix legs, a reusable workflow called twice) need the input key (docs/ci.md).
  */
 import { encodeIdPart } from '../ids.js';
 import { UsageError } from '../errors.js';
 
 /** The runner's variables the key is made of, in order. */
-export const KEY_VARIABLES = [
+const KEY_VARIABLES = [
   'GITHUB_REPOSITORY',
   'GITHUB_WORKFLOW',
   'GITHUB_RUN_ID',
@@ -19,11 +16,9 @@ export const KEY_VARIABLES = [
 ] as const;
 
 /**
- * `<owner>/<repo>/<workflow>/<run ID>/<job>/<step>`: the repository as it is (its one `/` is
- * GitHub's), every other part with `%` and `/` percent-encoded, so that two different lists of
- * parts never join into one key.
- *
- * @throws {UsageError} when a variable is missing (outside GitHub Actions: give the input key)
+ * `<owner>/<repo>/<workflow>/<run ID>/<job>/<step>`, every part but the repository with `%` and `/`
+ * percent-encoded, so two lists of parts never join into one key. A missing variable (outside
+ * GitHub Actions) is a {@link UsageError}.
  */
 export function defaultKey(env: Record<string, string | undefined>): string {
   const missing = KEY_VARIABLES.filter((name) => !env[name]);

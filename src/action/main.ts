@@ -1,7 +1,4 @@
-/**
- * The GitHub Action's entry point (action.yml runs its bundle, dist/action/index.js, built by
- * dev/build-action.ts): runs the step for this process's environment and exits with its code.
- */
+/** The GitHub Action's entry point (bundled to dist/action/index.js by dev/build-action.ts). */
 import * as core from '@actions/core';
 import { messageChain } from '../errors.js';
 import { terminalText } from '../escape.js';

@@ -1,14 +1,10 @@
 /**
- * The GitHub Action's step: reads the inputs, masks the secrets, checks the input (the prompt
- * limit included) before it connects, starts the agent job through the client library, or attaches
- * to the one the key already started, and with `wait` follows it to its end; then sets the outputs,
- * writes the job summary and returns the exit code. The exit codes are the starter's
- * (../starter/exit-codes.ts): 2 for bad inputs with nothing started, 5 for a server out of reach,
- * 3, 4, 6, 7 for how a waited-for job failed.
+ * The GitHub Action's step: masks the secrets, checks every input before it connects, starts (or
+ * attaches to) the agent job through the client library, with `wait` follows it to its end, and
+ * sets the outputs and the job summary. Exit codes are the starter's (../starter/exit-codes.ts).
  */
 import * as core from '@actions/core';
-import { Client, Connection, WorkflowFailedError, type DataConverter } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, type DataConverter } from '@temporalio/client';
 import {
   followAgentJob,
   progressLine,
@@ -30,21 +26,15 @@ import {
 import { terminalText } from '../escape.js';
 import { UsageError } from '../errors.js';
 import { resolveInput } from '../input.js';
-import {
-  AesGcmPayloadCodec,
-  parseKeyRing,
-  PayloadUnopenedError,
-  staticKeyRing,
-} from '../payload-codec/index.js';
+import { AesGcmPayloadCodec, parseKeyRing, staticKeyRing } from '../payload-codec/index.js';
 import { classifyFailure, ExitCode } from '../starter/exit-codes.js';
 import { inputOfSetting, maskValues, readInputs, secretValues, type ActionSettings } from './inputs.js';
 import { defaultKey } from './key.js';
 import { writeJobSummary, type SummaryFacts } from './summary.js';
 
 /**
- * How often the step asks the workflow for its progress while it waits: 5 s. The result arrives
- * on its own (a long poll); the progress lines are for a person watching the log, who gains
- * nothing from more, and each one is a query the worker answers.
+ * How often the step asks for progress while it waits. The result arrives on its own (a long
+ * poll); the lines are for a person reading the log, and each is a query the worker answers.
  */
 const PROGRESS_INTERVAL_MS = 5_000;
 
@@ -54,14 +44,7 @@ const OTHER_PROMPT =
   'Give a run that must have its own agent job the input key (docs/ci.md).';
 
 /** Everything checked, nothing connected yet. */
-interface Plan {
-  project: string;
-  input: AgentJobInput;
-  key: string;
-  wait: boolean;
-  settings: TemporalSettings;
-  dataConverter: DataConverter | undefined;
-}
+type Plan = Awaited<ReturnType<typeof plan>>;
 
 /** The data converter for the key ring's text, or undefined without one. */
 function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
@@ -73,7 +56,7 @@ function codecOf(payloadKeys: string | undefined): DataConverter | undefined {
 }
 
 /** Reads and checks everything before anything connects. */
-async function plan(inputs: ActionSettings): Promise<Plan> {
+async function plan(inputs: ActionSettings) {
   const prompt = 'text' in inputs.prompt ? inputs.prompt.text : await readPromptFile(inputs.prompt.file);
   const input: AgentJobInput = { projectId: inputs.project, prompt };
   if (inputs.timeout !== undefined) input.timeout = inputs.timeout;
@@ -111,17 +94,14 @@ const FAILED_STATUS: Readonly<Record<number, string>> = {
 };
 
 /** The agent job ID a failure's details carry (the final or last record), if any. */
-function jobIdOf(failure: unknown): string | null {
-  if (!(failure instanceof ApplicationFailure)) return null;
-  const [record] = failure.details ?? [];
-  const id = (record as { id?: unknown } | undefined)?.id;
+function jobIdOf(details: unknown[] | null | undefined): string | null {
+  const id = (details?.[0] as { id?: unknown } | undefined)?.id;
   return typeof id === 'string' ? id : null;
 }
 
 /**
- * The agent job the workflow recorded (its `AgentJobId` search attribute), for a failure whose
- * details carry no record (an API error while polling); null when it made none. A failed read is
- * logged and gives null: the failure's own exit code and message matter more than the ID.
+ * The agent job the workflow recorded (`AgentJobId`), for a failure whose details carry no record;
+ * null when it made none, or when the read fails (logged: the failure itself matters more).
  */
 async function recordedJobId(handle: AgentJobHandle): Promise<string | null> {
   try {
@@ -186,11 +166,11 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
     await writeJobSummary({ ...facts, outcome: { kind: 'ended', status, jobId: job.id, prLink } });
     return ExitCode.Ok;
   } catch (err) {
-    if (!(err instanceof WorkflowFailedError) && !(err instanceof PayloadUnopenedError)) throw err;
-    const { code, type } = classifyFailure(err);
+    const failure = classifyFailure(err);
+    if (failure === null) throw err;
+    const { code, type, message } = failure;
     const status = FAILED_STATUS[code] ?? 'workflow-failed';
-    const message = err instanceof PayloadUnopenedError ? err.message : (err.cause?.message ?? err.message);
-    const jobId = jobIdOf(err.cause) ?? (await recordedJobId(handle));
+    const jobId = jobIdOf(failure.details) ?? (await recordedJobId(handle));
     core.setOutput('job-id', jobId ?? '');
     core.setOutput('status', status);
     core.setOutput('pr-link', '');
@@ -200,10 +180,7 @@ async function waitForEnd(facts: Omit<SummaryFacts, 'outcome'>, handle: AgentJob
   }
 }
 
-/**
- * Runs the step for this process's environment (the `INPUT_*` and `GITHUB_*` variables the runner
- * sets): the exit code. Secrets are masked first, before any line can name them.
- */
+/** Runs the step for this process's `INPUT_*` and `GITHUB_*` variables: the exit code. Secrets are masked first. */
 export async function runAction(): Promise<number> {
   for (const secret of secretValues()) maskValues(secret).forEach((value) => core.setSecret(value));
   let checked: Plan;

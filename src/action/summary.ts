@@ -1,9 +1,6 @@
 /**
- * The job summary the action writes (GITHUB_STEP_SUMMARY, rendered as GitHub-flavoured markdown):
- * the project, the workflow and its link in the Temporal UI, and, once it ended, the agent job, its
- * status and its pull request. Every value goes through the project's one escaping module: the
- * API's IDs, statuses, links and messages, and the caller's project and key too, render as the text
- * they are and never as markdown or HTML.
+ * The job summary the action writes (GITHUB_STEP_SUMMARY, GitHub-flavoured markdown). Every value,
+ * the API's and the caller's, goes through ../escape.ts: it renders as text, never as markdown.
  */
 import * as core from '@actions/core';
 import { markdownText, markdownUrl } from '../escape.js';
@@ -57,10 +54,7 @@ export function jobSummary(facts: SummaryFacts): string {
   return ['### Agent job', '', '| | |', '| --- | --- |', ...rows, '', ''].join('\n');
 }
 
-/**
- * Appends the job summary of `facts`. Outside a runner, where GITHUB_STEP_SUMMARY is not set and
- * `core.summary` would throw, there is no summary to write.
- */
+/** Appends the job summary of `facts`; outside a runner (no GITHUB_STEP_SUMMARY) there is none. */
 export async function writeJobSummary(facts: SummaryFacts): Promise<void> {
   if (process.env.GITHUB_STEP_SUMMARY) await core.summary.addRaw(jobSummary(facts)).write();
 }

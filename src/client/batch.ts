@@ -1,7 +1,6 @@
 /**
- * Many agent jobs from one JSON Lines file: parsing and checking the whole file before anything
- * starts, one stable key per line, starting over one client, and following the workflows to their
- * end. The starter's `batch` command is built on it; other services can use it as well.
+ * Many agent jobs from one JSON Lines file, checked whole before anything starts, one stable key
+ * per line: starting them and following them to their end (the starter's `batch` command).
  */
 import { createHash } from 'node:crypto';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -30,15 +29,9 @@ export interface BatchLine {
   input: AgentJobInput;
 }
 
-/** A problem with one line of a batch file. */
-export interface BatchLineProblem {
-  line: number;
-  message: string;
-}
-
 /** The batch file is not valid; `problems` names every bad line. Nothing was started. */
 export class BatchFileError extends AgentJobError {
-  constructor(readonly problems: BatchLineProblem[]) {
+  constructor(readonly problems: { line: number; message: string }[]) {
     super(
       ErrorName.BatchFile,
       `${problems.length} bad line${problems.length === 1 ? '' : 's'} in the batch file; nothing was started:\n` +
@@ -48,9 +41,8 @@ export class BatchFileError extends AgentJobError {
 }
 
 /**
- * The key of a line that has none: a hash of its input with the object keys sorted, so the same
- * line gives the same key on every run (and so the same workflow), whatever its key order or
- * position in the file.
+ * The key of a line that has none: a hash of its input, object keys sorted, so the same line
+ * gives the same workflow on every run, whatever its key order or position in the file.
  */
 export function derivedBatchKey(input: Record<string, unknown>): string {
   const digest = createHash('sha256').update(canonicalJson(input)).digest('hex');
@@ -69,14 +61,13 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * Parses a JSON Lines batch: one object per line, `{ "projectId", "prompt", "key"?, ...any
- * workflow input field }`; blank lines are skipped. Every line is checked with the workflow's own
- * input rules, and two lines with the same project and key are refused, so a valid file starts
- * exactly one workflow per line. Throws {@link BatchFileError} listing every bad line.
+ * Parses a JSON Lines batch, one `{ "projectId", "prompt", "key"?, ...input }` per line, blank lines
+ * skipped: every line is checked with the workflow's input rules, and two with the same project
+ * and key are refused. Throws {@link BatchFileError} listing every bad line.
  */
 export function parseBatchFile(text: string): BatchLine[] {
   const lines: BatchLine[] = [];
-  const problems: BatchLineProblem[] = [];
+  const problems: { line: number; message: string }[] = [];
   const seen = new Map<string, number>();
   text.split(/\r?\n/).forEach((raw, index) => {
     const line = index + 1;
@@ -137,10 +128,8 @@ export interface StartedBatchLine extends BatchLine {
 }
 
 /**
- * Starts one workflow per line through {@link startAgentJob} with the line's key, over the one
- * client given, `concurrency` starts at a time (default 16). A line whose key ran before attaches
- * to that workflow, or starts it again when it failed (resuming the same agent job). Batch
- * priority unless `priority` says otherwise: on busy workers, interactive starts go first.
+ * Starts one workflow per line through {@link startAgentJob} with the line's key, `concurrency` at
+ * a time (default 16), at `batch` priority unless `priority` says otherwise.
  */
 export function startBatch(
   client: Client,
@@ -171,10 +160,7 @@ export interface BatchOutcome {
   error: WorkflowFailedError | null;
 }
 
-/**
- * The failure type a caller matches on: the `ApplicationFailure` type, or the kind of ending
- * (`Cancelled`, `Terminated`, as a job-end notice names them).
- */
+/** The failure type a caller matches on: the `ApplicationFailure`'s, or `Cancelled`, `Terminated`. */
 export function failureTypeOf(err: { cause?: Error }): string {
   const cause = err.cause;
   if (cause instanceof CancelledFailure) return 'Cancelled';
@@ -184,10 +170,9 @@ export function failureTypeOf(err: { cause?: Error }): string {
 }
 
 /**
- * Follows every started line until its workflow closes: `describe` (answered by the server, no
- * worker involved) tells running from closed and, through the `AgentJobId` search attribute,
- * queued from active; a closed workflow's result is read once. `onChange` is called with the
- * phase of every line whenever one changes. Resolves with each line's outcome, in line order.
+ * Follows every started line until its workflow closes, calling `onChange` with every line's phase
+ * when one changes: `describe` (no worker involved) tells running from closed and, by the
+ * `AgentJobId` search attribute, queued from active. Resolves with the outcomes in line order.
  */
 export async function followBatch(
   lines: StartedBatchLine[],
@@ -202,7 +187,6 @@ export async function followBatch(
   onChange([...phases]);
   for (;;) {
     const open = lines.map((_, index) => index).filter((index) => outcomes[index] === undefined);
-    if (open.length === 0) break;
     let changed = false;
     await mapLimit(open, options.concurrency ?? 16, async (index) => {
       const line = lines[index] as StartedBatchLine;
@@ -221,10 +205,9 @@ export async function followBatch(
       }
     });
     if (changed) onChange([...phases]);
-    if (outcomes.every((o) => o !== undefined)) break;
+    if (outcomes.every((o) => o !== undefined)) return outcomes;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
-  return outcomes as BatchOutcome[];
 }
 
 async function outcomeOf(handle: AgentJobHandle): Promise<BatchOutcome> {

@@ -1,13 +1,7 @@
 /**
  * Follow-up delivery: `sendFollowUp` gives the job's workflow a `followUp` update, and its handle
- * answers with the follow-up's own turn. Nothing here reads a history: what a run did with an
- * update is asked of the server by update ID, and where a run went by `describe`
- * (docs/decisions/0014-follow-up-delivery.md).
- *
- * No ask names a run: the server can leave an update admitted to a run that continues as new
- * answering "admitted" to every later ask naming that run (seen on Servers 1.29.1 and 1.32.2,
- * test/foundation/update-continue-as-new.test.ts). An ask goes to the workflow ID, or to the
- * chain of runs that continue as new from one first run, which the server passes on.
+ * answers with the follow-up's own turn. No history is read and no ask names a run (a run that
+ * continues as new can hang such an ask): why in docs/decisions/0014-follow-up-delivery.md.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -23,10 +17,8 @@ import {
   DEFAULT_TASK_QUEUE,
   followUpUpdate,
   WORKFLOW_TYPE,
+  type AgentJobInput,
   type AgentJobResult,
-  type DurationInput,
-  type PollSettings,
-  type StartPriority,
 } from '../contract.js';
 import { resolveInput } from '../input.js';
 import type { agentJobWorkflow } from '../workflows/index.js';
@@ -38,38 +30,19 @@ import {
   startAttributes,
   visibilityString,
   type AgentJobHandle,
+  type StartAgentJobOptions,
 } from './start.js';
 
-/** What {@link sendFollowUp} sends. */
-export interface FollowUpInput {
-  projectId: string;
-  /** The agent job to continue. */
-  jobId: string;
-  /** The follow-up message, at most 32,000 characters. */
-  prompt: string;
-  /** Poll schedule, used when a new workflow starts for the job. */
-  poll?: PollSettings;
-  /** Deadline of a workflow started for the job (default 6h); see the contract. */
-  timeout?: DurationInput;
-}
+/** What {@link sendFollowUp} sends: the job, the message, and a started workflow's poll schedule and deadline. */
+export type FollowUpInput = Pick<AgentJobInput, 'projectId' | 'poll' | 'timeout'> &
+  Required<Pick<AgentJobInput, 'jobId' | 'prompt'>>;
 
-/** Options of {@link sendFollowUp}. */
-export interface SendFollowUpOptions {
-  /**
-   * Idempotency key of this follow-up, used as the update ID and in the message's
-   * `Idempotency-Key`: sending again with the same key does not send a second message, also after
-   * the job's workflow has closed or continued as new (the earlier run's outcome is returned).
-   * Default random. A blank key is refused.
-   */
-  key?: string;
-  /** Task queue of the workers. Default `agent-jobs`. */
-  taskQueue?: string;
-  /**
-   * The priority of a workflow this follow-up starts (one already driving the job keeps its own):
-   * `interactive` (default) or `batch`, as for {@link startAgentJob}.
-   */
-  priority?: StartPriority;
-}
+/**
+ * Options of {@link sendFollowUp}, as of `startAgentJob`: the key is the follow-up's (its update ID
+ * and the message's `Idempotency-Key`, never sent twice, across runs too), and the priority that
+ * of a workflow it starts (a running one keeps its own).
+ */
+export type SendFollowUpOptions = StartAgentJobOptions;
 
 /** A follow-up on its way: the workflow driving the job, and the new turn's result. */
 export interface FollowUpHandle {
@@ -80,27 +53,22 @@ export interface FollowUpHandle {
   /** The workflow, for its `status` query or its own result. */
   workflow: AgentJobHandle;
   /**
-   * The new turn's result once it ends, also when the workflow continued as new before (the
-   * follow-up is carried into the next run, and this attaches there under the same update ID).
-   * Fails with `WorkflowUpdateFailedError`: cause `AgentJobFailed`, or the API error that refused
-   * the message, or (the server's) `AcceptedUpdateCompletedWorkflow` when the workflow ended
-   * before the turn did (its deadline, a cancellation; the workflow's own failure says why).
+   * The new turn's result, also after the workflow continued as new. Fails with
+   * `WorkflowUpdateFailedError`: cause `AgentJobFailed`, the API error that refused the message,
+   * or the server's `AcceptedUpdateCompletedWorkflow` when the workflow ended before the turn did.
    */
   result(): Promise<AgentJobResult>;
 }
 
 /**
- * Sends a follow-up message to an agent job, whether or not a workflow is driving it, through
- * update-with-start on the job's workflow ({@link agentJobIdWorkflowId}): when one is running
- * (conflict policy USE_EXISTING) the `followUp` update queues behind the turn in progress and any
- * follow-up before it; otherwise a workflow starts that watches the job and takes this update
- * first. Resolves once the workflow has accepted the follow-up. With a `key` that a closed run of
- * the job's workflow already took, nothing is sent: the handle is that run's, with its outcome.
+ * Sends a follow-up to an agent job through update-with-start on the job's workflow: it queues
+ * behind the turn in progress, or a workflow starts that watches the job and takes it first
+ * (docs/starting-jobs.md). Resolves once accepted; a `key` a closed run already took sends nothing
+ * and gives that run's handle.
  *
- * Throws `InvalidInputError` before anything starts when the input or the key is invalid,
- * `WorkflowUpdateFailedError` when the workflow refuses it (for instance 20 already queued), and a
- * RESOURCE_EXHAUSTED gRPC error when 10 updates wait in the run already (the server's default
- * `history.maxInFlightUpdates`, which comes first).
+ * Throws `InvalidInputError` before anything starts, `WorkflowUpdateFailedError` when the workflow
+ * refuses it (20 already queued), and RESOURCE_EXHAUSTED when 10 updates wait in the run already
+ * (the server's `history.maxInFlightUpdates`, which comes first).
  */
 export async function sendFollowUp(
   client: Client,
@@ -118,8 +86,8 @@ export async function sendFollowUp(
     updateId: key === undefined ? randomUUID() : followUpUpdateId(key),
     prompt,
   };
-  // A chain that closes between the look-up and the ask answers not found: the next try looks
-  // again. A task that failed under the update (see {@link ask}) is asked again.
+  // A chain that closes between the look-up and the ask answers not found: look again (3 tries);
+  // a task that failed under the update is asked again ({@link ask}).
   for (let attempt = 1; ; attempt++) {
     try {
       if (key !== undefined) {
@@ -159,7 +127,7 @@ export async function sendFollowUp(
   }
 }
 
-/** What names a follow-up: its workflow, its update ID and its prompt, and who asks. */
+/** A follow-up being sent, and the client that sends it. */
 interface FollowUpTarget {
   client: Client;
   workflowId: string;
@@ -167,11 +135,7 @@ interface FollowUpTarget {
   prompt: string;
 }
 
-/**
- * The server's failure type for an update accepted by a run that closed before the update
- * completed (`AcceptedUpdateCompletedWorkflowFailure` in its service/history/workflow/update):
- * what a `followUp` carried on by continue-as-new, or left by a run's end, answers.
- */
+/** The server's failure type for an update whose run closed (carried on, or ended) before it completed. */
 const UPDATE_LEFT_BY_ITS_RUN = 'AcceptedUpdateCompletedWorkflow';
 
 /** The handle of a follow-up whose update `update` runs (or ran) in `workflow`. */
@@ -200,12 +164,9 @@ function followUpHandle(
 }
 
 /**
- * Where a follow-up went when its update failed with `err`: null when that is its outcome (its
- * turn's failure, or a run that ended without answering), else its update in the run that took it
- * on. A run that continues as new carries its waiting follow-ups, and the next run answers their
- * update IDs with them (src/workflows/agent-job/run.ts); the run says by its status that it
- * continued, and by its chain's first run where to ask. An error that is no update failure throws
- * the workflow's own failure when it has one.
+ * Where a follow-up went when its update failed with `err`: its update in the run a continue-as-new
+ * carried it to, or null when `err` is its outcome. An error that is no update failure throws the
+ * workflow's own failure when it has one.
  */
 async function carriedOn(
   target: FollowUpTarget,
@@ -233,12 +194,9 @@ function chainOf(target: FollowUpTarget, firstRunId: string): AgentJobHandle {
 const FAILED_TASK_TRIES = 10;
 
 /**
- * Gives follow-up `target` to the running run of `chain` and resolves once it has accepted it
- * (or answered it: the same update ID again is the same follow-up). A run that is closing is asked
- * again by the SDK (RESOURCE_EXHAUSTED: 10 attempts over about 40 s) and by the server, which
- * passes the ask to the run the chain continued into. The task that took the update may fail
- * while the run continues as new: the server then answers FAILED_PRECONDITION and leaves asking
- * again to the caller; the next task takes it.
+ * Gives `target` to the running run of `chain`, resolving once accepted (or answered). A closing
+ * run is asked again by the SDK and the server; a task that failed under the update
+ * (FAILED_PRECONDITION) is the caller's to ask again (docs/decisions/0014-follow-up-delivery.md).
  */
 async function ask(
   chain: AgentJobHandle,
@@ -267,12 +225,10 @@ function failedUnderItsTask(err: unknown): boolean {
 }
 
 /**
- * The follow-up `updateId` in a closed run of the job's workflow, or null when no closed run took
- * it; and the chain of the latest run when that one runs (the server recognises an update ID a
- * running run has seen). The runs are every run the server's visibility lists for the workflow
- * ID (earlier sends, and runs that continued as new) and the latest one, which `describe` reads
- * from the server itself (visibility may lag a run that just closed). Each closed run is asked,
- * newest first, for the update's outcome by its ID: a run that never took it answers not found.
+ * The follow-up in a closed run of the job's workflow (null when none took it), and the chain of
+ * the latest run when it runs (which recognises an update ID it has seen). The runs are those
+ * visibility lists plus the latest from `describe` (visibility may lag); each closed one is asked,
+ * newest first, for the update's outcome by its ID.
  */
 async function earlierFollowUp(
   target: FollowUpTarget,
@@ -303,7 +259,7 @@ async function earlierFollowUp(
   return { earlier: null, running };
 }
 
-/** The closed run of `update` took it: the server has an outcome for its ID there. */
+/** Whether the closed run of `update` took it (the server has an outcome for its ID). */
 async function took(update: WorkflowUpdateHandle<AgentJobResult>): Promise<boolean> {
   try {
     await update.result();

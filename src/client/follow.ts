@@ -1,6 +1,4 @@
-/**
- * Following a started workflow: its progress as it changes, its result, and its UI page.
- */
+/** Following a started workflow: its progress as it changes, its result, and its UI page. */
 import { statusQuery, type AgentJobProgress } from '../contract.js';
 import { terminalText } from '../escape.js';
 import { unopenedPayload } from '../payload-codec/index.js';
@@ -10,10 +8,9 @@ import type { AgentJobHandle } from './start.js';
 const QUERY_WAIT_MS = 5_000;
 
 /**
- * Follows a workflow until it closes, calling `onProgress` whenever the phase, the status or the
- * poll count changes, and returns its result (or throws its failure). While the workflow answers no
- * query, it looks whether the workers cannot open its payloads, and throws `PayloadUnopenedError`
- * if so: such a workflow waits for the ring to be fixed, and the caller is told at once.
+ * Follows a workflow until it closes, calling `onProgress` when the phase, status or poll count
+ * changes, and returns its result. While it answers no query, a workflow whose payloads the
+ * workers cannot open throws `PayloadUnopenedError` at once: it waits for the ring to be fixed.
  */
 export async function followAgentJob(
   handle: AgentJobHandle,

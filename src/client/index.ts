@@ -1,16 +1,10 @@
-/**
- * The library other Node services use to start and follow agent-job workflows. Exported from the
- * package root; the starter CLI, the Nexus service and the demo use it too. Its parts: starting
- * (./start.ts), follow-up delivery (./follow-up.ts), the IDs it gives (../ids.ts) and following a
- * started workflow (./follow.ts).
- */
+/** The library that starts and follows agent-job workflows, exported from the package root. */
 export {
   agentJobStartOptions,
   agentJobSummary,
   promptDiffers,
   startAgentJob,
   type AgentJobHandle,
-  type AgentJobStartOptions,
   type StartAgentJobOptions,
 } from './start.js';
 export {
@@ -22,4 +16,3 @@ export {
 export { agentJobIdWorkflowId, agentJobWorkflowId, encodeIdPart, followUpUpdateId } from '../ids.js';
 export { followAgentJob, progressLine, workflowUiUrl } from './follow.js';
 export { PayloadUnopenedError } from '../payload-codec/index.js';
-export { readPromptFile } from './prompt-file.js';

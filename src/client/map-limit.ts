@@ -1,9 +1,4 @@
-/**
- * Bounded concurrency for many client calls at once (a batch's workflow starts, the benchmark's
- * starts and history fetches), so that neither floods the server it talks to.
- */
-
-/** Runs `work` over `items` with at most `limit` in flight; results keep the items' order. */
+/** Runs `work` over `items` with at most `limit` in flight, so as not to flood the server; results keep the items' order. */
 export async function mapLimit<T, R>(
   items: readonly T[],
   limit: number,

@@ -1,9 +1,7 @@
 /**
- * What a run that ended (failed, timed out, cancelled, terminated) left behind for the next run
- * under the same key: the agent job it made, or a create whose outcome it never learnt. The API
- * honours no idempotency key, so a restart must go on with the first, and must not simply send the
- * second again. Pure: it reads the run's search attribute and history events, no server; the
- * payloads it reads are opened first by the client's payload codecs ({@link openCreateOutcomes}).
+ * What a run that ended otherwise than completed left for the next run under the same key: the
+ * agent job it made, or a create whose outcome it never learnt (the API honours no idempotency
+ * key, so neither may be sent again blindly). Pure: a search attribute and history events.
  */
 import type { PayloadCodec } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
@@ -26,9 +24,8 @@ const CREATE_ACTIVITY = 'createAgentJob';
 
 /**
  * Reads an ended run: its `AgentJobId` search attribute when set, else its history. A completed
- * create names the job in its result (a run terminated before it recorded the ID); a create left
- * without an outcome (the run ended with it on the wire), timed out, cancelled or failed as maybe
- * applied is uncertain; a create that failed as surely not applied is nothing.
+ * create names the job; one left without an outcome, timed out, cancelled or failed as maybe
+ * applied is uncertain; one that failed as surely not applied is nothing.
  */
 export function previousRun(jobIdAttribute: string | null, events: readonly HistoryEvent[]): PreviousRun {
   if (jobIdAttribute !== null) return { kind: 'job', jobId: jobIdAttribute };
@@ -49,9 +46,8 @@ export function previousRun(jobIdAttribute: string | null, events: readonly Hist
 
 /**
  * The events with the payloads {@link previousRun} reads (activity results and failure details)
- * opened by `codecs`, the client's payload codecs in the order the client applies them on encode:
- * with the payload codec on, a create's result is sealed in the history, and read unopened it
- * would make a job the run did make look uncertain. Other events are passed as they are.
+ * opened by `codecs`, the client's, in encode order: a sealed create result read unopened would
+ * make a job the run did make look uncertain.
  */
 export async function openCreateOutcomes(
   events: readonly HistoryEvent[],
@@ -121,7 +117,6 @@ function decoded(data: Uint8Array | null | undefined): unknown {
   try {
     return JSON.parse(Buffer.from(data).toString('utf8')) as unknown;
   } catch {
-    // Encrypted or otherwise encoded payloads say nothing here: the caller treats them as unknown.
     return null;
   }
 }

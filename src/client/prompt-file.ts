@@ -1,33 +1,23 @@
 /**
- * A prompt read from a file or from standard input (`-`): the starter's `--prompt-file` and the
- * GitHub Action's `prompt-file`. CI builds its prompt from commit messages, which a shell must not
- * interpolate, so it writes them to a file and passes the path. The prompt limit is checked here,
- * before anything connects, with an error that names the file and the limit.
+ * A prompt read from a file or from standard input (`-`), for the starter's `--prompt-file` and
+ * the Action's `prompt-file`: text such as commit messages that no shell should interpolate.
  */
 import { createReadStream } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { InvalidInputError, MAX_PROMPT_LENGTH } from '../contract.js';
 
 /**
- * Bytes read at most. A UTF-16 code unit is at most 3 bytes of UTF-8, so a text of more than
- * 3 × {@link MAX_PROMPT_LENGTH} bytes is surely past the limit: reading stops there, and a large
- * file or an endless pipe named by mistake is never held in memory whole.
+ * Bytes read at most: a UTF-16 code unit is at most 3 bytes of UTF-8, so more is surely past the
+ * limit, and a large file or an endless pipe is never held in memory whole.
  */
 const MAX_PROMPT_FILE_BYTES = 3 * MAX_PROMPT_LENGTH;
 
-/** How the file is named in errors: `standard input` for `-`, else its path. */
-function nameOf(path: string): string {
-  return path === '-' ? 'standard input' : path;
-}
-
 /**
- * The prompt in the file at `path`, or in `stdin` when `path` is `-`, as UTF-8 text, unchanged.
- *
- * @throws {InvalidInputError} naming `prompt`, the file and the limit, when the file cannot be
- *   read, is blank, or holds more than {@link MAX_PROMPT_LENGTH} characters
+ * The prompt in the file at `path`, or in `stdin` for `-`, as UTF-8 text, unchanged; an
+ * `InvalidInputError` naming the file when it cannot be read, is blank or is past the limit.
  */
 export async function readPromptFile(path: string, stdin: Readable = process.stdin): Promise<string> {
-  const where = nameOf(path);
+  const where = path === '-' ? 'standard input' : path;
   const stream = path === '-' ? stdin : createReadStream(path);
   const chunks: Buffer[] = [];
   let bytes = 0;

@@ -1,7 +1,6 @@
 /**
- * Starting agent-job workflows: the start options (the input checked, the workflow ID from the
- * key, the policies, and what a run that ended before under the key left for the next), and the
- * start itself, which attaches to a workflow already started with the same key.
+ * Starting agent-job workflows, or attaching to the one the key already started; the policies and
+ * what a run that ended before under the key leaves for the next: docs/starting-jobs.md.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -34,25 +33,17 @@ export type AgentJobHandle = WorkflowHandle<typeof agentJobWorkflow>;
 
 /** Options of {@link startAgentJob}. */
 export interface StartAgentJobOptions {
-  /**
-   * The caller's idempotency key: starting twice with the same project and key attaches to the
-   * same workflow, and so to the same agent job. Default: a random key (every call starts anew).
-   */
+  /** Idempotency key: the same project and key attach to the same workflow. Default random. */
   key?: string;
   /** Task queue of the workers. Default `agent-jobs`. */
   taskQueue?: string;
-  /**
-   * `interactive` (default) or `batch`: on busy workers, interactive jobs' tasks go first
-   * ({@link START_PRIORITIES}); within each, projects share the workers fairly.
-   */
+  /** `interactive` (default) or `batch`: on busy workers, interactive jobs go first ({@link START_PRIORITIES}). */
   priority?: StartPriority;
 }
 
 /**
- * A caller's key, checked: a blank key would give every caller that passes one the same workflow
- * (`agent-job/<project>/`), and a lone surrogate has no UTF-8 form (two such keys could become one).
- *
- * @throws {InvalidInputError} naming `key`
+ * A caller's key, checked: a blank key would give every caller that passes one the same workflow,
+ * and a lone surrogate has no UTF-8 form (two such keys could become one).
  */
 export function checkedKey(key: string | undefined): string | undefined {
   if (key === undefined) return undefined;
@@ -65,11 +56,7 @@ export function checkedKey(key: string | undefined): string | undefined {
   return key;
 }
 
-/**
- * A one-line summary for the Temporal UI: the project and the start of the prompt. The UI renders
- * it as markdown, so both go in escaped (an agent job ID the API sent may stand in the prompt's
- * place): it shows the text as it was given.
- */
+/** A one-line summary for the Temporal UI, which renders markdown: the project and the prompt's start, escaped. */
 export function agentJobSummary(projectId: string, prompt: string): string {
   const flat = prompt.replace(/\s+/g, ' ').trim();
   const excerpt = flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
@@ -93,10 +80,7 @@ export function priorityOf(projectId: string, priority: StartPriority | undefine
   return taskPriority(projectId, START_PRIORITIES[name]);
 }
 
-/**
- * The search attributes a workflow starts with: set at start they cost no action, where an upsert
- * from the workflow is one. The job's ID is known at start only when the input names the job.
- */
+/** The search attributes a workflow starts with: set at start they cost no action, an upsert does. */
 export function startAttributes(resolved: { projectId: string; jobId?: string }): SearchAttributePair[] {
   const attributes: SearchAttributePair[] = [{ key: SearchAttributes.projectId, value: resolved.projectId }];
   if (resolved.jobId !== undefined) attributes.push({ key: SearchAttributes.jobId, value: resolved.jobId });
@@ -104,13 +88,9 @@ export function startAttributes(resolved: { projectId: string; jobId?: string })
 }
 
 /**
- * Starts the agent-job workflow, or attaches to the one already started with the same key: a
- * running one (USE_EXISTING), a completed one (ALLOW_DUPLICATE_FAILED_ONLY refuses a new run); after
- * one that failed or ended otherwise, a new run goes on with the agent job it made, since the API
- * honours no idempotency key (docs/starting-jobs.md says each case). With `jobId` and no prompt it
- * watches that job under {@link agentJobIdWorkflowId}; a follow-up goes through `sendFollowUp`.
- *
- * Throws `InvalidInputError`, before anything starts, when the input or the key is invalid.
+ * Starts the agent-job workflow, or attaches to the one the key already started; after a run that
+ * failed or ended otherwise, a new run goes on with the agent job it made (docs/starting-jobs.md).
+ * With `jobId` and no prompt it watches that job. Throws `InvalidInputError` before anything starts.
  */
 export async function startAgentJob(
   client: Client,
@@ -127,22 +107,15 @@ export async function startAgentJob(
   }
 }
 
-/** The start options of an agent-job workflow, as {@link agentJobStartOptions} plans them. */
-export type AgentJobStartOptions = WorkflowStartOptions<typeof agentJobWorkflow>;
-
 /**
- * What {@link startAgentJob} starts, without starting it. The Nexus service starts the same options
- * through its own start, which attaches the caller's completion callback; a start refused because
- * the run under the ID has completed (WorkflowExecutionAlreadyStartedError) is its to answer.
- *
- * Throws `InvalidInputError` before anything is read when the input, the key or the priority is
- * invalid.
+ * What {@link startAgentJob} starts, without starting it: the Nexus service starts it with the
+ * caller's completion callback. Throws `InvalidInputError` before anything is read.
  */
 export async function agentJobStartOptions(
   client: Client,
   input: AgentJobInput,
   options: StartAgentJobOptions = {},
-): Promise<AgentJobStartOptions> {
+): Promise<WorkflowStartOptions<typeof agentJobWorkflow>> {
   const resolved = resolveInput(input);
   const key = checkedKey(options.key);
   const priority = priorityOf(resolved.projectId, options.priority);
@@ -180,10 +153,9 @@ export async function agentJobStartOptions(
 const RESTARTABLE = new Set(['FAILED', 'TIMED_OUT', 'CANCELLED', 'TERMINATED']);
 
 /**
- * What the latest run of `workflowId` left behind when it failed, timed out, was cancelled or
- * terminated (./previous-run.ts), and its memo; `nothing` when there is no such run. Describe reads
- * the run's own state, not the eventually consistent visibility store, so a run that has just
- * closed is seen as it is; its history is read only when it recorded no agent job.
+ * What the latest run of `workflowId` left behind when it ended otherwise than completed
+ * (./previous-run.ts), and its memo. Describe, not visibility, so a run just closed is seen as it
+ * is; its history is read only when it recorded no agent job.
  */
 async function endedRun(
   client: Client,
@@ -207,20 +179,15 @@ async function endedRun(
 /** The memo field that holds the SHA-256 of the prompt the workflow's agent job was created with. */
 const PROMPT_MEMO = 'promptSha256';
 
-/**
- * The memo of a workflow whose create sends `prompt`: its digest, not the prompt (which may be
- * long, and with the payload codec off the memo is as readable as the input; with it on, both are
- * sealed).
- */
+/** The memo of a workflow whose create sends `prompt`: its digest, not the (maybe long, maybe unsealed) prompt. */
 function promptMemo(prompt: string | undefined): Record<string, string> | undefined {
   if (prompt === undefined) return undefined;
   return { [PROMPT_MEMO]: createHash('sha256').update(prompt).digest('hex') };
 }
 
 /**
- * Whether the agent job the workflow of `handle` drives was created with a prompt other than
- * `prompt`: a start that attached under a key already used with another prompt, which sent
- * nothing. False when the workflow does not say (started by an earlier build, or another SDK).
+ * Whether the workflow's agent job was created with a prompt other than `prompt` (an attach under a
+ * key used with another prompt). False when the workflow does not say (an earlier build).
  */
 export async function promptDiffers(handle: AgentJobHandle, prompt: string): Promise<boolean> {
   const given = (await handle.describe()).memo?.[PROMPT_MEMO];
@@ -228,9 +195,9 @@ export async function promptDiffers(handle: AgentJobHandle, prompt: string): Pro
 }
 
 /**
- * The agent job an earlier run under this workflow ID recorded (a run that was reset: the reset
- * run may not have reached its create yet), newest first; null when none did. Visibility may lag
- * a run that closed a moment ago, but a reset or an earlier failure is not that recent.
+ * The agent job an earlier run under this workflow ID recorded, newest first (a reset run may not
+ * have reached its create yet); null when none did. Visibility's lag is no matter here: a reset
+ * or an earlier failure is not that recent.
  */
 async function jobOfEarlierRun(client: Client, workflowId: string): Promise<string | null> {
   const runs: { startedAt: number; jobId: string }[] = [];
@@ -243,16 +210,14 @@ async function jobOfEarlierRun(client: Client, workflowId: string): Promise<stri
 
 /** The input of a run that starts again after `previous`. */
 function restartInput(input: AgentJobInput, previous: PreviousRun): AgentJobInput {
-  if (previous.kind === 'job') return { ...withoutPrompt(input), jobId: previous.jobId };
+  if (previous.kind === 'job') {
+    // Without its prompt: the prompt went out with the create of the run before.
+    const next = { ...input, jobId: previous.jobId };
+    delete next.prompt;
+    return next;
+  }
   if (previous.kind === 'uncertain') {
     return { ...input, previousCreate: `the run before under this key (${previous.why})` };
   }
   return input;
-}
-
-/** The input without its prompt: the prompt went out with the create of the run before. */
-function withoutPrompt(input: AgentJobInput): AgentJobInput {
-  const rest = { ...input };
-  delete rest.prompt;
-  return rest;
 }

@@ -1,10 +1,9 @@
 /**
- * The starter's commands (`start`, `message`, `status`) and what they share: the exit codes
- * (./exit-codes.ts, shared with the GitHub Action), the Temporal connection, and how a result or a failure is printed. src/starter.ts parses the
- * arguments and calls them; ./batch.ts is the `batch` command.
+ * The starter's commands `start`, `message` and `status`, and what they share with ./batch.ts: the
+ * Temporal connection and how a result or a failure is printed. src/starter.ts parses the arguments.
  */
-import { Client, Connection, WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { Client, Connection } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import {
   followAgentJob,
   progressLine,
@@ -13,6 +12,7 @@ import {
   startAgentJob,
   workflowUiUrl,
   type AgentJobHandle,
+  type StartAgentJobOptions,
 } from '../client/index.js';
 import { loadTemporalSettings, type TemporalSettings } from '../config/temporal.js';
 import { loadTracingSettings } from '../config/tracing.js';
@@ -22,7 +22,7 @@ import { resolveInput } from '../input.js';
 import { UsageError } from '../errors.js';
 import { installTracing } from '../observability/tracing.js';
 import { classifyFailure, ExitCode } from './exit-codes.js';
-import { payloadDataConverter, PayloadUnopenedError } from '../payload-codec/index.js';
+import { payloadDataConverter } from '../payload-codec/index.js';
 import { clientConnectionOptions, temporalApiKeySource } from '../temporal-api-key.js';
 import {
   statusQuery,
@@ -52,13 +52,12 @@ export interface CommonOptions {
 export interface StartOptions extends CommonOptions {
   project?: string;
   prompt?: string;
-  /** `--prompt-file`: a path, or `-` for standard input; read into `prompt` before anything connects. */
+  /** A path, or `-` for standard input: read into `prompt` before anything connects. */
   promptFile?: string;
   key?: string;
   jobId?: string;
   timeout?: string;
   pollInterval?: string;
-  /** A notification target's name (`notify` in the input). */
   notify?: string;
 }
 
@@ -105,43 +104,6 @@ export async function withClient(
   }
 }
 
-/** Prints the end of a workflow or of a follow-up turn and returns the exit code. */
-async function report(
-  workflowId: string,
-  ui: string | null,
-  json: boolean,
-  outcome: () => Promise<AgentJobResult>,
-): Promise<number> {
-  try {
-    const result = await outcome();
-    // A workflow that ended on a build before `resent` has none.
-    const resent = result.resent ?? 0;
-    if (json) out(jsonText({ workflowId, ui, ...result, resent }));
-    else {
-      out(`final record: ${jsonText(result.job, 2)}`);
-      const prLink =
-        result.prLink === null ? '(none: the agent changed no files)' : terminalText(result.prLink);
-      out(`prLink: ${prLink}`);
-      out(`resent: ${resent}`);
-    }
-    if (resent > 0) err(resentWarning(resent));
-    return ExitCode.Ok;
-  } catch (e) {
-    if (
-      !(e instanceof WorkflowFailedError) &&
-      !(e instanceof WorkflowUpdateFailedError) &&
-      !(e instanceof PayloadUnopenedError)
-    )
-      throw e;
-    const { code, type } = classifyFailure(e);
-    const message = e instanceof PayloadUnopenedError ? e.message : (e.cause?.message ?? e.message);
-    const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
-    if (json) out(jsonText({ workflowId, ui, error: { type, message, details } }));
-    else err(`workflow failed (${terminalText(type)}): ${terminalText(message)}`);
-    return code;
-  }
-}
-
 /** The workflow input the start and message commands build from their flags. */
 function inputFrom(options: StartOptions, jobId?: string): AgentJobInput {
   if (!options.project) throw new UsageError('--project is required');
@@ -162,6 +124,65 @@ async function withPromptFile(options: StartOptions): Promise<StartOptions> {
   return { ...options, prompt: await readPromptFile(options.promptFile), promptFile: undefined };
 }
 
+/** A started workflow or a sent follow-up: what `send` prints, and its end. */
+interface Sent {
+  workflowId: string;
+  /** The follow-up's update ID; none for a start. */
+  updateId?: string;
+  result(onProgress: (p: AgentJobProgress) => void): Promise<AgentJobResult>;
+}
+
+/**
+ * Checks `input` (the prompt limit and every other field) before anything connects, sends it
+ * through `sendIt`, prints the workflow, and with --wait follows it to its end: the exit code.
+ */
+async function send(
+  options: StartOptions,
+  input: AgentJobInput,
+  sendIt: (client: Client, start: StartAgentJobOptions) => Promise<Sent>,
+): Promise<number> {
+  resolveInput(input);
+  return withClient(async (client, settings) => {
+    const { key, priority, json } = options;
+    const sent = await sendIt(client, { key, priority, taskQueue: options.taskQueue ?? settings.taskQueue });
+    const { workflowId, updateId } = sent;
+    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, workflowId);
+    if (!json) {
+      out(`workflow: ${workflowId}`);
+      if (updateId) out(`follow-up: ${updateId} (queued behind any turn in progress)`);
+      if (ui) out(`ui:       ${ui}`);
+    }
+    if (!options.wait) {
+      if (json) out(JSON.stringify({ workflowId, updateId, ui }));
+      return ExitCode.Ok;
+    }
+    try {
+      const result = await sent.result((p) => {
+        if (!json) out(progressLine(p));
+      });
+      // A workflow that ended on a build before `resent` has none.
+      const resent = result.resent ?? 0;
+      if (json) out(jsonText({ workflowId, ui, ...result, resent }));
+      else {
+        out(`final record: ${jsonText(result.job, 2)}`);
+        const prLink =
+          result.prLink === null ? '(none: the agent changed no files)' : terminalText(result.prLink);
+        out(`prLink: ${prLink}`);
+        out(`resent: ${resent}`);
+      }
+      if (resent > 0) err(resentWarning(resent));
+      return ExitCode.Ok;
+    } catch (e) {
+      const failure = classifyFailure(e);
+      if (failure === null) throw e;
+      const { code, type, message, details } = failure;
+      if (json) out(jsonText({ workflowId, ui, error: { type, message, details } }));
+      else err(`workflow failed (${terminalText(type)}): ${terminalText(message)}`);
+      return code;
+    }
+  });
+}
+
 /** `start`: starts a workflow (or attaches with --job-id), and with --wait follows it to its end. */
 export async function runStart(given: StartOptions): Promise<number> {
   if (!given.project) throw new UsageError('--project is required');
@@ -171,74 +192,33 @@ export async function runStart(given: StartOptions): Promise<number> {
   // --job-id with --prompt is a follow-up: the same as the message command.
   if (options.jobId && options.prompt !== undefined) return runMessage(options.jobId, options);
   const input = inputFrom(options, options.jobId);
-  // The prompt limit and every other field, checked before anything connects.
-  resolveInput(input);
-  return withClient(async (client, settings) => {
-    const handle = await startAgentJob(client, input, {
-      key: options.key,
-      taskQueue: options.taskQueue ?? settings.taskQueue,
-      priority: options.priority,
-    });
-    if (
-      options.key !== undefined &&
-      input.prompt !== undefined &&
-      (await promptDiffers(handle, input.prompt))
-    )
+  return send(options, input, async (client, start) => {
+    const handle = await startAgentJob(client, input, start);
+    if (start.key !== undefined && input.prompt !== undefined && (await promptDiffers(handle, input.prompt)))
       err(
         'warning: the key already started an agent job with another prompt: attached to it; this prompt was not sent',
       );
-    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, handle.workflowId);
-    if (!options.json) {
-      out(`workflow: ${handle.workflowId}`);
-      if (ui) out(`ui:       ${ui}`);
-    }
-    if (!options.wait) {
-      if (options.json) out(JSON.stringify({ workflowId: handle.workflowId, ui }));
-      return ExitCode.Ok;
-    }
-    return report(handle.workflowId, ui, options.json, () =>
-      followAgentJob(handle, (p) => {
-        if (!options.json) out(progressLine(p));
-      }),
-    );
+    return { workflowId: handle.workflowId, result: (onProgress) => followAgentJob(handle, onProgress) };
   });
 }
 
 /** `message`: sends a follow-up, and with --wait follows its turn to its end. */
 export async function runMessage(jobId: string, given: StartOptions): Promise<number> {
   const options = await withPromptFile(given);
-  if (options.prompt === undefined) throw new UsageError('--prompt or --prompt-file is required');
+  const prompt = options.prompt;
+  if (prompt === undefined) throw new UsageError('--prompt or --prompt-file is required');
   const input = inputFrom(options, jobId);
-  resolveInput(input);
-  return withClient(async (client, settings) => {
-    const followUp = await sendFollowUp(
-      client,
-      { ...input, jobId, prompt: options.prompt as string },
-      {
-        key: options.key,
-        taskQueue: options.taskQueue ?? settings.taskQueue,
-        priority: options.priority,
-      },
-    );
-    const ui = workflowUiUrl(settings.uiUrl, settings.namespace, followUp.workflowId);
-    if (!options.json) {
-      out(`workflow: ${followUp.workflowId}`);
-      out(`follow-up: ${followUp.updateId} (queued behind any turn in progress)`);
-      if (ui) out(`ui:       ${ui}`);
-    }
-    if (!options.wait) {
-      if (options.json)
-        out(JSON.stringify({ workflowId: followUp.workflowId, updateId: followUp.updateId, ui }));
-      return ExitCode.Ok;
-    }
-    return report(followUp.workflowId, ui, options.json, () =>
-      Promise.race([
-        followUp.result(),
-        followAgentJob(followUp.workflow, (p) => {
-          if (!options.json) out(progressLine(p));
-        }).then(() => followUp.result()),
-      ]),
-    );
+  return send(options, input, async (client, start) => {
+    const followUp = await sendFollowUp(client, { ...input, jobId, prompt }, start);
+    return {
+      ...followUp,
+      // The turn's own result, or the workflow's failure when it ends first.
+      result: (onProgress) =>
+        Promise.race([
+          followUp.result(),
+          followAgentJob(followUp.workflow, onProgress).then(() => followUp.result()),
+        ]),
+    };
   });
 }
 
@@ -297,8 +277,9 @@ export async function runStatus(workflowId: string, options: { json: boolean }):
     return handle.result().then(
       () => ExitCode.Ok,
       (e: unknown) => {
-        if (e instanceof WorkflowFailedError) return classifyFailure(e).code;
-        throw e;
+        const failure = classifyFailure(e);
+        if (failure === null) throw e;
+        return failure.code;
       },
     );
   });

@@ -1,9 +1,9 @@
 /**
- * The exit codes of the programs that start agent jobs (the starter CLI, the GitHub Action), and
- * which one a workflow's failure gives: one table, so a CI step and a shell script read a failure
- * alike.
+ * The exit codes of the starter CLI and the GitHub Action, and which one a workflow's failure
+ * gives: one table, so a CI step and a shell script read a failure alike.
  */
-import type { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { failureTypeOf } from '../client/batch.js';
 import { FailureType } from '../contract.js';
 import { PayloadUnopenedError } from '../payload-codec/index.js';
@@ -14,10 +14,7 @@ export const ExitCode = {
   Ok: 0,
   /** Anything unexpected. */
   Error: 1,
-  /**
-   * Bad arguments, invalid input or configuration: nothing was started, or the workflow refused
-   * its input before creating anything (`InvalidInput`, `UnknownNotifyTarget`, `UnsealedInput`).
-   */
+  /** Bad arguments, input or configuration: nothing was started, or the workflow refused its input. */
   Usage: 2,
   /** The agent job ended `failed`. */
   AgentJobFailed: 3,
@@ -31,18 +28,11 @@ export const ExitCode = {
   Cancelled: 7,
   /** `batch --wait`: at least one job of the batch did not succeed (the summary says which). */
   BatchIncomplete: 8,
-  /**
-   * The workers cannot open the workflow's payloads (a key their ring lacks or holds otherwise): it
-   * is left open, retrying its task until the ring is fixed (docs/operator-actions.md).
-   */
+  /** The workers cannot open the workflow's payloads: it retries until the ring is fixed (docs/operator-actions.md). */
   PayloadUnopened: 9,
 } as const;
 
-/**
- * The exit code of each failure type that has its own; every other failure exits
- * {@link ExitCode.WorkflowFailed}. The caller's setup refused before anything was created (a fixed
- * input, a target the workers know, or a client with the payload codec) exits as a usage error.
- */
+/** The exit code of each failure type that has its own; any other exits {@link ExitCode.WorkflowFailed}. */
 const EXIT_CODES: Readonly<Record<string, number>> = {
   Cancelled: ExitCode.Cancelled,
   Terminated: ExitCode.Cancelled,
@@ -53,12 +43,22 @@ const EXIT_CODES: Readonly<Record<string, number>> = {
   [FailureType.UnsealedInput]: ExitCode.Usage,
 };
 
-/** Maps a workflow or update failure to an exit code and its failure type ({@link failureTypeOf}). */
-export function classifyFailure(e: WorkflowFailedError | WorkflowUpdateFailedError | PayloadUnopenedError): {
-  code: number;
-  type: string;
-} {
-  if (e instanceof PayloadUnopenedError) return { code: ExitCode.PayloadUnopened, type: e.name };
+/**
+ * A workflow's, an update's or an unopened payload's failure: its exit code, failure type
+ * ({@link failureTypeOf}), message and details; null for any other error.
+ */
+export function classifyFailure(
+  e: unknown,
+): { code: number; type: string; message: string; details?: unknown[] | null } | null {
+  if (e instanceof PayloadUnopenedError)
+    return { code: ExitCode.PayloadUnopened, type: e.name, message: e.message };
+  if (!(e instanceof WorkflowFailedError) && !(e instanceof WorkflowUpdateFailedError)) return null;
   const type = failureTypeOf(e);
-  return { code: EXIT_CODES[type] ?? ExitCode.WorkflowFailed, type };
+  const details = e.cause instanceof ApplicationFailure ? e.cause.details : undefined;
+  return {
+    code: EXIT_CODES[type] ?? ExitCode.WorkflowFailed,
+    type,
+    message: e.cause?.message ?? e.message,
+    details,
+  };
 }
