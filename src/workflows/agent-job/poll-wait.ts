@@ -1,10 +1,7 @@
 /**
  * The waits of the poll loop: a durable timer, or a poll activity polling by server-side retry,
- * either of which a requested poll (`pollNow`, a follow-up's turn) ends at once. Workflow code; the
- * schedule that sets their length is ../../poll-schedule.ts.
- *
- * Why not `condition(() => requested, ms)`: that helper cancels its scope even after its timer
- * fired, and the failure it builds costs a source-mapped stack per poll (docs/decisions/0003).
+ * either of which a requested poll (`pollNow`, a follow-up's turn) ends at once. Why not
+ * `condition(() => requested, ms)`: docs/decisions/0003-the-poll-wait.md. Workflow code.
  */
 import { CancellationScope, condition, sleep } from '@temporalio/workflow';
 

@@ -45,18 +45,12 @@ export async function agentJobWorkflow(
 }
 
 /**
- * The patch that refuses an input that arrived unsealed on a worker with a payload key ring
- * (decision 0021). Its marker is what tells a refused run from one that this build started before
- * the ring was configured: replayed on a keyed worker, the latter's input is unsealed too, but its
- * history has no marker, so `patched` is false and it runs on.
+ * The patch that refuses an input that arrived unsealed on a worker with a payload key ring: its
+ * marker tells a refused run from one started before the ring was configured (decision 0021).
  */
 const REFUSE_UNSEALED_INPUT = 'refuse-unsealed-input';
 
-/**
- * Fails a first run whose input arrived unsealed, before anything reads it: `UnsealedInput`, no
- * agent job, no quota. A continued run's input was sealed by the worker that continued it, or by
- * one without a ring before the ring was configured: never refused.
- */
+/** Fails a first run whose input arrived unsealed, before anything reads it (a continued run's never is: decision 0021). */
 function refuseUnsealed(input: AgentJobInput, carried: Continuation | undefined): void {
   if (carried === undefined && arrivedUnsealed(input) && patched(REFUSE_UNSEALED_INPUT))
     throw unsealedInput();
