@@ -43,10 +43,7 @@ class UnsealedMarkingConverter extends DefaultPayloadConverter {
 /** The converter the workflow bundle uses, under the name `payloadConverterPath` requires. */
 export const payloadConverter = new UnsealedMarkingConverter();
 
-/**
- * True when `value` was decoded from a payload that arrived unsealed on a worker with a payload
- * key ring; false when it was sealed, or the worker has no ring.
- */
+/** True when `value` was decoded from a payload that arrived unsealed on a worker with a key ring. */
 export function arrivedUnsealed(value: unknown): boolean {
   return typeof value === 'object' && value !== null && Object.hasOwn(value, ARRIVED_UNSEALED);
 }

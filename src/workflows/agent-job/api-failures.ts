@@ -126,39 +126,28 @@ export async function attempt<T>(
 }
 
 /**
- * Why an attempt that failed may have reached the API, or null when it surely did not. Only the
- * activities' own API errors say "not applied" (`mayHaveBeenApplied: false`); a timeout, a worker
- * that stopped heartbeating (it died mid-request) or any other failure may have sent the request.
+ * Why an attempt that failed may have reached the API, or null when it surely did not: only the
+ * activities' own API errors can say "not applied"; a timeout or any other failure may have sent it.
  */
 function uncertaintyOf(failure: ApiFailure): string | null {
-  if (failure.details !== undefined) {
-    return failure.details.mayHaveBeenApplied === false
-      ? null
-      : `an attempt that failed with ${failure.error.type}`;
-  }
-  const timeout = failure.caught.cause;
-  if (timeout instanceof TimeoutFailure && timeout.timeoutType === TimeoutType.HEARTBEAT) {
-    return 'an attempt whose worker stopped heartbeating (it may have died mid-request)';
-  }
-  if (timeout instanceof TimeoutFailure) return 'an attempt that timed out before an answer';
-  return `an attempt that failed with ${failure.error.type}`;
+  if (failure.details?.mayHaveBeenApplied === false) return null;
+  const timeout = failure.details === undefined ? failure.caught.cause : undefined;
+  if (!(timeout instanceof TimeoutFailure)) return `an attempt that failed with ${failure.error.type}`;
+  return timeout.timeoutType === TimeoutType.HEARTBEAT
+    ? 'an attempt whose worker stopped heartbeating (it may have died mid-request)'
+    : 'an attempt that timed out before an answer';
 }
 
-/**
- * Calls until an answer arrives, waiting between attempts on workflow timers: for calls that must
- * succeed before the workflow can go on (create, follow-up message).
- */
+/** Calls until an answer arrives, waiting between attempts on workflow timers (a create, a message). */
 export async function untilAnswered<T>(
   run: ApiCaller,
   call: ApiCall,
   invoke: (uncertain: string | null) => Promise<T>,
   uncertainFromStart: string | null = null,
 ): Promise<T> {
-  // Once an attempt may have been applied, every later one follows it: the activity's policy for
-  // ambiguous calls decides whether it may send at all (src/activities/index.ts). Only the sends
-  // this loop decided after its own ambiguous attempts are counted in `resent`: `uncertainFromStart`
-  // (a reset run) also reaches attempts whose result the history already holds, which send nothing,
-  // so those are left to the activity's own log and metric.
+  // Once an attempt may have been applied, every later one follows it, and the activity's
+  // ambiguous-call policy decides whether it sends (decision 0009). `resent` counts only this loop's
+  // own: `uncertainFromStart` also reaches attempts the history already holds, which send nothing.
   let uncertain: string | null = null;
   for (;;) {
     if (Date.now() >= run.deadlineMs) throw run.timedOut(call.whatTimedOut);
@@ -179,11 +168,7 @@ export async function untilAnswered<T>(
   }
 }
 
-/**
- * The workflow's deadline, as a call meets it: a schedule-to-close timeout (every call's but the
- * poll's is the deadline), or a poll attempt that started after it (the poll activity keeps to
- * the deadline itself, src/poll-schedule.ts).
- */
+/** The deadline, as a call meets it: a schedule-to-close timeout, or a poll attempt that started after it (decision 0010). */
 function isDeadline(cause: unknown): boolean {
   if (cause instanceof ApplicationFailure) return cause.type === POLL_PAST_DEADLINE;
   return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE;
@@ -201,9 +186,8 @@ interface ApiFailure {
 }
 
 /**
- * Reads an activity's failure: the API error it met (the first `ApplicationFailure` down the cause
- * chain, which is also where a schedule-to-close timeout keeps the last attempt's failure), or the
- * timeout itself. Null for anything that is not an activity's failure.
+ * Reads an activity's failure: the first `ApplicationFailure` down the cause chain (where a
+ * schedule-to-close timeout keeps the last attempt's), or the timeout itself; null for any other error.
  */
 function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
   // A local activity's failure can reach the workflow as the activity's own ApplicationFailure,
@@ -233,12 +217,11 @@ function isApiErrorDetails(value: unknown): value is ApiErrorDetails {
 
 /** The workflow's failure for a final API error: same type and details, the activity as its cause. */
 function finalFailure(failure: ApiFailure, doing: string, why?: string): ApplicationFailure {
-  const application = failure.application;
   return ApplicationFailure.create({
     type: failure.error.type,
     message: `Failed while ${doing}: ${failure.error.message}${why ? ` (${why})` : ''}`,
     nonRetryable: true,
-    details: application?.details ? [...application.details] : undefined,
+    details: failure.application?.details ? [...failure.application.details] : undefined,
     cause: failure.caught,
   });
 }

@@ -76,10 +76,7 @@ const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
-/**
- * Creates the agent job, waiting out transient failures until the deadline. `previousCreate`: why
- * a create may have been sent before this workflow started (the input's), or null.
- */
+/** Creates the agent job, until the deadline. `previousCreate`: why one may have been sent before this workflow started. */
 export function createJob(
   run: CallingRun,
   prompt: string,
@@ -110,11 +107,7 @@ export function createJob(
   );
 }
 
-/**
- * Polls the agent job until its record is not `active` (or the deadline is near): one activity,
- * the server retrying it at the schedule's pace from `intervalMs`. Its record and the polls it
- * made, or the wait before the next try after an answer the workflow must see.
- */
+/** Polls the agent job until its record is not `active` (or the deadline is near), from `intervalMs`. */
 export function pollJob(
   run: CallingRun,
   jobId: string,
@@ -220,19 +213,13 @@ function createKey(): string {
   return headerValue(workflowInfo().workflowId);
 }
 
-/**
- * The key of the prompt of `{ jobId, prompt }`: the workflow ID and its first run, so a later
- * workflow with this ID is a new follow-up and gets a new key.
- */
+/** The key of the prompt of `{ jobId, prompt }`: a later workflow with this ID gets a new key. */
 export function startFollowUpKey(): string {
   const { workflowId, firstExecutionRunId } = workflowInfo();
   return headerValue(`${workflowId}/${firstExecutionRunId}/follow-up`);
 }
 
-/**
- * The key of an update's message: one per update ID, so a client retrying the update (also after
- * continue-as-new) sends the same key, and a new message never reuses a failed one's.
- */
+/** The key of an update's message: one per update ID, the same for a client retrying it (also after continue-as-new). */
 export function updateMessageKey(turn: number): string {
   const updateId = currentUpdateInfo()?.id ?? `turn-${turn + 1}`;
   return headerValue(`${workflowInfo().workflowId}/message/${updateId}`);

@@ -88,10 +88,7 @@ export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>
   });
 }
 
-/**
- * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
- * result's count of calls sent again).
- */
+/** `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }`. */
 export function agentJobFailed(
   projectId: string,
   record: AgentJobRecord,
@@ -118,9 +115,8 @@ export function unknownStatus(record: AgentJobRecord, reads: number): Applicatio
 }
 
 /**
- * `AgentJobTimedOut`. Details: the last record, then `{ lastError, resent }` (type, HTTP status,
- * message; the calls sent again) so a caller can tell a slow agent job from an API that never
- * answered.
+ * `AgentJobTimedOut`. Details: the last record, then `{ lastError, resent }`, so a caller can tell
+ * a slow agent job from an API that never answered.
  */
 export function timedOut(
   progress: Pick<AgentJobProgress, 'lastRecord' | 'lastError' | 'jobId' | 'polls' | 'resent'>,

@@ -261,7 +261,7 @@ export class AgentJobRun implements show.RunProgress {
     return timedOut(this, what);
   }
 
-  /** What ApiCaller says; a success clears only its own call's error (a poll that works does not hide failing messages). */
+  /** See ApiCaller; a success clears only its own call's error (a working poll does not hide failing messages). */
   reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void {
     if (error !== null || this.lastError?.during === doing) this.lastError = error;
     // The gauge counts the workflows waiting: each refusal reports, so a stale one drops out.
@@ -358,7 +358,7 @@ export class AgentJobRun implements show.RunProgress {
   async #followUp(prompt: string): Promise<AgentJobResult> {
     const updateId = updateIdNow();
     try {
-      // A caller re-attaching after continue-as-new: its follow-up is already here, not queued again.
+      // A caller re-attaching after continue-as-new finds its follow-up here.
       const followUp =
         this.#followUps.get(updateId) ??
         this.#followUps.track({

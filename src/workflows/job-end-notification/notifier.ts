@@ -73,9 +73,8 @@ export class JobEndNotifier {
   }
 
   /**
-   * The workflow fails with `err`, or is cancelled: the notice, handed to the child (in a scope
-   * that a cancellation does not reach, so a cancelled workflow still starts it). Continue-as-new
-   * is not an end: the next run sends it.
+   * The workflow fails with `err`, or is cancelled (the child starts in a scope a cancellation does
+   * not reach): the notice, handed to the child. Continue-as-new is not an end.
    */
   async failed(run: NoticeFacts, err: unknown): Promise<void> {
     if (err instanceof ContinueAsNew) return;

@@ -51,9 +51,8 @@ export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promi
     startToCloseTimeout: '60s',
     // The bound: every attempt and every wait between them, measured by the server.
     scheduleToCloseTimeout: retryForMs,
-    // The activity sets each wait itself (`nextRetryDelay`, the delivery policy's backoff and the
-    // receiver's Retry-After); the server caps those at `maximumInterval`, so it is set above the
-    // policy's longest wait. These values only space attempts lost with their worker.
+    // The activity sets each wait itself (`nextRetryDelay`); the server caps those at
+    // `maximumInterval`, set above the policy's longest wait. These only space lost attempts.
     retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1h' },
   });
   try {
