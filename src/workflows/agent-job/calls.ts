@@ -35,7 +35,7 @@ export interface CallingRun extends ApiCaller {
 // API; a timeout comes back to the workflow, which retries it itself as one that may have been
 // applied (docs/decisions/0009-who-sends-a-create-again.md). So does the SDK's `WorkerShutdown`
 // (our type name too): an attempt that let it out after sending may have been applied, one
-// stopped before sending comes back as surely not applied.
+// stopped before sending comes back as surely not applied (src/activities/index.ts).
 const RETRY_NO_TIMEOUTS = [
   'TemporalTimeout:StartToClose',
   'TemporalTimeout:Heartbeat',

@@ -143,7 +143,8 @@ export class FollowUps {
   /**
    * The run cannot continue as new yet: a message is on its way (its answer must be seen here), a
    * `sendMessage` or the prompt of `{ jobId, prompt }` waits, or the unanswered follow-ups are too
-   * large to carry. Waiting `followUp`s do not hold it: the next run takes them.
+   * large to carry (prompts of up to 32,000 characters). Waiting `followUp`s do not hold it: the
+   * next run takes them.
    */
   get holdsRun(): boolean {
     if (this.#sending || this.#queue.some(({ item }) => item.updateId === null)) return true;

@@ -86,7 +86,10 @@ export class AgentJobRun implements show.RunProgress {
   /** Quota uses asked for across runs, so no request name repeats. */
   #quotaUses: number;
 
-  /** The run of `raw` (checked: `input`), continued from `carried`; registers the handlers at once. */
+  /**
+   * The run of `raw` (checked: `input`), continued from `carried`; registers the handlers at once,
+   * so a message buffered for this run is taken as soon as it is built.
+   */
   constructor(
     private readonly raw: AgentJobInput,
     readonly input: ResolvedInput,
