@@ -83,11 +83,12 @@ export function createJob(
   previousCreate: string | null,
 ): Promise<AgentJobRecord> {
   const { projectId } = run;
-  const idempotencyKey = createKey();
+  const { workflowId, runId, originalExecutionRunId } = workflowInfo();
+  // The create's key is the workflow ID, so one workflow never creates two agent jobs.
+  const idempotencyKey = headerValue(workflowId);
   setCurrentDetails(`Creating the agent job in project ${markdownText(projectId)}`);
   // A reset run, or one started again after a run that ended with its create on the wire, cannot
   // know whether the create was sent: the ambiguous-call policy decides (decision 0009).
-  const { runId, originalExecutionRunId } = workflowInfo();
   const uncertain =
     runId === originalExecutionRunId
       ? previousCreate
@@ -207,11 +208,6 @@ function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
 
 // The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
 // restarts and continue-as-new. The live API honours none (decision 0009).
-
-/** The create's key: the workflow ID, so one workflow never creates two agent jobs. */
-function createKey(): string {
-  return headerValue(workflowInfo().workflowId);
-}
 
 /** The key of the prompt of `{ jobId, prompt }`: a later workflow with this ID gets a new key. */
 export function startFollowUpKey(): string {
