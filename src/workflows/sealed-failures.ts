@@ -1,25 +1,11 @@
 /**
  * The failure converter bundled with the workflow code (`failureConverterPath` in
  * src/worker/bundle-options.ts): a failure that arrived sealed stays sealed when the workflow
- * passes it on, and so does a failure the workflow builds around one (decision 0021).
+ * passes it on, and so does a failure the workflow builds around one. The two gaps of the SDK's
+ * default converter it closes, and why it reads the history, not the worker's settings:
+ * docs/decisions/0021-payload-codec-edges.md. Without a ring it is the default converter.
  *
- * With a payload key ring, the worker's own failure converter (Node side: activities, the Nexus
- * handler) moves each failure's message and stack trace into `encodedAttributes`, a payload the
- * codec seals (`encodeCommonAttributes`, src/payload-codec/failure-converter.ts). The workflow
- * code cannot read the worker's settings, and its bundle must not depend on them; what it can see
- * is whether a failure it received arrived that way. Two gaps of the SDK's default converter are
- * closed here:
- *
- * - it keeps on the error the failure with the message opened, and sends that again when the
- *   workflow rethrows the error or makes it a cause: the activity's message would leave in plain
- *   text. Here the error keeps the failure as it arrived.
- * - a failure the workflow builds from an activity's (`Failed while creating the agent job: <the
- *   API's message>`) is the workflow's own, in plain text. Here a failure whose causes hold a
- *   sealed one is sealed too, so the API's text leaves sealed; a client with the codec reads it.
- *
- * Without a ring nothing arrives sealed, and this is the default converter. Whether a failure is
- * sealed follows from the history alone, so it replays the same on every worker. Workflow code:
- * no Node modules, no state.
+ * Workflow code: no Node modules, no state.
  */
 import {
   DefaultFailureConverter,
@@ -48,7 +34,7 @@ class SealedStaysSealedConverter extends DefaultFailureConverter {
     context?: SerializationContext,
   ): Error {
     const err = super.failureToError(failure, payloadConverter, context);
-    // Sent on as it arrived, sealed, not with the message the converter opened.
+    // The default keeps the failure with the message it opened, and would send that on.
     if (failure.encodedAttributes && err instanceof TemporalFailure) err.failure = failure;
     return err;
   }

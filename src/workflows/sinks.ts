@@ -1,15 +1,11 @@
 /**
- * The sinks workflows report through: what they tell the worker, declared beside the workflows
- * that call them so that workflow code imports nothing from the layers above it; the worker's
- * observability (src/observability/project-metrics.ts) implements them.
+ * The sinks workflows report through, declared here so that workflow code imports nothing from the
+ * layers above it (decision 0016); src/observability/project-metrics.ts implements them.
  */
 import type { Sinks } from '@temporalio/workflow';
 import type { QuotaUsage } from '../quota/messages.js';
 
-/**
- * What workflows tell the worker for the per-project metrics (src/observability/project-metrics.ts),
- * through the `projectMetrics` sink: never during replay, so each event counts once.
- */
+/** What workflows tell the worker for the per-project metrics: never during replay, so each event counts once. */
 export interface ProjectMetricsSinks extends Sinks {
   projectMetrics: {
     /** A job's workflow ended: `outcome` is its end status or failure type; seconds since its start. */

@@ -1,12 +1,9 @@
 /**
- * Workflow interceptors that carry the caller's trace into the workflow's activities: the trace
- * context a traced client put in the start's `_tracer-data` header (the SDK's OpenTelemetry client
- * interceptor) goes on every activity the run schedules and on its continue-as-new, where the SDK's
- * activity interceptor reads it (src/observability/tracing.ts). No span is made in the workflow and
- * no OpenTelemetry code runs in it: the SDK's workflow interceptors cost too much per open workflow
- * (docs/decisions/0008-tracing-without-workflow-spans.md). Without the header this does nothing.
- *
- * Headers are not part of what replay compares, so runs started with or without a trace replay alike.
+ * Workflow interceptors that carry the caller's trace (the start's `_tracer-data` header) onto every
+ * activity the run schedules and its continue-as-new, where the SDK's activity interceptor reads it
+ * (src/observability/tracing.ts); no span and no OpenTelemetry code in the workflow
+ * (docs/decisions/0008-tracing-without-workflow-spans.md). Headers are not part of what replay
+ * compares, so runs with or without a trace replay alike.
  */
 import type { Payload } from '@temporalio/common';
 import type { WorkflowInterceptorsFactory } from '@temporalio/workflow';

@@ -1,17 +1,10 @@
 /**
  * The payload converter bundled with the workflow code (`payloadConverterPath` in
  * src/worker/bundle-options.ts), so that a workflow can tell that its input arrived unsealed on a
- * worker that seals payloads (decision 0021).
- *
- * Only the codec sees a payload as it arrived, and a codec error fails the workflow task (retried
- * forever), not the workflow. So the worker's codec, when a key ring is configured, marks each
- * payload it did not have to open with the metadata entry {@link UNSEALED_METADATA_KEY}
- * (src/payload-codec/unsealed-mark.ts); this converter decodes every payload as the default
- * converter does, and gives an object decoded from a marked payload a non-enumerable symbol that
- * {@link arrivedUnsealed} reads. The symbol is not serialized: a value sent on (continue-as-new, an
- * activity's input) carries no mark. Without a ring nothing is marked, and this converter is the
- * default one; it is in every bundle either way, so the bundle and the build ID do not depend on a
- * process's settings.
+ * worker that seals payloads: the worker's codec marks such a payload with
+ * {@link UNSEALED_METADATA_KEY} (src/payload-codec/unsealed-mark.ts), and this converter gives an
+ * object decoded from it a non-enumerable symbol, never serialized, that {@link arrivedUnsealed}
+ * reads. Why the codec marks and the workflow decides: docs/decisions/0021-payload-codec-edges.md.
  *
  * Workflow code: no Node modules, no state.
  */
@@ -50,10 +43,7 @@ class UnsealedMarkingConverter extends DefaultPayloadConverter {
 /** The converter the workflow bundle uses, under the name `payloadConverterPath` requires. */
 export const payloadConverter = new UnsealedMarkingConverter();
 
-/**
- * True when `value` was decoded from a payload that arrived unsealed on a worker with a payload
- * key ring; false when it was sealed, or the worker has no ring.
- */
+/** True when `value` was decoded from a payload that arrived unsealed on a worker with a key ring. */
 export function arrivedUnsealed(value: unknown): boolean {
   return typeof value === 'object' && value !== null && Object.hasOwn(value, ARRIVED_UNSEALED);
 }

@@ -1,13 +1,8 @@
 /**
- * Calls to the Agent Job API from workflow code, and what the workflow does when one fails. One
- * place keeps the workflow's promises whatever the API answers:
- *
- * - the deadline: a call never runs past it, and reaching it is always `AgentJobTimedOut` naming the
- *   last API error, never a raw `TimeoutFailure` or the last transient error;
- * - the waits: long ones (a `Retry-After`, an outage's growing backoff) happen on the workflow's own
- *   timers, where the deadline, `pollNow` and continue-as-new still apply;
- * - the bounds: 404s and odd bodies fail the workflow only when they come in a row;
- * - the log: a person reading it sees an outage start and end, not every attempt.
+ * Calls to the Agent Job API from workflow code, and what the workflow does when one fails: the
+ * one place that keeps the deadline, the long waits on workflow timers, the bounds and the log
+ * quiet (docs/decisions/0006-long-waits-belong-to-the-workflow.md); the meaning of each failure is
+ * ../../failure-policy/.
  *
  * Deterministic: time from the workflow clock, jitter from the workflow's seeded `Math.random`.
  */
@@ -31,18 +26,17 @@ import { markdownText } from '../../escape.js';
 export interface ApiCaller {
   /** Absolute deadline of the workflow, epoch ms. */
   readonly deadlineMs: number;
-  /** The API's failures in a row; carried across continue-as-new. */
   readonly streak: FailureStreak;
   /** The tolerances the policy's time bounds use now (`blipMs` null until the API answered for the job). */
   tolerances(): Tolerances;
   /**
-   * Called with every failure, and after a success of the call `doing` (which clears its error).
+   * Called with every failure, and after a success of the call `doing` (error null).
    * `waitingForKey`: the API refused the key and the call waits for a working one.
    */
   reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void;
   /** The failure to end with at the deadline (`AgentJobTimedOut`, with the last error in it). */
   timedOut(what: string): ApplicationFailure;
-  /** A create or message was sent again after an attempt that may have been applied (policy `retry`). */
+  /** A create or message was sent again after an attempt that may have been applied. */
   countResent(): void;
 }
 
@@ -63,36 +57,32 @@ export type AttemptResult<T> =
   { ok: true; value: T } | { ok: false; retryInMs: number; uncertain: string | null };
 
 /**
- * Runs one call: an activity (with Temporal's retries for short waits), given the time left until
- * the deadline for its schedule-to-close timeout (the poll activity takes the deadline in its
- * input instead). Returns its value, or the wait before trying
- * again; throws the workflow's failure when the error is final, a bound is reached or the deadline
- * has come, and rethrows a cancellation.
+ * Runs one call (an activity, with Temporal's retries for short waits). Returns its value, or the
+ * wait before trying again; throws the workflow's failure when the error is final, a bound is
+ * reached or the deadline has come, and rethrows a cancellation.
  */
 export async function attempt<T>(
   run: ApiCaller,
   call: ApiCall,
-  invoke: (timeoutMs: number) => Promise<T>,
+  invoke: () => Promise<T>,
   options: { afterUnseenAttempts?: boolean } = {},
 ): Promise<AttemptResult<T>> {
   const { doing } = call;
   try {
-    const value = await invoke(Math.max(1_000, run.deadlineMs - Date.now()));
+    const value = await invoke();
     const failedCalls = run.streak.succeeded();
     if (failedCalls > 0) log.info('the Agent Job API answers again', { doing, failedCalls });
     run.reportApiError(null, doing, false);
     return { ok: true, value };
   } catch (err) {
     if (isCancellation(err)) throw err;
+    const failure = apiFailureOf(err, doing);
     if (err instanceof ActivityFailure && isDeadline(err.cause)) {
-      // The call's schedule-to-close timeout is the deadline. The error named is the last attempt's
-      // API error (a poll activity's retries are the server's), not the timeout, nor a poll that
-      // found the job still active.
-      const last = apiFailureOf(err, doing);
-      if (last?.details !== undefined) run.reportApiError(last.error, doing, false);
+      // The error named is the last attempt's API error, not the timeout, nor a poll that found
+      // the job still active.
+      if (failure?.details !== undefined) run.reportApiError(failure.error, doing, false);
       throw run.timedOut(call.whatTimedOut);
     }
-    const failure = apiFailureOf(err, doing);
     if (failure === null) throw err;
     const bound = boundOf(failure.details, failure.error.type);
     if (bound === 'final') {
@@ -136,46 +126,33 @@ export async function attempt<T>(
 }
 
 /**
- * Why an attempt that failed may have reached the API, or null when it surely did not. Only the
- * activities' own API errors say "not applied" (`mayHaveBeenApplied: false`); a timeout, a worker
- * that stopped heartbeating (it died mid-request) or any other failure may have sent the request.
+ * Why an attempt that failed may have reached the API, or null when it surely did not: only the
+ * activities' own API errors can say "not applied"; a timeout or any other failure may have sent it.
  */
 function uncertaintyOf(failure: ApiFailure): string | null {
-  if (failure.details !== undefined) {
-    return failure.details.mayHaveBeenApplied === false
-      ? null
-      : `an attempt that failed with ${failure.error.type}`;
-  }
-  const timeout = failure.activityFailure.cause;
-  if (timeout instanceof TimeoutFailure && timeout.timeoutType === TimeoutType.HEARTBEAT) {
-    return 'an attempt whose worker stopped heartbeating (it may have died mid-request)';
-  }
-  if (timeout instanceof TimeoutFailure) return 'an attempt that timed out before an answer';
-  return `an attempt that failed with ${failure.error.type}`;
+  if (failure.details?.mayHaveBeenApplied === false) return null;
+  const timeout = failure.details === undefined ? failure.caught.cause : undefined;
+  if (!(timeout instanceof TimeoutFailure)) return `an attempt that failed with ${failure.error.type}`;
+  return timeout.timeoutType === TimeoutType.HEARTBEAT
+    ? 'an attempt whose worker stopped heartbeating (it may have died mid-request)'
+    : 'an attempt that timed out before an answer';
 }
 
-/**
- * Calls until an answer arrives, waiting between attempts on workflow timers: for calls that must
- * succeed before the workflow can go on (create, follow-up message).
- */
+/** Calls until an answer arrives, waiting between attempts on workflow timers (a create, a message). */
 export async function untilAnswered<T>(
   run: ApiCaller,
   call: ApiCall,
-  invoke: (timeoutMs: number, uncertain: string | null) => Promise<T>,
+  invoke: (uncertain: string | null) => Promise<T>,
   uncertainFromStart: string | null = null,
 ): Promise<T> {
-  // Once an attempt may have been applied, every later one follows it: the activity's policy for
-  // ambiguous calls decides whether it may send at all (src/activities/index.ts). Only the sends
-  // this loop decided after its own ambiguous attempts are counted in `resent`: `uncertainFromStart`
-  // (a reset run) also reaches attempts whose result the history already holds, which send nothing,
-  // so those are left to the activity's own log and metric.
+  // Once an attempt may have been applied, every later one follows it, and the activity's
+  // ambiguous-call policy decides whether it sends (decision 0009). `resent` counts only this loop's
+  // own: `uncertainFromStart` also reaches attempts the history already holds, which send nothing.
   let uncertain: string | null = null;
   for (;;) {
     if (Date.now() >= run.deadlineMs) throw run.timedOut(call.whatTimedOut);
     const sentAfter: string | null = uncertain;
-    const result: AttemptResult<T> = await attempt(run, call, (timeoutMs) =>
-      invoke(timeoutMs, sentAfter ?? uncertainFromStart),
-    );
+    const result: AttemptResult<T> = await attempt(run, call, () => invoke(sentAfter ?? uncertainFromStart));
     if (sentAfter !== null) {
       log.warn('sent again after an attempt whose outcome is unknown', {
         doing: call.doing,
@@ -191,11 +168,7 @@ export async function untilAnswered<T>(
   }
 }
 
-/**
- * The workflow's deadline, as a call meets it: a schedule-to-close timeout (every call's but the
- * poll's is the deadline), or a poll attempt that started after it (the poll activity keeps to
- * the deadline itself, src/poll-schedule.ts).
- */
+/** The deadline, as a call meets it: a schedule-to-close timeout, or a poll attempt that started after it (decision 0010). */
 function isDeadline(cause: unknown): boolean {
   if (cause instanceof ApplicationFailure) return cause.type === POLL_PAST_DEADLINE;
   return cause instanceof TimeoutFailure && cause.timeoutType === TimeoutType.SCHEDULE_TO_CLOSE;
@@ -209,13 +182,12 @@ interface ApiFailure {
   /** The activity's own `ApplicationFailure`, when there is one. */
   application: ApplicationFailure | undefined;
   /** What the workflow caught: the cause of the workflow's own failure. */
-  activityFailure: ActivityFailure | ApplicationFailure;
+  caught: ActivityFailure | ApplicationFailure;
 }
 
 /**
- * Reads an activity's failure: the API error it met (the first `ApplicationFailure` down the cause
- * chain, which is also where a schedule-to-close timeout keeps the last attempt's failure), or the
- * timeout itself. Null for anything that is not an activity's failure.
+ * Reads an activity's failure: the first `ApplicationFailure` down the cause chain (where a
+ * schedule-to-close timeout keeps the last attempt's), or the timeout itself; null for any other error.
  */
 function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
   // A local activity's failure can reach the workflow as the activity's own ApplicationFailure,
@@ -225,22 +197,16 @@ function apiFailureOf(err: unknown, doing: string): ApiFailure | null {
   if (err instanceof ApplicationFailure && !isApiErrorDetails(err.details?.[0])) return null;
   let cause: unknown = err instanceof ActivityFailure ? err.cause : err;
   while (cause instanceof Error && !(cause instanceof ApplicationFailure)) cause = cause.cause;
-  if (cause instanceof ApplicationFailure) {
-    const details = cause.details?.[0] as ApiErrorDetails | undefined;
-    const status = typeof details?.status === 'number' ? details.status : null;
-    return {
-      error: { type: cause.type ?? 'ApplicationFailure', status, message: cause.message, during: doing },
-      details: isApiErrorDetails(details) ? details : undefined,
-      application: cause,
-      activityFailure: err,
-    };
-  }
-  const first = err.cause instanceof Error ? err.cause : err;
+  const application = cause instanceof ApplicationFailure ? cause : undefined;
+  const details = application?.details?.[0] as ApiErrorDetails | undefined;
+  const first = application ?? (err.cause instanceof Error ? err.cause : err);
+  const type = application ? (application.type ?? 'ApplicationFailure') : first.name;
+  const status = typeof details?.status === 'number' ? details.status : null;
   return {
-    error: { type: first.name, status: null, message: first.message, during: doing },
-    details: undefined,
-    application: undefined,
-    activityFailure: err,
+    error: { type, status, message: first.message, during: doing },
+    details: isApiErrorDetails(details) ? details : undefined,
+    application,
+    caught: err,
   };
 }
 
@@ -251,12 +217,11 @@ function isApiErrorDetails(value: unknown): value is ApiErrorDetails {
 
 /** The workflow's failure for a final API error: same type and details, the activity as its cause. */
 function finalFailure(failure: ApiFailure, doing: string, why?: string): ApplicationFailure {
-  const application = failure.application;
   return ApplicationFailure.create({
     type: failure.error.type,
     message: `Failed while ${doing}: ${failure.error.message}${why ? ` (${why})` : ''}`,
     nonRetryable: true,
-    details: application?.details ? [...application.details] : undefined,
-    cause: failure.activityFailure,
+    details: failure.application?.details ? [...failure.application.details] : undefined,
+    cause: failure.caught,
   });
 }

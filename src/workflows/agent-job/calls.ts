@@ -1,8 +1,7 @@
 /**
  * The three calls of the Agent Job API as this workflow makes them: each an activity with its own
- * timeouts and retry policy, bounded by the deadline (./api-failures.ts), and the create and the
- * follow-up message within the project's quota: each call takes its use itself, and waits in the
- * quota's queue when the take says so (../project-quota/requester.ts).
+ * timeouts and retry policy, bounded by the deadline (./api-failures.ts); the create and the
+ * message each take a use of the project's quota (../project-quota/requester.ts).
  */
 import {
   currentUpdateInfo,
@@ -31,19 +30,12 @@ export interface CallingRun extends ApiCaller {
   nextQuotaUse(kind: QuotaUseKind): QuotaUse;
 }
 
-// The activities mark final errors non-retryable and set each wait themselves (`nextRetryDelay`);
-// whatever must be counted or waited for longer comes back to the workflow (./api-failures.ts).
-//
+// Short waits are Temporal's retries; longer ones come back to the workflow (decision 0006).
 // Creates and messages are retried by Temporal only after an attempt that surely did not reach the
-// API (a refused connection, a 503): the API honours no idempotency key. A timeout (the worker may
-// have died mid-request) is not retried by the server (the `TemporalTimeout:` types below), and an
-// ambiguous answer is handed back by the activity: the workflow retries those itself, telling the
-// next attempt that the one before may have been applied (./api-failures.ts).
-//
-// A stopping worker lets a create or message it already sent finish (src/activities/index.ts);
-// an attempt that let the SDK's `WorkerShutdown` failure out all the same comes back to the
-// workflow too, which treats it as one that may have been sent. The SDK's type name is ours too:
-// an attempt stopped before it sent anything comes back the same way, as surely not applied.
+// API; a timeout comes back to the workflow, which retries it itself as one that may have been
+// applied (docs/decisions/0009-who-sends-a-create-again.md). So does the SDK's `WorkerShutdown`
+// (our type name too): an attempt that let it out after sending may have been applied, one
+// stopped before sending comes back as surely not applied (src/activities/index.ts).
 const RETRY_NO_TIMEOUTS = [
   'TemporalTimeout:StartToClose',
   'TemporalTimeout:Heartbeat',
@@ -58,24 +50,20 @@ const createOptions: ActivityOptions = {
   heartbeatTimeout: '10s',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
-// One poll activity covers a wait: its attempts poll by server-side retry, each with its own
-// `nextRetryDelay` (src/poll-schedule.ts). The policy's own backoff only spaces attempts
-// that timed out. TRY_CANCEL: a requested poll cancels it at once, also while the server waits
-// between attempts, and the workflow goes on without waiting for the worker.
-//
-// The server caps every retry delay, `nextRetryDelay` included, at the policy's maximum interval:
-// that is the schedule's longest wait with its jitter (set per call below). A timeout, whose delay
-// is the policy's own, retries after 1 s: an attempt lost with its worker costs its 30 s
-// start-to-close (the GET itself is bounded at 20 s in the activity), not that plus a minute.
+// One poll activity covers a wait, its attempts polling by server-side retry; TRY_CANCEL lets a
+// requested poll end it at once (docs/decisions/0010-poll-by-server-side-retry.md).
 const pollOptions: ActivityOptions = {
   startToCloseTimeout: POLL_ATTEMPT_TIMEOUT_MS,
   cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
 
-/** The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`. */
+/**
+ * The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`: the server
+ * caps `nextRetryDelay` at `maximumInterval`, and an attempt that timed out retries after 1 s (or
+ * less on a faster schedule), not after a growing backoff (decision 0010).
+ */
 function pollRetryPolicy(maxIntervalMs: number): ActivityOptions['retry'] {
   const maximumInterval = pollRetryCapMs(maxIntervalMs);
-  // 1 s after a timeout, or less on a schedule faster than that.
   return { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
 }
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
@@ -88,22 +76,19 @@ const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
 const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
 
-/**
- * Creates the agent job, waiting out transient failures until the deadline. `previousCreate`: why
- * a create may have been sent before this workflow started (the input's), or null.
- */
+/** Creates the agent job, until the deadline. `previousCreate`: why one may have been sent before this workflow started. */
 export function createJob(
   run: CallingRun,
   prompt: string,
   previousCreate: string | null,
 ): Promise<AgentJobRecord> {
   const { projectId } = run;
-  const idempotencyKey = createKey();
+  const { workflowId, runId, originalExecutionRunId } = workflowInfo();
+  // The create's key is the workflow ID, so one workflow never creates two agent jobs.
+  const idempotencyKey = headerValue(workflowId);
   setCurrentDetails(`Creating the agent job in project ${markdownText(projectId)}`);
-  // A run reset to a point before its create completed cannot know whether the run it replaces
-  // had sent it, nor can a run started again after one ended with its create on the wire: the
-  // ambiguous-call policy decides, as after a lost answer.
-  const { runId, originalExecutionRunId } = workflowInfo();
+  // A reset run, or one started again after a run that ended with its create on the wire, cannot
+  // know whether the create was sent: the ambiguous-call policy decides (decision 0009).
   const uncertain =
     runId === originalExecutionRunId
       ? previousCreate
@@ -123,11 +108,7 @@ export function createJob(
   );
 }
 
-/**
- * Polls the agent job until its record is not `active` (or the deadline is near): one activity,
- * the server retrying it at the schedule's pace from `intervalMs`. Its record and the polls it
- * made, or the wait before the next try after an answer the workflow must see.
- */
+/** Polls the agent job until its record is not `active` (or the deadline is near), from `intervalMs`. */
 export function pollJob(
   run: CallingRun,
   jobId: string,
@@ -144,8 +125,7 @@ export function pollJob(
       doing: `reading agent job ${quoted(jobId)}`,
       whatTimedOut: 'the agent job could not be read',
     },
-    // No schedule-to-close timeout: the deadline goes in the input, and the attempts keep to it
-    // (src/poll-schedule.ts, POLL_PAST_DEADLINE).
+    // No schedule-to-close timeout: the attempts keep to the deadline in the input (decision 0010).
     () =>
       pollAgentJob.executeWithOptions(
         { summary: `poll agent job ${markdownText(jobId)}`, retry: pollRetryPolicy(maxIntervalMs) },
@@ -189,8 +169,9 @@ interface SentWith {
 }
 
 /**
- * A create or message: each attempt one use of the project's quota, sent until the API answers or
- * the deadline comes, with what is left of it as the activity's schedule-to-close timeout.
+ * A create or message, sent until the API answers or the deadline comes. Each attempt is its own
+ * quota use, taken by the activity (nothing in this history when the quota has room); when the
+ * quota queues it, or the API refused the use, the requester waits and calls again.
  * `uncertainFromStart`: why the call may have been sent before this run's first attempt.
  */
 function sendWithinQuota(
@@ -201,14 +182,10 @@ function sendWithinQuota(
   start: (options: ActivityOptions, sent: SentWith) => Promise<AgentJobRecord>,
   uncertainFromStart: string | null = null,
 ): Promise<AgentJobRecord> {
-  // Each attempt is its own quota use, so a retry after another error takes again. The call takes
-  // its use itself (one update from its activity, nothing in this history when the quota has
-  // room); when the quota queues it, or the API refused the use it took, the requester waits and
-  // calls again.
   return untilAnswered(
     run,
     call,
-    (_timeoutMs, uncertain) =>
+    (uncertain) =>
       run.quota.run(
         run.nextQuotaUse(kind),
         ({ requestId, refused }) =>
@@ -222,11 +199,7 @@ function sendWithinQuota(
   );
 }
 
-/**
- * The time left until the deadline, read when the call is sent: a call that waited in the quota
- * queue gets what is left then, not what was left when it was queued. Past the deadline nothing
- * is sent.
- */
+/** The time left until the deadline when the call is sent (after any wait in the quota's queue). */
 function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
   const leftMs = run.deadlineMs - Date.now();
   if (leftMs <= 0) throw run.timedOut(whatTimedOut);
@@ -234,28 +207,15 @@ function timeLeftMs(run: CallingRun, whatTimedOut: string): number {
 }
 
 // The `Idempotency-Key` of each call that starts work at the API: stable across attempts, worker
-// restarts and continue-as-new, so a server that honours it sees one intent as one. The live API
-// honours none: what keeps a create or message to one call is that the workflow sends it again only
-// under `AGENT_API_AMBIGUOUS_CREATE=retry` (./api-failures.ts, src/activities/index.ts).
+// restarts and continue-as-new. The live API honours none (decision 0009).
 
-/** The create's key: the workflow ID, so one workflow never creates two agent jobs. */
-function createKey(): string {
-  return headerValue(workflowInfo().workflowId);
-}
-
-/**
- * The key of the prompt of `{ jobId, prompt }`: the workflow ID and its first run, so a later
- * workflow with this ID is a new follow-up and gets a new key.
- */
+/** The key of the prompt of `{ jobId, prompt }`: a later workflow with this ID gets a new key. */
 export function startFollowUpKey(): string {
   const { workflowId, firstExecutionRunId } = workflowInfo();
   return headerValue(`${workflowId}/${firstExecutionRunId}/follow-up`);
 }
 
-/**
- * The key of an update's message: one per update ID, so a client retrying the update (also after
- * continue-as-new) sends the same key, and a new message never reuses a failed one's.
- */
+/** The key of an update's message: one per update ID, the same for a client retrying it (also after continue-as-new). */
 export function updateMessageKey(turn: number): string {
   const updateId = currentUpdateInfo()?.id ?? `turn-${turn + 1}`;
   return headerValue(`${workflowInfo().workflowId}/message/${updateId}`);

@@ -1,10 +1,9 @@
 /**
- * The follow-up messages of one workflow: those waiting to be sent, in the order they go, the one
- * on its way, and the `followUp` updates whose caller has no answer yet (what continue-as-new
- * carries, and what a caller re-attaching in the next run attaches to). A `sendMessage` update goes
- * at once (ahead of the queue); a `followUp` update, and the prompt of `{ jobId, prompt }`, wait for
- * the turn in progress to end. Turns never interleave: one message is on its way at a time.
- * Pure: the workflow's loop asks {@link FollowUps.next} at one point of each pass and sends.
+ * The follow-up messages of one workflow: those waiting to be sent, in order, the one on its way,
+ * and the `followUp` updates whose caller has no answer yet (what continue-as-new carries, and what
+ * a caller re-attaching in the next run attaches to). A `sendMessage` goes ahead of the queue; a
+ * `followUp` and the prompt of `{ jobId, prompt }` wait for the turn in progress to end. One
+ * message is on its way at a time. Pure: the poll loop asks {@link FollowUps.next} and sends.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { MAX_QUEUED_FOLLOW_UPS, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
@@ -28,12 +27,9 @@ export interface Sent {
 }
 
 /** When a follow-up may be sent. */
-export type SendWhen = 'now' | 'after-turn';
+type SendWhen = 'now' | 'after-turn';
 
-/**
- * A `followUp` update whose caller has not had its answer, carried into the next run so that the
- * caller, re-attaching there with the same update ID, gets it (and its message is sent once).
- */
+/** A `followUp` update whose caller has no answer yet, carried into the next run where the caller re-attaches. */
 export interface CarriedFollowUp {
   updateId: string;
   prompt: string;
@@ -44,29 +40,26 @@ export interface CarriedFollowUp {
   /** The record its turn ended with; null until then. */
   ended: AgentJobRecord | null;
   /**
-   * Its message failed: the failure's type and message (continue-as-new input is data, so the
-   * error itself cannot travel; the caller re-attaching gets an ApplicationFailure with both).
-   * `sealed`: that failure arrived sealed (the payload codec is on), so the next run keeps its
-   * message out of plain text (decision 0021); absent otherwise.
+   * Its message failed: the failure's type and message (the error itself cannot travel as data).
+   * `sealed`: it arrived sealed, so the next run keeps its message out of plain text (decision 0021).
    */
   failed: { type: string | null; message: string; sealed?: true } | null;
 }
 
-/** A carried follow-up, and in this run the error its message failed with (not carried as such). */
+/** A carried follow-up, and in this run the error its message failed with. */
 export interface UnansweredFollowUp extends CarriedFollowUp {
   error?: unknown;
 }
 
 /**
  * Sent follow-ups whose caller has not come back for the result, carried into the next run: 20,
- * each a record of at most 16 KiB (RECORD_BUDGET_BYTES) and an ID; queued ones are bounded by
- * MAX_QUEUED_FOLLOW_UPS, and all of them together by MAX_CARRIED_BYTES.
+ * each a record of at most 16 KiB (RECORD_BUDGET_BYTES) and an ID (queued ones: MAX_QUEUED_FOLLOW_UPS).
  */
 const MAX_CARRIED_SENT = 20;
 
 /**
  * Largest carried follow-ups, in UTF-8 bytes at worst (3 per UTF-16 unit): 1 MiB, half of
- * Temporal's 2 MB payload limit. Past it the run waits for them, as before carrying existed.
+ * Temporal's 2 MB payload limit. Past it the run waits for them.
  */
 const MAX_CARRIED_BYTES = 1024 * 1024;
 
@@ -76,6 +69,9 @@ export class FollowUps {
   #sending = false;
   /** The `followUp` updates whose caller has no answer yet, by update ID, in the order they came. */
   readonly #unanswered = new Map<string, UnansweredFollowUp>();
+
+  /** `onQueued`: called after each follow-up is queued. */
+  constructor(private readonly onQueued: () => void = () => undefined) {}
 
   /** A message is on its way to the API. */
   get sending(): boolean {
@@ -96,6 +92,7 @@ export class FollowUps {
   add(item: FollowUp, when: SendWhen): void {
     if (when === 'now') this.#queue.unshift({ item, when });
     else this.#queue.push({ item, when });
+    this.onQueued();
   }
 
   /** Queues `prompt` under `key`; resolves once it is sent, rejects with the message's failure. */
@@ -105,7 +102,7 @@ export class FollowUps {
     });
   }
 
-  /** The `sendMessage` validator: refuses a message before the agent job exists, beside another, or once it ended. */
+  /** The `sendMessage` validator. */
   checkSendMessage(prompt: unknown, jobId: string | null, phase: AgentJobProgress['phase']): void {
     checkPrompt(prompt, 'sendMessage prompt');
     if (jobId === null) throw new Error('the agent job is not created yet; try again in a moment');
@@ -114,7 +111,7 @@ export class FollowUps {
       throw new Error(`the workflow is ${phase}; it takes no more messages`);
   }
 
-  /** The `followUp` validator for update `updateId`: refuses one once the workflow ended, or past the queue's bound. */
+  /** The `followUp` validator for update `updateId`. */
   checkFollowUp(prompt: unknown, updateId: string, end: string | null): void {
     checkPrompt(prompt, 'followUp prompt');
     // One this workflow already took (a caller re-attaching): answered whatever the phase.
@@ -146,8 +143,8 @@ export class FollowUps {
   /**
    * The run cannot continue as new yet: a message is on its way (its answer must be seen here), a
    * `sendMessage` or the prompt of `{ jobId, prompt }` waits, or the unanswered follow-ups are too
-   * large to carry (prompts of up to 32,000 characters). `followUp`s waiting to be sent, or for
-   * their turn to end, do not hold it: the next run takes them and their callers re-attach there.
+   * large to carry (prompts of up to 32,000 characters). Waiting `followUp`s do not hold it: the
+   * next run takes them.
    */
   get holdsRun(): boolean {
     if (this.#sending || this.#queue.some(({ item }) => item.updateId === null)) return true;
@@ -183,9 +180,8 @@ export class FollowUps {
   }
 
   /**
-   * What the next run takes: those sent first (the newest {@link MAX_CARRIED_SENT}, their prompt
-   * left out: it went out already), then those queued, in their order. Bounded so that callers who
-   * never come back cannot grow the continue-as-new input without end.
+   * What the next run takes: the newest {@link MAX_CARRIED_SENT} sent (without their prompt), then
+   * those queued, in order; bounded so that callers who never come back cannot grow it without end.
    */
   carried(): CarriedFollowUp[] {
     const queued = new Set(this.#queue.map(({ item }) => item.updateId));
@@ -204,7 +200,7 @@ export class FollowUps {
   }
 }
 
-/** What continue-as-new carries of a message's failure: its type and message, and whether it was sealed. */
+/** What continue-as-new carries of a message's failure. */
 function failureOf(err: unknown): CarriedFollowUp['failed'] {
   const sealed = wrapsSealed(err) ? { sealed: true as const } : {};
   if (err instanceof ApplicationFailure) return { type: err.type ?? null, message: err.message, ...sealed };

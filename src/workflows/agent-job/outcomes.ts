@@ -2,13 +2,11 @@
  * How a turn or the workflow ends: its result, or one of the workflow's own failures, each with a
  * type from the contract's `FailureType`, a message a person can act on, and the record in its details.
  *
- * A failure's message is plain text, not markdown: the starter prints it on a terminal, a caller's
- * code and a Nexus caller read it, logs carry it (the Temporal UI renders markdown in details and
- * summaries, not in a failure's message, as far as we know). So what came from the API or the
- * caller (an agent job ID, a status, the project) goes in JSON-quoted (`quoted`): the quotes show
- * where the value ends whatever it holds, control and format characters are `\u` escapes, and the
- * value can be copied back exactly. Markdown's backslashes would garble every such ID (`job\_1`)
- * for all of those readers; whoever renders a message as markdown escapes it there (src/escape.ts).
+ * A failure's message is plain text, not markdown: a terminal, a caller's code, a Nexus caller and
+ * logs read it (the Temporal UI renders details and summaries as markdown, not messages). So what
+ * came from the API or the caller goes in JSON-quoted (`quoted`): the quotes show where the value
+ * ends, control characters are `\u` escapes, and it can be copied back exactly, where markdown's
+ * backslashes would garble every ID (`job\_1`); a markdown renderer escapes it there (src/escape.ts).
  */
 import { ApplicationFailure, ContinueAsNew, isCancellation, TemporalFailure } from '@temporalio/workflow';
 import {
@@ -22,11 +20,10 @@ import { quoted } from '../../escape.js';
 import type { CarriedFollowUp } from './follow-ups.js';
 
 /** What a result says besides the record: the run's counts, and whether it created the agent job. */
-export interface RunFacts extends Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'> {
+type RunFacts = Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'> & {
   projectId: string;
-  /** This workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
-}
+};
 
 /** The result of a turn that ended (the workflow's, or a follow-up's): `AgentJobFailed` for `failed`. */
 export function turnResult(run: RunFacts, record: AgentJobRecord): AgentJobResult {
@@ -76,9 +73,8 @@ export function unsealedInput(): ApplicationFailure {
 }
 
 /**
- * A follow-up's failure in an earlier run, for its caller re-attaching in this one. One that
- * arrived sealed keeps its message in the details (a payload, sealed) rather than in the message,
- * which the workflow cannot seal (decision 0021).
+ * A follow-up's failure in an earlier run, for its caller re-attaching in this one; one that arrived
+ * sealed keeps its message in the details, a payload (decision 0021).
  */
 export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>): ApplicationFailure {
   const where = 'the message failed in an earlier run of this workflow';
@@ -92,10 +88,7 @@ export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>
   });
 }
 
-/**
- * `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }` (the
- * result's count of calls sent again).
- */
+/** `AgentJobFailed`: the turn ended `failed`. Details: the final record, then `{ resent }`. */
 export function agentJobFailed(
   projectId: string,
   record: AgentJobRecord,
@@ -122,9 +115,8 @@ export function unknownStatus(record: AgentJobRecord, reads: number): Applicatio
 }
 
 /**
- * `AgentJobTimedOut`. Details: the last record, then `{ lastError, resent }` (type, HTTP status,
- * message; the calls sent again) so a caller can tell a slow agent job from an API that never
- * answered.
+ * `AgentJobTimedOut`. Details: the last record, then `{ lastError, resent }`, so a caller can tell
+ * a slow agent job from an API that never answered.
  */
 export function timedOut(
   progress: Pick<AgentJobProgress, 'lastRecord' | 'lastError' | 'jobId' | 'polls' | 'resent'>,

@@ -1,10 +1,7 @@
 /**
  * The waits of the poll loop: a durable timer, or a poll activity polling by server-side retry,
- * either of which a requested poll (`pollNow`, a follow-up's turn) ends at once. Workflow code; the
- * schedule that sets their length is ../../poll-schedule.ts.
- *
- * Why not `condition(() => requested, ms)`: that helper cancels its scope even after its timer
- * fired, and the failure it builds costs a source-mapped stack per poll (docs/decisions/0003).
+ * either of which a requested poll (`pollNow`, a follow-up's turn) ends at once. Why not
+ * `condition(() => requested, ms)`: docs/decisions/0003-the-poll-wait.md. Workflow code.
  */
 import { CancellationScope, condition, sleep } from '@temporalio/workflow';
 
@@ -33,20 +30,13 @@ export class PollWait {
     this.requested = false;
   }
 
-  /**
-   * Runs a poll activity until it returns, or until a poll is requested: then the activity is
-   * cancelled (its cancellation type is TRY_CANCEL, so the server drops a retry it was waiting to
-   * make, and the workflow goes on in the same task) and the result is `null`.
-   */
+  /** Runs a poll activity until it returns, or until a poll is requested: then it is cancelled (TRY_CANCEL) and the result is `null`. */
   async poll<T>(run: () => Promise<T>): Promise<{ value: T } | null> {
     if (this.requested) return null;
     return this.#untilRequested(run);
   }
 
-  /**
-   * Runs `start` in the shared scope until it settles or a poll is requested (null). A cancellation
-   * of the workflow ends it with the cancellation's failure.
-   */
+  /** Runs `start` in the shared scope until it settles or a poll is requested (null). */
   async #untilRequested<T>(start: () => Promise<T>): Promise<{ value: T } | null> {
     const scope = (this.#scope ??= new CancellationScope());
     const work = scope.run(start);
@@ -66,10 +56,7 @@ export class PollWait {
     }
   }
 
-  /**
-   * One condition serves every wait until a poll is requested; each wait has its own promise,
-   * settled with null when a poll is requested and never otherwise (the work wins the race).
-   */
+  /** One condition serves every wait until a poll is requested; each wait's own promise settles only then. */
   #requestDuringWait(): Promise<null> {
     this.pending ??= condition(() => this.requested)
       .then(() => {

@@ -1,8 +1,7 @@
 /**
- * What operators see of a workflow: its phase, derived from the run's facts in one place, the
- * `status` query's answer, the current details' text, the search attributes the Temporal UI
- * filters on (ID and project only: decision 0011), the log lines alerts follow and the metrics.
- * Reads the run, never assigns it (./run.ts does). Workflow code.
+ * What operators see of a workflow: its phase (derived from the run's facts here, nowhere else), the
+ * `status` query's answer, the current details, the search attributes (ID and project only: decision
+ * 0011), the log lines alerts follow and the metrics. Reads the run, never assigns it. Workflow code.
  */
 import {
   log,
@@ -22,10 +21,7 @@ export const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
 /** How a workflow ended, as its phase shows it. */
 export type EndPhase = 'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled';
 
-/**
- * What a run knows of its job: the `status` query's fields, and the facts its phase follows from
- * (see {@link phaseOf}) instead of a phase that every step would have to keep right.
- */
+/** What a run knows of its job: the `status` query's fields, and the facts {@link phaseOf} derives the phase from. */
 export interface RunProgress extends Readonly<Omit<AgentJobProgress, 'phase'>> {
   /** How the workflow ended; null while it runs. */
   readonly end: EndPhase | null;
@@ -59,19 +55,13 @@ export function showProject(projectId: string): void {
   upsertSearchAttributes([{ key: SearchAttributes.projectId, value: projectId }]);
 }
 
-/**
- * Sets the `AgentJobId` search attribute, unless the workflow has it already (its starter set it,
- * or the run before it did).
- */
+/** Sets the `AgentJobId` search attribute, unless the workflow has it already (from its starter or an earlier run). */
 export function showJobId(jobId: string): void {
   if (workflowInfo().typedSearchAttributes.get(SearchAttributes.jobId) === jobId) return;
   upsertSearchAttributes([{ key: SearchAttributes.jobId, value: jobId }]);
 }
 
-/**
- * The API started or stopped refusing the key (`waiting`) during `doing`: one line when the wait
- * starts and one when it ends, naming the project, for alerts.
- */
+/** The API started or stopped refusing the key (`waiting`) during `doing`: one log line each, for alerts. */
 export function showKeyWait(projectId: string, waiting: boolean, doing: string, status: number | null): void {
   if (waiting) {
     setCurrentDetails(keyWaitDetails(status, null));
@@ -93,11 +83,7 @@ export function countTerminal(status: string): void {
     .add(1, { status });
 }
 
-/**
- * An agent job ID for the current details. The Temporal UI renders them as markdown, so what the
- * API sent (the job's ID, status and link) goes in through src/escape.ts: it shows as the text it
- * is, never as a link or markup of its own.
- */
+/** An agent job ID for the current details, which the UI renders as markdown: what the API sent goes through src/escape.ts. */
 function jobText(jobId: string | null): string {
   return jobId === null ? '(not created)' : markdownText(jobId);
 }
@@ -109,11 +95,8 @@ function resentDetails(resent: number): string {
     : `; ${resent} calls sent again after an unknown outcome (a duplicate job or turn is possible)`;
 }
 
-/**
- * The details while the API refuses the key: the refusal's status, when the next try comes (null
- * while a call retries), and the calls sent again.
- */
-export function keyWaitDetails(status: number | null, nextTryAt: string | null, resent = 0): string {
+/** The details while the API refuses the key; `nextTryAt` null while a call retries. */
+function keyWaitDetails(status: number | null, nextTryAt: string | null, resent = 0): string {
   const next = nextTryAt === null ? 'trying again' : `next try at ${nextTryAt}`;
   return `Waiting for a working API key: the Agent Job API refused it (HTTP ${status ?? '401/403'}); ${next} with the key read afresh${resentDetails(resent)}`;
 }

@@ -1,11 +1,6 @@
 /**
- * One agent-job workflow run: all of its state, in one object whose methods are its message
- * handlers (`status`, `pollNow`, `sendMessage`, `followUp`) and its steps (create or attach, poll,
- * send a message, finish, carry over). Only this class assigns the run's state. The decisions it
- * wires to timers, activities and messages are pure modules beside it: ./turn.ts (when a turn
- * ends), ../../poll-schedule.ts (when to poll), ./follow-ups.ts (when a message goes),
- * ../../failure-policy/ (what a failure does), ./progress.ts
- * (the phase and what operators read); ./calls.ts makes the API calls.
+ * One agent-job workflow run: its state, message handlers and steps in one object, the only code
+ * that assigns that state (docs/decisions/0016-one-run-object-and-layers.md).
  *
  * Workflow code: time is the workflow clock, jitter its seeded `Math.random`.
  */
@@ -39,23 +34,15 @@ import { intervalAfterAttempt, PollSchedule, scheduleAfter } from '../../poll-sc
 import { ProjectQuotaRequester, type QuotaUse } from '../project-quota/requester.js';
 import type { QuotaUseKind } from '../../quota/messages.js';
 import { createJob, pollJob, sendMessage, startFollowUpKey, updateIdNow, updateMessageKey } from './calls.js';
-import {
-  FollowUps,
-  type CarriedFollowUp,
-  type FollowUp,
-  type Sent,
-  type UnansweredFollowUp,
-} from './follow-ups.js';
+import { FollowUps, type CarriedFollowUp, type FollowUp, type Sent } from './follow-ups.js';
 import { earlierRunFailure, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { PollWait } from './poll-wait.js';
 import * as show from './progress.js';
 import { Turn, type EndStatus, type TurnState } from './turn.js';
 
 /**
- * Poll activities per run before continue-as-new: each ends with about 6 history events (its own
- * three and a workflow task), however many polls its attempts made. A job that stays `active` adds
- * none while its poll activity waits on the server: what fills a run is pollNow, follow-ups, the
- * failures the workflow handles and reads that are not `active`.
+ * Poll activities per run before continue-as-new: each ends with about 6 history events, however
+ * many polls its attempts made (a job that stays `active` adds none: decision 0010).
  */
 export const POLLS_PER_RUN = 150;
 
@@ -86,9 +73,8 @@ export class AgentJobRun implements show.RunProgress {
   readonly turn: Turn;
   readonly #schedule: PollSchedule;
   readonly #wait: PollWait;
-  readonly #followUps = new FollowUps();
+  readonly #followUps = new FollowUps(() => this.#wakeIfReady());
 
-  // The facts the status query and the phase read (./progress.ts): assigned only in this class.
   jobId: string | null;
   lastRecord: AgentJobRecord | null;
   polls: number;
@@ -101,8 +87,8 @@ export class AgentJobRun implements show.RunProgress {
   #quotaUses: number;
 
   /**
-   * The run of `raw` (its checked form `input`), continued from `carried` when set; registers the
-   * handlers, so a message buffered for this run is taken as soon as it is built.
+   * The run of `raw` (checked: `input`), continued from `carried`; registers the handlers at once,
+   * so a message buffered for this run is taken as soon as it is built.
    */
   constructor(
     private readonly raw: AgentJobInput,
@@ -125,24 +111,23 @@ export class AgentJobRun implements show.RunProgress {
     this.quota = new ProjectQuotaRequester(this.projectId);
     setHandler(statusQuery, () => show.statusOf(this, this.#followUps.sending));
     setHandler(pollNowSignal, () => this.#wait.request());
-    for (const followUp of carried?.followUps ?? []) this.#track({ ...followUp });
-    setHandler(sendMessageUpdate, async (prompt) => (await this.#queue(prompt, 'now')).record, {
+    for (const followUp of carried?.followUps ?? []) this.#followUps.track({ ...followUp });
+    const sendNow = (prompt: string) =>
+      this.#followUps.send(prompt, updateMessageKey(this.turn.number), 'now');
+    setHandler(sendMessageUpdate, async (prompt) => (await sendNow(prompt)).record, {
       validator: (prompt) =>
         this.#followUps.checkSendMessage(prompt, this.jobId, show.phaseOf(this, this.#followUps.sending)),
       description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
     });
     setHandler(followUpUpdate, (prompt) => this.#followUp(prompt), {
       validator: (prompt) => this.#followUps.checkFollowUp(prompt, updateIdNow(), this.end),
-      // A workflow that ends at its deadline leaves waiting follow-ups behind: their callers read
-      // the workflow's own failure instead. One that continues as new carries them: their
-      // callers re-attach to the next run with the same update ID.
+      // Ending at the deadline, their callers read the workflow's failure; continuing as new, the
+      // next run carries them and their callers re-attach there with the same update ID.
       unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
       description:
         'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
     });
   }
-
-  // What the run shows: the phase is derived here, from the facts, and nowhere else.
 
   get turns(): number {
     return this.turn.number;
@@ -162,8 +147,6 @@ export class AgentJobRun implements show.RunProgress {
     return { blipMs: this.lastRecord === null ? null : blipToleranceMs, credentialMs: credentialToleranceMs };
   }
 
-  // The steps, in the order a run takes them.
-
   /** Creates the agent job, or attaches to the one the input or the run before named; its ID. */
   async createOrAttach(): Promise<string> {
     show.showProject(this.projectId);
@@ -180,19 +163,15 @@ export class AgentJobRun implements show.RunProgress {
     return record.id;
   }
 
-  /**
-   * The prompt of `{ jobId, prompt }`, queued as a follow-up on the first run; resolves once it is
-   * sent (its failure fails the workflow). Null when there is none.
-   */
+  /** The prompt of `{ jobId, prompt }`, queued as a follow-up on the first run; resolves once sent. */
   promptAtStart(): Promise<Sent> | null {
     if (this.carried || !this.input.jobId || this.input.prompt === undefined) return null;
-    return this.#queue(this.input.prompt, 'after-turn', startFollowUpKey());
+    return this.#followUps.send(this.input.prompt, startFollowUpKey(), 'after-turn');
   }
 
   /**
    * Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN poll
-   * activities. Each pass waits (the schedule's timer, unless a poll is requested), then runs one
-   * poll activity, which polls by server-side retry until the job is no longer `active`.
+   * activities. Each pass waits (unless a poll is requested), then runs one poll activity.
    */
   async pollUntilDone(jobId: string): Promise<AgentJobResult> {
     const pollsPerRun = this.input.continueAsNewAfterPolls ?? POLLS_PER_RUN;
@@ -217,8 +196,7 @@ export class AgentJobRun implements show.RunProgress {
       if (timed && retryInMs === null) schedule.grow();
       this.nextPollAt = null;
       retryInMs = null;
-      // Messages start only here, after a wait: the same point whichever task brought them. Polls
-      // go on meanwhile, as the message may wait for the project's quota.
+      // Messages start only here, after a wait (decision 0002); polls go on while one waits for the quota.
       const followUp = this.#followUps.next(this.turn.idle);
       if (followUp !== null) {
         void this.#send(followUp, jobId);
@@ -261,10 +239,9 @@ export class AgentJobRun implements show.RunProgress {
   }
 
   /**
-   * The run ends with `err`: reports the outcome and shows the end. A message on its way ends at
-   * the same deadline (its activity's schedule-to-close is the time left): its update fails with
-   * its own error before the run closes, whichever of the poll and the message reached the
-   * deadline first; otherwise its caller would hear only that the workflow completed.
+   * The run ends with `err`: reports the outcome and shows the end. At the deadline, a message on
+   * its way (which ends at the same deadline) fails its update with its own error first; otherwise
+   * its caller would hear only that the workflow completed.
    */
   async failed(err: unknown): Promise<void> {
     if (err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut) {
@@ -280,8 +257,6 @@ export class AgentJobRun implements show.RunProgress {
     }
   }
 
-  // What the API calls (./calls.ts) report to the run.
-
   /** `AgentJobTimedOut` naming `what` was under way; the run shows it has timed out. */
   timedOut(what: string): ApplicationFailure {
     this.end = 'timed-out';
@@ -289,11 +264,7 @@ export class AgentJobRun implements show.RunProgress {
     return timedOut(this, what);
   }
 
-  /**
-   * Every failure of call `doing`, and its success (`error` null, which clears only its own
-   * error: a poll that works does not hide that follow-up messages keep failing). `waitingForKey`:
-   * the API refused the key and the call waits for a working one.
-   */
+  /** See ApiCaller; a success clears only its own call's error (a working poll does not hide failing messages). */
   reportApiError(error: LastApiError | null, doing: string, waitingForKey: boolean): void {
     if (error !== null || this.lastError?.during === doing) this.lastError = error;
     // The gauge counts the workflows waiting: each refusal reports, so a stale one drops out.
@@ -312,8 +283,6 @@ export class AgentJobRun implements show.RunProgress {
   nextQuotaUse(kind: QuotaUseKind): QuotaUse {
     return { kind, name: `${kind}-${this.turns}-${++this.#quotaUses}` };
   }
-
-  // The run's own steps and bookkeeping.
 
   /** Records a record the API answered, and tags the workflow with its job's ID (decision 0011). */
   #recorded(record: AgentJobRecord): void {
@@ -388,17 +357,14 @@ export class AgentJobRun implements show.RunProgress {
     );
   }
 
-  // Follow-up messages: the `sendMessage` and `followUp` updates queue them, and the poll loop
-  // sends the next one whose time has come. No handler starts a call itself (decision 0002).
-
   /** The `followUp` update: its own turn's result, once that turn ends. */
   async #followUp(prompt: string): Promise<AgentJobResult> {
     const updateId = updateIdNow();
     try {
-      // A caller re-attaching after continue-as-new: its follow-up is already here, not queued again.
+      // A caller re-attaching after continue-as-new finds its follow-up here.
       const followUp =
         this.#followUps.get(updateId) ??
-        this.#track({
+        this.#followUps.track({
           updateId,
           prompt,
           key: updateMessageKey(this.turn.number),
@@ -406,37 +372,18 @@ export class AgentJobRun implements show.RunProgress {
           ended: null,
           failed: null,
         });
+      // `ended` is set only once `turn` is.
       await condition(
-        () => followUp.turn !== null || followUp.error !== undefined || followUp.failed !== null,
+        () => followUp.ended !== null || followUp.error !== undefined || followUp.failed !== null,
       );
       // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
       if (followUp.error !== undefined) throw followUp.error as Error;
       if (followUp.failed !== null) throw earlierRunFailure(followUp.failed);
-      const turn = followUp.turn as number;
-      await condition(() => followUp.ended !== null);
       // Its own turn's, also for a caller that re-attaches after a later turn has started.
-      return { ...turnResult(this, followUp.ended as AgentJobRecord), turns: turn };
+      return { ...turnResult(this, followUp.ended as AgentJobRecord), turns: followUp.turn as number };
     } finally {
       this.#followUps.answered(updateId);
     }
-  }
-
-  /** Queues `prompt` (a `sendMessage`'s key by default); resolves once it is sent, rejects with its failure. */
-  #queue(
-    prompt: string,
-    when: 'now' | 'after-turn',
-    key = updateMessageKey(this.turn.number),
-  ): Promise<Sent> {
-    const sent = this.#followUps.send(prompt, key, when);
-    this.#wakeIfReady();
-    return sent;
-  }
-
-  /** Keeps `followUp` until its caller is answered, and queues it unless it was sent already. */
-  #track(followUp: UnansweredFollowUp): UnansweredFollowUp {
-    this.#followUps.track(followUp);
-    this.#wakeIfReady();
-    return followUp;
   }
 
   /** A message's time has come: the wait in progress ends, so that the loop sends it. */

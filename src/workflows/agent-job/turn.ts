@@ -109,9 +109,8 @@ export class Turn {
   }
 
   /**
-   * A follow-up message was answered with `record`: a new turn starts. `previous` is the last
-   * record read before it. Until a different terminal record shows up, or the previous turn's end
-   * has held for {@link NEW_TURN_GRACE_MS}, a read identical to that end is not the new turn's.
+   * A follow-up message was answered with `record`: a new turn starts. `previous`: the last record
+   * read before it, whose end a read may still show ({@link NEW_TURN_GRACE_MS}).
    */
   messageAnswered(record: AgentJobRecord, previous: AgentJobRecord | null): void {
     const s = this.state;

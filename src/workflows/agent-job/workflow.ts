@@ -1,8 +1,7 @@
 /**
- * The agent-job workflow: create the agent job (or attach to one), poll it until its turn ends (one
- * poll activity per wait, retried by the server once per poll), send follow-up messages in order,
- * and return the final record with its prLink. The run's state, handlers and steps are one object
- * (./run.ts); this function is the order it takes them in.
+ * The agent-job workflow: create the agent job (or attach to one), poll it until its turn ends,
+ * send follow-up messages in order, and return the final record with its prLink. The run's state,
+ * handlers and steps are one object (./run.ts); this function is the order it takes them in.
  */
 import { patched } from '@temporalio/workflow';
 import { InvalidInputError, type AgentJobInput, type AgentJobResult } from '../../contract.js';
@@ -19,7 +18,11 @@ export async function agentJobWorkflow(
   input: AgentJobInput,
   carried?: Continuation,
 ): Promise<AgentJobResult> {
-  refuseUnsealed(input, carried);
+  // A first run whose input arrived unsealed on a worker with a key ring fails before anything reads
+  // it; the patch marker tells it from a run started before the ring (decision 0021).
+  if (carried === undefined && arrivedUnsealed(input) && patched('refuse-unsealed-input')) {
+    throw unsealedInput();
+  }
   // Validate: nothing is created from a bad input.
   const run = new AgentJobRun(input, validate(input), carried);
   // `notify`: its target is checked before anything is created, and told of the end (no commands without it).
@@ -42,24 +45,6 @@ export async function agentJobWorkflow(
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
     await run.quota.settle();
   }
-}
-
-/**
- * The patch that refuses an input that arrived unsealed on a worker with a payload key ring
- * (decision 0021). Its marker is what tells a refused run from one that this build started before
- * the ring was configured: replayed on a keyed worker, the latter's input is unsealed too, but its
- * history has no marker, so `patched` is false and it runs on.
- */
-const REFUSE_UNSEALED_INPUT = 'refuse-unsealed-input';
-
-/**
- * Fails a first run whose input arrived unsealed, before anything reads it: `UnsealedInput`, no
- * agent job, no quota. A continued run's input was sealed by the worker that continued it, or by
- * one without a ring before the ring was configured: never refused.
- */
-function refuseUnsealed(input: AgentJobInput, carried: Continuation | undefined): void {
-  if (carried === undefined && arrivedUnsealed(input) && patched(REFUSE_UNSEALED_INPUT))
-    throw unsealedInput();
 }
 
 function validate(input: AgentJobInput): ResolvedInput {

@@ -1,11 +1,7 @@
 /**
- * The agent-job workflow's side of a job-end notification: the target named by `notify` is
- * checked before anything else (an unknown one fails the workflow with `UnknownNotifyTarget`
- * before any quota use or create), and when the workflow ends, the notice is handed to a child
- * workflow (./workflow.ts) that delivers it. The parent waits for the child's start only (the
- * SDK's `startChild` resolves on ChildWorkflowExecutionStarted), never for its delivery; with
- * ParentClosePolicy ABANDON the child goes on after the parent has closed.
- *
+ * The agent-job workflow's side of a job-end notification: the target named by `notify` is checked
+ * before anything else, and at the end the notice is handed to a child workflow (./workflow.ts)
+ * that the parent abandons (docs/decisions/0020-job-end-notification-as-a-child-workflow.md).
  * Without `notify` nothing here issues a command: such runs replay exactly as before.
  *
  * Workflow code: deterministic, no Node modules.
@@ -25,8 +21,8 @@ import {
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { AgentJobActivities } from '../../activities/index.js';
-import type { AgentJobRecord } from '../../contract.js';
-import type { JobEndNotice, NoticeOutcome } from '../../notify/notice.js';
+import type { JobEndNotice } from '../../notify/notice.js';
+import type { AgentJobRun } from '../agent-job/run.js';
 import {
   JOB_END_NOTIFICATION_WORKFLOW_TYPE,
   jobEndNotificationId,
@@ -40,27 +36,17 @@ const { notifyTarget } = proxyActivities<AgentJobActivities>({
   retry: { maximumAttempts: 5 },
 });
 
-/** What the notice reports of the run (../agent-job/run.ts). */
-export interface NoticeFacts {
-  readonly projectId: string;
-  readonly jobId: string | null;
-  readonly lastRecord: AgentJobRecord | null;
-  readonly polls: number;
-  readonly turns: number;
-  readonly created: boolean;
-  readonly resent: number;
-  /** How the run ended, as the `status` query shows it; null while it runs. */
-  readonly end: NoticeOutcome | null;
-}
+/** What the notice reports of the run. */
+type NoticeFacts = Pick<
+  AgentJobRun,
+  'projectId' | 'jobId' | 'lastRecord' | 'polls' | 'turns' | 'created' | 'resent' | 'end'
+>;
 
 /** One agent-job workflow's notification: its target, checked once, and the notice at its end. */
 export class JobEndNotifier {
   #accepted: boolean;
 
-  /**
-   * `target`: the input's `notify`, or null. `continued`: this run continues one that checked
-   * the target already (its name is carried in the input).
-   */
+  /** `target`: the input's `notify`, or null. `continued`: a run before this one checked it. */
   constructor(
     private readonly target: string | null,
     continued: boolean,
@@ -87,9 +73,8 @@ export class JobEndNotifier {
   }
 
   /**
-   * The workflow fails with `err`, or is cancelled: the notice, handed to the child (in a scope
-   * that a cancellation does not reach, so a cancelled workflow still starts it). Continue-as-new
-   * is not an end: the next run sends it.
+   * The workflow fails with `err`, or is cancelled (the child starts in a scope a cancellation does
+   * not reach): the notice, handed to the child. Continue-as-new is not an end.
    */
   async failed(run: NoticeFacts, err: unknown): Promise<void> {
     if (err instanceof ContinueAsNew) return;

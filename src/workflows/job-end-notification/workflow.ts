@@ -1,12 +1,9 @@
 /**
- * The job-end notification: a workflow of its own, started by the agent-job workflow as a child
- * just before that one returns or fails (./notifier.ts), with ParentClosePolicy ABANDON, so it
- * outlives its parent and never holds the parent's result or deadline (decision
- * 0020-job-end-notification-as-a-child-workflow). It asks the worker for the target's bound, then
- * runs one delivery activity that the server retries as the failure policy's delivery column says
- * (src/failure-policy/table.ts), until a 2xx, a refusal, or the bound
- * (`AGENT_NOTIFY_RETRY_FOR`, its schedule-to-close timeout). Its history holds the target's name
- * and the notice, never the target's URL or secret (the activity reads those from the worker).
+ * The job-end notification, a child workflow its parent abandons (./notifier.ts,
+ * docs/decisions/0020-job-end-notification-as-a-child-workflow.md): it asks the worker for the
+ * target's bound, then runs one delivery activity the server retries as the failure policy's
+ * delivery column says, until a 2xx, a refusal, or the bound (`AGENT_NOTIFY_RETRY_FOR`). Its history
+ * holds the target's name and the notice, never the target's URL or secret.
  *
  * Workflow code: deterministic, no Node modules.
  */
@@ -27,11 +24,7 @@ import { formatBound } from '../../failure-policy/messages.js';
 /** Workflow type of the job-end notification, as the parent starts it. */
 export const JOB_END_NOTIFICATION_WORKFLOW_TYPE = 'jobEndNotification';
 
-/**
- * The notification's workflow ID: one per agent-job workflow chain (its first run's ID survives
- * continue-as-new and is the notice's delivery ID), so a second start (a reset that ends again) is
- * refused and the receiver gets one notice.
- */
+/** The notification's workflow ID: one per agent-job workflow chain, so the receiver gets one notice (decision 0020). */
 export function jobEndNotificationId(firstExecutionRunId: string): string {
   return `job-end-notification/${firstExecutionRunId}`;
 }
@@ -58,9 +51,8 @@ export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promi
     startToCloseTimeout: '60s',
     // The bound: every attempt and every wait between them, measured by the server.
     scheduleToCloseTimeout: retryForMs,
-    // The activity sets each wait itself (`nextRetryDelay`, the delivery policy's backoff and the
-    // receiver's Retry-After); the server caps those at `maximumInterval`, so it is set above the
-    // policy's longest wait. These values only space attempts lost with their worker.
+    // The activity sets each wait itself (`nextRetryDelay`); the server caps those at
+    // `maximumInterval`, set above the policy's longest wait. These only space lost attempts.
     retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1h' },
   });
   try {
