@@ -1,9 +1,6 @@
 /**
- * What the budget of one project holds (plain JSON, carried across continue-as-new) and what it
- * shows: the status query's snapshot, the metrics' counts, the current details, a queued take's
- * place and earliest start. Read-only views; the decisions that change the state are ./budget.ts.
- *
- * Pure: no Temporal, no clock of its own (`now` is passed, epoch ms).
+ * What the budget of one project holds (plain JSON, carried across continue-as-new) and its
+ * read-only views; the decisions that change it are ./budget.ts. Pure: `now` is passed (epoch ms).
  */
 import type { QueuePlace } from '../../contract.js';
 import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from '../../quota/messages.js';
@@ -27,10 +24,7 @@ export interface Lease extends QueueEntry {
   owed?: true;
 }
 
-/**
- * A request ID that is done with, as its hash (`idHash`). `taken`: its use counts in the window at
- * `at`, taken by the run `run` (a hash too); a 429 for it takes it out again.
- */
+/** A request ID done with, hashed (`idHash`); `taken`: its use counts in the window at `at`, by run `run` (hashed). */
 export interface RememberedRequest {
   id: string;
   at: number;
@@ -103,19 +97,14 @@ export function clampLimit(limit: QuotaLimit): QuotaLimit {
   };
 }
 
-/**
- * Added to every window edge, for the skew between the Temporal server's clock and the API's.
- * 1 ms per second of window, at most 1 s.
- */
+/** Added to every window edge for the skew between Temporal's clock and the API's: 1 ms per s, at most 1 s. */
 export function edgeMarginMs(limit: QuotaLimit): number {
   return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
 }
 
 /**
- * How far ahead of the take a taken use is counted, and so how long after the take its call may
- * be sent: the API counts a use when the request arrives, a moment after the take was answered,
- * and the window must not free the use before the API does. A twentieth of the window, from 1 s to
- * 10 s: at most 0.3 % of an hour's budget; a call that cannot go out that soon takes again.
+ * How far ahead of the take a taken use is counted, and so by when its call must be sent: a
+ * twentieth of the window, 1 s to 10 s (docs/project-quota.md, "The margin").
  */
 export function takeMarginMs(limit: QuotaLimit): number {
   return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
@@ -131,10 +120,7 @@ export function effectiveUses(s: BudgetState): number {
   return Math.min(s.limit.uses, s.learntUses ?? s.limit.uses);
 }
 
-/**
- * The earliest starts of the first `count` places: the window slides forward one grant at a time,
- * every lease counted as a use made now.
- */
+/** The earliest starts of the first `count` places: the window slides one grant at a time, leases used now. */
 export function startsOf(s: BudgetState, count: number, now: number): number[] {
   const uses = effectiveUses(s);
   const span = spanMs(s.limit);
