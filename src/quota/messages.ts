@@ -25,15 +25,12 @@ export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
 /** The quota workflow's type; why not 1.1's `projectQuotaWorkflow`: docs/decisions/0015-quota-one-way-in.md. */
 export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuota';
 
-/** What comes before the project in a quota workflow's ID; 1.0's and 1.1's was `agent-api-quota/`. */
-const ID_PREFIX = 'agent-quota/';
-
 /**
- * The quota workflow's ID for a project, one per namespace: percent-encoded, so readable and
- * unambiguous; cut and hashed when too long (src/ids.ts). Never throws.
+ * The quota workflow's ID for a project, one per namespace (1.0's and 1.1's began `agent-api-quota/`):
+ * percent-encoded, so readable and unambiguous; cut and hashed when too long (src/ids.ts). Never throws.
  */
 export function projectQuotaWorkflowId(projectId: string): string {
-  return boundedWorkflowId([projectId], encodeUriPart, ([encoded]) => `${ID_PREFIX}${encoded}`);
+  return boundedWorkflowId([projectId], encodeUriPart, ([encoded]) => `agent-quota/${encoded}`);
 }
 
 /** What a use is for. Follow-up messages go ahead of queued creates (docs/project-quota.md). */

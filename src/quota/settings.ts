@@ -63,12 +63,7 @@ export function quotaLimitFor(settings: ProjectQuotaSettings, projectId: string)
 export function formatQuotaLimit(limit: QuotaLimit | null): string {
   if (limit === null) return 'off';
   const { uses, windowMs } = limit;
-  for (const [unit, ms] of [
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1_000],
-  ] as const) {
-    if (windowMs % ms === 0) return `${uses}/${windowMs / ms}${unit}`;
-  }
-  return `${uses}/${windowMs}ms`;
+  const units = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+  const [unit, ms] = Object.entries(units).find(([, ms]) => windowMs % ms === 0) ?? ['ms', 1];
+  return `${uses}/${windowMs / ms}${unit}`;
 }

@@ -88,12 +88,6 @@ export class ProjectBudget {
     return this.#s;
   }
 
-  /** Nothing queued, granted or counted in the window, no room held: ending loses nothing. */
-  get idle(): boolean {
-    const s = this.#s;
-    return s.queue.length + s.leases.length + s.window.length + s.heldRooms.length === 0;
-  }
-
   /**
    * A take of one use, the one way in; its answers: docs/project-quota.md, "One way in". Idempotent
    * by request ID: a repeat of a queued take hears its place again; this run's repeat of a granted
@@ -290,20 +284,18 @@ export class ProjectBudget {
       this.#endAt = Math.max(this.#endAt ?? -Infinity, quiet + QUOTA_IDLE_MS);
     const endAt = this.#endAt;
     if (endAt !== null && quiet === now && !busy && now >= endAt) return { at: null, end: true };
-    const act = this.#actAt();
-    const ending = endAt === null || (busy && endAt <= now) ? null : endAt;
-    const at = act === null ? ending : ending === null ? act : Math.min(act, ending);
-    return { at, end: false };
+    return { at: this.#actAt(endAt === null || (busy && endAt <= now) ? null : endAt), end: false };
   }
 
   /**
    * The earliest time something the loop acts on changes with time: a lease expires, a pause or a
    * probe ends, the learnt budget grows back, or, with takes queued, a use leaves the window (with
-   * nothing queued a take reads the window itself). Null when nothing does.
+   * nothing queued a take reads the window itself), or the loop's end `endAt`. Null when nothing does.
    */
-  #actAt(): number | null {
+  #actAt(endAt: number | null): number | null {
     const s = this.#s;
     const candidates = s.leases.map((l) => l.expiresAt);
+    if (endAt !== null) candidates.push(endAt);
     if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + spanMs(s.limit));
     if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
     if (s.probeSettlesAt !== null) candidates.push(s.probeSettlesAt);
@@ -315,11 +307,9 @@ export class ProjectBudget {
   #quietAt(now: number): number | null {
     const s = this.#s;
     if (s.queue.length > 0 || s.leases.length > 0) return null;
-    let at = now;
     const last = s.window[s.window.length - 1];
-    if (last !== undefined) at = Math.max(at, last + spanMs(s.limit));
-    for (const room of s.heldRooms) at = Math.max(at, room.until);
-    return at;
+    const lastOut = last === undefined ? now : last + spanMs(s.limit);
+    return Math.max(now, lastOut, ...s.heldRooms.map((r) => r.until));
   }
 
   /** Holds a place for a declined take until `until`; a repeat keeps its first place in line. */
@@ -412,19 +402,12 @@ export class ProjectBudget {
 
   #forget(now: number): void {
     const list = this.#s.remembered;
-    while (
-      list.length > REMEMBERED ||
-      (list.length > 0 && (list[0] as RememberedRequest).at <= now - REMEMBER_MS)
-    ) {
-      list.shift();
-    }
+    while (list.length > REMEMBERED || (list[0]?.at ?? Infinity) <= now - REMEMBER_MS) list.shift();
   }
 }
 
 /** The {@link RememberedRequest.run} of a take's run; undefined without one. */
-function runHash({ runId }: { runId?: string }): string | undefined {
-  return runId === undefined ? undefined : idHash(runId);
-}
+const runHash = ({ runId }: { runId?: string }) => (runId === undefined ? undefined : idHash(runId));
 
 /** The bytes a queued take's IDs take in the carried JSON. */
 function queuedBytes(entry: Pick<QueueEntry, 'requestId' | 'workflowId'>): number {

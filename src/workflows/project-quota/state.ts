@@ -3,19 +3,14 @@
  * read-only views; the decisions that change it are ./budget.ts. Pure: `now` is passed (epoch ms).
  */
 import type { QueuePlace } from '../../contract.js';
-import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from '../../quota/messages.js';
+import type { ProjectQuotaStatus, QuotaLimit, QuotaTake, QuotaUsage } from '../../quota/messages.js';
 import { clamp, MAX_USES, MAX_WINDOW_MS } from '../../quota/messages.js';
 
-/** One queued take. */
-export interface QueueEntry {
-  requestId: string;
-  workflowId: string;
-  kind: QuotaUseKind;
+/** One queued take; `requeued`: it asks again after a 429, ahead of every other request. */
+export type QueueEntry = Pick<QuotaTake, 'requestId' | 'workflowId' | 'kind' | 'leaseMs'> & {
   enqueuedAt: number;
-  leaseMs: number;
-  /** Asks again after a 429: ahead of every other request. */
   requeued?: true;
-}
+};
 
 /** A grant held for a queued take until it takes it (or it expires). `owed`: its grant signal. */
 export interface Lease extends QueueEntry {
@@ -30,12 +25,6 @@ export interface RememberedRequest {
   at: number;
   how: 'taken' | 'released' | 'refused';
   run?: string;
-}
-
-/** A take a full queue declined, as its hash: a place is held for it until `until`. */
-export interface HeldRoom {
-  id: string;
-  until: number;
 }
 
 /** Everything the budget holds: plain JSON, carried across continue-as-new. */
@@ -63,8 +52,8 @@ export interface BudgetState {
    */
   probeSettlesAt: number | null;
   remembered: RememberedRequest[];
-  /** Takes a full queue declined, in the order declined: while they are to come back, the room that frees is theirs. */
-  heldRooms: HeldRoom[];
+  /** Takes a full queue declined (hashed), in order: until `until`, the room that frees is theirs. */
+  heldRooms: Array<{ id: string; until: number }>;
   totals: ProjectQuotaStatus['totals'];
 }
 
@@ -143,12 +132,6 @@ export function placeAt(s: BudgetState, index: number, now: number): QueuePlace 
     earliestStartAt: new Date(startsOf(s, index + 1, now)[index] as number).toISOString(),
     asOf: new Date(now).toISOString(),
   };
-}
-
-/** The place of a queued take; null when not queued. */
-export function placeOf(s: BudgetState, requestId: string, now: number): QueuePlace | null {
-  const index = s.queue.findIndex((e) => e.requestId === requestId);
-  return index < 0 ? null : placeAt(s, index, now);
 }
 
 /** The counts of {@link snapshotOf} without copying leases or the queue: for a report every pass. */
