@@ -77,8 +77,7 @@ export async function takeProjectQuotaUse(
             taskQueue: info.taskQueue,
             args: [{ projectId, limit }],
             staticSummary: `API budget of project ${projectId}: ${formatQuotaLimit(limit)}`,
-            // Its grants unblock waiting jobs: its tasks go first, with the fairness key of the
-            // project's jobs.
+            // First (QUOTA_PRIORITY_KEY), with the fairness key of the project's jobs.
             priority: taskPriority(projectId, QUOTA_PRIORITY_KEY),
             // Started by a versioned worker: it follows rollouts (../workflows/project-quota/workflow.ts).
             ...(settings.followsRollouts && { memo: { [FOLLOWS_ROLLOUTS_MEMO]: true } }),

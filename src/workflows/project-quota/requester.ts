@@ -115,8 +115,7 @@ export class ProjectQuotaRequester {
             log.warn('the quota had seen this request ID before; taking under a new one', { requestId });
             name = `${use.name}.${++asks}`;
             break;
-          case 'late':
-            break;
+          // 'late': take again at once, under the same ID.
           case 'unanswered':
             await this.#pause(
               Math.min(QUOTA_REASK_MS, UNANSWERED_RETRY_MS * 2 ** (unanswered - 1)),

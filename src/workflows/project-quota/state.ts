@@ -27,56 +27,40 @@ export interface RememberedRequest {
   run?: string;
 }
 
-/** Everything the budget holds: plain JSON, carried across continue-as-new. */
-export interface BudgetState {
-  projectId: string;
-  limit: QuotaLimit;
-  /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
-  learntUses: number | null;
-  /** When the learnt budget last changed: it grows back each quiet window. */
-  learntAt: number;
-  /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
-  learntStep: number;
-  /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
-  learntBeforePause: number | null;
-  queue: QueueEntry[];
-  /** Times of the uses within the last window, ascending. */
-  window: number[];
-  leases: Lease[];
-  pausedUntil: number | null;
-  /** 429s in a row without a use known to have gone through since: the pause grows with it. */
-  refusalsInARow: number;
-  /**
-   * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
-   * heard by this time means it went through, and grants go on as usual. Null while none is out.
-   */
-  probeSettlesAt: number | null;
-  remembered: RememberedRequest[];
-  /** Takes a full queue declined (hashed), in order: until `until`, the room that frees is theirs. */
-  heldRooms: Array<{ id: string; until: number }>;
-  totals: ProjectQuotaStatus['totals'];
-}
-
 /** The state of a project nothing has been asked of yet. */
-export function initialState(projectId: string, limit: QuotaLimit, now: number): BudgetState {
+export function initialState(projectId: string, limit: QuotaLimit, now: number) {
   return {
     projectId,
     limit: clampLimit(limit),
-    learntUses: null,
+    /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
+    learntUses: null as number | null,
+    /** When the learnt budget last changed: it grows back each quiet window. */
     learntAt: now,
+    /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
     learntStep: 1,
-    learntBeforePause: null,
-    queue: [],
-    window: [],
-    leases: [],
-    pausedUntil: null,
+    /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
+    learntBeforePause: null as number | null,
+    queue: [] as QueueEntry[],
+    /** Times of the uses within the last window, ascending. */
+    window: [] as number[],
+    leases: [] as Lease[],
+    pausedUntil: null as number | null,
+    /** 429s in a row without a use known to have gone through since: the pause grows with it. */
     refusalsInARow: 0,
-    probeSettlesAt: null,
-    remembered: [],
-    heldRooms: [],
+    /**
+     * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
+     * heard by this time means it went through, and grants go on as usual. Null while none is out.
+     */
+    probeSettlesAt: null as number | null,
+    remembered: [] as RememberedRequest[],
+    /** Takes a full queue declined (hashed), in order: until `until`, the room that frees is theirs. */
+    heldRooms: [] as Array<{ id: string; until: number }>,
     totals: { taken: 0, queued: 0, granted: 0, refused: 0, released: 0, expired: 0, declined: 0 },
   };
 }
+
+/** Everything the budget holds: plain JSON, carried across continue-as-new. */
+export type BudgetState = ReturnType<typeof initialState>;
 
 /** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
 export function clampLimit(limit: QuotaLimit): QuotaLimit {

@@ -127,25 +127,22 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     return true;
   }
 
-  /** The scope of the armed timer; cancelled (and replaced) only when an earlier one is needed. */
-  let scope: CancellationScope | null = null;
-  let armedAt: number | null = null;
+  /** The armed timer and its scope, cancelled (and replaced) only when an earlier one is needed. */
+  let armed = null as { at: number; scope: CancellationScope } | null;
   let rang = false;
   /**
    * Arms the one timer for `at` ({@link timerToStart}). The loop's wait is a `condition()` without a
    * timeout, which the timer's ring resolves, so none stays pending across passes.
    */
   function arm(at: number): void {
-    scope?.cancel();
-    const own = (scope = new CancellationScope());
-    armedAt = at;
-    own
+    armed?.scope.cancel();
+    const own = (armed = { at, scope: new CancellationScope() });
+    own.scope
       .run(() => sleep(Math.max(1, at - Date.now())))
       .then(
         () => {
-          if (scope !== own) return;
-          scope = null;
-          armedAt = null;
+          if (armed !== own) return;
+          armed = null;
           rang = true;
         },
         (err: unknown) => {
@@ -159,7 +156,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     if (await pass()) break;
     const { at, end } = budget.wake(Date.now(), sending > 0);
     if (end) return;
-    const next = timerToStart(armedAt, at);
+    const next = timerToStart(armed?.at ?? null, at);
     if (next !== null) arm(next);
     changed = false;
     rang = false;
