@@ -16,9 +16,8 @@ export type { QuotaLimit } from './settings.js';
 export const QUOTA_PRIORITY_KEY = 1;
 
 /**
- * The memo key set on a quota workflow started by a versioned worker: the workflow then follows
- * rollouts (AUTO_UPGRADE) instead of staying pinned to the version it was born on. In the memo, not
- * the input, because the SDK asks for a workflow's versioning behavior before it runs the function.
+ * The memo key of a quota workflow that follows rollouts (AUTO_UPGRADE), started by a versioned worker:
+ * in the memo, as the SDK asks for a workflow's versioning behavior before it runs the function.
  */
 export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
 

@@ -28,10 +28,7 @@ export interface ProjectQuotaSettings {
   overrides: Record<string, QuotaLimit | null>;
   /** Lease of a grant, in ms. */
   leaseMs: number;
-  /**
-   * Whether the quota workflows this worker starts follow rollouts (AUTO_UPGRADE): set when the
-   * worker runs as a Worker Deployment Version (TEMPORAL_WORKER_VERSIONING=on). Absent: they don't.
-   */
+  /** Whether the quota workflows this worker starts follow rollouts: set with TEMPORAL_WORKER_VERSIONING=on. */
   followsRollouts?: boolean;
 }
 

@@ -59,7 +59,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
   const runIsLong = () =>
     workflowInfo().historyLength >= eventsPerRun || workflowInfo().continueAsNewSuggested;
   let changed = false;
-  /** Grant signals sent and not yet acknowledged: a run that closes before they are would lose them. */
+  /** Grant signals sent and not yet acknowledged: the run may not close before they are (see pass). */
   let sending = 0;
 
   setHandler(
@@ -100,7 +100,6 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
         log.info('a quota grant found no running workflow', { workflowId, error: String(err) });
         budget.release(requestId, Date.now());
       })
-      // The loop waits for the acknowledgements before it may end or continue as new.
       .finally(() => {
         sending--;
         changed = true;
