@@ -1,8 +1,6 @@
 /**
- * The project quota from the activities' side: the take a create or message activity makes just
- * before it sends, one update-with-start to the project's quota workflow (started on this task
- * queue when none runs), the one way in. The worker's quota setting travels with each take, so
- * workflow inputs stay as they were.
+ * The take a create or message activity makes just before it sends (docs/project-quota.md). The
+ * worker's quota setting travels with each take, so workflow inputs stay as they were.
  */
 import { activityInfo, cancellationSignal, getClient, log } from '@temporalio/activity';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
@@ -38,13 +36,9 @@ export interface QuotaTakeInput {
 }
 
 /**
- * Takes one use of the project's budget now, for the call the activity is about to send:
- * `at-once` or `from-queue` (a use held for this take since it queued): the use is counted, send;
- * `off`: the quota is off for this project on this worker (or the workflow asked no take): send,
- * nothing was asked. Any other answer throws a benign, non-retryable
- * {@link FailureType.ProjectQuotaQueue} failure whose details are the {@link QuotaMiss}, with
- * nothing sent: the workflow waits as it says and runs the call again
- * (src/workflows/project-quota/requester.ts).
+ * Takes one use of the project's budget for the call about to be sent: `at-once` or `from-queue`
+ * (held since it queued), or `off` (no take asked for or no quota): send. Else throws a benign,
+ * non-retryable `ProjectQuotaQueue` failure with the {@link QuotaMiss}: nothing may be sent.
  */
 export async function takeProjectQuotaUse(
   settings: ProjectQuotaSettings | null | undefined,
@@ -83,8 +77,7 @@ export async function takeProjectQuotaUse(
             taskQueue: info.taskQueue,
             args: [{ projectId, limit }],
             staticSummary: `API budget of project ${projectId}: ${formatQuotaLimit(limit)}`,
-            // Its grants unblock waiting jobs: its tasks go first, with the fairness key of the
-            // project's jobs.
+            // First (QUOTA_PRIORITY_KEY), with the fairness key of the project's jobs.
             priority: taskPriority(projectId, QUOTA_PRIORITY_KEY),
             // Started by a versioned worker: it follows rollouts (../workflows/project-quota/workflow.ts).
             ...(settings.followsRollouts && { memo: { [FOLLOWS_ROLLOUTS_MEMO]: true } }),
@@ -93,8 +86,7 @@ export async function takeProjectQuotaUse(
         }),
       ),
     );
-    // Queued: the job takes again a lease on if no grant came, which also finds a quota workflow
-    // that forgot its queue (terminated) and starts it again.
+    // Queued: the job takes again a lease on if no grant came (QUOTA_REASK_MS).
     if (answer.outcome === 'queued') miss = { ...answer, reaskInMs: settings.leaseMs };
     else if (answer.outcome !== 'granted') miss = answer;
     // The use counts from `sendWithinMs` after the quota took it: a call sent later could reach the

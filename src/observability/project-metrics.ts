@@ -1,9 +1,7 @@
 /**
- * Prometheus metrics per project, through the SDK's metric meter (served with the SDK's own at
- * METRICS_ADDRESS): outcomes, time to the pull request, API uses against the quota's budget, 429s,
- * the quota queue and its wait. Workflows report through the `projectMetrics` sink
- * (`ProjectMetricsSinks`, src/workflows/sinks.ts), activities call this directly. The `project` label is
- * bounded per process by {@link ProjectLabels}. deploy/grafana/ has the dashboard.
+ * Prometheus metrics per project (the `agent_project_*` of ./metrics.ts), through the SDK's metric
+ * meter. Workflows report through the `projectMetrics` sink (src/workflows/sinks.ts), activities
+ * call this directly. deploy/grafana/ has the dashboard.
  */
 import type { MetricMeter } from '@temporalio/common';
 import type { InjectedSinks } from '@temporalio/worker';
@@ -27,8 +25,7 @@ const MAX_LABEL_BYTES = 64;
 
 /**
  * The `project` label of a project ID: the ID itself for the first `maxProjects` projects this
- * process sees, `_other` for the rest, so that a flood of project IDs cannot grow the series without
- * bound. Pure: no Temporal, no clock.
+ * process sees, `_other` for the rest, so that a flood of project IDs cannot grow the series.
  */
 export class ProjectLabels {
   readonly #known = new Map<string, string>();
@@ -63,9 +60,8 @@ export class ProjectMetrics {
   }
 
   /**
-   * A workflow started or stopped waiting for a working key. Counted per workflow ID, so a
-   * workflow's repeated reports count once; one that ends, or moves to another worker, without
-   * saying so is dropped after {@link KEY_WAIT_STALE_MS}.
+   * A workflow started or stopped waiting for a working key, counted per workflow ID; one that ends,
+   * or moves to another worker, without saying so is dropped after {@link KEY_WAIT_STALE_MS}.
    */
   keyWait(workflowId: string, projectId: string, waiting: boolean, nowMs = Date.now()): void {
     if (waiting) this.#keyWaits.set(workflowId, { projectId, sinceMs: nowMs });

@@ -1,9 +1,6 @@
 /**
- * The project quota's messages: the quota workflow's type and IDs, the take (an update, the one way
- * in), the grant (a signal to a queued job), the release (a signal from a job that gives up) and the
- * status query, with the schemas their payloads are checked by: a value from a message must never
- * make a handler throw, or the quota workflow would stop. docs/project-quota.md tells the protocol.
- *
+ * The project quota's messages (docs/project-quota.md), with the schemas their payloads are checked
+ * by: a value from a message must never make a handler throw, or the quota workflow would stop.
  * Importable from workflow code: no Node modules, no I/O, no clocks (zod/mini is plain functions).
  */
 import * as z from 'zod/mini';
@@ -19,34 +16,24 @@ export type { QuotaLimit } from './settings.js';
 export const QUOTA_PRIORITY_KEY = 1;
 
 /**
- * The memo key set on a quota workflow started by a versioned worker: the workflow then follows
- * rollouts (AUTO_UPGRADE) instead of staying pinned to the version it was born on. In the memo, not
- * the input, because the SDK asks for a workflow's versioning behavior before it runs the function.
+ * The memo key of a quota workflow that follows rollouts (AUTO_UPGRADE), started by a versioned worker:
+ * in the memo, as the SDK asks for a workflow's versioning behavior before it runs the function.
  */
 export const FOLLOWS_ROLLOUTS_MEMO = 'followsRollouts';
 
-/**
- * Workflow type of the per-project quota workflow. Not the `projectQuotaWorkflow` of 1.0 and 1.1,
- * whose protocol differed and whose code left after 1.2.0 (docs/decisions/0015-quota-one-way-in.md,
- * 0022-upgrades-with-jobs-in-flight.md): a run of that type would replay on no later build.
- */
+/** The quota workflow's type; why not 1.1's `projectQuotaWorkflow`: docs/decisions/0015-quota-one-way-in.md. */
 export const PROJECT_QUOTA_WORKFLOW_TYPE = 'projectQuota';
 
-/** What comes before the project in a quota workflow's ID; 1.0's and 1.1's was `agent-api-quota/`. */
-const ID_PREFIX = 'agent-quota/';
-
 /**
- * The quota workflow's ID for a project: one per project in the namespace, whichever worker asks.
- * The project ID is percent-encoded so that any project ID gives one readable, unambiguous ID; one
- * too long for the server keeps its start and ends with a hash of the project ID (the one builder,
- * src/ids.ts). Never throws: a lone surrogate, refused at input, would be hashed too.
+ * The quota workflow's ID for a project, one per namespace (1.0's and 1.1's began `agent-api-quota/`):
+ * percent-encoded, so readable and unambiguous; cut and hashed when too long (src/ids.ts). Never throws.
  */
 export function projectQuotaWorkflowId(projectId: string): string {
-  return boundedWorkflowId([projectId], encodeUriPart, ([encoded]) => `${ID_PREFIX}${encoded}`);
+  return boundedWorkflowId([projectId], encodeUriPart, ([encoded]) => `agent-quota/${encoded}`);
 }
 
 /** What a use is for. Follow-up messages go ahead of queued creates (docs/project-quota.md). */
-export type QuotaUseKind = 'create' | 'message';
+export type QuotaUseKind = QuotaTake['kind'];
 
 /** Uses per window, at most: the window keeps one time per use, and the API's own budget is 100 an hour. */
 export const MAX_USES = 10_000;
@@ -56,10 +43,6 @@ export const MAX_REQUEST_ID_BYTES = MAX_WORKFLOW_ID_BYTES + 65;
 
 /** The longest window a limit may have: 7 days. */
 export const MAX_WINDOW_MS = 7 * 24 * 60 * 60_000;
-
-/** The bounds of a lease: 1 s to a day. */
-export const MIN_LEASE_MS = 1_000;
-export const MAX_LEASE_MS = 24 * 60 * 60_000;
 
 /**
  * A string ID of at most `maxBytes` UTF-8 bytes, as Temporal measures a workflow ID, whose JSON
@@ -91,12 +74,18 @@ function bounded(min: number, max: number, whole = false) {
 /** The schema of a {@link QuotaTake}: every field checked, numbers clamped to what the budget holds. */
 const takeSchema = z
   .object({
+    /** `<workflow ID>/<kind>-<turn>-<n>`, with `.2`, `.3`... after a 429 or a `used-before` answer. */
     requestId: id(MAX_REQUEST_ID_BYTES),
+    /** Where the grant of a queued take is signalled. */
     workflowId: id(MAX_WORKFLOW_ID_BYTES),
+    /** The asking run: a reset run's reused request ID is `used-before`, this run's repeat is granted again. */
     runId: z.optional(id(MAX_WORKFLOW_ID_BYTES)),
     kind: z.enum(['create', 'message']),
+    /** The budget the asking worker is configured with; the newest take's wins. */
     limit: z.object({ uses: bounded(1, MAX_USES, true), windowMs: bounded(1_000, MAX_WINDOW_MS, true) }),
-    leaseMs: bounded(MIN_LEASE_MS, MAX_LEASE_MS),
+    /** How long a grant from the queue waits for this take again before its use returns: 1 s to a day. */
+    leaseMs: bounded(1_000, 24 * 60 * 60_000),
+    /** This take asks again for a use the API refused (429): the refused take's ID, Retry-After in ms or null. */
     refused: z.optional(
       z.object({
         requestId: id(MAX_REQUEST_ID_BYTES),
@@ -112,40 +101,12 @@ const takeSchema = z
     ),
   );
 
-/**
- * A take of one use, asked by a create or message activity just before it sends, with
- * update-with-start ({@link quotaTakeUpdate}). Idempotent by request ID: a repeat of a queued take
- * hears its place again, of a granted one (the same run) its grant again, without a second use.
- */
-export interface QuotaTake {
-  /** `<workflow ID>/<kind>-<turn>-<n>`, with `.2`, `.3`... after a 429 or a `used-before` answer. */
-  requestId: string;
-  /** Where the grant of a queued take is signalled. */
-  workflowId: string;
-  /**
-   * The run of the asking workflow. A reset run reuses its request IDs under a new run ID: a take
-   * of another run's used ID (whose call may have been sent) is `used-before`; one of this run's
-   * (a retried attempt, an answer that came too late) is granted again. Absent: none is told apart.
-   */
-  runId?: string;
-  kind: QuotaUseKind;
-  /** The budget the asking worker is configured with; the newest take's wins. */
-  limit: QuotaLimit;
-  /** How long a grant from the queue waits for this take again before its use returns, in ms. */
-  leaseMs: number;
-  /**
-   * Set when this take asks again for a use the API refused (429): the refused take's ID and the
-   * 429's Retry-After (ms, null without one). The refused use leaves the window, the project pauses
-   * and learns, and this take goes to the head of the queue. Counted once however often it repeats.
-   */
-  refused?: { requestId: string; retryAfterMs: number | null };
-}
+/** A take of one use, from a create or message activity just before it sends ({@link quotaTakeUpdate}). */
+export type QuotaTake = z.infer<typeof takeSchema>;
 
 /**
- * What a take answers. `granted`: the use counts from `sendWithinMs` after the take, by when the
- * call must be sent (`fromQueue`: the grant of a queued take). `queued`: the take waits in the queue
- * at `place`; a grant signal follows. `declined`: the queue is full, take again at `retryAt`.
- * `used-before`: another run used this ID (a reset workflow): take under a new one.
+ * What a take answers (docs/project-quota.md, "One way in"). `sendWithinMs`: the call must be sent
+ * by then, or the use may leave the window before the API counts it.
  */
 export type QuotaTakeAnswer =
   | { outcome: 'granted'; sendWithinMs: number; fromQueue: boolean }
@@ -154,24 +115,18 @@ export type QuotaTakeAnswer =
   | { outcome: 'used-before' };
 
 /** A message's payload read: the value, or why it is malformed. */
-export type Read<T> = { value: T } | { problem: string };
-
-function read<T>(schema: z.ZodMiniType<T>, raw: unknown): Read<T> {
+function read<T>(schema: z.ZodMiniType<T>, raw: unknown): { value: T } | { problem: string } {
   const result = schema.safeParse(raw);
   return result.success ? { value: result.data } : { problem: z.prettifyError(result.error) };
 }
 
 /** Reads a take's payload, as the update's validator and handler do. */
-export function readTake(raw: unknown): Read<QuotaTake> {
-  return read(takeSchema, raw);
-}
+export const readTake = (raw: unknown) => read(takeSchema, raw);
 
 const releaseSchema = z.object({ requestId: id(MAX_REQUEST_ID_BYTES) });
 
 /** Reads a release's payload. */
-export function readRelease(raw: unknown): Read<{ requestId: string }> {
-  return read(releaseSchema, raw);
-}
+export const readRelease = (raw: unknown) => read(releaseSchema, raw);
 
 /**
  * Update (with start) to the quota workflow, the one way in: take one use now, or queue for it. An
@@ -200,20 +155,8 @@ export interface ProjectQuotaStatus {
   queueHead: Array<{ requestId: string; workflowId: string; kind: QuotaUseKind; enqueuedAt: string }>;
   /** ISO time the project's budget resumes after a 429, or null. */
   pausedUntil: string | null;
-  /** Counters across every run of the quota workflow. */
-  totals: {
-    /** Uses counted: taken at once or after a grant. */
-    taken: number;
-    /** Takes that waited in the queue. */
-    queued: number;
-    /** Grants of queued takes (each then taken, released or expired). */
-    granted: number;
-    refused: number;
-    released: number;
-    expired: number;
-    /** Takes a full queue turned away. */
-    declined: number;
-  };
+  /** Counters across every run of the quota workflow (docs/project-quota.md, "What users see"). */
+  totals: Record<'taken' | 'queued' | 'granted' | 'refused' | 'released' | 'expired' | 'declined', number>;
 }
 
 /** Query on the quota workflow: its state. */
@@ -226,15 +169,16 @@ export interface QuotaUsage {
   queued: number;
 }
 
+/** `value` within `[min, max]`. */
 export function clamp(value: number, min: number, max: number): number {
   return Math.min(Math.max(value, min), max);
 }
 
 /**
- * Why a create or message activity sent nothing: the details of its benign, non-retryable
- * `ProjectQuotaQueue` failure, which the requesting workflow acts on (./requester.ts). The take's
- * own answer, or `late` (granted, but the answer came after its `sendWithinMs`: take again, the same
- * ID), or `unanswered` (the quota workflow did not answer: take again after a while).
+ * Why a create or message activity sent nothing: the details of its `ProjectQuotaQueue` failure,
+ * which src/workflows/project-quota/requester.ts acts on. The take's own answer, or `late` (granted,
+ * but the answer came after its `sendWithinMs`: take again, the same ID), or `unanswered` (the quota
+ * workflow did not answer: take again after a while).
  */
 export type QuotaMiss =
   | Exclude<QuotaTakeAnswer, { outcome: 'granted' | 'queued' }>

@@ -1,8 +1,6 @@
 /**
- * The project quota setting as people write it: `AGENT_API_PROJECT_QUOTA=<uses>/<window>` (`100/1h`,
- * `3/20s`, `off`), per-project overrides, and the lease a grant lives before it comes back. Read
- * once by the worker's configuration (src/config/worker.ts); the activities pick the limit of each
- * project from it. Importable from workflow code (zod/mini is plain functions).
+ * The project quota setting as people write it (`AGENT_API_PROJECT_QUOTA=100/1h`, overrides, the
+ * lease), read by src/config/worker.ts. Importable from workflow code (zod/mini is plain functions).
  */
 import * as z from 'zod/mini';
 import { durationMs } from '../duration.js';
@@ -17,8 +15,8 @@ export interface QuotaLimit {
 export const DEFAULT_PROJECT_QUOTA = '100/1h';
 
 /**
- * How long a grant may stay unconfirmed before its use returns to the budget. It must outlast one
- * create or message attempt (75 s at most) plus the signal that confirms it; 2 minutes does.
+ * How long a grant waits for its take before its use returns to the budget: it must outlast one
+ * create or message attempt (75 s at most) and the grant signal; 2 minutes does.
  */
 export const DEFAULT_QUOTA_LEASE_MS = 2 * 60 * 1000;
 
@@ -30,20 +28,14 @@ export interface ProjectQuotaSettings {
   overrides: Record<string, QuotaLimit | null>;
   /** Lease of a grant, in ms. */
   leaseMs: number;
-  /**
-   * Whether the quota workflows this worker starts follow rollouts (AUTO_UPGRADE): set when the
-   * worker runs as a Worker Deployment Version (TEMPORAL_WORKER_VERSIONING=on). Absent: they don't.
-   */
+  /** Whether the quota workflows this worker starts follow rollouts: set with TEMPORAL_WORKER_VERSIONING=on. */
   followsRollouts?: boolean;
 }
 
 /** What a quota setting must be, in its error. */
 const QUOTA_FORMAT = 'must be <uses>/<window> such as 100/1h or 3/20s (a window of at least 1s), or off';
 
-/**
- * A quota as people write it, `<uses>/<window>` (`100/1h`, `3/20s`, `12/90m`), as a limit, or
- * `off` as null: the worker's configuration reads its settings with it, the demo its `--budget`.
- */
+/** A quota as people write it, `<uses>/<window>` (`100/1h`, `3/20s`), as a limit, or `off` as null. */
 export const quotaLimit = z.pipe(
   z.string({ error: QUOTA_FORMAT }),
   z.transform((text, ctx): QuotaLimit | null => {
@@ -68,12 +60,7 @@ export function quotaLimitFor(settings: ProjectQuotaSettings, projectId: string)
 export function formatQuotaLimit(limit: QuotaLimit | null): string {
   if (limit === null) return 'off';
   const { uses, windowMs } = limit;
-  for (const [unit, ms] of [
-    ['h', 3_600_000],
-    ['m', 60_000],
-    ['s', 1_000],
-  ] as const) {
-    if (windowMs % ms === 0) return `${uses}/${windowMs / ms}${unit}`;
-  }
-  return `${uses}/${windowMs}ms`;
+  const units = { h: 3_600_000, m: 60_000, s: 1_000, ms: 1 };
+  const [unit, ms] = Object.entries(units).find(([, ms]) => windowMs % ms === 0) ?? ['ms', 1];
+  return `${uses}/${windowMs / ms}${unit}`;
 }

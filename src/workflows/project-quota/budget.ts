@@ -1,12 +1,8 @@
 /**
- * What the budget of one project decides: a take granted, queued or declined, the grants of the
- * queue, a 429's pause and what it teaches, when the quota workflow wakes. The quota workflow
- * (./workflow.ts) holds one; every use comes in as a take ({@link ProjectBudget.take}) and the
- * grants it decides go out as signals. What the budget holds and shows is ./state.ts.
- *
- * No Temporal and no clock or randomness of its own: every method that needs the time takes `now`
- * (epoch ms) and the pause after a 429 takes `random`, so the workflow passes its deterministic
- * clock and seeded `Math.random`, and tests a fake clock. Decisions come back as values.
+ * What the budget of one project decides (docs/project-quota.md): a take granted, queued or
+ * declined, the grants of the queue, a 429's pause and what it teaches, when the quota workflow
+ * wakes; what it holds and shows is ./state.ts. No Temporal, clock or randomness of its own: `now`
+ * (epoch ms) and `random` are passed, the workflow's deterministic ones or a test's fake clock.
  */
 import { clamp, type QuotaTake, type QuotaTakeAnswer, type QuotaUseKind } from '../../quota/messages.js';
 import {
@@ -26,16 +22,14 @@ import { CREATE_BACKOFF, MESSAGE_BACKOFF, RETRY_JITTER, retryDelayMs } from '../
 import { DEFAULT_QUOTA_LEASE_MS } from '../../quota/settings.js';
 
 /**
- * Requests queued at most: at the API's 100 uses an hour, 10 hours of waiting (a job's default
- * timeout is 6). With the longest IDs a full state stays under 1.5 MB of the 2 MB a continue-as-new
- * input may hold (a unit test checks it). Further takes are declined.
+ * Requests queued at most, further takes are declined: at 100 uses an hour, 10 hours of waiting (a
+ * job's default timeout is 6); a full state stays under 1.5 MB of a continue-as-new input's 2 MB.
  */
 export const MAX_QUEUE = 1_000;
 
 /**
  * The queued IDs' JSON form, at most, in bytes: {@link MAX_QUEUE} of the longest plain IDs (579
- * bytes each) fit; IDs with `"` or `\\`, which JSON writes in two bytes, take more room, so a queue
- * of them holds fewer and a full state stays within its bound all the same.
+ * bytes each) fit; fewer of IDs that JSON escapes, so a full state stays within its bound.
  */
 export const MAX_QUEUE_BYTES = 600_000;
 
@@ -43,22 +37,18 @@ export const MAX_QUEUE_BYTES = 600_000;
 export const MAX_LEASES = 200;
 
 /**
- * How long and how many taken, released or refused request IDs are remembered, so that a take of
- * an ID another run used (a reset workflow) is told `used-before` rather than counted again. Kept
- * as hashes: 2,000 of them take about 120 kB of the carried state.
+ * How long and how many taken, released or refused request IDs are remembered, so that another
+ * run's take of one is `used-before`, not counted again. As hashes: 2,000 take about 120 kB.
  */
 export const REMEMBER_MS = 60 * 60_000;
 export const REMEMBERED = 2_000;
 
-/**
- * How long an idle quota workflow (nothing queued, granted or in the window) stays before it ends.
- * Short, because ending loses nothing: the next take starts a new one.
- */
+/** How long an idle quota workflow stays before it ends: short, as the next take starts a new one. */
 export const QUOTA_IDLE_MS = 60_000;
 
 /**
- * How long past the time a decline names its room is held: the requester's jitter is within it
- * (20 % of the wait), and this margin covers its call activity and a re-ask after silence.
+ * How long past the time a decline names its room is held: the wait's jitter (20 %) is added apart;
+ * this covers the call activity and a re-ask after silence.
  */
 const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 
@@ -66,10 +56,9 @@ const ROOM_HELD_MARGIN_MS = DEFAULT_QUOTA_LEASE_MS + 60_000;
 export type Grant = Pick<QueueEntry, 'workflowId' | 'requestId'>;
 
 /**
- * The timer the quota loop starts for a wake-up due at `dueAt` while one set for `armedAt` runs:
- * none while the armed one rings no later (woken early, the loop asks {@link ProjectBudget.wake}
- * again and arms for what is left), else `dueAt`, in place of the armed one. So a loop whose
- * wake-up only moves later (each take pushes its idle end on) starts no timer per take.
+ * The timer to start for a wake-up due at `dueAt` while one for `armedAt` runs: none while the armed
+ * one rings no later (the loop then asks {@link ProjectBudget.wake} again), else `dueAt` in its
+ * place. So a wake-up that only moves later (each take pushes the idle end on) starts no timer.
  */
 export function timerToStart(armedAt: number | null, dueAt: number | null): number | null {
   if (dueAt === null) return null;
@@ -77,9 +66,8 @@ export function timerToStart(armedAt: number | null, dueAt: number | null): numb
 }
 
 /**
- * The budget of one project. Grants in order: takes asking again after a 429 first, then
- * follow-up messages, then creates, each first come first served; at most `uses` per rolling
- * window, fewer after 429s taught it that the API allows fewer.
+ * The budget of one project: at most `uses` per rolling window, fewer after 429s taught it so;
+ * grants first to takes after a 429, then messages, then creates, each first come first served.
  */
 export class ProjectBudget {
   readonly #s: BudgetState;
@@ -100,21 +88,11 @@ export class ProjectBudget {
     return this.#s;
   }
 
-  /** Nothing queued, granted or counted in the window, no room held: ending loses nothing. */
-  get idle(): boolean {
-    const s = this.#s;
-    return s.queue.length + s.leases.length + s.window.length + s.heldRooms.length === 0;
-  }
-
   /**
-   * A take of one use, the one way in. Granted (the use counts in the window from
-   * {@link takeMarginMs} on) when a grant is held for it, or when the budget has room, nothing is
-   * queued (a take never goes ahead of a queued one), no 429 pause runs and no probe after a 429 is
-   * under way. Otherwise queued, in order, and told its place; declined when the queue is full.
-   * Idempotent by request ID: a repeat of a queued take hears its place again; a repeat of a take
-   * this run was granted (a retried attempt, an answer that came too late) is granted again without
-   * a second use, its use moved to the repeat's time; an ID another run used is `used-before`.
-   * `refused` (a 429 for the use an earlier take got) is heard first, once.
+   * A take of one use, the one way in; its answers: docs/project-quota.md, "One way in". Idempotent
+   * by request ID: a repeat of a queued take hears its place again; this run's repeat of a granted
+   * take is granted again without a second use, its use moved to the repeat's time; another run's
+   * is `used-before`. `refused` is heard first, once.
    */
   take(take: QuotaTake, now: number, random: () => number): QuotaTakeAnswer {
     const s = this.#s;
@@ -203,10 +181,9 @@ export class ProjectBudget {
   }
 
   /**
-   * A 429 for the use of take `refused.requestId`: the use leaves the window (the API did not
-   * count it), the project pauses as every retry waits (src/failure-policy/backoff.ts) and the
-   * budget learns, unless the use had left the window already: then the 429 teaches nothing.
-   * Counted once, however often the take that carries it repeats.
+   * A 429 for the use of take `refused.requestId`, counted once: the use leaves the window (the API
+   * did not count it), the project pauses as every retry waits (src/failure-policy/backoff.ts), and
+   * the budget learns unless the use had left the window already.
    */
   #refuse(
     refused: { requestId: string; retryAfterMs: number | null },
@@ -241,9 +218,8 @@ export class ProjectBudget {
   }
 
   /**
-   * Grants what the budget allows now, in queue order: each grant holds a use for its take until
-   * its lease ends. Returns the grants to signal and the requests whose leases expired untaken
-   * (their uses are back in the budget; a later take of theirs is a new one).
+   * Grants what the budget allows now, in queue order, each holding a use until its lease ends.
+   * Returns the grants to signal and the requests whose leases expired untaken (uses back).
    */
   grant(now: number): { grants: Grant[]; expired: string[] } {
     const s = this.#s;
@@ -295,13 +271,10 @@ export class ProjectBudget {
   }
 
   /**
-   * When the quota loop must wake on its own, and whether it ends now. It wakes to act only when
-   * something it acts on changes with time: a lease expires, a pause or a probe ends, the learnt
-   * budget grows back, or, with takes queued, a use leaves the window. A window edge with nothing
-   * queued changes nothing (a take reads the window itself). With nothing to act on, it wakes once,
-   * to end: {@link QUOTA_IDLE_MS} after the budget is quiet (its last use out of the window, its held
-   * rooms lapsed); a later use pushes that end on without a new wake-up. `busy`: signals of the loop
-   * are unacknowledged, so it cannot end yet. Call once per pass, after {@link grant}.
+   * When the quota loop must wake on its own ({@link actAt}), and whether it ends now. With nothing
+   * to act on it wakes once, to end, {@link QUOTA_IDLE_MS} after the budget is quiet; a later use
+   * pushes that end on without a new wake-up. `busy`: the loop's signals are unacknowledged, so it
+   * cannot end yet. Call once per pass, after {@link grant}.
    */
   wake(now: number, busy: boolean): { at: number | null; end: boolean } {
     const quiet = this.#quietAt(now);
@@ -311,16 +284,18 @@ export class ProjectBudget {
       this.#endAt = Math.max(this.#endAt ?? -Infinity, quiet + QUOTA_IDLE_MS);
     const endAt = this.#endAt;
     if (endAt !== null && quiet === now && !busy && now >= endAt) return { at: null, end: true };
-    const act = this.#actAt();
-    const ending = endAt === null || (busy && endAt <= now) ? null : endAt;
-    const at = act === null ? ending : ending === null ? act : Math.min(act, ending);
-    return { at, end: false };
+    return { at: this.#actAt(endAt === null || (busy && endAt <= now) ? null : endAt), end: false };
   }
 
-  /** The earliest time something the loop acts on changes with time; null when nothing does. */
-  #actAt(): number | null {
+  /**
+   * The earliest time something the loop acts on changes with time: a lease expires, a pause or a
+   * probe ends, the learnt budget grows back, or, with takes queued, a use leaves the window (with
+   * nothing queued a take reads the window itself), or the loop's end `endAt`. Null when nothing does.
+   */
+  #actAt(endAt: number | null): number | null {
     const s = this.#s;
     const candidates = s.leases.map((l) => l.expiresAt);
+    if (endAt !== null) candidates.push(endAt);
     if (s.queue.length > 0 && s.window.length > 0) candidates.push((s.window[0] as number) + spanMs(s.limit));
     if (s.pausedUntil !== null) candidates.push(s.pausedUntil);
     if (s.probeSettlesAt !== null) candidates.push(s.probeSettlesAt);
@@ -332,11 +307,9 @@ export class ProjectBudget {
   #quietAt(now: number): number | null {
     const s = this.#s;
     if (s.queue.length > 0 || s.leases.length > 0) return null;
-    let at = now;
     const last = s.window[s.window.length - 1];
-    if (last !== undefined) at = Math.max(at, last + spanMs(s.limit));
-    for (const room of s.heldRooms) at = Math.max(at, room.until);
-    return at;
+    const lastOut = last === undefined ? now : last + spanMs(s.limit);
+    return Math.max(now, lastOut, ...s.heldRooms.map((r) => r.until));
   }
 
   /** Holds a place for a declined take until `until`; a repeat keeps its first place in line. */
@@ -381,11 +354,9 @@ export class ProjectBudget {
   }
 
   /**
-   * A 429 when `accepted` uses of ours were in the window (the API took at most these, and refused
-   * one more): the budget is as much as that evidence shows, no less. The refusals of one burst
-   * lower it from what it was before the burst. When it took none of ours, the 429 only says the
-   * window was full of another client's uses, which leave within a window: the pause and the
-   * probes wait them out, and the budget keeps what it was.
+   * A 429 when `accepted` uses of ours were in the window: the budget is what the API took, lowered
+   * from what it was before the burst. None of ours: another client's uses filled the window, which
+   * the pause and probes wait out; the budget keeps what it was.
    */
   #learn(accepted: number, now: number): void {
     const s = this.#s;
@@ -396,9 +367,8 @@ export class ProjectBudget {
   }
 
   /**
-   * A learnt budget grows back each window without a 429, up to the configured one: by 1, then
-   * 2, 4, ... as the quiet windows add up. Where the API really allows fewer, the 429 that follows
-   * restarts the growth at 1 use: about one 429 per window.
+   * A learnt budget grows back each window without a 429, by 1, 2, 4, ... up to the configured one;
+   * where the API really allows fewer, the next 429 restarts at 1: about one 429 per window.
    */
   #relearn(now: number): void {
     const s = this.#s;
@@ -432,19 +402,12 @@ export class ProjectBudget {
 
   #forget(now: number): void {
     const list = this.#s.remembered;
-    while (
-      list.length > REMEMBERED ||
-      (list.length > 0 && (list[0] as RememberedRequest).at <= now - REMEMBER_MS)
-    ) {
-      list.shift();
-    }
+    while (list.length > REMEMBERED || (list[0]?.at ?? Infinity) <= now - REMEMBER_MS) list.shift();
   }
 }
 
 /** The {@link RememberedRequest.run} of a take's run; undefined without one. */
-function runHash({ runId }: { runId?: string }): string | undefined {
-  return runId === undefined ? undefined : idHash(runId);
-}
+const runHash = ({ runId }: { runId?: string }) => (runId === undefined ? undefined : idHash(runId));
 
 /** The bytes a queued take's IDs take in the carried JSON. */
 function queuedBytes(entry: Pick<QueueEntry, 'requestId' | 'workflowId'>): number {

@@ -1,13 +1,7 @@
 /**
- * The agent-job workflow's side of the project quota. The create or message activity takes its use
- * itself (../../activities/project-quota.ts); when the quota queues the take, the activity sends
- * nothing and fails with the take's answer, and this waits for the grant signal with `condition()`
- * (no API request, no activity while it waits), then runs the same call again under the same
- * request ID: its take finds the use held for it. A 429 takes again at the head of the queue under
- * the next ID; silence re-asks after {@link QUOTA_REASK_MS}, which also finds a quota workflow that
- * forgot its queue (terminated) and starts it again.
- *
- * Deterministic: time is the workflow clock, jitter its seeded `Math.random`.
+ * The agent-job workflow's side of the project quota (docs/project-quota.md): when the call
+ * activity's take (../../activities/project-quota.ts) misses, wait as its answer says, then call
+ * again. Deterministic: time is the workflow clock, jitter its seeded `Math.random`.
  */
 import {
   ActivityFailure,
@@ -38,11 +32,9 @@ import {
 } from '../../quota/messages.js';
 
 /**
- * How long a queued workflow waits without a grant before it takes again under the same request
- * ID, at most (the worker's lease, when shorter): the default lease, by which a grant lost on its
- * way would have come back to the budget. Taking again is idempotent: it hears its place again
- * (refreshed), takes the use held for it, or, from a quota workflow that forgot the queue (one
- * terminated), queues anew.
+ * How long a queued workflow waits without a grant before it takes again under the same request ID,
+ * at most (the worker's lease, when shorter): by then a grant lost on its way is back in the budget,
+ * and the take finds its place, its grant, or a quota workflow that forgot it (terminated), anew.
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
 
@@ -59,17 +51,14 @@ export interface QuotaUse {
 /** What the call passes to its activity for the take: the request ID, and the 429 it follows. */
 export type QuotaTicket = Pick<QuotaTake, 'requestId' | 'refused'>;
 
-/**
- * The agent-job workflow's side of the quota: runs a create or message call within the project's
- * budget, waiting in its queue without any request to the API when the take says so.
- */
+/** Runs a create or message call within the project's budget, waiting in its queue when the take says so. */
 export class ProjectQuotaRequester {
   /** Use names (the last segment of a request ID) granted: keyed by name, as a replay may run under another workflow ID. */
   readonly #granted = new Set<string>();
   /** Release signals not yet delivered: {@link settle} waits for them. */
   readonly #sending = new Set<Promise<void>>();
-  /** The use waiting in the queue, its place, and whether the search attribute marks it. */
-  #waiting: { use: QuotaUse; place: QueuePlace | null; marked: boolean } | null = null;
+  /** The place of the use waiting in the queue (null: not told); null when none waits. */
+  #waiting: { place: QueuePlace | null } | null = null;
 
   constructor(private readonly projectId: string) {
     setHandler(quotaGrantSignal, (grant) => {
@@ -89,10 +78,8 @@ export class ProjectQuotaRequester {
   }
 
   /**
-   * Runs `call` within the project's budget: `call(ticket)` runs the activity, which takes its use
-   * under `ticket` just before it sends. When the quota queues the take, or a full queue declines
-   * it, this waits (no API request) and calls again. Past `deadlineMs` it gives up, releasing its
-   * place, with {@link FailureType.AgentJobTimedOut}.
+   * Runs `call(ticket)`, the activity that takes its use under `ticket` just before it sends, until
+   * it is not missed; past `deadlineMs` gives up, releasing its place, with `AgentJobTimedOut`.
    */
   async run<T>(use: QuotaUse, call: (ticket: QuotaTicket) => Promise<T>, deadlineMs: number): Promise<T> {
     const { workflowId } = workflowInfo();
@@ -104,18 +91,16 @@ export class ProjectQuotaRequester {
     try {
       for (;;) {
         const requestId = `${workflowId}/${name}`;
-        let miss: QuotaMiss | { outcome: 'refused'; retryAfterMs: number | null };
+        let miss: ReturnType<typeof missOf>;
         try {
           const result = await call({ requestId, ...(refused && { refused }) });
           this.#stopWaiting(true);
           return result;
         } catch (err) {
-          const known = missOf(err);
-          if (known === null) throw err;
-          miss = known;
+          miss = missOf(err);
+          if (miss === null) throw err;
         }
-        if (miss.outcome === 'unanswered') unanswered++;
-        else unanswered = 0;
+        unanswered = miss.outcome === 'unanswered' ? unanswered + 1 : 0;
         switch (miss.outcome) {
           case 'refused':
             // A new ID, so that the refused take's grant cannot be mistaken for this one's.
@@ -130,8 +115,7 @@ export class ProjectQuotaRequester {
             log.warn('the quota had seen this request ID before; taking under a new one', { requestId });
             name = `${use.name}.${++asks}`;
             break;
-          case 'late':
-            break;
+          // 'late': take again at once, under the same ID.
           case 'unanswered':
             await this.#pause(
               Math.min(QUOTA_REASK_MS, UNANSWERED_RETRY_MS * 2 ** (unanswered - 1)),
@@ -143,7 +127,6 @@ export class ProjectQuotaRequester {
             const waitMs = Math.max(1_000, Date.parse(miss.retryAt) - Date.now() || 0);
             const at = Date.now() + Math.round(waitMs * (1 + Math.random() * RETRY_JITTER));
             this.#show(
-              use,
               null,
               `Waiting for room in project ${this.projectId}'s quota queue (${miss.queueLength} queued, ` +
                 `the most it holds); taking again at ${new Date(at).toISOString()}`,
@@ -155,7 +138,6 @@ export class ProjectQuotaRequester {
             queuedAt ??= Date.now();
             const { place } = miss;
             this.#show(
-              use,
               place,
               `Queued for project ${this.projectId}'s API budget (${use.kind}): position ${place.position} ` +
                 `of ${place.queueLength}, earliest start ${place.earliestStartAt}`,
@@ -187,9 +169,8 @@ export class ProjectQuotaRequester {
   }
 
   /**
-   * Resolves once every release signal sent so far has been delivered or has failed. Await it
-   * before the workflow completes, fails or continues as new: the server drops the signals a closed
-   * run had not delivered yet.
+   * Resolves once every release signal sent so far was delivered or failed. Await it before the run
+   * closes: the server drops the signals a closed run had not delivered yet.
    */
   async settle(): Promise<void> {
     while (this.#sending.size > 0) await Promise.all(this.#sending);
@@ -213,18 +194,17 @@ export class ProjectQuotaRequester {
   }
 
   /** Shows the job as queued: the `status` query's place, the search attribute (once), the current details. */
-  #show(use: QuotaUse, place: QueuePlace | null, details: string): void {
-    const marked = this.#waiting?.marked ?? false;
-    if (!marked) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
-    this.#waiting = { use, place, marked: true };
+  #show(place: QueuePlace | null, details: string): void {
+    if (this.#waiting === null) upsertSearchAttributes([{ key: SearchAttributes.status, value: 'queued' }]);
+    this.#waiting = { place };
     setCurrentDetails(details);
   }
 
   /** The job no longer shows as queued; `unmark`: the search attribute's mark goes too. */
   #stopWaiting(unmark: boolean): void {
-    const waited = this.#waiting;
+    if (unmark && this.#waiting !== null)
+      upsertSearchAttributes([{ key: SearchAttributes.status, value: null }]);
     this.#waiting = null;
-    if (unmark && waited?.marked) upsertSearchAttributes([{ key: SearchAttributes.status, value: null }]);
   }
 
   /** Gives `requestId`'s place back to the quota workflow; {@link settle} waits for the signal. A lost release only costs a lease. */

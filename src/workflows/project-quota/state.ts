@@ -1,24 +1,16 @@
 /**
- * What the budget of one project holds (plain JSON, carried across continue-as-new) and what it
- * shows: the status query's snapshot, the metrics' counts, the current details, a queued take's
- * place and earliest start. Read-only views; the decisions that change the state are ./budget.ts.
- *
- * Pure: no Temporal, no clock of its own (`now` is passed, epoch ms).
+ * What the budget of one project holds (plain JSON, carried across continue-as-new) and its
+ * read-only views; the decisions that change it are ./budget.ts. Pure: `now` is passed (epoch ms).
  */
 import type { QueuePlace } from '../../contract.js';
-import type { ProjectQuotaStatus, QuotaLimit, QuotaUsage, QuotaUseKind } from '../../quota/messages.js';
+import type { ProjectQuotaStatus, QuotaLimit, QuotaTake, QuotaUsage } from '../../quota/messages.js';
 import { clamp, MAX_USES, MAX_WINDOW_MS } from '../../quota/messages.js';
 
-/** One queued take. */
-export interface QueueEntry {
-  requestId: string;
-  workflowId: string;
-  kind: QuotaUseKind;
+/** One queued take; `requeued`: it asks again after a 429, ahead of every other request. */
+export type QueueEntry = Pick<QuotaTake, 'requestId' | 'workflowId' | 'kind' | 'leaseMs'> & {
   enqueuedAt: number;
-  leaseMs: number;
-  /** Asks again after a 429: ahead of every other request. */
   requeued?: true;
-}
+};
 
 /** A grant held for a queued take until it takes it (or it expires). `owed`: its grant signal. */
 export interface Lease extends QueueEntry {
@@ -27,10 +19,7 @@ export interface Lease extends QueueEntry {
   owed?: true;
 }
 
-/**
- * A request ID that is done with, as its hash (`idHash`). `taken`: its use counts in the window at
- * `at`, taken by the run `run` (a hash too); a 429 for it takes it out again.
- */
+/** A request ID done with, hashed (`idHash`); `taken`: its use counts in the window at `at`, by run `run` (hashed). */
 export interface RememberedRequest {
   id: string;
   at: number;
@@ -38,62 +27,40 @@ export interface RememberedRequest {
   run?: string;
 }
 
-/** A take a full queue declined, as its hash: a place is held for it until `until`. */
-export interface HeldRoom {
-  id: string;
-  until: number;
-}
-
-/** Everything the budget holds: plain JSON, carried across continue-as-new. */
-export interface BudgetState {
-  projectId: string;
-  limit: QuotaLimit;
-  /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
-  learntUses: number | null;
-  /** When the learnt budget last changed: it grows back each quiet window. */
-  learntAt: number;
-  /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
-  learntStep: number;
-  /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
-  learntBeforePause: number | null;
-  queue: QueueEntry[];
-  /** Times of the uses within the last window, ascending. */
-  window: number[];
-  leases: Lease[];
-  pausedUntil: number | null;
-  /** 429s in a row without a use known to have gone through since: the pause grows with it. */
-  refusalsInARow: number;
-  /**
-   * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
-   * heard by this time means it went through, and grants go on as usual. Null while none is out.
-   */
-  probeSettlesAt: number | null;
-  remembered: RememberedRequest[];
-  /** Takes a full queue declined, in the order declined: while they are to come back, the room that frees is theirs. */
-  heldRooms: HeldRoom[];
-  totals: ProjectQuotaStatus['totals'];
-}
-
 /** The state of a project nothing has been asked of yet. */
-export function initialState(projectId: string, limit: QuotaLimit, now: number): BudgetState {
+export function initialState(projectId: string, limit: QuotaLimit, now: number) {
   return {
     projectId,
     limit: clampLimit(limit),
-    learntUses: null,
+    /** Uses the API accepted last time it refused one: the budget learnt from 429s; null when none came. */
+    learntUses: null as number | null,
+    /** When the learnt budget last changed: it grows back each quiet window. */
     learntAt: now,
+    /** What the next quiet window adds to the learnt budget: 1 after a 429, doubled by each quiet window since. */
     learntStep: 1,
-    learntBeforePause: null,
-    queue: [],
-    window: [],
-    leases: [],
-    pausedUntil: null,
+    /** The learnt budget before the 429s of the current pause: the refusals of one burst lower it from there. */
+    learntBeforePause: null as number | null,
+    queue: [] as QueueEntry[],
+    /** Times of the uses within the last window, ascending. */
+    window: [] as number[],
+    leases: [] as Lease[],
+    pausedUntil: null as number | null,
+    /** 429s in a row without a use known to have gone through since: the pause grows with it. */
     refusalsInARow: 0,
-    probeSettlesAt: null,
-    remembered: [],
-    heldRooms: [],
+    /**
+     * After a 429 the queue grants one use at a time (a probe); once the probe was taken, no refusal
+     * heard by this time means it went through, and grants go on as usual. Null while none is out.
+     */
+    probeSettlesAt: null as number | null,
+    remembered: [] as RememberedRequest[],
+    /** Takes a full queue declined (hashed), in order: until `until`, the room that frees is theirs. */
+    heldRooms: [] as Array<{ id: string; until: number }>,
     totals: { taken: 0, queued: 0, granted: 0, refused: 0, released: 0, expired: 0, declined: 0 },
   };
 }
+
+/** Everything the budget holds: plain JSON, carried across continue-as-new. */
+export type BudgetState = ReturnType<typeof initialState>;
 
 /** A limit the budget can hold: whole uses from 1 to {@link MAX_USES}, a window from 1 s to 7 days. */
 export function clampLimit(limit: QuotaLimit): QuotaLimit {
@@ -103,19 +70,14 @@ export function clampLimit(limit: QuotaLimit): QuotaLimit {
   };
 }
 
-/**
- * Added to every window edge, for the skew between the Temporal server's clock and the API's.
- * 1 ms per second of window, at most 1 s.
- */
+/** Added to every window edge for the skew between Temporal's clock and the API's: 1 ms per s, at most 1 s. */
 export function edgeMarginMs(limit: QuotaLimit): number {
   return Math.min(1_000, Math.ceil(limit.windowMs / 1_000));
 }
 
 /**
- * How far ahead of the take a taken use is counted, and so how long after the take its call may
- * be sent: the API counts a use when the request arrives, a moment after the take was answered,
- * and the window must not free the use before the API does. A twentieth of the window, from 1 s to
- * 10 s: at most 0.3 % of an hour's budget; a call that cannot go out that soon takes again.
+ * How far ahead of the take a taken use is counted, and so by when its call must be sent: a
+ * twentieth of the window, 1 s to 10 s (docs/project-quota.md, "The margin").
  */
 export function takeMarginMs(limit: QuotaLimit): number {
   return clamp(Math.round(limit.windowMs / 20), 1_000, 10_000);
@@ -131,10 +93,7 @@ export function effectiveUses(s: BudgetState): number {
   return Math.min(s.limit.uses, s.learntUses ?? s.limit.uses);
 }
 
-/**
- * The earliest starts of the first `count` places: the window slides forward one grant at a time,
- * every lease counted as a use made now.
- */
+/** The earliest starts of the first `count` places: the window slides one grant at a time, leases used now. */
 export function startsOf(s: BudgetState, count: number, now: number): number[] {
   const uses = effectiveUses(s);
   const span = spanMs(s.limit);
@@ -157,12 +116,6 @@ export function placeAt(s: BudgetState, index: number, now: number): QueuePlace 
     earliestStartAt: new Date(startsOf(s, index + 1, now)[index] as number).toISOString(),
     asOf: new Date(now).toISOString(),
   };
-}
-
-/** The place of a queued take; null when not queued. */
-export function placeOf(s: BudgetState, requestId: string, now: number): QueuePlace | null {
-  const index = s.queue.findIndex((e) => e.requestId === requestId);
-  return index < 0 ? null : placeAt(s, index, now);
 }
 
 /** The counts of {@link snapshotOf} without copying leases or the queue: for a report every pass. */

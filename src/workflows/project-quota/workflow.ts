@@ -1,11 +1,7 @@
 /**
- * The project quota workflow: one long-lived workflow per project (ID from `projectQuotaWorkflowId`)
- * holding the project's {@link ProjectBudget}. Every use comes in as a take, an update-with-start
- * from the create or message activity; grants of queued takes leave as signals to their workflows.
- * It continues as new with the budget's state, and ends once the budget is idle (the next take
- * starts it again).
- *
- * Deterministic: time is the workflow clock, randomness its seeded `Math.random`, I/O only signals.
+ * The project quota workflow, one per project, holding its {@link ProjectBudget}
+ * (docs/project-quota.md, docs/decisions/0005-project-quota-as-a-workflow.md). Deterministic: time
+ * is the workflow clock, randomness its seeded `Math.random`, I/O only signals.
  */
 import {
   allHandlersFinished,
@@ -39,9 +35,8 @@ import { ProjectBudget, timerToStart, type Grant } from './budget.js';
 import { initialState, snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
 
 /**
- * History events per quota run before continue-as-new. A take costs 2 events (the update accepted
- * and completed) and a share of a workflow task, a grant 2 more; the carried state stays bounded by
- * the budget's caps whatever the history.
+ * History events per quota run before continue-as-new: a take costs 2 (update accepted, completed)
+ * and a share of a workflow task, a grant 2 more; the budget's caps bound the carried state.
  */
 export const QUOTA_EVENTS_PER_RUN = 2_000;
 
@@ -64,7 +59,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
   const runIsLong = () =>
     workflowInfo().historyLength >= eventsPerRun || workflowInfo().continueAsNewSuggested;
   let changed = false;
-  /** Grant signals sent and not yet acknowledged: a run that closes before they are would lose them. */
+  /** Grant signals sent and not yet acknowledged: the run may not close before they are (see pass). */
   let sending = 0;
 
   setHandler(
@@ -105,7 +100,6 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
         log.info('a quota grant found no running workflow', { workflowId, error: String(err) });
         budget.release(requestId, Date.now());
       })
-      // The loop waits for the acknowledgements before it may end or continue as new.
       .finally(() => {
         sending--;
         changed = true;
@@ -114,10 +108,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
 
   const { projectMetrics } = proxySinks<ProjectMetricsSinks>();
 
-  /**
-   * One pass of the loop: grants what the budget allows, or, once the run is long, waits for every
-   * signal and update to finish. True: the run is to continue as new.
-   */
+  /** Grants what the budget allows, or, once the run is long, waits for every handler: true, continue as new. */
   async function pass(): Promise<boolean> {
     // Nothing new goes out once the run is long: what is owed is carried, and sent by the next run.
     const draining = runIsLong();
@@ -135,26 +126,22 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     return true;
   }
 
-  /** The scope of the armed timer; cancelled (and replaced) only when an earlier one is needed. */
-  let scope: CancellationScope | null = null;
-  let armedAt: number | null = null;
+  /** The armed timer and its scope, cancelled (and replaced) only when an earlier one is needed. */
+  let armed = null as { at: number; scope: CancellationScope } | null;
   let rang = false;
   /**
-   * Arms the one timer for `at` ({@link ProjectBudget.wake}, {@link timerToStart}): a take or a use
-   * leaving the window with nothing queued starts none. The loop's wait is a `condition()` without
-   * a timeout, which the timer's ring resolves, so none stays pending across passes.
+   * Arms the one timer for `at` ({@link timerToStart}). The loop's wait is a `condition()` without a
+   * timeout, which the timer's ring resolves, so none stays pending across passes.
    */
   function arm(at: number): void {
-    scope?.cancel();
-    const own = (scope = new CancellationScope());
-    armedAt = at;
-    own
+    armed?.scope.cancel();
+    const own = (armed = { at, scope: new CancellationScope() });
+    own.scope
       .run(() => sleep(Math.max(1, at - Date.now())))
       .then(
         () => {
-          if (scope !== own) return;
-          scope = null;
-          armedAt = null;
+          if (armed !== own) return;
+          armed = null;
           rang = true;
         },
         (err: unknown) => {
@@ -168,7 +155,7 @@ export async function projectQuota(input: ProjectQuotaInput): Promise<void> {
     if (await pass()) break;
     const { at, end } = budget.wake(Date.now(), sending > 0);
     if (end) return;
-    const next = timerToStart(armedAt, at);
+    const next = timerToStart(armed?.at ?? null, at);
     if (next !== null) arm(next);
     changed = false;
     rang = false;
@@ -191,12 +178,10 @@ function takeOf(raw: unknown): QuotaTake {
 }
 
 /**
- * A quota workflow started by a versioned worker (its memo says so) follows rollouts: AUTO_UPGRADE,
- * so its next workflow task after a new version becomes current runs there, with its history
- * replayed by the new code (docs/versioning.md). Agent-job workflows stay pinned. Only then: the
- * server refuses a versioning behavior from an unversioned worker. Every change to this workflow
- * must therefore replay the older histories of its type (test/workflows/replay.test.ts), with
- * `patched()` where commands change.
+ * A quota workflow started by a versioned worker (its memo says so) follows rollouts, AUTO_UPGRADE
+ * (docs/versioning.md; the server refuses it from an unversioned worker), so every change here must
+ * replay the older histories of its type (test/workflows/replay.test.ts), `patched()` where
+ * commands change.
  */
 setWorkflowOptions(
   () => (workflowInfo().memo?.[FOLLOWS_ROLLOUTS_MEMO] === true ? { versioningBehavior: 'AUTO_UPGRADE' } : {}),
