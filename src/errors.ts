@@ -1,13 +1,8 @@
 /**
- * Every error class the project throws, on one base with one map of names (the way undici's
- * `lib/core/errors.js` gives each error a fixed name and code). The name is set explicitly, never
- * read from the class, which a bundler may rename; callers and logs match on it.
- *
- * These are the project's own errors. Failures that leave an activity or a workflow are Temporal
- * `ApplicationFailure`s whose `type` is a name of the contract's `FailureType`; these errors are
- * what the code below them throws (a bad setting, a refused API call, a bad input).
- *
- * A leaf module: no imports, importable from workflow code and from the API client.
+ * Every error class the project throws, on one base with one map of names. The name is set
+ * explicitly, never read from the class, which a bundler may rename; callers and logs match on it.
+ * Failures that leave an activity or a workflow are `ApplicationFailure`s typed by the contract's
+ * `FailureType` instead. A leaf module: workflow code and the API client import it.
  */
 
 /** The name of each error class, as `err.name` shows it. */
