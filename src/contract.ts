@@ -6,6 +6,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AgentJobRecord, AgentJobStatus } from './agent-api/types.js';
+import type { StreakBound } from './failure-policy/table.js';
 import { ApiFailureType } from './failure-policy/types.js';
 import { AgentJobError, ErrorName } from './errors.js';
 
@@ -38,28 +39,21 @@ export type StartPriority = keyof typeof START_PRIORITIES;
 /**
  * Every failure type that leaves an activity or the workflow: the API client's
  * ({@link ApiFailureType}) and the workflow's own. The values are stable API: callers match on
- * `ApplicationFailure.type`, so a rename is a breaking change.
+ * `ApplicationFailure.type`, so a rename is a breaking change. What each means: docs/contract.md.
  */
 export const FailureType = {
   ...ApiFailureType,
-  /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
-  /** The input arrived unsealed on a worker that seals payloads: no agent job created, no quota used. */
   UnsealedInput: 'UnsealedInput',
-  /** The agent job ended with status `failed`; details carry the final record. */
   AgentJobFailed: 'AgentJobFailed',
-  /** The agent job was still working at the workflow's deadline; details carry the last record. */
   AgentJobTimedOut: 'AgentJobTimedOut',
-  /** The agent job stayed in a status the API does not document for too many polls. */
   UnknownStatus: 'UnknownStatus',
   /**
    * A create or message found its project's quota busy (takes queued, no room, a 429 pause) and sent
    * nothing: the workflow waits for the grant and calls again. Never ends a workflow.
    */
   ProjectQuotaQueue: 'ProjectQuotaQueue',
-  /** `notify` names no target this worker knows: refused before any quota use or create. Final. */
   UnknownNotifyTarget: 'UnknownNotifyTarget',
-  /** A job-end notification's child workflow: the target refused it, or stayed down past the bound. */
   NoticeUndelivered: 'NoticeUndelivered',
 } as const;
 
@@ -108,21 +102,16 @@ export interface AgentJobInput {
  * from, and what a caller reads in a final failure. Never holds a body or a key.
  */
 export interface ApiErrorDetails {
-  /** HTTP status, or null when no response arrived. */
   status: number | null;
-  /** The server's `Retry-After` in ms (0 for a date in the past), or null when it sent none. */
   retryAfterMs: number | null;
-  /** The activity attempt that met the error. */
   attempt: number;
-  /** No retry can help (bad key, bad request, unknown project, an ambiguous call under `fail`). */
   final: boolean;
   /** A create or message that may have reached the API all the same; absent on reads. */
   mayHaveBeenApplied?: boolean;
   /** A 429 to a use taken from the project quota: the workflow takes again carrying the refused take. */
   quotaTaken?: boolean;
-  /** How a streak of this failure ends (docs/failure-policy.md); absent from earlier builds. */
-  bound?: 'deadline' | 'final' | 'in-a-row' | 'blip' | 'credentials';
-  /** On a 401 or 403: ms since the worker last had another answer from the project (null: never). */
+  /** Absent from builds before it. */
+  bound?: StreakBound;
   keyAnsweredAgoMs?: number | null;
 }
 
@@ -138,17 +127,11 @@ export interface LastApiError {
 
 /** Result on `completed` or `archived`. */
 export interface AgentJobResult {
-  /** The final record as the API returned it. */
   job: AgentJobRecord;
-  /** `job.prLink`: null when the agent changed no files. */
   prLink: string | null;
-  /** Terminal status: `completed` or `archived`. */
   status: AgentJobStatus;
-  /** Get-job polls across every run of this workflow. */
   polls: number;
-  /** Turns: 1 for the initial prompt plus one per follow-up message. */
   turns: number;
-  /** Whether this workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
   /**
    * Creates and messages sent again after an attempt of unknown outcome, across every run: above 0,
@@ -176,11 +159,8 @@ export interface AgentJobProgress {
   turns: number;
   /** ISO time of the next poll on the workflow's own timer; null while a poll activity polls. */
   nextPollAt: string | null;
-  /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
-  /** As {@link AgentJobResult.resent}. */
   resent: number;
-  /** Set while the workflow waits in its project's quota queue (phase `queued`), else null. */
   queue: QueuePlace | null;
 }
 

@@ -38,11 +38,7 @@ function visibleEscape(codePoint: string): string {
 
 /** `\u001b`, `\udb40\udc01`: a code point as JSON escapes it, UTF-16 unit by unit. */
 function jsonEscape(codePoint: string): string {
-  let escaped = '';
-  for (let i = 0; i < codePoint.length; i++) {
-    escaped += `\\u${codePoint.charCodeAt(i).toString(16).padStart(4, '0')}`;
-  }
-  return escaped;
+  return codePoint.replace(/[^]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** `text` for a terminal, one value a line: every {@link UNSAFE} character as a visible `\u{..}` escape. */

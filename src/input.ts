@@ -53,12 +53,10 @@ export function resolveInput(input: unknown): ResolvedInput {
   const poll = resolvePoll(raw.poll);
   const timeoutMs = toMs(raw.timeout, 'timeout', DEFAULT_TIMEOUT_MS, 1_000);
   if (timeoutMs > MAX_TIMEOUT_MS) throw new InvalidInputError('timeout', 'must be at most 7 days');
-  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
+  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls as number | undefined;
   if (
     continueAsNewAfterPolls !== undefined &&
-    (typeof continueAsNewAfterPolls !== 'number' ||
-      !Number.isInteger(continueAsNewAfterPolls) ||
-      continueAsNewAfterPolls < 1)
+    !(Number.isInteger(continueAsNewAfterPolls) && continueAsNewAfterPolls >= 1)
   ) {
     throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
   }
@@ -76,7 +74,6 @@ export function resolveInput(input: unknown): ResolvedInput {
   if (previousCreate !== null && target.jobId !== undefined) {
     throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
   }
-  const notify = raw.notify === undefined ? null : checkNotifyTargetName(raw.notify);
   return {
     projectId,
     ...target,
@@ -86,7 +83,7 @@ export function resolveInput(input: unknown): ResolvedInput {
     blipToleranceMs,
     credentialToleranceMs,
     previousCreate,
-    notify,
+    notify: raw.notify === undefined ? null : checkNotifyTargetName(raw.notify),
   };
 }
 
