@@ -21,23 +21,14 @@ export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
  */
 export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Validated input with every default applied. */
-export type ResolvedInput = {
-  projectId: string;
-  poll: ResolvedPollSettings;
-  timeoutMs: number;
-  continueAsNewAfterPolls: number | undefined;
-  blipToleranceMs: number;
-  credentialToleranceMs: number;
-  previousCreate: string | null;
-  /** The notification target's name, or null for none. */
-  notify: string | null;
-} &
-  // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
-  ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
+/**
+ * Validated input with every default applied. Without `jobId` the prompt creates the job; with one,
+ * it is a first follow-up, or unset to watch.
+ */
+export type ResolvedInput = ReturnType<typeof resolveInput>;
 
 /** Validates the workflow input and applies defaults; `InvalidInputError` names the first bad field. */
-export function resolveInput(input: unknown): ResolvedInput {
+export function resolveInput(input: unknown) {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
   }
