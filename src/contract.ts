@@ -68,7 +68,6 @@ export interface PollSettings {
   /** First wait after create and after each follow-up message (default 5s, as the API recommends). */
   initialInterval?: DurationInput;
   maxInterval?: DurationInput;
-  /** Growth of the wait after each poll that finds the job active; 1 keeps it fixed. */
   backoffCoefficient?: number;
   /** @deprecated Ignored since 1.1 so that 1.0 callers' inputs stay valid (decision 0010). */
   localActivity?: unknown;
@@ -76,24 +75,17 @@ export interface PollSettings {
 
 /** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */
 export interface AgentJobInput {
-  /** The documentation project. */
   projectId: string;
   /** The instruction that creates the agent job; with `jobId`, an optional follow-up message. */
   prompt?: string;
-  /** Work on an agent job that already exists instead of creating one (see `prompt`). */
   jobId?: string;
   poll?: PollSettings;
-  /** How long to wait for the agent job to end before `AgentJobTimedOut`: default 6h, at most 7 days. */
   timeout?: DurationInput;
-  /** Poll activities per run before continue-as-new, which keeps each run's history bounded. */
   continueAsNewAfterPolls?: number;
-  /** How long 404s or non-records may last for a job the API answered before (a failover). */
   blipTolerance?: DurationInput;
-  /** How long polls and messages wait for a working API key after a 401 or 403 (a rotation). */
   credentialTolerance?: DurationInput;
   /** Set by `startAgentJob` when an earlier run under this workflow ID may have created the job: why. */
   previousCreate?: string;
-  /** The worker's notification target, by name, that gets the final record (docs/notifications.md). */
   notify?: string;
 }
 
@@ -215,9 +207,7 @@ export class InvalidInputError extends AgentJobError {
 
 /** A place in the queue, as the `status` query shows it. */
 export interface QueuePlace {
-  /** 1 is next. */
   position: number;
-  /** The project's queue length when this was computed. */
   queueLength: number;
   /** ISO time of the earliest grant the budget allows, assuming no 429 pauses it. */
   earliestStartAt: string;

@@ -2,7 +2,7 @@
  * The agent-job workflow's input checked and completed with defaults. The workflow checks it before
  * any activity runs (a bad field fails it with `InvalidInput`, no agent job created); the library,
  * the starter and the Nexus service check it before they start one, so a person hears of a bad
- * field at once. Pure: workflow code imports it. Field meanings: src/contract.ts.
+ * field at once. Pure: workflow code imports it. Field meanings: docs/contract.md.
  */
 import { MAX_JOB_ID_BYTES } from './agent-api/types.js';
 import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from './contract.js';
@@ -79,9 +79,8 @@ export function resolveInput(input: unknown) {
 }
 
 /**
- * A notification target's name (`notify`): how the worker's targets are keyed, how metrics label
- * them, and safe in a log line and a header as it is. Shape only: which names exist is the
- * worker's to say.
+ * A notification target's name (`notify`), safe as it is as the worker's key, a metric label, in a
+ * log line and a header. Shape only: which names exist is the worker's to say.
  */
 export const NOTIFY_TARGET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -97,10 +96,7 @@ export function checkNotifyTargetName(value: unknown, field = 'notify'): string 
   return value;
 }
 
-/**
- * The prompt rule, for a create and for every follow-up: a non-blank string of at most
- * {@link MAX_PROMPT_LENGTH} characters. `field` names it in the error.
- */
+/** The prompt rule of a create and every follow-up: non-blank, at most {@link MAX_PROMPT_LENGTH} chars. */
 export function checkPrompt(value: unknown, field = 'prompt'): string {
   const prompt = checkText(value, field);
   if (prompt.length > MAX_PROMPT_LENGTH) {

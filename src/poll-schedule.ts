@@ -70,9 +70,8 @@ export class PollSchedule {
 export const POLL_ATTEMPT_TIMEOUT_MS = 30_000;
 
 /**
- * The poll activity's longest retry delay. The server caps every retry delay, `nextRetryDelay`
- * included, at the retry policy's maximum interval: this is the schedule's longest wait with room
- * for the larger of its two jitters (a poll's, a failure's).
+ * The poll activity's retry policy's maximum interval, where the server caps every retry delay
+ * (`nextRetryDelay` included): the schedule's longest wait with room for the larger jitter.
  */
 export function pollRetryCapMs(maxIntervalMs: number): number {
   return Math.ceil(maxIntervalMs * (1 + Math.max(POLL_JITTER, RETRY_JITTER)));
