@@ -93,6 +93,5 @@ export function slackText(text: string): string {
  * another), else the URL unlinked by {@link slackText}. `label` is the caller's own words, no `|`.
  */
 export function slackLink(url: string, label: string): string {
-  if (!AUTOLINK_URL.test(url)) return slackText(url);
-  return `<${url}|${slackText(label)}>`;
+  return AUTOLINK_URL.test(url) ? `<${url}|${slackText(label)}>` : slackText(url);
 }

@@ -100,8 +100,7 @@ export function boundedWorkflowId(
 ): string {
   const encoded = parts.map(encode);
   const readable = build(encoded);
-  const faithful = parts.every(isWellFormed);
-  if (faithful && utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
+  if (parts.every(isWellFormed) && utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
   const fixed = utf8ByteLength(build(parts.map(() => '')));
   const share = Math.floor((MAX_WORKFLOW_ID_BYTES - fixed) / parts.length);
   return build(

@@ -7,19 +7,15 @@
  */
 import { retryDelayMs, RETRY_JITTER, type Backoff } from './failure-policy/backoff.js';
 
-/** Poll settings with every default applied, in milliseconds. */
-export interface ResolvedPollSettings {
-  initialIntervalMs: number;
-  maxIntervalMs: number;
-  backoffCoefficient: number;
-}
-
 /** Defaults of the input's `poll` settings (`PollSettings` in src/contract.ts). */
-export const DEFAULT_POLL: ResolvedPollSettings = {
+export const DEFAULT_POLL = {
   initialIntervalMs: 5_000,
   maxIntervalMs: 60_000,
   backoffCoefficient: 1.5,
 };
+
+/** Poll settings with every default applied, in milliseconds. */
+export type ResolvedPollSettings = typeof DEFAULT_POLL;
 
 /**
  * Jitter of each wait between polls, as a fraction (±5%), so workflows started together drift apart
@@ -51,10 +47,8 @@ export class PollSchedule {
 
   /** After a read of the job: the next wait is longer, up to the maximum. */
   grow(): void {
-    this.intervalMs = Math.min(
-      this.intervalMs * this.settings.backoffCoefficient,
-      this.settings.maxIntervalMs,
-    );
+    const { backoffCoefficient, maxIntervalMs } = this.settings;
+    this.intervalMs = Math.min(this.intervalMs * backoffCoefficient, maxIntervalMs);
   }
 
   /** After a follow-up message: a new turn is watched as closely as a new job. */
