@@ -47,9 +47,8 @@ export function terminalText(text: string): string {
 }
 
 /**
- * `text` for markdown, rendered as `text` and nothing else: {@link MARKDOWN_INLINE} escaped (IDs
- * often hold `_` or `#`, so nothing is refused), and {@link UNSAFE} characters as in
- * {@link terminalText}, so no line break can start a heading, a list or a quote.
+ * `text` for markdown, rendered as `text` and nothing else (IDs often hold `_` or `#`, so nothing is
+ * refused): {@link UNSAFE} characters as in {@link terminalText}, so no line break starts a block.
  */
 export function markdownText(text: string): string {
   return text

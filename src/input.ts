@@ -16,8 +16,8 @@ import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './fa
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
 
 /**
- * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
- * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
+ * Longest {@link AgentJobInput.timeout}: 7 days. A job takes minutes to hours: a longer wait is almost
+ * always a typo, and a bound keeps one workflow's worst-case history known.
  */
 export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 

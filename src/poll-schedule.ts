@@ -1,9 +1,7 @@
 /**
- * When to poll the agent job, for both sides of a poll: the workflow's own schedule
- * ({@link PollSchedule}), for the waits it takes on its own timer (the first one, a failure it
- * handles), and the poll activity's, whose attempts the server retries with a `nextRetryDelay` on
- * the same schedule (docs/decisions/0010-poll-by-server-side-retry.md). Pure: callers pass the time,
- * the attempt and the random source (the workflow's seeded `Math.random`, or the activity's).
+ * When to poll the agent job: the workflow's own waits ({@link PollSchedule}) and the poll activity's
+ * retries, on one schedule (docs/decisions/0010-poll-by-server-side-retry.md). Pure: callers pass the
+ * time, the attempt and the random source (the workflow's seeded `Math.random`, or the activity's).
  */
 import { retryDelayMs, RETRY_JITTER, type Backoff } from './failure-policy/backoff.js';
 
