@@ -1,13 +1,12 @@
 /**
  * The public contract of the agent-job workflow: names, input and result types, failure types,
- * messages and search-attribute keys. Workflows, activities, the worker, the starter and the tests
- * import it; no name below is spelled anywhere else.
- *
- * This module must stay importable from workflow code: no Node modules, no I/O, no clocks.
+ * messages and search-attribute keys; no name below is spelled anywhere else. Workflow code imports
+ * it: no Node modules, no I/O, no clocks. Each field's default, bounds and meaning: docs/contract.md.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { AgentJobRecord, AgentJobStatus } from './agent-api/types.js';
+import type { StreakBound } from './failure-policy/table.js';
 import { ApiFailureType } from './failure-policy/types.js';
 import { AgentJobError, ErrorName } from './errors.js';
 
@@ -28,9 +27,9 @@ export const WORKFLOW_TYPE = 'agentJobWorkflow';
 export const DEFAULT_TASK_QUEUE = 'agent-jobs';
 
 /**
- * How urgent a start is, as Temporal task-queue priority keys (1 runs first, 5 last, 3 when unset):
- * on workers shared with a backlog, an interactive job's workflow and activity tasks go ahead of a
- * batch's. Activities inherit their workflow's. docs/starting-jobs.md says what the server needs.
+ * How urgent a start is, as task-queue priority keys (1 runs first, 5 last, 3 when unset): on workers
+ * with a backlog an interactive job's tasks (its activities' too) go ahead of a batch's. What the
+ * server needs: docs/starting-jobs.md.
  */
 export const START_PRIORITIES = { interactive: 2, batch: 4 } as const;
 
@@ -40,32 +39,21 @@ export type StartPriority = keyof typeof START_PRIORITIES;
 /**
  * Every failure type that leaves an activity or the workflow: the API client's
  * ({@link ApiFailureType}) and the workflow's own. The values are stable API: callers match on
- * `ApplicationFailure.type`, so a rename is a breaking change.
+ * `ApplicationFailure.type`, so a rename is a breaking change. What each means: docs/contract.md.
  */
 export const FailureType = {
   ...ApiFailureType,
-  /** The workflow input is invalid; the message names the field. No agent job was created. */
   InvalidInput: 'InvalidInput',
-  /**
-   * The input arrived unsealed on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE): it is
-   * in the history in plain text already. No agent job was created, no quota used.
-   */
   UnsealedInput: 'UnsealedInput',
-  /** The agent job ended with status `failed`; details carry the final record. */
   AgentJobFailed: 'AgentJobFailed',
-  /** The agent job was still working at the workflow's deadline; details carry the last record. */
   AgentJobTimedOut: 'AgentJobTimedOut',
-  /** The agent job stayed in a status the API does not document for too many polls. */
   UnknownStatus: 'UnknownStatus',
   /**
-   * A create or message activity's take found its project's quota busy (takes queued, no room, a
-   * 429 pause) and sent nothing: the quota queued it, and the workflow waits for the grant and calls
-   * again. Never ends a workflow.
+   * A create or message found its project's quota busy (takes queued, no room, a 429 pause) and sent
+   * nothing: the workflow waits for the grant and calls again. Never ends a workflow.
    */
   ProjectQuotaQueue: 'ProjectQuotaQueue',
-  /** `notify` names no target this worker knows: refused before any quota use or create. Final. */
   UnknownNotifyTarget: 'UnknownNotifyTarget',
-  /** A job-end notification's child workflow: the target refused it, or stayed down past the bound. */
   NoticeUndelivered: 'NoticeUndelivered',
 } as const;
 
@@ -75,53 +63,29 @@ export type FailureType = (typeof FailureType)[keyof typeof FailureType];
 /** A duration as callers write it in JSON: `'10s'`, `'5 minutes'`, or milliseconds. */
 export type DurationInput = string | number;
 
-/** How often the workflow polls; the defaults and bounds are in docs/contract.md. */
+/** How often the workflow polls. */
 export interface PollSettings {
   /** First wait after create and after each follow-up message (default 5s, as the API recommends). */
   initialInterval?: DurationInput;
   maxInterval?: DurationInput;
-  /** Growth of the wait after each poll that finds the job active; 1 keeps it fixed. */
   backoffCoefficient?: number;
-  /**
-   * @deprecated Ignored since 1.1, whatever its value, so 1.0 callers' inputs stay valid: every
-   * wait is one poll activity that the server retries once per poll (decision 0010).
-   */
+  /** @deprecated Ignored since 1.1 so that 1.0 callers' inputs stay valid (decision 0010). */
   localActivity?: unknown;
 }
 
-/**
- * Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it.
- * Each field's default, bounds and meaning: docs/contract.md.
- */
+/** Input of {@link WORKFLOW_TYPE}: one JSON object, so any SDK or the Temporal CLI can start it. */
 export interface AgentJobInput {
-  /** The documentation project. */
   projectId: string;
-  /**
-   * The instruction for the agent, at most {@link MAX_PROMPT_LENGTH} characters. Required without
-   * `jobId` (it creates the agent job); with `jobId` it is a follow-up message, sent as a new turn
-   * once any turn in progress has ended; without it, the workflow watches the job's turn end.
-   */
+  /** The instruction that creates the agent job; with `jobId`, an optional follow-up message. */
   prompt?: string;
-  /** Work on an agent job that already exists instead of creating one (see `prompt`). */
   jobId?: string;
   poll?: PollSettings;
-  /** How long to wait for the agent job to end before `AgentJobTimedOut`: default 6h, at most 7 days. */
   timeout?: DurationInput;
-  /** Poll activities per run before continue-as-new, which keeps each run's history bounded. */
   continueAsNewAfterPolls?: number;
-  /** How long 404s or non-records may last for a job the API answered before (a failover). */
   blipTolerance?: DurationInput;
-  /** How long polls and messages wait for a working API key after a 401 or 403 (a rotation). */
   credentialTolerance?: DurationInput;
-  /**
-   * Set by `startAgentJob` when a run before under the same workflow ID may have created the job
-   * without recording its ID: why. The first create then follows `AGENT_API_AMBIGUOUS_CREATE`.
-   */
+  /** Set by `startAgentJob` when an earlier run under this workflow ID may have created the job: why. */
   previousCreate?: string;
-  /**
-   * A notification target configured on the worker, by name (docs/notifications.md): the final
-   * record is delivered there when the workflow ends. An unknown name fails with `UnknownNotifyTarget`.
-   */
   notify?: string;
 }
 
@@ -130,21 +94,16 @@ export interface AgentJobInput {
  * from, and what a caller reads in a final failure. Never holds a body or a key.
  */
 export interface ApiErrorDetails {
-  /** HTTP status, or null when no response arrived. */
   status: number | null;
-  /** The server's `Retry-After` in ms (0 for a date in the past), or null when it sent none. */
   retryAfterMs: number | null;
-  /** The activity attempt that met the error. */
   attempt: number;
-  /** No retry can help (bad key, bad request, unknown project, an ambiguous call under `fail`). */
   final: boolean;
   /** A create or message that may have reached the API all the same; absent on reads. */
   mayHaveBeenApplied?: boolean;
   /** A 429 to a use taken from the project quota: the workflow takes again carrying the refused take. */
   quotaTaken?: boolean;
-  /** How a streak of this failure ends (docs/failure-policy.md); absent from earlier builds. */
-  bound?: 'deadline' | 'final' | 'in-a-row' | 'blip' | 'credentials';
-  /** On a 401 or 403: ms since the worker last had another answer from the project (null: never). */
+  /** Absent from builds before it. */
+  bound?: StreakBound;
   keyAnsweredAgoMs?: number | null;
 }
 
@@ -160,22 +119,15 @@ export interface LastApiError {
 
 /** Result on `completed` or `archived`. */
 export interface AgentJobResult {
-  /** The final record as the API returned it. */
   job: AgentJobRecord;
-  /** `job.prLink`: null when the agent changed no files. */
   prLink: string | null;
-  /** Terminal status: `completed` or `archived`. */
   status: AgentJobStatus;
-  /** Get-job polls across every run of this workflow. */
   polls: number;
-  /** Turns: 1 for the initial prompt plus one per follow-up message. */
   turns: number;
-  /** Whether this workflow created the agent job (false when it attached through `jobId`). */
   created: boolean;
   /**
-   * Creates and messages sent again after an attempt whose outcome was unknown, across every run:
-   * more than 0 means a duplicate agent job or turn is possible (`AGENT_API_AMBIGUOUS_CREATE=retry`).
-   * Absent from results of builds before this field.
+   * Creates and messages sent again after an attempt of unknown outcome, across every run: above 0,
+   * a duplicate agent job or turn is possible. Absent from results of builds before this field.
    */
   resent: number;
 }
@@ -199,11 +151,8 @@ export interface AgentJobProgress {
   turns: number;
   /** ISO time of the next poll on the workflow's own timer; null while a poll activity polls. */
   nextPollAt: string | null;
-  /** The last activity failure seen, cleared by the next success. */
   lastError: LastApiError | null;
-  /** As {@link AgentJobResult.resent}. */
   resent: number;
-  /** Set while the workflow waits in its project's quota queue (phase `queued`), else null. */
   queue: QueuePlace | null;
 }
 
@@ -217,8 +166,8 @@ export const pollNowSignal = defineSignal('pollNow');
 export const sendMessageUpdate = defineUpdate<AgentJobRecord, [string]>('sendMessage');
 
 /**
- * Update: queue a follow-up prompt, sent once the turns before it have ended (turns never
- * interleave); returns its own turn's result. The update ID is the message's idempotency key.
+ * Update: queue a follow-up prompt, sent once the turns before it have ended; returns its own turn's
+ * result. The update ID is the message's idempotency key.
  */
 export const followUpUpdate = defineUpdate<AgentJobResult, [string]>('followUp');
 
@@ -258,9 +207,7 @@ export class InvalidInputError extends AgentJobError {
 
 /** A place in the queue, as the `status` query shows it. */
 export interface QueuePlace {
-  /** 1 is next. */
   position: number;
-  /** The project's queue length when this was computed. */
   queueLength: number;
   /** ISO time of the earliest grant the budget allows, assuming no 429 pauses it. */
   earliestStartAt: string;

@@ -1,7 +1,6 @@
 /**
- * Durations as people write them ('30s', '1.5h', '2 days') or as milliseconds. The same words the
- * Temporal SDK accepts for its own durations, parsed here so that the SDK's internal `lib/time`
- * module stays out of the project (and a workflow can use it: it is pure).
+ * Durations as people write them ('30s', '1.5h', '2 days') or as milliseconds, in the Temporal
+ * SDK's words, parsed here to keep the SDK's internal `lib/time` out (and pure, for workflows).
  */
 
 /** Each unit's spellings (whole words: 'minutes' is not 'm' + 'inutes') and its milliseconds. */
@@ -16,9 +15,8 @@ const UNITS: Array<[RegExp, number]> = [
 ];
 
 /**
- * The milliseconds of `value`, or undefined when it is not a finite duration. A number is already
- * milliseconds, as is text without a unit. The caller says what was wrong in its own error type
- * (an input, a setting, an environment variable).
+ * The milliseconds of `value` (a number or text without a unit is milliseconds), or undefined when
+ * it is not a finite duration: the caller says what was wrong in its own error type.
  */
 export function durationMs(value: string | number): number | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? value : undefined;

@@ -1,44 +1,25 @@
 /**
- * Every error class the project throws, on one base with one map of names (the way undici's
- * `lib/core/errors.js` gives each error a fixed name and code). The name is set explicitly, never
- * read from the class, which a bundler may rename; callers and logs match on it.
- *
- * These are the project's own errors. Failures that leave an activity or a workflow are Temporal
- * `ApplicationFailure`s whose `type` is a name of the contract's `FailureType`; these errors are
- * what the code below them throws (a bad setting, a refused API call, a bad input).
- *
- * A leaf module: no imports, importable from workflow code and from the API client.
+ * Every error class the project throws, on one base with one map of names. The name is set
+ * explicitly, never read from the class, which a bundler may rename; callers and logs match on it.
+ * Failures that leave an activity or a workflow are `ApplicationFailure`s typed by the contract's
+ * `FailureType` instead. A leaf module: workflow code and the API client import it.
  */
 
-/** The name of each error class, as `err.name` shows it. */
+/** The name of each error class, as `err.name` shows it; the class's JSDoc says when it is thrown. */
 export const ErrorName = {
-  /** A failed Agent Job API call (src/agent-api/errors.ts). */
   AgentApi: 'AgentApiError',
-  /** A 2xx body that is not an agent job record (src/agent-api/record.ts). */
   InvalidAgentJobRecord: 'InvalidAgentJobRecordError',
-  /** A body that stopped before its end, with the bytes that arrived (src/agent-api/client.ts). */
   PartialBody: 'PartialBodyError',
-  /** An API key file with no usable key (src/agent-api/api-key.ts). */
   ApiKeyFile: 'ApiKeyFileError',
-  /** A bad setting in the environment (src/config/settings.ts). */
   Config: 'ConfigError',
-  /** A bad workflow input field (src/contract.ts). */
   InvalidInput: 'InvalidInputError',
-  /** Bad lines in a batch file (src/client/batch.ts). */
   BatchFile: 'BatchFileError',
-  /** A payload key file with no usable key ring (src/payload-codec/key-ring.ts). */
   PayloadKeyFile: 'PayloadKeyFileError',
-  /** A sealed payload whose key ID is not in the key ring (src/payload-codec/codec.ts). */
   UnknownPayloadKey: 'UnknownPayloadKeyError',
-  /** A sealed payload that does not open: altered, truncated or not sealed by this codec (src/payload-codec/codec.ts). */
   SealedPayload: 'SealedPayloadError',
-  /** A followed workflow whose payloads the workers cannot open (src/payload-codec/unopened.ts). */
   PayloadUnopened: 'PayloadUnopenedError',
-  /** Notification targets that cannot be read (src/notify/targets.ts). */
   NotifyTargets: 'NotifyTargetsError',
-  /** A command line that cannot be run: the starter's, the simulator's. */
   Usage: 'UsageError',
-  /** Open workflows a new build cannot take over (src/worker/upgrade-check.ts). */
   UpgradeRefused: 'UpgradeRefusedError',
 } as const;
 

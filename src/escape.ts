@@ -1,8 +1,7 @@
 /**
- * Text from outside (the API's IDs, statuses, links and messages) made safe where a person reads
- * it: markdown (the Temporal UI's summaries and details, a GitHub job summary), a terminal, Slack,
- * or a plain-text message. Nothing is refused or dropped: every character can still be read off
- * the screen, only never acted on. Pure and free of Node modules: workflow code imports it.
+ * Text from outside (the API's IDs, statuses, links, messages) made safe where a person reads it:
+ * markdown (the Temporal UI, a GitHub job summary), a terminal, Slack, a plain-text message. Nothing
+ * is dropped: every character can still be read, never acted on. Pure: workflow code imports it.
  */
 
 /**
@@ -39,25 +38,17 @@ function visibleEscape(codePoint: string): string {
 
 /** `\u001b`, `\udb40\udc01`: a code point as JSON escapes it, UTF-16 unit by unit. */
 function jsonEscape(codePoint: string): string {
-  let escaped = '';
-  for (let i = 0; i < codePoint.length; i++) {
-    escaped += `\\u${codePoint.charCodeAt(i).toString(16).padStart(4, '0')}`;
-  }
-  return escaped;
+  return codePoint.replace(/[^]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-/**
- * `text` for a terminal, one value on a line: every {@link UNSAFE} character (ESC and CSI, which
- * start escape sequences; CR and LF, which could forge a line) as a visible `\u{..}` escape.
- */
+/** `text` for a terminal, one value a line: every {@link UNSAFE} character as a visible `\u{..}` escape. */
 export function terminalText(text: string): string {
   return text.replace(UNSAFE, visibleEscape);
 }
 
 /**
- * `text` for markdown, rendered as `text` and nothing else: {@link MARKDOWN_INLINE} escaped (IDs
- * often hold `_` or `#`, so nothing is refused), and {@link UNSAFE} characters as in
- * {@link terminalText}, so no line break can start a heading, a list or a quote.
+ * `text` for markdown, rendered as `text` and nothing else (IDs often hold `_` or `#`, so nothing is
+ * refused): {@link UNSAFE} characters as in {@link terminalText}, so no line break starts a block.
  */
 export function markdownText(text: string): string {
   return text
@@ -82,32 +73,24 @@ export function jsonText(value: unknown, space?: number): string {
 }
 
 /** `text` as a JSON string literal ({@link jsonText}) inside a plain-text message: it can be copied back. */
-export function quoted(text: string): string {
-  return jsonText(text);
-}
+export const quoted: (text: string) => string = jsonText;
 
 /** What Slack's mrkdwn acts on and lets be escaped: its three HTML entities. */
 const SLACK_ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
 
 /**
- * `text` for Slack's mrkdwn (a message's `text`, a `mrkdwn` text object): `&`, `<` and `>` as the
- * entities Slack documents, so no value can make a link, a mention (`<!channel>`, `<@U123>`) or a
- * date token, and control and format characters as visible `\u{..}` escapes, as
- * {@link terminalText} does. Slack has no escape for its emphasis markers (`* _ ~` and the
- * backtick): text that must show exactly goes in a `plain_text` object, which Slack renders as it
- * is (the notification's Slack message does so for every value from the API or a caller).
+ * `text` for Slack's mrkdwn: `&`, `<` and `>` as entities, so no value makes a link, a mention
+ * (`<!channel>`) or a date token, and {@link UNSAFE} characters as in {@link terminalText}. Slack
+ * has no escape for `* _ ~` and the backtick: exact text goes in a `plain_text` object instead.
  */
 export function slackText(text: string): string {
   return text.replace(/[&<>]/g, (char) => SLACK_ENTITIES[char] ?? char).replace(UNSAFE, visibleEscape);
 }
 
 /**
- * A link in Slack's mrkdwn, `<url|label>`: only for an http(s) URL of characters that cannot end
- * the link or start another (no white space, controls, `<>`, `|` or `&`); otherwise the URL as
- * {@link slackText}, which shows it without linking it. `label` is the caller's own words
- * (`Pull request`), without `|`.
+ * A Slack mrkdwn link `<url|label>` for an {@link AUTOLINK_URL} (nothing that ends the link or starts
+ * another), else the URL unlinked by {@link slackText}. `label` is the caller's own words, no `|`.
  */
 export function slackLink(url: string, label: string): string {
-  if (!AUTOLINK_URL.test(url)) return slackText(url);
-  return `<${url}|${slackText(label)}>`;
+  return AUTOLINK_URL.test(url) ? `<${url}|${slackText(label)}>` : slackText(url);
 }

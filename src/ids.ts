@@ -1,22 +1,18 @@
 /**
- * The IDs this project accepts and builds: their length in UTF-8 bytes, whether they are
- * well-formed Unicode, and workflow IDs that always fit the server's limit, readable when short.
- *
- * Pure, no Node modules: workflow code imports it (the quota workflow's ID is computed there), as
- * do the client library (the agent-job workflows' IDs, at the end) and the input check.
+ * The IDs this project accepts and builds: their UTF-8 length, whether they are well-formed Unicode,
+ * and workflow IDs that always fit the server's limit, readable when short (docs/starting-jobs.md,
+ * "Workflow IDs"). Pure: workflow code imports it (the quota workflow's ID is computed there).
  */
 
 /**
- * Longest workflow ID built here, in UTF-8 bytes: 255, the `limit.maxIDLength` of the compose
- * file's server (its SQL schema keeps IDs in 255-character columns). Temporal's own default is
- * higher; an ID that fits the strictest common setting works everywhere.
+ * Longest workflow ID built here, in UTF-8 bytes: the compose server's `limit.maxIDLength` (its SQL
+ * schema's 255-character columns), stricter than Temporal's default, so an ID fits everywhere.
  */
 export const MAX_WORKFLOW_ID_BYTES = 255;
 
 /**
- * What marks a cut part: `%~`. Every part is percent-encoded before it is cut, and in a
- * percent-encoded part a `%` always starts `%XX`, so no uncut part holds `%~`: a cut part never
- * equals an uncut one, whatever the inputs.
+ * What marks a cut part. Parts are percent-encoded before they are cut, where a `%` always starts
+ * `%XX`: no uncut part holds `%~`, so a cut part never equals an uncut one.
  */
 export const CUT_MARK = '%~';
 
@@ -32,12 +28,11 @@ export function utf8ByteLength(text: string): number {
 }
 
 /**
- * Whether `text` is well-formed Unicode: no lone UTF-16 surrogate. A lone surrogate has no UTF-8
- * form (gRPC and JSON carry it as U+FFFD or an escape, two different strings become one) and
- * `encodeURIComponent` throws on it.
+ * Whether `text` is well-formed Unicode: no lone UTF-16 surrogate, which has no UTF-8 form (gRPC and
+ * JSON carry it as U+FFFD or an escape: two strings become one) and `encodeURIComponent` throws on.
  */
 export function isWellFormed(text: string): boolean {
-  // With the `u` flag a surrogate pair is one code point, so only a lone surrogate matches.
+  // With the `u` flag a surrogate pair is one code point: only a lone surrogate matches.
   return !/\p{Cs}/u.test(text);
 }
 
@@ -47,9 +42,8 @@ export function utf8Prefix(text: string, maxBytes: number): string {
 }
 
 /**
- * A stable 64-bit FNV-1a hash of `text`, as 16 hex digits. Over the UTF-16 code units (two bytes
- * each), so strings that differ only in a lone surrogate hash apart. Not cryptographic: it tells
- * apart IDs that people and services choose, not IDs crafted to collide.
+ * A stable 64-bit FNV-1a hash of `text`'s UTF-16 code units (so lone surrogates hash apart), as 16
+ * hex digits. Not cryptographic: it tells apart IDs people choose, not IDs crafted to collide.
  */
 export function idHash(text: string): string {
   const prime = 0x100000001b3n;
@@ -77,30 +71,27 @@ export function fitPart(encoded: string, whole: string, maxBytes: number): strin
 }
 
 /**
- * How a part goes into a workflow ID: `%` and `/` percent-encoded, nothing else, so a part never
- * holds a separator (nor {@link CUT_MARK}). Stable, injective, and a part without `%` or `/` is
- * unchanged: what the agent-job IDs use (`agent-job/<project>/<key>`).
+ * A part of an agent-job workflow ID: only `%` and `/` percent-encoded, so it holds no separator
+ * (nor {@link CUT_MARK}) and a part without them reads unchanged. Stable and injective.
  */
 export function encodeIdPart(part: string): string {
   return part.replaceAll('%', '%25').replaceAll('/', '%2F');
 }
 
 /**
- * How a part goes into a workflow ID as a URI component (`encodeURIComponent`, a lone surrogate as
- * U+FFFD, which {@link boundedWorkflowId} then always cuts): what the quota workflow's ID uses
- * (`agent-api-quota/<project>`).
+ * A part of the quota workflow's ID: a URI component, a lone surrogate as U+FFFD (which
+ * {@link boundedWorkflowId} then always cuts).
  */
 export function encodeUriPart(part: string): string {
   return encodeURIComponent(part.replace(/\p{Cs}/gu, '\ufffd'));
 }
 
 /**
- * The one way a workflow ID is built here: from parts encoded by `encode` ({@link encodeIdPart},
- * {@link encodeUriPart}), joined by `build`, within {@link MAX_WORKFLOW_ID_BYTES}. It reads as it
- * is when it fits; else every part longer than an equal share of the bytes left is cut by
+ * The one way a workflow ID is built here: parts encoded by `encode` (which must map distinct parts
+ * to distinct texts without `/` or `%~`), joined by `build`. It reads as it is when it fits
+ * {@link MAX_WORKFLOW_ID_BYTES}; else every part over an equal share of the bytes left is cut by
  * {@link fitPart}. A part that is not well-formed Unicode is always cut: its encoding is not
- * faithful (a lone surrogate reads as U+FFFD, as a part that holds U+FFFD would), the hash of the
- * part itself is. `encode` must map distinct parts to distinct texts without `/` or `%~`.
+ * faithful (a lone surrogate reads as U+FFFD), the hash of the part itself is.
  */
 export function boundedWorkflowId(
   parts: readonly string[],
@@ -109,8 +100,7 @@ export function boundedWorkflowId(
 ): string {
   const encoded = parts.map(encode);
   const readable = build(encoded);
-  const faithful = parts.every(isWellFormed);
-  if (faithful && utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
+  if (parts.every(isWellFormed) && utf8ByteLength(readable) <= MAX_WORKFLOW_ID_BYTES) return readable;
   const fixed = utf8ByteLength(build(parts.map(() => '')));
   const share = Math.floor((MAX_WORKFLOW_ID_BYTES - fixed) / parts.length);
   return build(
@@ -123,18 +113,14 @@ export function boundedWorkflowId(
   );
 }
 
-/**
- * The workflow ID for a project and an idempotency key: `agent-job/<project>/<key>`, each part
- * encoded by {@link encodeIdPart}. Stable, and distinct (project, key) pairs never share one.
- */
+/** The workflow ID for a project and an idempotency key: `agent-job/<project>/<key>`, never shared. */
 export function agentJobWorkflowId(projectId: string, key: string): string {
   return boundedWorkflowId([projectId, key], encodeIdPart, ([p, k]) => `agent-job/${p}/${k}`);
 }
 
 /**
- * The workflow ID of the workflow that drives an existing agent job (follow-ups, watching):
- * `agent-job/<project>/job/<jobId>`. One ID per agent job is what keeps to one the workflows that
- * send it messages. It never equals a key-based ID, which has one `/` fewer.
+ * The ID of the workflow that drives an existing agent job (follow-ups, watching), one per job so
+ * that one workflow sends it messages: `agent-job/<project>/job/<jobId>`, a `/` more than a key's.
  */
 export function agentJobIdWorkflowId(projectId: string, jobId: string): string {
   return boundedWorkflowId([projectId, jobId], encodeIdPart, ([p, j]) => `agent-job/${p}/job/${j}`);

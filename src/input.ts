@@ -1,11 +1,8 @@
 /**
- * The agent-job workflow's input checked and completed with defaults, one pure module both sides
- * use: the workflow checks it before any activity runs (a bad field fails the workflow with
- * `InvalidInput` and creates no agent job), and the library, the starter and the Nexus service
- * check it before they start one, so a person hears of a bad field at once, without importing
- * workflow internals. The contract (src/contract.ts) says what each field means.
- *
- * Importable from workflow code: no Node modules, no I/O, no clocks.
+ * The agent-job workflow's input checked and completed with defaults. The workflow checks it before
+ * any activity runs (a bad field fails it with `InvalidInput`, no agent job created); the library,
+ * the starter and the Nexus service check it before they start one, so a person hears of a bad
+ * field at once. Pure: workflow code imports it. Field meanings: docs/contract.md.
  */
 import { MAX_JOB_ID_BYTES } from './agent-api/types.js';
 import { InvalidInputError, MAX_PROJECT_ID_BYTES, MAX_PROMPT_LENGTH } from './contract.js';
@@ -19,67 +16,48 @@ import { DEFAULT_BLIP_TOLERANCE_MS, DEFAULT_CREDENTIAL_TOLERANCE_MS } from './fa
 export const DEFAULT_TIMEOUT_MS = 6 * 60 * 60 * 1000;
 
 /**
- * Longest {@link AgentJobInput.timeout}: 7 days. An agent job takes minutes to hours; a longer
- * wait is almost always a typo, and a bound keeps the worst-case history of one workflow known.
+ * Longest {@link AgentJobInput.timeout}: 7 days. A job takes minutes to hours: a longer wait is almost
+ * always a typo, and a bound keeps one workflow's worst-case history known.
  */
 export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Validated input with every default applied. */
-export type ResolvedInput = {
-  projectId: string;
-  poll: ResolvedPollSettings;
-  timeoutMs: number;
-  continueAsNewAfterPolls: number | undefined;
-  blipToleranceMs: number;
-  credentialToleranceMs: number;
-  previousCreate: string | null;
-  /** The notification target's name, or null for none. */
-  notify: string | null;
-} &
-  // Without `jobId` the prompt creates the job; with one, it is a first follow-up, or unset to watch.
-  ({ jobId: undefined; prompt: string } | { jobId: string; prompt: string | undefined });
-
 /**
- * Validates the workflow input and applies defaults. Shared by the workflow (before any activity
- * runs) and the starter (so a person hears of a bad field before a workflow starts).
+ * Validated input with every default applied. Without `jobId` the prompt creates the job; with one,
+ * it is a first follow-up, or unset to watch.
  */
-export function resolveInput(input: unknown): ResolvedInput {
+export type ResolvedInput = ReturnType<typeof resolveInput>;
+
+/** Validates the workflow input and applies defaults; `InvalidInputError` names the first bad field. */
+export function resolveInput(input: unknown) {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidInputError('input', 'must be one JSON object with projectId and prompt');
   }
   const raw = input as Record<string, unknown>;
-  const projectId = requireId(raw, 'projectId', MAX_PROJECT_ID_BYTES);
-  // With a jobId the prompt is an optional follow-up; without one it creates the job.
+  const projectId = checkId(raw.projectId, 'projectId', MAX_PROJECT_ID_BYTES);
   const target =
     raw.jobId === undefined
       ? { jobId: undefined, prompt: checkPrompt(raw.prompt) }
       : {
-          jobId: requireId(raw, 'jobId', MAX_JOB_ID_BYTES),
+          jobId: checkId(raw.jobId, 'jobId', MAX_JOB_ID_BYTES),
           prompt: raw.prompt === undefined ? undefined : checkPrompt(raw.prompt),
         };
   const poll = resolvePoll(raw.poll);
-  const timeoutMs = raw.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(raw.timeout, 'timeout');
-  if (timeoutMs < 1_000) throw new InvalidInputError('timeout', 'must be at least 1 second');
+  const timeoutMs = toMs(raw.timeout, 'timeout', DEFAULT_TIMEOUT_MS, 1_000);
   if (timeoutMs > MAX_TIMEOUT_MS) throw new InvalidInputError('timeout', 'must be at most 7 days');
-  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls;
+  const continueAsNewAfterPolls = raw.continueAsNewAfterPolls as number | undefined;
   if (
     continueAsNewAfterPolls !== undefined &&
-    (typeof continueAsNewAfterPolls !== 'number' ||
-      !Number.isInteger(continueAsNewAfterPolls) ||
-      continueAsNewAfterPolls < 1)
+    !(Number.isInteger(continueAsNewAfterPolls) && continueAsNewAfterPolls >= 1)
   ) {
     throw new InvalidInputError('continueAsNewAfterPolls', 'must be a whole number of at least 1');
   }
-  const blipToleranceMs =
-    raw.blipTolerance === undefined ? DEFAULT_BLIP_TOLERANCE_MS : toMs(raw.blipTolerance, 'blipTolerance');
-  if (blipToleranceMs < 1_000) throw new InvalidInputError('blipTolerance', 'must be at least 1 second');
-  const credentialToleranceMs =
-    raw.credentialTolerance === undefined
-      ? DEFAULT_CREDENTIAL_TOLERANCE_MS
-      : toMs(raw.credentialTolerance, 'credentialTolerance');
-  if (credentialToleranceMs < 1_000) {
-    throw new InvalidInputError('credentialTolerance', 'must be at least 1 second');
-  }
+  const blipToleranceMs = toMs(raw.blipTolerance, 'blipTolerance', DEFAULT_BLIP_TOLERANCE_MS, 1_000);
+  const credentialToleranceMs = toMs(
+    raw.credentialTolerance,
+    'credentialTolerance',
+    DEFAULT_CREDENTIAL_TOLERANCE_MS,
+    1_000,
+  );
   const previousCreate = raw.previousCreate ?? null;
   if (previousCreate !== null && (typeof previousCreate !== 'string' || previousCreate.length > 500)) {
     throw new InvalidInputError('previousCreate', 'must be a string of at most 500 characters');
@@ -87,7 +65,6 @@ export function resolveInput(input: unknown): ResolvedInput {
   if (previousCreate !== null && target.jobId !== undefined) {
     throw new InvalidInputError('previousCreate', 'applies to a create only, not with jobId');
   }
-  const notify = raw.notify === undefined ? null : checkNotifyTargetName(raw.notify);
   return {
     projectId,
     ...target,
@@ -97,14 +74,13 @@ export function resolveInput(input: unknown): ResolvedInput {
     blipToleranceMs,
     credentialToleranceMs,
     previousCreate,
-    notify,
+    notify: raw.notify === undefined ? null : checkNotifyTargetName(raw.notify),
   };
 }
 
 /**
- * A notification target's name (`notify`): how the worker's targets are keyed, how metrics label
- * them, and safe in a log line and a header as it is. Shape only: which names exist is the
- * worker's to say.
+ * A notification target's name (`notify`), safe as it is as the worker's key, a metric label, in a
+ * log line and a header. Shape only: which names exist is the worker's to say.
  */
 export const NOTIFY_TARGET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -120,43 +96,33 @@ export function checkNotifyTargetName(value: unknown, field = 'notify'): string 
   return value;
 }
 
-/**
- * The prompt rule, for a create and for every follow-up: a non-blank string of at most
- * {@link MAX_PROMPT_LENGTH} characters. `field` names it in the error.
- */
+/** The prompt rule of a create and every follow-up: non-blank, at most {@link MAX_PROMPT_LENGTH} chars. */
 export function checkPrompt(value: unknown, field = 'prompt'): string {
-  if (typeof value !== 'string' || value.trim() === '') {
-    throw new InvalidInputError(field, 'is required and must be a non-blank string');
+  const prompt = checkText(value, field);
+  if (prompt.length > MAX_PROMPT_LENGTH) {
+    throw new InvalidInputError(field, `is ${prompt.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
   }
-  if (value.length > MAX_PROMPT_LENGTH) {
-    throw new InvalidInputError(field, `is ${value.length} characters; the limit is ${MAX_PROMPT_LENGTH}`);
-  }
-  return value;
+  return prompt;
 }
 
-function requireText(raw: Record<string, unknown>, field: string): string {
-  const value = raw[field];
+function checkText(value: unknown, field: string): string {
   if (typeof value !== 'string' || value.trim() === '') {
     throw new InvalidInputError(field, 'is required and must be a non-blank string');
   }
   return value;
 }
-
-/** A C0 or C1 control character, or DEL (Unicode category Cc). */
-const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /**
  * A non-blank ID of well-formed Unicode within `maxBytes` of UTF-8, that names one thing in a URL
- * path and in a workflow ID: a lone surrogate has no UTF-8 form (it cannot go into a URL or a
- * workflow ID), and a longer ID would break a workflow ID or a search attribute at the server,
- * after the workflow had started. `.` and `..` address another path (URL parsing removes dot
- * segments even when percent-encoded; the API client refuses them too, but only once a project
- * quota use has been taken). White space around an ID is refused, not trimmed: a trimmed ID would
- * make a second workflow ID (and quota workflow) for one project or job. Control characters are
- * refused as no one types them on purpose: they come from a broken paste or a template.
+ * path and in a workflow ID: a lone surrogate has no UTF-8 form, and a longer ID would break a
+ * workflow ID or a search attribute at the server once the workflow had started. `.` and `..`
+ * address another path (URL parsing removes dot segments even percent-encoded; the API client
+ * refuses them too, but only once a quota use is taken). Surrounding white space is refused, not
+ * trimmed: trimming would make a second workflow ID (and quota workflow) for one project or job.
+ * Control characters come from a broken paste or a template, never on purpose.
  */
-function requireId(raw: Record<string, unknown>, field: string, maxBytes: number): string {
-  const value = requireText(raw, field);
+function checkId(input: unknown, field: string, maxBytes: number): string {
+  const value = checkText(input, field);
   if (!isWellFormed(value)) {
     throw new InvalidInputError(field, 'must be well-formed Unicode (it holds a lone UTF-16 surrogate)');
   }
@@ -177,7 +143,7 @@ function requireId(raw: Record<string, unknown>, field: string, maxBytes: number
       `${JSON.stringify(value)} has leading or trailing white space; send ${JSON.stringify(trimmed)}`,
     );
   }
-  const control = CONTROL_CHARACTER.exec(value);
+  const control = /\p{Cc}/u.exec(value);
   if (control !== null) {
     const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
     throw new InvalidInputError(
@@ -194,14 +160,12 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
     throw new InvalidInputError('poll', 'must be an object');
   }
   const raw = value as Record<string, unknown>;
-  const initialIntervalMs =
-    raw.initialInterval === undefined
-      ? DEFAULT_POLL.initialIntervalMs
-      : toMs(raw.initialInterval, 'poll.initialInterval');
-  const maxIntervalMs =
-    raw.maxInterval === undefined
-      ? Math.max(DEFAULT_POLL.maxIntervalMs, initialIntervalMs)
-      : toMs(raw.maxInterval, 'poll.maxInterval');
+  const initialIntervalMs = toMs(raw.initialInterval, 'poll.initialInterval', DEFAULT_POLL.initialIntervalMs);
+  const maxIntervalMs = toMs(
+    raw.maxInterval,
+    'poll.maxInterval',
+    Math.max(DEFAULT_POLL.maxIntervalMs, initialIntervalMs),
+  );
   const backoffCoefficient = raw.backoffCoefficient ?? DEFAULT_POLL.backoffCoefficient;
   // Sub-10ms polls would hammer the API; the floor still lets tests run fast.
   if (initialIntervalMs < 10) throw new InvalidInputError('poll.initialInterval', 'must be at least 10ms');
@@ -217,21 +181,20 @@ function resolvePoll(value: unknown): ResolvedPollSettings {
   return { initialIntervalMs, maxIntervalMs, backoffCoefficient };
 }
 
-function toMs(value: unknown, field: string): number {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value) || value <= 0)
-      throw new InvalidInputError(field, 'must be a positive number of milliseconds');
-    return value;
-  }
-  if (typeof value !== 'string' || value.trim() === '') {
+/** `value` in milliseconds, `defaultMs` when unset; `minMs` is 1 second or none. */
+function toMs(value: unknown, field: string, defaultMs: number, minMs: 0 | 1_000 = 0): number {
+  if (value === undefined) return defaultMs;
+  if (typeof value !== 'number' && (typeof value !== 'string' || value.trim() === '')) {
     throw new InvalidInputError(field, 'must be a duration such as "10s" or a number of milliseconds');
   }
   const ms = durationMs(value);
+  if (typeof value === 'number' && (ms === undefined || ms <= 0)) {
+    throw new InvalidInputError(field, 'must be a positive number of milliseconds');
+  }
   if (ms === undefined) {
     throw new InvalidInputError(field, `"${value}" is not a duration such as "10s" or "5 minutes"`);
   }
-  if (ms <= 0) {
-    throw new InvalidInputError(field, `"${value}" is not a positive duration`);
-  }
+  if (ms <= 0) throw new InvalidInputError(field, `"${value}" is not a positive duration`);
+  if (ms < minMs) throw new InvalidInputError(field, 'must be at least 1 second');
   return ms;
 }

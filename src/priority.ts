@@ -1,7 +1,4 @@
-/**
- * Task-queue priority and fairness for a start: which class goes first on a worker with a backlog,
- * and the project as the fairness key within it (docs/starting-jobs.md).
- */
+/** Task-queue priority and fairness for a start (docs/starting-jobs.md). */
 import { fitPart } from './ids.js';
 
 /** The server's limit on a fairness key. */
@@ -9,8 +6,7 @@ const MAX_FAIRNESS_KEY_BYTES = 64;
 
 /**
  * The task priority of a start: its class, and the project as the fairness key, so that within a
- * class one project's burst shares the workers with the others' tasks instead of going first. A
- * project ID over 64 bytes keeps its start and a hash of the whole.
+ * class one project's burst shares the workers instead of going first. Over 64 bytes, cut by fitPart.
  */
 export function taskPriority(
   projectId: string,
