@@ -16,18 +16,17 @@ import {
   LADDER,
   label,
   mark,
-  pollJitterOf,
   QUICK_POINTS,
-  type BenchResult,
   type BenchServer,
-  type CodecCost,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
-  type QuotaCostSide,
-  type StartupMode,
-  type WakeRun,
 } from './catalogue.js';
+import { pollJitterOf, type BenchResult } from './result.js';
+import type { CodecCost } from './scenarios/codec.js';
+import type { QuotaCostSide } from './scenarios/quota.js';
+import type { StartupMode } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {

@@ -122,32 +122,13 @@ export function cpuShares(from: CpuTimes, to: CpuTimes): { busy: number; steal: 
 }
 
 /** The machine and the versions. */
-export interface MachineInfo {
-  cpuModel: string;
-  cpuCount: number;
-  totalMemoryGiB: number;
-  kernel: string;
-  node: string;
-  /**
-   * The Temporal CLI whose dev server the older runs measured; the server is now Temporal Server
-   * itself (dev/dev-server.ts), and `temporalServer` says which release.
-   */
+export type MachineInfo = ReturnType<typeof describeMachine> & {
+  /** The Temporal CLI whose dev server the older runs measured (dev/dev-server.ts runs Temporal Server now). */
   temporalCli?: string;
-  temporalServer: string;
-  temporalSdk: string;
-  /** 1-minute load average when the run started and when it ended. */
-  loadAverageAtStart: number;
-  loadAverageAtEnd: number | null;
-  /**
-   * Over the whole run, the share of all cores' time that was busy (by anything: the benchmark and
-   * whatever else ran) and that the hypervisor gave to other machines (steal), in percent.
-   */
-  cpuBusyPercent: number | null;
-  cpuStealPercent: number | null;
-}
+};
 
 /** Describes this machine; `serverVersion` comes from the running server. */
-export function describeMachine(serverVersion: string): MachineInfo {
+export function describeMachine(serverVersion: string) {
   const cores = cpus();
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     dependencies?: Record<string, string>;
@@ -160,10 +141,15 @@ export function describeMachine(serverVersion: string): MachineInfo {
     node: process.version,
     temporalServer: serverVersion,
     temporalSdk: pkg.dependencies?.['@temporalio/worker'] ?? 'unknown',
+    /** 1-minute load average when the run started and when it ended. */
     loadAverageAtStart: currentLoad(),
-    loadAverageAtEnd: null,
-    cpuBusyPercent: null,
-    cpuStealPercent: null,
+    loadAverageAtEnd: null as number | null,
+    /**
+     * Over the whole run, the share of all cores' time that was busy (by anything: the benchmark and
+     * whatever else ran) and that the hypervisor gave to other machines (steal), in percent.
+     */
+    cpuBusyPercent: null as number | null,
+    cpuStealPercent: null as number | null,
   };
 }
 

@@ -18,18 +18,17 @@ import {
   runOrder,
   LADDER,
   QUICK_POINTS,
-  type BenchResult,
   type BenchServer,
   type ChoiceSide,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
-  type LoadRun,
   type Mode,
 } from './catalogue.js';
+import type { BenchResult } from './result.js';
 import { runCodecCost } from './scenarios/codec.js';
 import { runCost } from './scenarios/cost.js';
-import { runLoad } from './scenarios/load.js';
+import { runLoad, type LoadRun } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';

@@ -10,16 +10,15 @@ import {
   label,
   mark,
   type Baseline,
-  type BenchResult,
-  type CostRow,
   type Implementation,
   type LoadPoint,
-  type LoadRun,
-  type QuotaCostSide,
-  type StartupMode,
-  type StartupRun,
-  type WakeRun,
 } from './catalogue.js';
+import type { BenchResult } from './result.js';
+import type { CostRow } from './scenarios/cost.js';
+import type { LoadRun } from './scenarios/load.js';
+import type { QuotaCostSide } from './scenarios/quota.js';
+import type { StartupMode, StartupRun } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { DETECTION_PARTS, perPart, type DetectionPart } from './history.js';
 import { fixed, ratio, spread, spreadText, type Spread } from './stats.js';
 

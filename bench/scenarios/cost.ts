@@ -15,7 +15,7 @@ import { replay, scaleSchedule } from '../schedule.js';
 import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
-import type { CostRow, CostVariant, WorkerImplementation } from '../catalogue.js';
+import type { CostVariant, WorkerImplementation } from '../catalogue.js';
 import { apiRequests, startJob } from './load.js';
 
 /** What to run. */
@@ -181,12 +181,15 @@ export async function waitForCost(
   });
 }
 
+/** Costs of one variant at one job length, over its samples. */
+export type CostRow = ReturnType<typeof measuredRows>[number];
+
 function measuredRows(
   simulator: RunningSimulator,
   cells: Cell[],
   samples: Map<Cell, WorkflowCost | null>,
   params: CostParams,
-): CostRow[] {
+) {
   const requests = simulator.stats().requestsPerProjectEndpoint;
   const groups = new Map<string, Cell[]>();
   for (const cell of cells) {
@@ -214,15 +217,20 @@ function measuredRows(
       jobLengthMs: first.jobLengthMs,
       scale: params.scale,
       samples: group.length,
+      /** false: not run, but extrapolated ({@link extrapolatedRows}). */
       measured: true,
+      /** Polls the schedule makes at real time over the jitter (replayed); the runs make the median. */
       realTimePolls: replayed.polls,
       polls: spread(group.map(getsOf)),
       events: spread(costs.map((c) => c.events)),
+      /** Events of the longest single run over every sample. */
       maxRunEvents: costs.length > 0 ? Math.max(...costs.map((c) => c.maxRunEvents)) : null,
       runs: spread(costs.map((c) => c.runs)),
       actions: spread(actions),
+      /** The actions of one sample, by kind. */
       actionBreakdown: costs[0]?.actions ?? null,
       apiRequestsPerJob: spread(group.map((c) => apiRequests(requests[c.project] ?? {}))),
+      /** Mean wait from the job's end to its detection at real time, by the schedule (replayed). */
       meanDetectionDelayS: replayed.meanDelayMs / 1000,
     };
   });

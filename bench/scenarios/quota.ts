@@ -21,7 +21,6 @@ import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
-import type { QuotaCostSide, QuotaMargin } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
@@ -43,21 +42,24 @@ export interface QuotaCostParams {
  * first side's worker (it runs on its task queue, so that worker stays up until it has ended: the
  * scenario's workers stop when it returns).
  */
-export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams): Promise<QuotaCostSide[]> {
+export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams) {
   const on = await runSide(env, QUOTA_ON, params);
   const off = await runSide(env, 'off', params);
   const quotaId = projectQuotaWorkflowId(on.projectId);
   const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
   const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
-  const { runs, events, actions } = await waitForCost(env.client, quotaId, firstRun, deadline);
-  const chain = {
-    runs,
-    events,
-    actions: actions.total,
-    updates: actions.updates,
-    timers: actions.timersStarted,
-  };
-  return [summarize(on, { ...chain, ...(on.margin && { margin: on.margin }) }), summarize(off, null)];
+  const chain = await waitForCost(env.client, quotaId, firstRun, deadline);
+  return [summarize(on, chainOf(chain, on.margin)), summarize(off, null)];
+}
+
+/**
+ * The quota workflow's whole chain: `updates` are its accepted updates, the takes; `timers` its
+ * wake-ups (a use leaving the window, a take moving the next one); `margin` what it grew by over
+ * the second half of the jobs, when it had one.
+ */
+function chainOf({ runs, events, actions }: WorkflowCost, margin: QuotaMargin | null) {
+  const { total, updates, timersStarted: timers } = actions;
+  return { runs, events, actions: total, updates, timers, ...(margin && { margin }) };
 }
 
 interface SideRun {
@@ -113,8 +115,14 @@ async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostPa
   return { quota, projectId, costs, startLatencyMs, margin };
 }
 
+/**
+ * The quota workflow's chain over the later jobs of a run, once it runs: its start, its patch
+ * marker and its first timer fall before them, so its actions here are what each further job costs.
+ */
+type QuotaMargin = ReturnType<typeof growth>;
+
 /** What the chain's actions grew by from `before` to `after`, over `jobs` jobs. */
-function growth({ actions: b }: WorkflowCost, { actions: a }: WorkflowCost, jobs: number): QuotaMargin {
+function growth({ actions: b }: WorkflowCost, { actions: a }: WorkflowCost, jobs: number) {
   return {
     jobs,
     actions: a.total - b.total,
@@ -129,11 +137,15 @@ async function quotaChainSoFar(env: BenchEnvironment, projectId: string): Promis
   return workflowCost(env.client, quotaId, await firstRunId(env.client.workflow.getHandle(quotaId)));
 }
 
-function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow']): QuotaCostSide {
+/** One side of the comparison: per job, the job's own history and, all told, the quota workflow's share. */
+export type QuotaCostSide = ReturnType<typeof summarize>;
+
+function summarize(side: SideRun, quotaWorkflow: ReturnType<typeof chainOf> | null) {
   const jobEvents = spread(side.costs.map((c) => c.events));
   const jobActions = spread(side.costs.map((c) => c.actions.total));
   const share = (total: number | undefined) => (total ?? 0) / side.costs.length;
   return {
+    /** The worker's `AGENT_API_PROJECT_QUOTA`. */
     quota: side.quota,
     jobs: side.costs.length,
     jobEvents,
@@ -141,6 +153,7 @@ function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow'])
     quotaWorkflow,
     eventsPerJob: jobEvents && jobEvents.median + share(quotaWorkflow?.events),
     actionsPerJob: jobActions && jobActions.median + share(quotaWorkflow?.actions),
+    /** From the workflow's start event to the simulator recording the create, ms. */
     startLatencyMs: spread(side.startLatencyMs),
   };
 }

@@ -20,7 +20,7 @@ import type { MeasuredProcess } from '../processes.js';
 import { fixedSchedule } from '../schedule.js';
 import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { Delays, WakeRun, WorkerImplementation } from '../catalogue.js';
+import type { WorkerImplementation } from '../catalogue.js';
 import { phaseTimeoutMs, startJobs, terminateLeftovers, waitForCount } from './load.js';
 
 /** What to run. */
@@ -58,6 +58,23 @@ export async function runWake(env: BenchEnvironment, params: WakeParams): Promis
   } finally {
     await terminateLeftovers(env, scenario.project);
   }
+}
+
+/** What the wake scenario measured. Times in ms unless named otherwise. */
+export interface WakeRun {
+  impl: WorkerImplementation;
+  jobs: number;
+  cadenceMs: number;
+  /** Seconds from the first start until every agent job existed. */
+  rampSeconds: number;
+  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
+  pollNow: Delays | null;
+  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
+  followUp: Delays | null;
+  restart: Awaited<ReturnType<WakeScenario['killAndRestart']>> | null;
+  pollCounts: Awaited<ReturnType<WakeScenario['countPolls']>> | null;
+  /** Why the run did not complete, or null. */
+  broke: string | null;
 }
 
 /** One signal or message sent to one job, and when its request reached the simulator. */
@@ -117,7 +134,7 @@ class WakeScenario {
     // A cadence and a half: every job has had its first wait on a timer and now waits in its poll
     // activity, between attempts on the server.
     await sleep(CADENCE_MS * 1.5);
-    if (params.impl !== 'worker') return { ...measured, restart: await this.#killAndRestart(worker) };
+    if (params.impl !== 'worker') return { ...measured, restart: await this.killAndRestart(worker) };
 
     // Distinct jobs for each probe, picked at random, their agent job IDs from visibility.
     const followUps = Math.min(100, Math.floor(params.jobs / 6));
@@ -157,8 +174,8 @@ class WakeScenario {
       ...measured,
       pollNow: latencies('get'),
       followUp: latencies('message'),
-      restart: await this.#killAndRestart(worker),
-      pollCounts: await this.#countPolls(probes.filter((p) => p.kind === 'get').slice(0, 20)),
+      restart: await this.killAndRestart(worker),
+      pollCounts: await this.countPolls(probes.filter((p) => p.kind === 'get').slice(0, 20)),
     };
   }
 
@@ -205,7 +222,7 @@ class WakeScenario {
    * SIGKILLs the worker with every job waiting in its poll activity, starts a new one at once, and
    * times each job's first GET after the kill.
    */
-  async #killAndRestart(first: MeasuredProcess): Promise<WakeRun['restart']> {
+  async killAndRestart(first: MeasuredProcess) {
     const { impl, quick } = this.params;
     // A cadence after the probes: the woken jobs wait again like the others.
     await sleep(CADENCE_MS);
@@ -234,10 +251,15 @@ class WakeScenario {
     });
     const waits = [...resumedAt.values()].map((at) => at - killedAt);
     return {
+      /** From the SIGKILL to the new worker's "worker running" line. */
       newWorkerRunningMs: runningAt - killedAt,
+      /** From the SIGKILL to each job's first GET after it, over every job. */
       resumed: delays(jobs, waits),
+      /** Jobs whose first GET came more than one cadence after the new worker ran. */
       late: [...resumedAt.values()].filter((at) => at > runningAt + CADENCE_MS).length,
+      /** How long after the new worker ran the scenario waited for the jobs' first GETs. */
       waitedMs: Date.now() - runningAt,
+      /** From the kill to the first GET of the jobs later than the start-to-close timeout (at most 50). */
       pastTimeoutMs: waits
         .filter((ms) => ms > startToCloseMs(impl))
         .sort((a, b) => a - b)
@@ -248,9 +270,10 @@ class WakeScenario {
 
   /**
    * Ends the agent jobs of `woken` and, once their workflows have completed, counts their polls
-   * twice: the GETs the simulator received, and the poll activity's attempts in their histories.
+   * twice: the GETs the simulator received, and the poll activity's attempts in their histories
+   * (the attempts of cancelled activities are missing).
    */
-  async #countPolls(woken: Probe[]): Promise<WakeRun['pollCounts']> {
+  async countPolls(woken: Probe[]) {
     const { client, simulator } = this.env;
     for (const p of woken) simulator.archiveJob(this.project, p.jobId);
     const costs = await mapLimit(woken, 8, async (p) => {
@@ -279,11 +302,15 @@ class WakeScenario {
   }
 }
 
+/** Percentiles of one set of delays, ms, and how many of the sample never got their request. */
+type Delays = ReturnType<typeof delays>;
+
 /**
  * Percentiles over everything sent, the missing ones counted as later than any that arrived: a
- * percentile that falls among them is null (not known, beyond the wait), never one of the others.
+ * percentile or maximum that falls among them is null (not known, beyond the wait), never one of
+ * the others.
  */
-function delays(sent: number, values: number[]): Delays {
+function delays(sent: number, values: number[]) {
   const padded = [...values, ...Array<number>(Math.max(0, sent - values.length)).fill(Infinity)];
   const known = (p: number) => {
     const value = percentile(padded, p);
@@ -291,6 +318,7 @@ function delays(sent: number, values: number[]): Delays {
   };
   return {
     sent,
+    /** Requests that did not arrive within the scenario's wait: not in the percentiles. */
     missing: sent - values.length,
     p50: known(50),
     p99: known(99),
