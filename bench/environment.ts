@@ -62,24 +62,14 @@ export const DYNAMIC_CONFIG: Record<string, number> = {
   'history.queueReaderStuckCriticalAttempts': 0,
 };
 
-/** A Temporal server of either kind, with the bench's client to it. */
-export interface Temporal {
-  address: string;
-  namespace: string;
-  /** The server's process, for its CPU time; null when it came from the SDK's download. */
-  pid: number | null;
-  client: Client;
-  /** Temporal server version as the server reports it. */
-  version: string;
-  /** Closes the client's connection, then stops the server. */
-  stop(): Promise<void>;
-}
+/** A Temporal server of either kind, with the bench's client to it; `stop()` closes both. */
+type Temporal = Awaited<ReturnType<typeof startTemporal>>;
 
 /**
  * The dev server with {@link DYNAMIC_CONFIG}, or Temporal Server on PostgreSQL as test:cluster
  * runs it (with the compose file's dynamic config, so the server's default limits), and a client.
  */
-async function startTemporal(kind: BenchServer, log: (line: string) => void): Promise<Temporal> {
+async function startTemporal(kind: BenchServer, log: (line: string) => void) {
   const server =
     kind === 'dev'
       ? await startDevServer({ dynamicConfig: DYNAMIC_CONFIG, log: (line) => log(`[dev-server] ${line}`) })
@@ -88,7 +78,7 @@ async function startTemporal(kind: BenchServer, log: (line: string) => void): Pr
           pid: c.serverPid(),
         }));
   let connection: Connection | undefined;
-  const stop = async () => {
+  const stop = async (): Promise<void> => {
     try {
       await connection?.close();
     } finally {

@@ -38,24 +38,7 @@ export const ACTION_KINDS = {
 export type ActionCounts = Record<keyof typeof ACTION_KINDS | 'total', number>;
 
 /** Cost of one workflow: every run of its continue-as-new chain. */
-export interface WorkflowCost {
-  workflowId: string;
-  runs: number;
-  /** Events over every run. */
-  events: number;
-  /** Events of the longest run. */
-  maxRunEvents: number;
-  /** Bytes of every run's history, serialized as the server stores it, and the payloads in them. */
-  bytes: number;
-  payloads: number;
-  actions: ActionCounts;
-  /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
-  attemptsByActivity: Record<string, number>;
-  /** Close time of the last run (epoch ms), or null while it runs. */
-  closedAt: number | null;
-  /** The workflow's result, decoded, when the last run completed. */
-  result: unknown;
-}
+export type WorkflowCost = Awaited<ReturnType<typeof workflowCost>>;
 
 /**
  * Adds one run's billable actions to `actions`, and each activity's attempts, by activity type, to
@@ -105,24 +88,25 @@ function count(
  * Fetches every run of the workflow's continue-as-new chain, from the first run, and counts them.
  * `firstRunId` is the run the client started.
  */
-export async function workflowCost(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
-): Promise<WorkflowCost> {
-  const cost: WorkflowCost = {
+export async function workflowCost(client: Client, workflowId: string, firstRunId: string) {
+  const cost = {
     workflowId,
     runs: 0,
+    /** Events over every run, and of the longest run. */
     events: 0,
     maxRunEvents: 0,
+    /** Bytes of every run's history, serialized as the server stores it, and the payloads in them. */
     bytes: 0,
     payloads: 0,
     actions: Object.fromEntries(
       [...Object.keys(ACTION_KINDS), 'total'].map((kind) => [kind, 0]),
     ) as ActionCounts,
-    attemptsByActivity: {},
-    closedAt: null,
-    result: undefined,
+    /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
+    attemptsByActivity: {} as Record<string, number>,
+    /** Close time of the last run (epoch ms), or null while it runs. */
+    closedAt: null as number | null,
+    /** The workflow's result, decoded, when the last run completed. */
+    result: undefined as unknown,
   };
   for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
     const events: HistoryEvent[] = history.events ?? [];

@@ -38,7 +38,7 @@ export interface BenchResult {
     choices: DesignChoice[];
     /**
      * How the load and wake runs shared the Temporal server: `per-run` (each on a fresh one, in the
-     * order of {@link runOrder}) or `shared` (one server for the whole benchmark, a fixed order; also
+     * order of runOrder, ./catalogue.ts) or `shared` (one server for the whole benchmark, a fixed order; also
      * every run recorded before this field existed).
      */
     servers?: 'per-run' | 'shared';

@@ -180,22 +180,16 @@ export interface AimResult {
 export type AimStatus = 'met' | 'MISSED' | 'within spread' | 'not measured';
 
 /** This worker's figure over a baseline's, as a median ratio and the extremes the repeats allow. */
-export interface RatioSpread {
-  median: number;
-  /** The worker's lowest over the baseline's highest: the ratio at its most favourable. */
-  low: number;
-  /** The worker's highest over the baseline's lowest. */
-  high: number;
-  /** Whether either side was repeated, so that low and high say something the median does not. */
-  repeated: boolean;
-}
+type RatioSpread = ReturnType<typeof ratioSpread>;
 
 /** The ratio of `worker` to `baseline` (lower is better) with the spread of both sides' repeats. */
-export function ratioSpread(worker: Spread, baseline: Spread): RatioSpread {
+export function ratioSpread(worker: Spread, baseline: Spread) {
   return {
     median: worker.median / baseline.median,
+    /** The worker's lowest over the baseline's highest: the ratio at its most favourable. */
     low: worker.min / baseline.max,
     high: worker.max / baseline.min,
+    /** Whether either side was repeated, so that low and high say something the median does not. */
     repeated: worker.n > 1 || baseline.n > 1,
   };
 }
