@@ -108,7 +108,9 @@ export async function workflowCost(client: Client, workflowId: string, firstRunI
     /** The workflow's result, decoded, when the last run completed. */
     result: undefined as unknown,
   };
-  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
+  // Every run of the chain, from the first to the current one.
+  for (let runId: string | null = firstRunId; runId !== null;) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     const events: HistoryEvent[] = history.events ?? [];
     cost.runs++;
     cost.events += events.length;
@@ -119,6 +121,7 @@ export async function workflowCost(client: Client, workflowId: string, firstRunI
     const last = events.at(-1);
     if (last && isClose(last)) cost.closedAt = timestampMs(last.eventTime);
     cost.result = resultOf(events) ?? cost.result;
+    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
   }
   return cost;
 }
@@ -159,20 +162,6 @@ function isSealed(payload: Payload): boolean {
   return encoding !== undefined && Buffer.from(encoding).toString() === SEALED_ENCODING;
 }
 
-/** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */
-export async function* chainHistories(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
-): AsyncGenerator<{ runId: string; history: History }> {
-  let runId: string | null = firstRunId;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    yield { runId, history };
-    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-  }
-}
-
 /**
  * An event's time in epoch milliseconds, rounded down to a whole one as the SDK's own conversion
  * does (whose module, under @temporalio/common/lib/, is no public API).
@@ -207,10 +196,7 @@ export async function firstRunId(handle: WorkflowHandle): Promise<string> {
 
 /**
  * Where one job's detection latency goes, part by part in the order they happen, as the page names
- * them: from its agent job's end (the simulator's clock) to the start of the poll attempt that saw
- * it; that attempt, to its completion; the completion to the workflow task that read it (the
- * server, and the worker's workflow-task queue); that task to the close. The server's clock for the
- * events.
+ * them: the job's end on the simulator's clock, the events on the server's.
  */
 export const DETECTION_PARTS = {
   wait: "job's end → start of the attempt that saw it",

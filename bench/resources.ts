@@ -9,16 +9,6 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './build.js';
 
-/** One reading of a process. */
-export interface ProcessSample {
-  /** User plus system CPU time since the process started, in seconds. */
-  cpuSeconds: number;
-  /** Resident memory now (VmRSS), in MiB. */
-  rssMiB: number;
-  /** Peak resident memory since the process started (VmHWM), in MiB. */
-  peakRssMiB: number;
-}
-
 /**
  * Clock ticks per second of /proc's CPU counters: USER_HZ, which Linux fixes at 100 for user space
  * on x86 and arm64 whatever the kernel's own tick rate (`getconf CLK_TCK` prints it).
@@ -36,10 +26,10 @@ function statCpu(path: string): { name: string; cpuSeconds: number } {
 }
 
 /**
- * Reads CPU time and memory of `pid`. Throws when the process is gone, so a reading can never be
- * silently taken from nothing.
+ * Reads CPU time (user plus system since its start, s) and memory (now and peak since its start,
+ * MiB) of `pid`. Throws when the process is gone, so a reading is never silently taken from nothing.
  */
-export function sampleProcess(pid: number): ProcessSample {
+export function sampleProcess(pid: number) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kiB = (field: string) => {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
@@ -95,14 +85,10 @@ export function watchPeakRss(pid: number, intervalMs = 250): { stop(): number } 
 }
 
 /** The kernel's CPU time counters of all cores together (/proc/stat, first line), in ticks. */
-export interface CpuTimes {
-  busy: number;
-  steal: number;
-  total: number;
-}
+type CpuTimes = ReturnType<typeof cpuTimes>;
 
 /** Reads the machine-wide CPU counters. */
-export function cpuTimes(): CpuTimes {
+export function cpuTimes() {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
   // cpu user nice system idle iowait irq softirq steal guest guest_nice
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line

@@ -173,10 +173,7 @@ export interface AimResult {
   limits: string;
 }
 
-/**
- * `within spread`: a ratio aim whose repeats neither all meet nor all miss it, so this machine's
- * run-to-run spread, not the code, decides which side the median falls on (a tie, not a verdict).
- */
+/** `within spread`: a ratio aim whose repeats neither all meet nor all miss it (a tie, not a verdict). */
 export type AimStatus = 'met' | 'MISSED' | 'within spread' | 'not measured';
 
 /** This worker's figure over a baseline's, as a median ratio and the extremes the repeats allow. */
@@ -194,11 +191,7 @@ export function ratioSpread(worker: Spread, baseline: Spread) {
   };
 }
 
-/**
- * Judges "at most `limit` times the baseline's": met when even the least favourable pairing of
- * repeats meets it, MISSED when even the most favourable misses it, within spread otherwise. With
- * one run a side, that is the median against the limit.
- */
+/** Judges "at most `limit` times the baseline's" over the repeats, as docs/PERFORMANCE.md's introduction says. */
 export function judgeRatio(spread: RatioSpread, limit: number): AimStatus {
   if (spread.high <= limit) return 'met';
   if (spread.low > limit) return 'MISSED';

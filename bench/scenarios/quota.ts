@@ -4,16 +4,13 @@
  * above the jobs so that none waits), each side in a project of its own.
  *
  * Counted per job: events and billable actions of the job's own history, and with the quota on the
- * quota workflow's events and actions shared out over the jobs, its accepted updates apart (each a
- * take of a use at once: the fast path's one action per create or message); the latency from the
- * workflow's start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
- * wakes once more per use as the use leaves the window, then ends after an idle minute. Its window
- * is a short one (`QUOTA_WINDOW`) so that the end comes within the benchmark; the wakes, one per use
- * unless uses fall together, are what an hour's window costs too, an hour later. It is also read
- * after the first half of the jobs and after the last: what it grew by over the second half is the
- * quota's cost per further job once a project's chain runs (issue 29's aim is read there), apart
- * from its start, its timers and any patch marker (earlier builds recorded one), which come once
- * per chain.
+ * quota workflow's shared out over the jobs, its accepted updates (the takes) apart; the latency
+ * from the workflow's start to its create reaching the simulator. The quota workflow is counted
+ * whole, up to its end after an idle minute; its window is short (`QUOTA_WINDOW_S`) so that the end
+ * comes within the benchmark, and its wakes (one per use leaving the window) are what an hour's
+ * window costs too, an hour later. What it grew by over the second half of the jobs is the quota's
+ * cost per further job once a project's chain runs (issue 29's aim is read there), apart from what
+ * comes once per chain.
  */
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';

@@ -1,13 +1,10 @@
 /**
  * The wake scenario: how fast a poll that waits on the server wakes (pollNow to its GET, a
  * follow-up to its POST), and how the polls come back when the worker is SIGKILLed and replaced:
- * the method is docs/PERFORMANCE.md's "Wake-ups". Since 1.1 each wait of this worker is one poll
- * activity whose attempts the Temporal server retries (src/activities/poll.ts), so nothing runs on
- * the worker between polls, and an attempt running on the dead worker is retried only after its
- * start-to-close timeout (30 s; the baselines' 75 s). Request times and poll counts come from the
- * simulator (`stats().jobs[].requests`), on the benchmark's clock: a poll activity cancelled while
- * it waits between attempts leaves no ActivityTaskStarted event, so its attempts (each one GET and
- * one billable action) are in no history; the scenario counts both to show the gap.
+ * the method is docs/PERFORMANCE.md's "Wake-ups". An attempt running on the dead worker is retried
+ * only after its start-to-close timeout. Request times and poll counts come from the simulator, on
+ * the benchmark's clock: the attempts of a poll activity cancelled between attempts are in no
+ * history (docs/PERFORMANCE.md, "Billable actions"); the scenario counts both to show the gap.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
@@ -25,16 +22,12 @@ import { phaseTimeoutMs, startJobs, terminateLeftovers, waitForCount } from './l
 
 /** What to run. */
 export interface WakeParams {
-  /**
-   * This worker, or a baseline for the restart alone: the baselines have no pollNow or follow-ups,
-   * and (c) polls as 1.0 did, on a timer and a local activity.
-   */
+  /** This worker, or a baseline for the restart alone: the baselines have no pollNow or follow-ups. */
   impl: WorkerImplementation;
   jobs: number;
   /**
-   * Quick mode spreads the probes over 15 s rather than 30 s, and does not wait out the timeout of
-   * an attempt lost with the killed worker: it waits 20 s for every job's first GET after the new
-   * worker runs, and jobs not polled by then count as missing.
+   * Quick mode spreads the probes over 15 s rather than 30 s, and waits 20 s, not past a lost
+   * attempt's timeout, for every job's first GET after the new worker runs (later: missing).
    */
   quick: boolean;
   log: (line: string) => void;
