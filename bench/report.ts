@@ -25,7 +25,7 @@ import {
 import { pollJitterOf, type BenchResult } from './result.js';
 import type { CodecCost } from './scenarios/codec.js';
 import type { QuotaCostSide } from './scenarios/quota.js';
-import type { StartupMode } from './scenarios/startup.js';
+import type { StartupMode, StartupRun } from './scenarios/startup.js';
 import type { WakeRun } from './scenarios/wake.js';
 import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
@@ -45,8 +45,7 @@ const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
 /** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
-  // Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown.
-  const kind = result.server === 'postgres' ? `${result.mode}-postgres` : result.mode;
+  const kind = kindOf(result.mode, result.server);
   const summary = summarizeLoad(result.load);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
@@ -82,9 +81,14 @@ function readResult(name: string): BenchResult {
   return JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult;
 }
 
+/** Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown. */
+function kindOf(mode: BenchResult['mode'], server: BenchServer = 'dev'): string {
+  return server === 'postgres' ? `${mode}-postgres` : mode;
+}
+
 /** Every result of a mode on a server in bench/results/, newest first. */
-function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
-  return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
+function results(mode: BenchResult['mode'], server?: BenchServer): BenchResult[] {
+  return resultNames(kindOf(mode, server)).map(readResult);
 }
 
 /** `text` formatted by the project's Prettier settings, so that `prettier --check` passes on the page. */
@@ -441,9 +445,7 @@ function quotaTable(sides: QuotaCostSide[]): string {
       : '';
   const chainText = ({ quotaWorkflow: q }: QuotaCostSide) =>
     q
-      ? `${q.events} events, ${q.actions} actions` +
-        ` (${q.updates} updates, ${q.timers} timers)` +
-        `, ${q.runs} run(s)`
+      ? `${q.events} events, ${q.actions} actions (${q.updates} updates, ${q.timers} timers), ${q.runs} run(s)`
       : '';
   return table(sides, [
     ['quota', (s) => (s.quota === 'off' ? 'off' : `on (${s.quota}, never waits)`)],
@@ -571,7 +573,7 @@ const STARTUP_MODES: Array<[StartupMode, string]> = [
 ];
 
 function startupTable(result: BenchResult): string {
-  const of = (mode: StartupMode, pick: (r: BenchResult['startup'][number]) => number | null) =>
+  const of = (mode: StartupMode, pick: (r: StartupRun) => number | null) =>
     f(spread(result.startup.filter((r) => r.mode === mode).map(pick)), 0);
   return table(STARTUP_MODES, [
     ['worker started with', ([, name]) => name],

@@ -305,7 +305,7 @@ function p99Split(worker: LoadSummary, retry: LoadSummary, status: AimStatus): s
   return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${Object.values(parts).join('; ')}.`;
 }
 
-/** Whether a run kept the poll rate the aim asks for, and did not break. */
+/** Whether a run kept the aim's poll rate, and did not break. */
 function meetsRate(s: LoadSummary): boolean {
   return (
     s.broke.length === 0 &&
@@ -427,10 +427,8 @@ function costAim(result: BenchResult): AimResult {
   if (!row || !row.actions || row.maxRunEvents === null) {
     return { aim, status: 'not measured', landed: 'no 1-hour cost run', limits: '' };
   }
-  // The cost table runs with the quota off; the quota scenario measures what it adds per job (its
-  // updates and its workflow's share, none of it in the job's history), so the aim adds the two.
-  // A job of a project whose quota chain runs: the quota's cost per further job where it was
-  // measured, all told over the quota run's jobs before that.
+  // The cost table runs with the quota off, so the aim adds what the quota scenario measured per
+  // job: per further job once the chain runs where measured, else all told over its jobs.
   const [on, off] = [0, 1].map((i) => result.quota?.[i]);
   const own = on && off ? quotaOwnCost(on, off) : null;
   const quotaActions = own ? (own.perJob ?? own.actions) : null;
@@ -465,11 +463,8 @@ function costAim(result: BenchResult): AimResult {
 }
 
 /**
- * Issue 29's aim for the quota: what it costs per job when it never waits. Measured at the margin,
- * what each further job adds once the project's chain runs (its takes, any other action of the
- * chain meanwhile, and what it adds to the job's history), with the chain's one-off actions (its
- * start, the timer that ends it, any patch marker earlier builds recorded) shown beside it, all
- * told over the run's jobs.
+ * Issue 29's aim for the quota: what it costs per job when it never waits, read at the margin
+ * ({@link quotaOwnCost}), with the chain's one-off actions shown beside it, all told over the run's jobs.
  */
 function quotaAim(result: BenchResult): AimResult {
   const aim =
