@@ -1,9 +1,7 @@
 /**
- * Cost of a workflow, counted from its real event histories: events per run and billable actions,
- * over every run of a continue-as-new chain. Billable actions follow Temporal Cloud's list
- * (docs.temporal.io/cloud/actions), as docs/PERFORMANCE.md's "Billable actions" sets out; side
- * effects and workflow options updated count one each, and any other marker counts one under
- * `other`: the list does not name it, so we count high rather than low.
+ * Cost of a workflow, counted from its real event histories: events per run and billable actions
+ * (as docs/PERFORMANCE.md's "Billable actions" sets out), over every run of a continue-as-new
+ * chain. A marker the list does not name counts one under `other`, to count high rather than low.
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -84,10 +82,7 @@ function count(
   actions.total = sum(Object.keys(ACTION_KINDS).map((kind) => actions[kind as keyof ActionCounts]));
 }
 
-/**
- * Fetches every run of the workflow's continue-as-new chain, from the first run, and counts them.
- * `firstRunId` is the run the client started.
- */
+/** Fetches every run of the workflow's continue-as-new chain, from `firstRunId` (the run the client started), and counts them. */
 export async function workflowCost(client: Client, workflowId: string, firstRunId: string) {
   const cost = {
     workflowId,
@@ -108,7 +103,6 @@ export async function workflowCost(client: Client, workflowId: string, firstRunI
     /** The workflow's result, decoded, when the last run completed. */
     result: undefined as unknown,
   };
-  // Every run of the chain, from the first to the current one.
   for (let runId: string | null = firstRunId; runId !== null;) {
     const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     const events: HistoryEvent[] = history.events ?? [];

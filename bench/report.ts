@@ -500,13 +500,10 @@ function wakeTable(result: BenchResult): string {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
     }
-    const got = (d: NonNullable<WakeRun['pollNow']>) => `${d.sent - d.missing} of ${d.sent}`;
-    const delays = (
-      what: string,
-      d: WakeRun['pollNow'],
-      arrived = (d: NonNullable<WakeRun['pollNow']>) => got(d),
-    ) => {
-      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), arrived(d)]);
+    const delays = (what: string, d: WakeRun['pollNow'], arrived = '') => {
+      if (d === null) return;
+      const got = `${d.sent - d.missing} of ${d.sent}${arrived}`;
+      rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got]);
     };
     delays('pollNow signal → its GET', w.pollNow);
     delays('sendMessage update → its POST', w.followUp);
@@ -515,8 +512,7 @@ function wakeTable(result: BenchResult): string {
       delays(
         "worker SIGKILLed → each job's next GET",
         r.resumed,
-        (d) =>
-          `${got(d)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+        ` jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
           `${r.late} of them more than a cadence after it`,
       );
       notes.push(

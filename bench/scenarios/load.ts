@@ -107,10 +107,8 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams) {
   const rampEnd = read();
   const agentJobs = env.jobsOf(project);
 
-  // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
-  // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
-  // would otherwise fall in the window for the jobs created last, where (b) polls at once), and
-  // half a cadence later, so that those jobs are in their polling rhythm too.
+  // 2. Steady: every job open, nothing starting or ending, from half a cadence after every job's
+  // first poll, so that no first wait or first workflow task falls in it.
   const watch = watchPeakRss(proc.pid);
   let steadyStart = rampEnd;
   const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
@@ -124,8 +122,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams) {
   const steadyEnd = read();
   checkAlive(proc);
 
-  // 3. Release and drain: each agent job ends at a random moment of one cadence, so that detection
-  // latency covers every point of a poll interval.
+  // 3. Release and drain: each job ends at a random moment of a cadence, to cover every point of a poll interval.
   const releaseAt = Date.now();
   const timers = agentJobs.map((job) =>
     setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * cadenceMs),

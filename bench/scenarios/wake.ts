@@ -124,8 +124,7 @@ class WakeScenario {
       broke,
     };
     if (broke !== null) return measured;
-    // A cadence and a half: every job has had its first wait on a timer and now waits in its poll
-    // activity, between attempts on the server.
+    // A cadence and a half: every job now waits in its poll activity, between attempts on the server.
     await sleep(CADENCE_MS * 1.5);
     if (params.impl !== 'worker') return { ...measured, restart: await this.killAndRestart(worker) };
 
@@ -197,9 +196,8 @@ class WakeScenario {
           const p = byJob.get(job.id);
           if (p === undefined || p.sentAt === null || p.arrivedAt !== null) continue;
           const lastAt = job.requests[p.kind].lastAt;
-          // A natural poll between the signal and its own GET would be taken for it: at a cadence of
-          // seconds and a wake-up of milliseconds, rarely, and only ever shortening the figure by
-          // less than the wake-up itself.
+          // A natural poll in between is taken for it: rarely, and only shortening the figure
+          // (docs/PERFORMANCE.md, "Wake-ups").
           if (lastAt !== null && lastAt >= p.sentAt) p.arrivedAt = lastAt;
         }
         return probes.every((p) => p.arrivedAt !== null || p.error !== null) ? null : undefined;
