@@ -211,10 +211,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams) {
 }
 
 /** A started workflow: its ID and first run. */
-interface Started {
-  workflowId: string;
-  runId: string;
-}
+type Started = Awaited<ReturnType<typeof startJob>>;
 
 /** How a run starts its jobs: the implementation, on its task queue, every job on one schedule. */
 export interface JobStart {
@@ -236,12 +233,7 @@ export function startJobs(
 }
 
 /** Starts job `index` of `project` with a Temporal implementation. */
-export async function startJob(
-  client: Client,
-  how: JobStart,
-  project: string,
-  index: number,
-): Promise<Started> {
+export async function startJob(client: Client, how: JobStart, project: string, index: number) {
   const { impl, taskQueue, schedule } = how;
   const handle =
     impl === 'worker'

@@ -59,17 +59,11 @@ function chainOf({ runs, events, actions }: WorkflowCost, margin: QuotaMargin | 
   return { runs, events, actions: total, updates, timers, ...(margin && { margin }) };
 }
 
-interface SideRun {
-  quota: string;
-  projectId: string;
-  costs: WorkflowCost[];
-  startLatencyMs: number[];
-  /** With the quota on: what the quota workflow's chain grew by over the second half of the jobs. */
-  margin: QuotaMargin | null;
-}
-
-/** Runs the jobs of one side on a worker of its own, which runs on until the scenario ends. */
-async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams): Promise<SideRun> {
+/**
+ * Runs the jobs of one side on a worker of its own, which runs on until the scenario ends; with the
+ * quota on, `margin` is what its chain grew by over the second half of the jobs.
+ */
+async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams) {
   const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, {
     durationMs: JOB_MS,
     outcome: 'pr',
@@ -137,7 +131,10 @@ async function quotaChainSoFar(env: BenchEnvironment, projectId: string): Promis
 /** One side of the comparison: per job, the job's own history and, all told, the quota workflow's share. */
 export type QuotaCostSide = ReturnType<typeof summarize>;
 
-function summarize(side: SideRun, quotaWorkflow: ReturnType<typeof chainOf> | null) {
+function summarize(
+  side: Awaited<ReturnType<typeof runSide>>,
+  quotaWorkflow: ReturnType<typeof chainOf> | null,
+) {
   const jobEvents = spread(side.costs.map((c) => c.events));
   const jobActions = spread(side.costs.map((c) => c.actions.total));
   const share = (total: number | undefined) => (total ?? 0) / side.costs.length;

@@ -99,13 +99,9 @@ class WakeScenario {
     return this.env.jobsOf(this.project);
   }
 
-  #startWorker() {
-    return this.env.startWorker(this.params.impl, this.project);
-  }
-
   async run(): Promise<WakeRun> {
     const { env, params, project } = this;
-    const worker = await this.#startWorker();
+    const worker = await this.env.startWorker(this.params.impl, this.project);
     const t0 = Date.now();
     const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(CADENCE_MS) };
     const started = await startJobs(env.client, how, project, params.jobs);
@@ -220,7 +216,7 @@ class WakeScenario {
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
     await first.exited;
-    const { runningAt } = await this.#startWorker();
+    const { runningAt } = await this.env.startWorker(this.params.impl, this.project);
     const resumedAt = new Map<string, number>();
     const jobs = this.#jobs().length;
     await waitUntil<null>({
