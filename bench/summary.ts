@@ -93,15 +93,11 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
   });
 }
 
-/** One figure of this worker next to every baseline at one point. */
-export interface RatioRow {
-  point: LoadPoint | 'cost';
-  figure: string;
-  /** Each implementation's median; null where it did not run or has no such figure. */
-  values: Record<Implementation, number | null>;
-  /** This worker's figure ÷ each baseline's. */
-  ratios: Record<Baseline, number | null>;
-}
+/**
+ * One figure of this worker next to every baseline at one point: each implementation's median (null
+ * where it did not run or has no such figure), and this worker's ÷ each baseline's.
+ */
+export type RatioRow = ReturnType<typeof ratioRows>[number];
 
 /** A figure the ratios compare, and how to read it from one side. */
 interface Figure<T> {
@@ -149,10 +145,10 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
 
 /** The rows of `figures` at one point, each implementation's side read by `sideOf` (undefined: not run). */
 function ratioRows<T>(
-  point: RatioRow['point'],
+  point: LoadPoint | 'cost',
   figures: Figure<T>[],
   sideOf: (impl: Implementation) => T | undefined,
-): RatioRow[] {
+) {
   const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
   return figures.map(({ figure, pick }) => {
     const values = Object.fromEntries(
