@@ -34,25 +34,10 @@ export const WORKER_ENTRY = 'worker';
 const EMITTED = ['src', 'bench/baselines'];
 
 /** A scratch build; `remove()` deletes it. */
-export interface Build {
-  dir: string;
-  /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
-  workerEntry: string;
-  /** This worker's prebuilt workflow bundle, where its entry looks for it. */
-  workerBundlePath: string;
-  /** The baseline entries, emitted as JavaScript. */
-  plainLoopEntry: string;
-  baselineWorkerEntry: string;
-  /** Bundle of the benchmark's own workflows, for their worker's `workflowBundle.codePath`. */
-  baselineBundlePath: string;
-  /** Milliseconds spent emitting and bundling. */
-  emitMs: number;
-  bundleMs: number;
-  remove(): void;
-}
+export type Build = Awaited<ReturnType<typeof buildForBench>>;
 
 /** Emits the sources and bundles both workflow sets into a fresh scratch directory. */
-export async function buildForBench(): Promise<Build> {
+export async function buildForBench() {
   const dir = mkdtempSync(join(tmpdir(), 'agent-job-bench-'));
   try {
     const started = Date.now();
@@ -79,6 +64,7 @@ export async function buildForBench(): Promise<Build> {
     );
     return {
       dir,
+      /** `node <workerEntry>` runs the worker with the prebuilt bundle. */
       workerEntry: join(dir, 'src', `${WORKER_ENTRY}.js`),
       workerBundlePath,
       plainLoopEntry: join(dir, 'bench/baselines/plain-loop.js'),

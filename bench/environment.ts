@@ -31,26 +31,14 @@ import type { Schedule } from './schedule.js';
 export const BENCH_API_KEY = 'bench-local-key';
 
 /**
- * Dynamic config of the dev server. Key names and defaults are those of the Temporal server's
- * common/dynamicconfig/constants.go (server 1.29): the per-instance request limits (frontend.rps,
- * frontend.namespaceRPS: 2,400; history.rps: 3,000; matching.rps: 1,200), the frontend's database
- * limit (frontend.persistenceMaxQPS: 2,000) and the visibility API limit
- * (frontend.namespaceRPS.visibility: 10). Thousands of workflows polling every few seconds, plus
- * the benchmark's own history reads, pass the defaults; the limits under test are the machine's,
- * not these.
- *
- * history.queueReaderStuckCriticalAttempts: 0 (default 3) turns off a mitigation that misreads the
- * dev server's one history shard. The shard's timer queue reader takes a second of timers as stuck
- * when three loads in a row end in it; it then moves that second to a second reader, which loads
- * only when the first leaves room in the shard's 20 loads a second (history.timerProcessorMaxPollRPS)
- * and so waits tens of seconds. At 2,000 jobs polled every 10 s the one shard fires about 400 timers
- * a second (each attempt's retry timer, and its start-to-close timer 30 s later, 75 s for the
- * baselines), and the mitigation ran 300 to 400 times a run. Measured with bench:profile at
- * N = 2,000 (the server's metrics showed the timers in the second reader loaded mostly 10 to 20 s late, some 50 s):
- * 6 jobs polled once and 112 twice in a 61 s window where the cadence asks for 6 (178.5 polls/s);
- * with the mitigation off, every job polled 5 to 7 times (199.5/s). A cluster spreads the same
- * timers over its history shards (the server's Docker image defaults to 4), so each shard sees a
- * share of them; how often the mitigation trips there is not measured here.
+ * Dynamic config of the dev server: why each, and the defaults (the server's
+ * common/dynamicconfig/constants.go), are docs/PERFORMANCE.md's "Dev server limits". The
+ * measurement behind history.queueReaderStuckCriticalAttempts: 0, with bench:profile at N = 2,000:
+ * the stuck-reader mitigation ran 300 to 400 times a run, moving seconds of timers to a second
+ * reader that loads only within the shard's 20 loads a second (history.timerProcessorMaxPollRPS),
+ * so they loaded mostly 10 to 20 s late, some 50 s: 6 jobs polled once and 112 twice in a 61 s
+ * window where the cadence asks for 6 (178.5 polls/s); with it off, every job polled 5 to 7 times
+ * (199.5/s). How often it trips on a cluster's several shards is not measured here.
  */
 export const DYNAMIC_CONFIG: Record<string, number> = {
   'frontend.rps': 50_000,
@@ -62,24 +50,14 @@ export const DYNAMIC_CONFIG: Record<string, number> = {
   'history.queueReaderStuckCriticalAttempts': 0,
 };
 
-/** A Temporal server of either kind, with the bench's client to it. */
-export interface Temporal {
-  address: string;
-  namespace: string;
-  /** The server's process, for its CPU time; null when it came from the SDK's download. */
-  pid: number | null;
-  client: Client;
-  /** Temporal server version as the server reports it. */
-  version: string;
-  /** Closes the client's connection, then stops the server. */
-  stop(): Promise<void>;
-}
+/** A Temporal server of either kind, with the bench's client to it; `stop()` closes both. */
+type Temporal = Awaited<ReturnType<typeof startTemporal>>;
 
 /**
  * The dev server with {@link DYNAMIC_CONFIG}, or Temporal Server on PostgreSQL as test:cluster
  * runs it (with the compose file's dynamic config, so the server's default limits), and a client.
  */
-async function startTemporal(kind: BenchServer, log: (line: string) => void): Promise<Temporal> {
+async function startTemporal(kind: BenchServer, log: (line: string) => void) {
   const server =
     kind === 'dev'
       ? await startDevServer({ dynamicConfig: DYNAMIC_CONFIG, log: (line) => log(`[dev-server] ${line}`) })
@@ -88,7 +66,7 @@ async function startTemporal(kind: BenchServer, log: (line: string) => void): Pr
           pid: c.serverPid(),
         }));
   let connection: Connection | undefined;
-  const stop = async () => {
+  const stop = async (): Promise<void> => {
     try {
       await connection?.close();
     } finally {
@@ -182,9 +160,8 @@ export class BenchEnvironment {
   }
 
   /**
-   * A client of the current server; with `sealed`, one that seals what it sends with the ring of
-   * {@link payloadKeysFile}, as a caller with the payload codec does (a keyed worker refuses
-   * unsealed input).
+   * A client of the current server; with `sealed`, one that seals with the ring of
+   * {@link payloadKeysFile} (a keyed worker refuses unsealed input).
    */
   clientOf(sealed: boolean): Client {
     if (!sealed) return this.client;
@@ -215,11 +192,10 @@ export class BenchEnvironment {
   }
 
   /**
-   * Starts a worker on `taskQueue` and waits for its "worker running" line: this project's worker
-   * (`node` on the build's entry, prebuilt bundle) or, for (b) and (c), the one of the benchmark's
-   * own workflows. `overrides` are worker settings such as WORKER_MAX_CACHED_WORKFLOWS, `sealed`
-   * gives it the payload codec's ring; `nodeArgs` go to node before the entry (the profiler's
-   * flags). It runs until {@link stopProcesses}.
+   * Starts a worker on `taskQueue` (this project's, or for (b) and (c) the benchmark's own, both on
+   * a prebuilt bundle) and waits for its "worker running" line. `overrides` are worker settings,
+   * `sealed` gives it the payload codec's ring, `nodeArgs` go to node before the entry. It runs
+   * until {@link stopProcesses}.
    */
   async startWorker(
     impl: WorkerImplementation,
@@ -241,10 +217,7 @@ export class BenchEnvironment {
     return { ...proc, runningAt: (await proc.waitForLine('worker running', 60_000)).at };
   }
 
-  /**
-   * Starts (a), the plain loop, for `jobs` jobs of `project` at `simulatorUrl` on `schedule`, and
-   * waits until it is ready for `runPlainLoop` (./processes.ts). It runs until {@link stopProcesses}.
-   */
+  /** Starts (a), the plain loop, ready for `runPlainLoop` (./processes.ts); it runs until {@link stopProcesses}. */
   async startPlainLoop(
     simulatorUrl: string,
     project: string,
@@ -284,11 +257,8 @@ export class BenchEnvironment {
 
   /**
    * Stops the Temporal server and starts a fresh one of the same kind and settings (the simulator
-   * and the build stay). The dev server slows over a session of heavy runs (it keeps every closed
-   * workflow in its one shard; which of its state slows it is not measured): at N = 2,000, (b) right
-   * after (c) on one server read a p99 detection of 36.3 s, on a server of its own 21.4 s. A load run
-   * on a fresh server measures the implementation, not the runs before it. Nothing may run on the
-   * old server when this is called.
+   * and the build stay), so that a load run measures the implementation, not the runs before it (why:
+   * docs/PERFORMANCE.md, "How the figures are taken"). Nothing may run on the old server then.
    */
   async renewServer(): Promise<void> {
     const old = this.temporal;

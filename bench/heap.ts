@@ -1,12 +1,8 @@
 /**
  * `npm run bench:heap`: the JavaScript heap each open workflow holds, and what each further poll
- * adds to it, for this worker or with `--impl floor` for baseline (c).
- *
- * The load runs report resident memory, which also counts garbage not yet collected, V8's spare
- * room and the SDK core's native memory. This isolates what the workflow code itself keeps alive:
- * one worker in this process, with the workflows in this thread (the SDK's debug mode; the same
- * bundle, reusable V8 context and activities as the worker process), and the heap read after full
- * garbage collections at three moments:
+ * adds to it (what the load runs' resident memory cannot isolate: docs/PERFORMANCE.md), with one
+ * worker in this process and the workflows in this thread (the SDK's debug mode), the heap read
+ * after full garbage collections at three moments:
  *
  * 1. base: after a warm-up of 20 workflows that have polled once (one-off costs are in the base);
  * 2. open: after N more workflows, each having polled about twice;

@@ -1,9 +1,7 @@
 /**
- * Cost of a workflow, counted from its real event histories: events per run and billable actions,
- * over every run of a continue-as-new chain. Billable actions follow Temporal Cloud's list
- * (docs.temporal.io/cloud/actions), as docs/PERFORMANCE.md's "Billable actions" sets out; side
- * effects and workflow options updated count one each, and any other marker counts one under
- * `other`: the list does not name it, so we count high rather than low.
+ * Cost of a workflow, counted from its real event histories: events per run and billable actions
+ * (as docs/PERFORMANCE.md's "Billable actions" sets out), over every run of a continue-as-new
+ * chain. A marker the list does not name counts one under `other`, to count high rather than low.
  */
 import type { Client, WorkflowHandle, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -38,24 +36,7 @@ export const ACTION_KINDS = {
 export type ActionCounts = Record<keyof typeof ACTION_KINDS | 'total', number>;
 
 /** Cost of one workflow: every run of its continue-as-new chain. */
-export interface WorkflowCost {
-  workflowId: string;
-  runs: number;
-  /** Events over every run. */
-  events: number;
-  /** Events of the longest run. */
-  maxRunEvents: number;
-  /** Bytes of every run's history, serialized as the server stores it, and the payloads in them. */
-  bytes: number;
-  payloads: number;
-  actions: ActionCounts;
-  /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
-  attemptsByActivity: Record<string, number>;
-  /** Close time of the last run (epoch ms), or null while it runs. */
-  closedAt: number | null;
-  /** The workflow's result, decoded, when the last run completed. */
-  result: unknown;
-}
+export type WorkflowCost = Awaited<ReturnType<typeof workflowCost>>;
 
 /**
  * Adds one run's billable actions to `actions`, and each activity's attempts, by activity type, to
@@ -101,30 +82,29 @@ function count(
   actions.total = sum(Object.keys(ACTION_KINDS).map((kind) => actions[kind as keyof ActionCounts]));
 }
 
-/**
- * Fetches every run of the workflow's continue-as-new chain, from the first run, and counts them.
- * `firstRunId` is the run the client started.
- */
-export async function workflowCost(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
-): Promise<WorkflowCost> {
-  const cost: WorkflowCost = {
+/** Fetches every run of the workflow's continue-as-new chain, from `firstRunId` (the run the client started), and counts them. */
+export async function workflowCost(client: Client, workflowId: string, firstRunId: string) {
+  const cost = {
     workflowId,
     runs: 0,
+    /** Events over every run, and of the longest run. */
     events: 0,
     maxRunEvents: 0,
+    /** Bytes of every run's history, serialized as the server stores it, and the payloads in them. */
     bytes: 0,
     payloads: 0,
     actions: Object.fromEntries(
       [...Object.keys(ACTION_KINDS), 'total'].map((kind) => [kind, 0]),
     ) as ActionCounts,
-    attemptsByActivity: {},
-    closedAt: null,
-    result: undefined,
+    /** Activity attempts by activity type, over every run: polls are the attempts of the poll activity. */
+    attemptsByActivity: {} as Record<string, number>,
+    /** Close time of the last run (epoch ms), or null while it runs. */
+    closedAt: null as number | null,
+    /** The workflow's result, decoded, when the last run completed. */
+    result: undefined as unknown,
   };
-  for await (const { history } of chainHistories(client, workflowId, firstRunId)) {
+  for (let runId: string | null = firstRunId; runId !== null;) {
+    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     const events: HistoryEvent[] = history.events ?? [];
     cost.runs++;
     cost.events += events.length;
@@ -135,6 +115,7 @@ export async function workflowCost(
     const last = events.at(-1);
     if (last && isClose(last)) cost.closedAt = timestampMs(last.eventTime);
     cost.result = resultOf(events) ?? cost.result;
+    runId = last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
   }
   return cost;
 }
@@ -175,20 +156,6 @@ function isSealed(payload: Payload): boolean {
   return encoding !== undefined && Buffer.from(encoding).toString() === SEALED_ENCODING;
 }
 
-/** The history of every run of a continue-as-new chain, from `firstRunId` to the current run. */
-export async function* chainHistories(
-  client: Client,
-  workflowId: string,
-  firstRunId: string,
-): AsyncGenerator<{ runId: string; history: History }> {
-  let runId: string | null = firstRunId;
-  while (runId !== null) {
-    const history: History = await client.workflow.getHandle(workflowId, runId).fetchHistory();
-    yield { runId, history };
-    runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? null;
-  }
-}
-
 /**
  * An event's time in epoch milliseconds, rounded down to a whole one as the SDK's own conversion
  * does (whose module, under @temporalio/common/lib/, is no public API).
@@ -223,10 +190,7 @@ export async function firstRunId(handle: WorkflowHandle): Promise<string> {
 
 /**
  * Where one job's detection latency goes, part by part in the order they happen, as the page names
- * them: from its agent job's end (the simulator's clock) to the start of the poll attempt that saw
- * it; that attempt, to its completion; the completion to the workflow task that read it (the
- * server, and the worker's workflow-task queue); that task to the close. The server's clock for the
- * events.
+ * them: the job's end on the simulator's clock, the events on the server's.
  */
 export const DETECTION_PARTS = {
   wait: "job's end → start of the attempt that saw it",

@@ -3,7 +3,7 @@
  * process of its own so that its CPU time and memory can be read from /proc without the
  * benchmark's own work (the simulator, the client) mixed in.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { ROOT } from './build.js';
@@ -19,29 +19,14 @@ export type LogLine = Record<string, unknown> & { msg?: string };
 const CONTROL_LINES: ReadonlySet<string> = new Set(['worker running', 'ready', 'result']);
 
 /** A child process that writes JSON lines on stdout. */
-export interface MeasuredProcess {
-  pid: number;
-  /** `Date.now()` just before the spawn. */
-  spawnedAt: number;
-  child: ChildProcess;
-  /** Resolves with the first line whose `msg` is `message`, with the time it was read. */
-  waitForLine(message: string, timeoutMs: number): Promise<{ line: LogLine; at: number }>;
-  /** Exit code, or the signal name. */
-  exited: Promise<number | string>;
-  /** The last lines of stderr and non-JSON stdout, for error messages. */
-  tail(): string;
-  /** Workflow code that threw so far ("Workflow failed" lines): never expected in a benchmark. */
-  failures(): number;
-  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process has exited. */
-  stop(graceMs?: number): Promise<number | string>;
-}
+export type MeasuredProcess = ReturnType<typeof spawnMeasured>;
 
 /** Spawns `node [nodeArgs] <args>` from the repository root with `env` (the parent's is not passed on). */
 export function spawnMeasured(
   nodeArgs: string[],
   env: NodeJS.ProcessEnv,
   options: { stdin?: 'pipe' | 'ignore' } = {},
-): MeasuredProcess {
+) {
   const spawnedAt = Date.now();
   const child = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
@@ -49,6 +34,7 @@ export function spawnMeasured(
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`could not spawn node ${nodeArgs.join(' ')}`);
+  /** Exit code, or the signal name. */
   const exited = new Promise<number | string>((resolve) =>
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
   );
@@ -57,6 +43,7 @@ export function spawnMeasured(
     tailLines.push(text);
     if (tailLines.length > 30) tailLines.shift();
   };
+  /** The last lines of stderr and non-JSON stdout, for error messages. */
   const tail = () => tailLines.join('\n');
   const firsts = new Map<string, { line: LogLine; at: number }>();
   const control = new EventEmitter();
@@ -80,7 +67,8 @@ export function spawnMeasured(
   });
   createInterface({ input: child.stderr! }).on('line', keep);
 
-  const waitForLine = async (message: string, timeoutMs: number) => {
+  /** Resolves with the first line whose `msg` is `message`, with the time it was read. */
+  const waitForLine = async (message: string, timeoutMs: number): Promise<{ line: LogLine; at: number }> => {
     const early = firsts.get(message);
     if (early) return early;
     const signal = AbortSignal.timeout(timeoutMs);
@@ -98,6 +86,7 @@ export function spawnMeasured(
     }
   };
 
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process has exited. */
   const stop = async (graceMs = 20_000) => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
@@ -110,11 +99,13 @@ export function spawnMeasured(
 
   return {
     pid: child.pid,
+    /** `Date.now()` just before the spawn. */
     spawnedAt,
     child,
     waitForLine,
     exited,
     tail,
+    /** Workflow code that threw so far ("Workflow failed" lines): never expected in a benchmark. */
     failures: () => failures,
     stop,
   };

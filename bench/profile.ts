@@ -1,23 +1,14 @@
 /**
  * `npm run bench:profile`: where a worker's CPU goes per poll, with a profiler rather than guesses.
  *
- * Starts the benchmark's environment (dev server, simulator, prebuilt build), runs one worker (this
- * project's, or with `--impl poll-by-retry` or `--impl floor` the one of baseline (b) or (c), to compare thread by thread)
- * under V8's sampling profiler (`--cpu-prof`, one profile per JavaScript thread: the main thread
- * with the activities and the SDK's bridge, and the workflow threads), holds N jobs open at a fixed
- * cadence, and reads over a steady window of whole cadences:
- *
- * - the CPU of each of the worker's threads, grouped by kind (JavaScript main thread, workflow
- *   threads, the SDK core's Rust runtime, V8's helpers, libuv's pool), from /proc: the Rust core is
- *   invisible to a JavaScript profiler, so this is the only way to see its share;
- * - from the profiles, the self time by module and the top functions of each JavaScript thread,
- *   over the whole life of the worker (the ramp of N starts included: the steady window is made
- *   long enough that polls dominate; the per-thread CPU above is the steady window alone);
- * - how many GETs each job made in the window, and the activity tasks waiting in the task queue at
- *   its end: whether a shortfall of the rate is every poll a little late or some jobs going long
- *   without one, and whether the server is behind in handing out the polls;
- * - how busy the machine was in the window, and how much the host stole: per-poll figures of two
- *   runs compare only when neither ran short of CPU.
+ * Runs one worker (this project's, or baseline (b) or (c)) under V8's sampling profiler
+ * (`--cpu-prof`, one profile per JavaScript thread), holds N jobs open at a fixed cadence, and
+ * reads over a steady window of whole cadences: the CPU of each thread by kind, from /proc (the
+ * SDK's Rust core is invisible to a JavaScript profiler); from the profiles, the self time by module
+ * and function over the worker's whole life (the window is long enough that polls dominate); the
+ * GETs per job and the activity task backlog (whether a rate short of asked is every poll a little
+ * late, some jobs going long without one, or the server behind); how busy the machine was (per-poll
+ * figures compare only between runs that did not run short of CPU).
  *
  *   npm run bench:profile -- [--impl worker|poll-by-retry|floor] [--jobs 1000] [--cadence 10s] [--cadences 6] [--top 25] [--keep DIR]
  */

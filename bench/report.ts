@@ -16,18 +16,17 @@ import {
   LADDER,
   label,
   mark,
-  pollJitterOf,
   QUICK_POINTS,
-  type BenchResult,
   type BenchServer,
-  type CodecCost,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
-  type QuotaCostSide,
-  type StartupMode,
-  type WakeRun,
 } from './catalogue.js';
+import { pollJitterOf, type BenchResult } from './result.js';
+import type { CodecCost } from './scenarios/codec.js';
+import type { QuotaCostSide } from './scenarios/quota.js';
+import type { StartupMode, StartupRun } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
 import { num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
@@ -46,8 +45,7 @@ const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
 /** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
 export function writeResult(result: BenchResult): string {
-  // Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown.
-  const kind = result.server === 'postgres' ? `${result.mode}-postgres` : result.mode;
+  const kind = kindOf(result.mode, result.server);
   const summary = summarizeLoad(result.load);
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = result.startedAt.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z');
@@ -83,9 +81,14 @@ function readResult(name: string): BenchResult {
   return JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as BenchResult;
 }
 
+/** Runs on PostgreSQL are a kind of their own, so the dev server's newest runs stay the ones shown. */
+function kindOf(mode: BenchResult['mode'], server: BenchServer = 'dev'): string {
+  return server === 'postgres' ? `${mode}-postgres` : mode;
+}
+
 /** Every result of a mode on a server in bench/results/, newest first. */
-function results(mode: BenchResult['mode'], server: BenchServer = 'dev'): BenchResult[] {
-  return resultNames(server === 'postgres' ? `${mode}-postgres` : mode).map(readResult);
+function results(mode: BenchResult['mode'], server?: BenchServer): BenchResult[] {
+  return resultNames(kindOf(mode, server)).map(readResult);
 }
 
 /** `text` formatted by the project's Prettier settings, so that `prettier --check` passes on the page. */
@@ -442,9 +445,7 @@ function quotaTable(sides: QuotaCostSide[]): string {
       : '';
   const chainText = ({ quotaWorkflow: q }: QuotaCostSide) =>
     q
-      ? `${q.events} events, ${q.actions} actions` +
-        ` (${q.updates} updates, ${q.timers} timers)` +
-        `, ${q.runs} run(s)`
+      ? `${q.events} events, ${q.actions} actions (${q.updates} updates, ${q.timers} timers), ${q.runs} run(s)`
       : '';
   return table(sides, [
     ['quota', (s) => (s.quota === 'off' ? 'off' : `on (${s.quota}, never waits)`)],
@@ -499,13 +500,10 @@ function wakeTable(result: BenchResult): string {
       rows.push([point, 'broke', '', '', '', w.broke.split('\n')[0] ?? '']);
       continue;
     }
-    const got = (d: NonNullable<WakeRun['pollNow']>) => `${d.sent - d.missing} of ${d.sent}`;
-    const delays = (
-      what: string,
-      d: WakeRun['pollNow'],
-      arrived = (d: NonNullable<WakeRun['pollNow']>) => got(d),
-    ) => {
-      if (d !== null) rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), arrived(d)]);
+    const delays = (what: string, d: WakeRun['pollNow'], arrived = '') => {
+      if (d === null) return;
+      const got = `${d.sent - d.missing} of ${d.sent}${arrived}`;
+      rows.push([point, what, ms(d.p50), ms(d.p99), ms(d.max), got]);
     };
     delays('pollNow signal → its GET', w.pollNow);
     delays('sendMessage update → its POST', w.followUp);
@@ -514,8 +512,7 @@ function wakeTable(result: BenchResult): string {
       delays(
         "worker SIGKILLed → each job's next GET",
         r.resumed,
-        (d) =>
-          `${got(d)} jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
+        ` jobs within ${Math.round(r.waitedMs / 1000)} s of the new worker's start; ` +
           `${r.late} of them more than a cadence after it`,
       );
       notes.push(
@@ -572,7 +569,7 @@ const STARTUP_MODES: Array<[StartupMode, string]> = [
 ];
 
 function startupTable(result: BenchResult): string {
-  const of = (mode: StartupMode, pick: (r: BenchResult['startup'][number]) => number | null) =>
+  const of = (mode: StartupMode, pick: (r: StartupRun) => number | null) =>
     f(spread(result.startup.filter((r) => r.mode === mode).map(pick)), 0);
   return table(STARTUP_MODES, [
     ['worker started with', ([, name]) => name],

@@ -9,16 +9,6 @@ import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from './build.js';
 
-/** One reading of a process. */
-export interface ProcessSample {
-  /** User plus system CPU time since the process started, in seconds. */
-  cpuSeconds: number;
-  /** Resident memory now (VmRSS), in MiB. */
-  rssMiB: number;
-  /** Peak resident memory since the process started (VmHWM), in MiB. */
-  peakRssMiB: number;
-}
-
 /**
  * Clock ticks per second of /proc's CPU counters: USER_HZ, which Linux fixes at 100 for user space
  * on x86 and arm64 whatever the kernel's own tick rate (`getconf CLK_TCK` prints it).
@@ -36,10 +26,10 @@ function statCpu(path: string): { name: string; cpuSeconds: number } {
 }
 
 /**
- * Reads CPU time and memory of `pid`. Throws when the process is gone, so a reading can never be
- * silently taken from nothing.
+ * Reads CPU time (user plus system since its start, s) and memory (now and peak since its start,
+ * MiB) of `pid`. Throws when the process is gone, so a reading is never silently taken from nothing.
  */
-export function sampleProcess(pid: number): ProcessSample {
+export function sampleProcess(pid: number) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kiB = (field: string) => {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
@@ -95,14 +85,10 @@ export function watchPeakRss(pid: number, intervalMs = 250): { stop(): number } 
 }
 
 /** The kernel's CPU time counters of all cores together (/proc/stat, first line), in ticks. */
-export interface CpuTimes {
-  busy: number;
-  steal: number;
-  total: number;
-}
+type CpuTimes = ReturnType<typeof cpuTimes>;
 
 /** Reads the machine-wide CPU counters. */
-export function cpuTimes(): CpuTimes {
+export function cpuTimes() {
   const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
   // cpu user nice system idle iowait irq softirq steal guest guest_nice
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line
@@ -122,32 +108,13 @@ export function cpuShares(from: CpuTimes, to: CpuTimes): { busy: number; steal: 
 }
 
 /** The machine and the versions. */
-export interface MachineInfo {
-  cpuModel: string;
-  cpuCount: number;
-  totalMemoryGiB: number;
-  kernel: string;
-  node: string;
-  /**
-   * The Temporal CLI whose dev server the older runs measured; the server is now Temporal Server
-   * itself (dev/dev-server.ts), and `temporalServer` says which release.
-   */
+export type MachineInfo = ReturnType<typeof describeMachine> & {
+  /** The Temporal CLI whose dev server the older runs measured (dev/dev-server.ts runs Temporal Server now). */
   temporalCli?: string;
-  temporalServer: string;
-  temporalSdk: string;
-  /** 1-minute load average when the run started and when it ended. */
-  loadAverageAtStart: number;
-  loadAverageAtEnd: number | null;
-  /**
-   * Over the whole run, the share of all cores' time that was busy (by anything: the benchmark and
-   * whatever else ran) and that the hypervisor gave to other machines (steal), in percent.
-   */
-  cpuBusyPercent: number | null;
-  cpuStealPercent: number | null;
-}
+};
 
 /** Describes this machine; `serverVersion` comes from the running server. */
-export function describeMachine(serverVersion: string): MachineInfo {
+export function describeMachine(serverVersion: string) {
   const cores = cpus();
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     dependencies?: Record<string, string>;
@@ -160,10 +127,15 @@ export function describeMachine(serverVersion: string): MachineInfo {
     node: process.version,
     temporalServer: serverVersion,
     temporalSdk: pkg.dependencies?.['@temporalio/worker'] ?? 'unknown',
+    /** 1-minute load average when the run started and when it ended. */
     loadAverageAtStart: currentLoad(),
-    loadAverageAtEnd: null,
-    cpuBusyPercent: null,
-    cpuStealPercent: null,
+    loadAverageAtEnd: null as number | null,
+    /**
+     * Over the whole run, the share of all cores' time that was busy (by anything: the benchmark and
+     * whatever else ran) and that the hypervisor gave to other machines (steal), in percent.
+     */
+    cpuBusyPercent: null as number | null,
+    cpuStealPercent: null as number | null,
   };
 }
 

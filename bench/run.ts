@@ -18,18 +18,17 @@ import {
   runOrder,
   LADDER,
   QUICK_POINTS,
-  type BenchResult,
   type BenchServer,
   type ChoiceSide,
   type DesignChoice,
   type Implementation,
   type LoadPoint,
-  type LoadRun,
   type Mode,
 } from './catalogue.js';
+import type { BenchResult } from './result.js';
 import { runCodecCost } from './scenarios/codec.js';
 import { runCost } from './scenarios/cost.js';
-import { runLoad } from './scenarios/load.js';
+import { runLoad, type LoadRun } from './scenarios/load.js';
 import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
@@ -116,40 +115,33 @@ median over the repeats, shown with its min–max.`,
   .exitOverride();
 
 /** Everything a run will do, decided from the flags before anything starts. */
-interface Plan {
-  mode: Mode;
-  /** What the result records of them. */
-  settings: BenchResult['settings'];
-  costMaxPolls: number;
-  wakeJobs: number;
-  only: Set<Scenario>;
-  write: boolean;
-  server: BenchServer;
-}
+type Plan = ReturnType<typeof plan>;
 
-function plan(flags: Flags): Plan {
+function plan(flags: Flags) {
   const mode: Mode = flags.full ? 'full' : 'quick';
   const quick = mode === 'quick';
+  const settings: BenchResult['settings'] = {
+    repeats: flags.repeats ?? (quick ? 1 : 3),
+    points: flags.points ?? (quick ? [...QUICK_POINTS] : LADDER.filter((p) => p.jobs <= flags.maxJobs)),
+    steadyCadences: quick ? 1 : 2,
+    costScale: flags.scale,
+    costLengthsMs: [60_000, 10 * 60_000, HOUR_MS, ...(quick ? [] : [6 * HOUR_MS])],
+    costSamples: quick ? 2 : 3,
+    startupRepeats: quick
+      ? { 'prebuilt-bundle': 2, workflowsPath: 1 }
+      : { 'prebuilt-bundle': 3, workflowsPath: 3 },
+    // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
+    dynamicConfig: flags.server === 'dev' ? DYNAMIC_CONFIG : {},
+    // Half the aim's N, at its cadence: big enough to fill the cache of 250 twice, small enough to
+    // run five sides in a few minutes.
+    choices: quick ? [] : designChoices({ jobs: Math.min(500, flags.maxJobs), cadenceMs: 10_000 }),
+    servers: 'per-run',
+    pollJitter: POLL_JITTER,
+  };
   return {
     mode,
-    settings: {
-      repeats: flags.repeats ?? (quick ? 1 : 3),
-      points: flags.points ?? (quick ? [...QUICK_POINTS] : LADDER.filter((p) => p.jobs <= flags.maxJobs)),
-      steadyCadences: quick ? 1 : 2,
-      costScale: flags.scale,
-      costLengthsMs: [60_000, 10 * 60_000, HOUR_MS, ...(quick ? [] : [6 * HOUR_MS])],
-      costSamples: quick ? 2 : 3,
-      startupRepeats: quick
-        ? { 'prebuilt-bundle': 2, workflowsPath: 1 }
-        : { 'prebuilt-bundle': 3, workflowsPath: 3 },
-      // The PostgreSQL server runs with the compose file's dynamic config, not the raised limits.
-      dynamicConfig: flags.server === 'dev' ? DYNAMIC_CONFIG : {},
-      // Half the aim's N, at its cadence: big enough to fill the cache of 250 twice, small enough to
-      // run five sides in a few minutes.
-      choices: quick ? [] : designChoices({ jobs: Math.min(500, flags.maxJobs), cadenceMs: 10_000 }),
-      servers: 'per-run',
-      pollJitter: POLL_JITTER,
-    },
+    /** What the result records of them. */
+    settings,
     costMaxPolls: flags.costMaxPolls ?? (quick ? 20 : 100),
     // Quick mode holds fewer jobs: the ramp of 1,000 workflows alone takes a minute or more here.
     wakeJobs: flags.wakeJobs ?? (quick ? 100 : 1000),

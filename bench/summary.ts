@@ -10,16 +10,15 @@ import {
   label,
   mark,
   type Baseline,
-  type BenchResult,
-  type CostRow,
   type Implementation,
   type LoadPoint,
-  type LoadRun,
-  type QuotaCostSide,
-  type StartupMode,
-  type StartupRun,
-  type WakeRun,
 } from './catalogue.js';
+import type { BenchResult } from './result.js';
+import type { CostRow } from './scenarios/cost.js';
+import type { LoadRun } from './scenarios/load.js';
+import type { QuotaCostSide } from './scenarios/quota.js';
+import type { StartupMode, StartupRun } from './scenarios/startup.js';
+import type { WakeRun } from './scenarios/wake.js';
 import { DETECTION_PARTS, perPart, type DetectionPart } from './history.js';
 import { fixed, ratio, spread, spreadText, type Spread } from './stats.js';
 
@@ -94,15 +93,11 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
   });
 }
 
-/** One figure of this worker next to every baseline at one point. */
-export interface RatioRow {
-  point: LoadPoint | 'cost';
-  figure: string;
-  /** Each implementation's median; null where it did not run or has no such figure. */
-  values: Record<Implementation, number | null>;
-  /** This worker's figure ÷ each baseline's. */
-  ratios: Record<Baseline, number | null>;
-}
+/**
+ * One figure of this worker next to every baseline at one point: each implementation's median (null
+ * where it did not run or has no such figure), and this worker's ÷ each baseline's.
+ */
+export type RatioRow = ReturnType<typeof ratioRows>[number];
 
 /** A figure the ratios compare, and how to read it from one side. */
 interface Figure<T> {
@@ -150,10 +145,10 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
 
 /** The rows of `figures` at one point, each implementation's side read by `sideOf` (undefined: not run). */
 function ratioRows<T>(
-  point: RatioRow['point'],
+  point: LoadPoint | 'cost',
   figures: Figure<T>[],
   sideOf: (impl: Implementation) => T | undefined,
-): RatioRow[] {
+) {
   const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
   return figures.map(({ figure, pick }) => {
     const values = Object.fromEntries(
@@ -174,38 +169,25 @@ export interface AimResult {
   limits: string;
 }
 
-/**
- * `within spread`: a ratio aim whose repeats neither all meet nor all miss it, so this machine's
- * run-to-run spread, not the code, decides which side the median falls on (a tie, not a verdict).
- */
+/** `within spread`: a ratio aim whose repeats neither all meet nor all miss it (a tie, not a verdict). */
 export type AimStatus = 'met' | 'MISSED' | 'within spread' | 'not measured';
 
 /** This worker's figure over a baseline's, as a median ratio and the extremes the repeats allow. */
-export interface RatioSpread {
-  median: number;
-  /** The worker's lowest over the baseline's highest: the ratio at its most favourable. */
-  low: number;
-  /** The worker's highest over the baseline's lowest. */
-  high: number;
-  /** Whether either side was repeated, so that low and high say something the median does not. */
-  repeated: boolean;
-}
+type RatioSpread = ReturnType<typeof ratioSpread>;
 
 /** The ratio of `worker` to `baseline` (lower is better) with the spread of both sides' repeats. */
-export function ratioSpread(worker: Spread, baseline: Spread): RatioSpread {
+export function ratioSpread(worker: Spread, baseline: Spread) {
   return {
     median: worker.median / baseline.median,
+    /** The worker's lowest over the baseline's highest: the ratio at its most favourable. */
     low: worker.min / baseline.max,
     high: worker.max / baseline.min,
+    /** Whether either side was repeated, so that low and high say something the median does not. */
     repeated: worker.n > 1 || baseline.n > 1,
   };
 }
 
-/**
- * Judges "at most `limit` times the baseline's": met when even the least favourable pairing of
- * repeats meets it, MISSED when even the most favourable misses it, within spread otherwise. With
- * one run a side, that is the median against the limit.
- */
+/** Judges "at most `limit` times the baseline's" over the repeats, as docs/PERFORMANCE.md's introduction says. */
 export function judgeRatio(spread: RatioSpread, limit: number): AimStatus {
   if (spread.high <= limit) return 'met';
   if (spread.low > limit) return 'MISSED';
@@ -319,7 +301,7 @@ function p99Split(worker: LoadSummary, retry: LoadSummary, status: AimStatus): s
   return `${lead} At p99, this worker against ${mark('poll-by-retry')} (where detection latency goes): ${Object.values(parts).join('; ')}.`;
 }
 
-/** Whether a run kept the poll rate the aim asks for, and did not break. */
+/** Whether a run kept the aim's poll rate, and did not break. */
 function meetsRate(s: LoadSummary): boolean {
   return (
     s.broke.length === 0 &&
@@ -441,10 +423,8 @@ function costAim(result: BenchResult): AimResult {
   if (!row || !row.actions || row.maxRunEvents === null) {
     return { aim, status: 'not measured', landed: 'no 1-hour cost run', limits: '' };
   }
-  // The cost table runs with the quota off; the quota scenario measures what it adds per job (its
-  // updates and its workflow's share, none of it in the job's history), so the aim adds the two.
-  // A job of a project whose quota chain runs: the quota's cost per further job where it was
-  // measured, all told over the quota run's jobs before that.
+  // The cost table runs with the quota off, so the aim adds what the quota scenario measured per
+  // job: per further job once the chain runs where measured, else all told over its jobs.
   const [on, off] = [0, 1].map((i) => result.quota?.[i]);
   const own = on && off ? quotaOwnCost(on, off) : null;
   const quotaActions = own ? (own.perJob ?? own.actions) : null;
@@ -479,11 +459,8 @@ function costAim(result: BenchResult): AimResult {
 }
 
 /**
- * Issue 29's aim for the quota: what it costs per job when it never waits. Measured at the margin,
- * what each further job adds once the project's chain runs (its takes, any other action of the
- * chain meanwhile, and what it adds to the job's history), with the chain's one-off actions (its
- * start, the timer that ends it, any patch marker earlier builds recorded) shown beside it, all
- * told over the run's jobs.
+ * Issue 29's aim for the quota: what it costs per job when it never waits, read at the margin
+ * ({@link quotaOwnCost}), with the chain's one-off actions shown beside it, all told over the run's jobs.
  */
 function quotaAim(result: BenchResult): AimResult {
   const aim =

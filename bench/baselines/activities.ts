@@ -10,25 +10,17 @@ import type { AgentApiClient } from '../../src/agent-api/index.js';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';
 import { STILL_ACTIVE } from '../../src/poll-schedule.js';
 
-// The same failure type as the worker's poll activity, which polls the same way.
-export { STILL_ACTIVE };
-
-/** Input of the poll-by-retry activity. */
-export interface AwaitTerminalInput {
-  projectId: string;
-  jobId: string;
-}
-
 /** Builds the activities around an API client. */
 export function createBaselineActivities(api: Pick<AgentApiClient, 'createJob' | 'getJob' | 'sendMessage'>) {
   return {
     ...createActivities({ api }),
 
     /** One poll per attempt: returns the terminal record, or fails so that the retry policy polls again. */
-    async awaitTerminalStatus(input: AwaitTerminalInput): Promise<AgentJobRecord> {
+    async awaitTerminalStatus(input: GetAgentJobInput): Promise<AgentJobRecord> {
       const record = await api.getJob(input.projectId, input.jobId);
       if (isTerminalStatus(record.status)) return record;
       throw ApplicationFailure.create({
+        // The same failure type as the worker's poll activity, which polls the same way.
         type: STILL_ACTIVE,
         message: `agent job ${input.jobId} is ${record.status}`,
         // Benign: an expected outcome of this pattern, so the SDK logs it at debug level and does

@@ -1,12 +1,8 @@
 /**
  * Baseline (c), the floor of this design: the agent-job workflow's own work when nothing goes
- * wrong, and nothing else. It creates the agent job (the same create step as baseline (b)), then,
- * until the record is terminal, waits one cadence (the schedule's first interval) on a durable timer (jittered as the worker's
- * waits are) and reads the job with one local activity. No summaries, current details, search
- * attributes, metrics, queries, signals or updates, and no continue-as-new: a load run's
- * jobs poll a few dozen times at most, far below the worker's 150 polls per run, so the worker does
- * not continue as new in them either. What this worker costs per poll beyond this is what its
- * features cost.
+ * wrong, and nothing else (docs/PERFORMANCE.md, "Implementations"). No continue-as-new: a load
+ * run's jobs poll a few dozen times at most, far below the worker's 150 polls per run, so the
+ * worker does not continue as new in them either.
  */
 import { proxyLocalActivities, sleep } from '@temporalio/workflow';
 import { isTerminalStatus, type AgentJobRecord } from '../../src/contract.js';

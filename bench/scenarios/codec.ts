@@ -14,7 +14,6 @@ import type { BenchEnvironment } from '../environment.js';
 import { firstRunId, payloadsOf, type History } from '../history.js';
 import { sampleProcess } from '../resources.js';
 import { spread, sum } from '../stats.js';
-import type { CodecCost, CodecCostSide } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** Each job: active for JOB_MS, polled every POLL_MS (a fixed cadence, so every job polls alike). */
@@ -30,11 +29,14 @@ export interface CodecCostParams {
   log: (line: string) => void;
 }
 
+/** What the payload codec costs: both sides, and the codec's own CPU on one job's payloads. */
+export type CodecCost = Awaited<ReturnType<typeof runCodecCost>>;
+
 /**
  * Runs the side without the codec, then the side with it, then times the codec on the payloads of
  * one job of the first side (what the second side sealed).
  */
-export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams): Promise<CodecCost> {
+export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams) {
   const off = await runSide(env, false, params);
   const on = await runSide(env, true, params);
   const payloads = payloadsOf(off.firstHistory);
@@ -43,9 +45,12 @@ export async function runCodecCost(env: BenchEnvironment, params: CodecCostParam
   return {
     sides: [off.side, on.side],
     sealOpen: {
+      /** Payloads in one job's history (codec off), and their serialized bytes. */
       payloads: payloads.length,
       bytes: sum(payloads.map((p) => PayloadMessage.encode(p).finish().length)),
+      /** CPU microseconds to seal all of them once and open them once, over the rounds. */
       cpuUsPerJob: await sealAndOpenCpu(codec, payloads),
+      /** The poll activity's input (what each poll attempt opens), its bytes and the same CPU. */
       pollInputBytes: sum(pollInput.map((p) => PayloadMessage.encode(p).finish().length)),
       cpuUsPerPollInput: await sealAndOpenCpu(codec, pollInput),
     },
@@ -54,14 +59,11 @@ export async function runCodecCost(env: BenchEnvironment, params: CodecCostParam
 
 const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
 
-interface SideRun {
-  side: CodecCostSide;
-  /** The first job's first run, as stored. */
-  firstHistory: History;
-}
-
-/** Runs the jobs of one side at once, on a worker of its own and a client with the same ring. */
-async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams): Promise<SideRun> {
+/**
+ * Runs the jobs of one side at once, on a worker of its own and a client with the same ring; with
+ * the first job's first run as stored.
+ */
+async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams) {
   const codec = sealed ? 'on' : 'off';
   const projectId = env.newProject(`codec-cost-${codec}`, { durationMs: JOB_MS, outcome: 'pr' });
   const worker = await env.startWorker('worker', projectId, { sealed });
@@ -90,10 +92,13 @@ async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCost
     side: {
       codec,
       jobs: costs.length,
+      /** Polls per job (the poll activity's attempts). */
       polls: spread(polls),
       events: spread(costs.map((c) => c.events)),
+      /** Bytes of every run's history of a job, serialized as the server stores it. */
       historyBytes: spread(costs.map((c) => c.bytes)),
       payloads: spread(costs.map((c) => c.payloads)),
+      /** The worker process's CPU over the side's jobs, per poll (ms): for scale, load-sensitive. */
       workerCpuMsPerPoll: (workerCpuSeconds * 1000) / Math.max(1, sum(polls)),
     },
     firstHistory: await client.workflow.getHandle(first.id, first.run).fetchHistory(),

@@ -15,7 +15,7 @@ import { replay, scaleSchedule } from '../schedule.js';
 import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
-import type { CostRow, CostVariant, WorkerImplementation } from '../catalogue.js';
+import type { CostVariant, WorkerImplementation } from '../catalogue.js';
 import { apiRequests, startJob } from './load.js';
 
 /** What to run. */
@@ -27,21 +27,15 @@ export interface CostParams {
   scale: number;
   /** Jobs per length and variant. */
   samples: number;
-  /**
-   * Longer jobs are not run but extrapolated from the shorter ones of the same variant. A poll
-   * takes at least a second however short its scaled interval (the server fires timers at
-   * whole-second granularity), so this bounds the scenario at about that many seconds.
-   */
+  /** Jobs of more polls are extrapolated, not run: each poll takes a second or more, so this bounds the scenario. */
   maxMeasuredPolls: number;
   log: (line: string) => void;
 }
 
 /**
- * Time allowed per poll on top of its scaled interval: a workflow task, an activity and another
- * workflow task take some tens of milliseconds on a quiet machine, several times that on a busy one,
- * and an activity retry (poll by retry) waits at least the server's one-second timer. 1 s was too
- * little at a load average of 7 (a fixed-60 s poll-by-retry job ran past the deadline); this only
- * bounds a run that is stuck, it measures nothing.
+ * Time allowed per poll on top of its scaled interval: workflow tasks and an activity take tens of
+ * milliseconds, several times that on a busy machine, and a poll by retry waits at least the
+ * server's one-second timer. It only bounds a stuck run; it measures nothing.
  */
 const POLL_OVERHEAD_ALLOWANCE_MS = 2_500;
 
@@ -181,12 +175,15 @@ export async function waitForCost(
   });
 }
 
+/** Costs of one variant at one job length, over its samples. */
+export type CostRow = ReturnType<typeof measuredRows>[number];
+
 function measuredRows(
   simulator: RunningSimulator,
   cells: Cell[],
   samples: Map<Cell, WorkflowCost | null>,
   params: CostParams,
-): CostRow[] {
+) {
   const requests = simulator.stats().requestsPerProjectEndpoint;
   const groups = new Map<string, Cell[]>();
   for (const cell of cells) {
@@ -214,15 +211,20 @@ function measuredRows(
       jobLengthMs: first.jobLengthMs,
       scale: params.scale,
       samples: group.length,
+      /** false: not run, but extrapolated ({@link extrapolatedRows}). */
       measured: true,
+      /** Polls the schedule makes at real time over the jitter (replayed); the runs make the median. */
       realTimePolls: replayed.polls,
       polls: spread(group.map(getsOf)),
       events: spread(costs.map((c) => c.events)),
+      /** Events of the longest single run over every sample. */
       maxRunEvents: costs.length > 0 ? Math.max(...costs.map((c) => c.maxRunEvents)) : null,
       runs: spread(costs.map((c) => c.runs)),
       actions: spread(actions),
+      /** The actions of one sample, by kind. */
       actionBreakdown: costs[0]?.actions ?? null,
       apiRequestsPerJob: spread(group.map((c) => apiRequests(requests[c.project] ?? {}))),
+      /** Mean wait from the job's end to its detection at real time, by the schedule (replayed). */
       meanDetectionDelayS: replayed.meanDelayMs / 1000,
     };
   });
@@ -230,15 +232,13 @@ function measuredRows(
 
 /**
  * What a continue-as-new adds: the ContinuedAsNew event, then the next run's start (an action) and
- * first workflow task. A continued run of this worker upserts nothing at its start: the project's
- * search attribute and the last record it shows are carried.
+ * first workflow task; a continued run of this worker upserts nothing (its search attributes are carried).
  */
 const PER_CONTINUATION = { events: 5, actions: 1 };
 
 /**
  * The (variant, length) pairs not run, from a straight line through the variant's measured rows:
- * every poll adds the same events and actions (for this worker 6 and 2 with local-activity polls,
- * 11 and 2 with regular ones; 0 and 1 for poll by retry), which the measured rows show exactly.
+ * every poll adds the same events and actions, which the measured rows show exactly.
  */
 function extrapolatedRows(measured: CostRow[], params: CostParams): CostRow[] {
   const rows: CostRow[] = [];

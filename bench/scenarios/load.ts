@@ -23,7 +23,7 @@ import { sampleProcess, watchPeakRss } from '../resources.js';
 import { fixedSchedule, type Schedule } from '../schedule.js';
 import { mean, percentile } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { ChoiceSide, CpuSplit, Implementation, LoadRun, WorkerImplementation } from '../catalogue.js';
+import type { ChoiceSide, Implementation, WorkerImplementation } from '../catalogue.js';
 
 /** What to run: one implementation at one load point, and for this worker a side of a design choice. */
 export type LoadParams = ChoiceSide & {
@@ -52,8 +52,11 @@ const PROMPT = 'Benchmark agent job: add a changelog entry.';
 /** Jobs stay active until released; this only bounds a run that lost its release. */
 const HELD_JOB_MS = 6 * 60 * 60_000;
 
+/** What one load run measured. Times in ms unless named otherwise. */
+export type LoadRun = Awaited<ReturnType<typeof runLoad>>;
+
 /** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
-export async function runLoad(env: BenchEnvironment, params: LoadParams): Promise<LoadRun> {
+export async function runLoad(env: BenchEnvironment, params: LoadParams) {
   const { impl, jobs, cadenceMs } = params;
   const project = env.newProject(`load-${impl}-${jobs}`, { durationMs: HELD_JOB_MS, outcome: 'pr' });
   const schedule = fixedSchedule(cadenceMs);
@@ -104,10 +107,8 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   const rampEnd = read();
   const agentJobs = env.jobsOf(project);
 
-  // 2. Steady: every job open, nothing starting or ending. It starts once every job has been polled
-  // (this worker's first poll comes after a first wait on a workflow timer, whose workflow task
-  // would otherwise fall in the window for the jobs created last, where (b) polls at once), and
-  // half a cadence later, so that those jobs are in their polling rhythm too.
+  // 2. Steady: every job open, nothing starting or ending, from half a cadence after every job's
+  // first poll, so that no first wait or first workflow task falls in it.
   const watch = watchPeakRss(proc.pid);
   let steadyStart = rampEnd;
   const polled = () => env.jobsOf(project).filter((j) => j.requests.get.count > 0).length;
@@ -121,8 +122,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   const steadyEnd = read();
   checkAlive(proc);
 
-  // 3. Release and drain: each agent job ends at a random moment of one cadence, so that detection
-  // latency covers every point of a poll interval.
+  // 3. Release and drain: each job ends at a random moment of a cadence, to cover every point of a poll interval.
   const releaseAt = Date.now();
   const timers = agentJobs.map((job) =>
     setTimeout(() => env.simulator.archiveJob(project, job.id), Math.random() * cadenceMs),
@@ -163,7 +163,8 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
   const drainSeconds = (lastClose - releaseAt) / 1000;
   const steadyPolls = steadyEnd.polls - steadyStart.polls;
   const peakRssMiB = Math.max(watchedPeakMiB, steadyEnd.proc.rssMiB);
-  const cpuBetween = (a: typeof idle, b: typeof idle, per: number): CpuSplit => ({
+  /** CPU seconds per `per` of the measured process, the Temporal server and this process (simulator, client). */
+  const cpuBetween = (a: typeof idle, b: typeof idle, per: number) => ({
     measured: (b.proc.cpuSeconds - a.proc.cpuSeconds) / per,
     server: (b.server - a.server) / per,
     bench: (b.bench - a.bench) / per,
@@ -176,11 +177,15 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
     cadenceMs,
     workerEnv: params.workerEnv ?? {},
     completed: closes.length,
+    /** From the first start until every agent job existed, and from the release until the last close. */
     rampSeconds,
     drainSeconds,
+    /** Agent jobs completed per second end to end, the hold left out. */
     throughput: closes.length / (rampSeconds + drainSeconds),
+    /** From the simulator's terminal moment to the workflow's close (or the loop's detection). */
     latency:
       latencies.length === 0 ? null : { p50: at(50), p95: at(95), p99: at(99), max: Math.max(...latencies) },
+    /** From the histories of a sample of the closed workflows; absent in older runs. */
     detection: broke === null && started.length > 0 ? await splitDetection(env, started, terminalAt) : null,
     steadyPolls,
     steadyPollsPerSecond: steadyPolls / ((steadyEnd.at - steadyStart.at) / 1000),
@@ -189,7 +194,9 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
     apiRequestsPerJob: apiRequests(env.requestsOf(project)) / jobs,
     idleRssMiB: idle.proc.rssMiB,
     peakRssMiB,
+    /** (Peak − idle resident memory) per 1,000 open workflows. */
     rssMiBPer1000Open: ((peakRssMiB - idle.proc.rssMiB) / jobs) * 1000,
+    /** From sampled histories; null for the plain loop. */
     history:
       costs.length === 0
         ? null
@@ -204,10 +211,7 @@ export async function runLoad(env: BenchEnvironment, params: LoadParams): Promis
 }
 
 /** A started workflow: its ID and first run. */
-interface Started {
-  workflowId: string;
-  runId: string;
-}
+type Started = Awaited<ReturnType<typeof startJob>>;
 
 /** How a run starts its jobs: the implementation, on its task queue, every job on one schedule. */
 export interface JobStart {
@@ -229,12 +233,7 @@ export function startJobs(
 }
 
 /** Starts job `index` of `project` with a Temporal implementation. */
-export async function startJob(
-  client: Client,
-  how: JobStart,
-  project: string,
-  index: number,
-): Promise<Started> {
+export async function startJob(client: Client, how: JobStart, project: string, index: number) {
   const { impl, taskQueue, schedule } = how;
   const handle =
     impl === 'worker'
@@ -387,11 +386,7 @@ async function closesFromHistories(client: Client, started: Started[]): Promise<
 }
 
 /** The detection split (./history.ts) of {@link DETECTION_SAMPLE} of the run's workflows, p50 and p99 of each part. */
-async function splitDetection(
-  env: BenchEnvironment,
-  started: Started[],
-  terminalAt: Map<string, number>,
-): Promise<LoadRun['detection']> {
+async function splitDetection(env: BenchEnvironment, started: Started[], terminalAt: Map<string, number>) {
   const every = Math.max(1, Math.floor(started.length / DETECTION_SAMPLE));
   const sample = started.filter((_, i) => i % every === 0).slice(0, DETECTION_SAMPLE);
   const split = await detectionSplit(env.client, sample, terminalAt);

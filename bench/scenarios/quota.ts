@@ -4,16 +4,13 @@
  * above the jobs so that none waits), each side in a project of its own.
  *
  * Counted per job: events and billable actions of the job's own history, and with the quota on the
- * quota workflow's events and actions shared out over the jobs, its accepted updates apart (each a
- * take of a use at once: the fast path's one action per create or message); the latency from the
- * workflow's start to its create reaching the simulator. The quota workflow is counted whole, up to its end: it
- * wakes once more per use as the use leaves the window, then ends after an idle minute. Its window
- * is a short one (`QUOTA_WINDOW`) so that the end comes within the benchmark; the wakes, one per use
- * unless uses fall together, are what an hour's window costs too, an hour later. It is also read
- * after the first half of the jobs and after the last: what it grew by over the second half is the
- * quota's cost per further job once a project's chain runs (issue 29's aim is read there), apart
- * from its start, its timers and any patch marker (earlier builds recorded one), which come once
- * per chain.
+ * quota workflow's shared out over the jobs, its accepted updates (the takes) apart; the latency
+ * from the workflow's start to its create reaching the simulator. The quota workflow is counted
+ * whole, up to its end after an idle minute; its window is short (`QUOTA_WINDOW_S`) so that the end
+ * comes within the benchmark, and its wakes (one per use leaving the window) are what an hour's
+ * window costs too, an hour later. What it grew by over the second half of the jobs is the quota's
+ * cost per further job once a project's chain runs (issue 29's aim is read there), apart from what
+ * comes once per chain.
  */
 import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
@@ -21,7 +18,6 @@ import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
-import type { QuotaCostSide, QuotaMargin } from '../catalogue.js';
 import { waitForCost } from './cost.js';
 
 /** The quota setting of the "on" side: 10,000 uses per 10 s, so the budget is always free. */
@@ -43,34 +39,31 @@ export interface QuotaCostParams {
  * first side's worker (it runs on its task queue, so that worker stays up until it has ended: the
  * scenario's workers stop when it returns).
  */
-export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams): Promise<QuotaCostSide[]> {
+export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams) {
   const on = await runSide(env, QUOTA_ON, params);
   const off = await runSide(env, 'off', params);
   const quotaId = projectQuotaWorkflowId(on.projectId);
   const firstRun = await firstRunId(env.client.workflow.getHandle(quotaId));
   const deadline = Date.now() + (QUOTA_WINDOW_S * 1000 + QUOTA_IDLE_MS) * 2;
-  const { runs, events, actions } = await waitForCost(env.client, quotaId, firstRun, deadline);
-  const chain = {
-    runs,
-    events,
-    actions: actions.total,
-    updates: actions.updates,
-    timers: actions.timersStarted,
-  };
-  return [summarize(on, { ...chain, ...(on.margin && { margin: on.margin }) }), summarize(off, null)];
+  const chain = await waitForCost(env.client, quotaId, firstRun, deadline);
+  return [summarize(on, chainOf(chain, on.margin)), summarize(off, null)];
 }
 
-interface SideRun {
-  quota: string;
-  projectId: string;
-  costs: WorkflowCost[];
-  startLatencyMs: number[];
-  /** With the quota on: what the quota workflow's chain grew by over the second half of the jobs. */
-  margin: QuotaMargin | null;
+/**
+ * The quota workflow's whole chain: `updates` are its accepted updates, the takes; `timers` its
+ * wake-ups (a use leaving the window, a take moving the next one); `margin` what it grew by over
+ * the second half of the jobs, when it had one.
+ */
+function chainOf({ runs, events, actions }: WorkflowCost, margin: QuotaMargin | null) {
+  const { total, updates, timersStarted: timers } = actions;
+  return { runs, events, actions: total, updates, timers, ...(margin && { margin }) };
 }
 
-/** Runs the jobs of one side on a worker of its own, which runs on until the scenario ends. */
-async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams): Promise<SideRun> {
+/**
+ * Runs the jobs of one side on a worker of its own, which runs on until the scenario ends; with the
+ * quota on, `margin` is what its chain grew by over the second half of the jobs.
+ */
+async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams) {
   const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, {
     durationMs: JOB_MS,
     outcome: 'pr',
@@ -113,8 +106,14 @@ async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostPa
   return { quota, projectId, costs, startLatencyMs, margin };
 }
 
+/**
+ * The quota workflow's chain over the later jobs of a run, once it runs: its start, its patch
+ * marker and its first timer fall before them, so its actions here are what each further job costs.
+ */
+type QuotaMargin = ReturnType<typeof growth>;
+
 /** What the chain's actions grew by from `before` to `after`, over `jobs` jobs. */
-function growth({ actions: b }: WorkflowCost, { actions: a }: WorkflowCost, jobs: number): QuotaMargin {
+function growth({ actions: b }: WorkflowCost, { actions: a }: WorkflowCost, jobs: number) {
   return {
     jobs,
     actions: a.total - b.total,
@@ -129,11 +128,18 @@ async function quotaChainSoFar(env: BenchEnvironment, projectId: string): Promis
   return workflowCost(env.client, quotaId, await firstRunId(env.client.workflow.getHandle(quotaId)));
 }
 
-function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow']): QuotaCostSide {
+/** One side of the comparison: per job, the job's own history and, all told, the quota workflow's share. */
+export type QuotaCostSide = ReturnType<typeof summarize>;
+
+function summarize(
+  side: Awaited<ReturnType<typeof runSide>>,
+  quotaWorkflow: ReturnType<typeof chainOf> | null,
+) {
   const jobEvents = spread(side.costs.map((c) => c.events));
   const jobActions = spread(side.costs.map((c) => c.actions.total));
   const share = (total: number | undefined) => (total ?? 0) / side.costs.length;
   return {
+    /** The worker's `AGENT_API_PROJECT_QUOTA`. */
     quota: side.quota,
     jobs: side.costs.length,
     jobEvents,
@@ -141,6 +147,7 @@ function summarize(side: SideRun, quotaWorkflow: QuotaCostSide['quotaWorkflow'])
     quotaWorkflow,
     eventsPerJob: jobEvents && jobEvents.median + share(quotaWorkflow?.events),
     actionsPerJob: jobActions && jobActions.median + share(quotaWorkflow?.actions),
+    /** From the workflow's start event to the simulator recording the create, ms. */
     startLatencyMs: spread(side.startLatencyMs),
   };
 }

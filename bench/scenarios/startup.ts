@@ -11,10 +11,26 @@ import { randomUUID } from 'node:crypto';
 import { startAgentJob } from '../../src/client/index.js';
 import { AgentApiClient } from '../../src/agent-api/index.js';
 import { WORKER_ENTRY } from '../build.js';
-import type { StartupMode, StartupRun } from '../catalogue.js';
 import { BENCH_API_KEY, startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { spawnMeasured } from '../processes.js';
 import { waitUntil } from '../wait.js';
+
+/**
+ * How the worker was started; `modules-only` is not a worker but `node` importing the SDK's
+ * worker package and exiting: the floor under every start.
+ */
+export type StartupMode = 'prebuilt-bundle' | 'workflowsPath' | 'modules-only';
+
+/** One start. Milliseconds from the spawn. */
+export interface StartupRun {
+  mode: StartupMode;
+  /** The worker's own figure (process uptime) in its "worker running" line. */
+  reportedStartupMs: number | null;
+  /** Until the benchmark read the "worker running" line (or the probe exited). */
+  runningMs: number;
+  /** Until the simulator answered the first poll. */
+  firstPollMs: number | null;
+}
 
 /** Starts the worker `repeats` times per mode, alternating modes, and times each start. */
 export async function runStartup(

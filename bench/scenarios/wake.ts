@@ -1,13 +1,10 @@
 /**
  * The wake scenario: how fast a poll that waits on the server wakes (pollNow to its GET, a
  * follow-up to its POST), and how the polls come back when the worker is SIGKILLed and replaced:
- * the method is docs/PERFORMANCE.md's "Wake-ups". Since 1.1 each wait of this worker is one poll
- * activity whose attempts the Temporal server retries (src/activities/poll.ts), so nothing runs on
- * the worker between polls, and an attempt running on the dead worker is retried only after its
- * start-to-close timeout (30 s; the baselines' 75 s). Request times and poll counts come from the
- * simulator (`stats().jobs[].requests`), on the benchmark's clock: a poll activity cancelled while
- * it waits between attempts leaves no ActivityTaskStarted event, so its attempts (each one GET and
- * one billable action) are in no history; the scenario counts both to show the gap.
+ * the method is docs/PERFORMANCE.md's "Wake-ups". An attempt running on the dead worker is retried
+ * only after its start-to-close timeout. Request times and poll counts come from the simulator, on
+ * the benchmark's clock: the attempts of a poll activity cancelled between attempts are in no
+ * history (docs/PERFORMANCE.md, "Billable actions"); the scenario counts both to show the gap.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SearchAttributes, pollNowSignal, sendMessageUpdate } from '../../src/contract.js';
@@ -20,21 +17,17 @@ import type { MeasuredProcess } from '../processes.js';
 import { fixedSchedule } from '../schedule.js';
 import { percentile, sum } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import type { Delays, WakeRun, WorkerImplementation } from '../catalogue.js';
+import type { WorkerImplementation } from '../catalogue.js';
 import { phaseTimeoutMs, startJobs, terminateLeftovers, waitForCount } from './load.js';
 
 /** What to run. */
 export interface WakeParams {
-  /**
-   * This worker, or a baseline for the restart alone: the baselines have no pollNow or follow-ups,
-   * and (c) polls as 1.0 did, on a timer and a local activity.
-   */
+  /** This worker, or a baseline for the restart alone: the baselines have no pollNow or follow-ups. */
   impl: WorkerImplementation;
   jobs: number;
   /**
-   * Quick mode spreads the probes over 15 s rather than 30 s, and does not wait out the timeout of
-   * an attempt lost with the killed worker: it waits 20 s for every job's first GET after the new
-   * worker runs, and jobs not polled by then count as missing.
+   * Quick mode spreads the probes over 15 s rather than 30 s, and waits 20 s, not past a lost
+   * attempt's timeout, for every job's first GET after the new worker runs (later: missing).
    */
   quick: boolean;
   log: (line: string) => void;
@@ -58,6 +51,23 @@ export async function runWake(env: BenchEnvironment, params: WakeParams): Promis
   } finally {
     await terminateLeftovers(env, scenario.project);
   }
+}
+
+/** What the wake scenario measured. Times in ms unless named otherwise. */
+export interface WakeRun {
+  impl: WorkerImplementation;
+  jobs: number;
+  cadenceMs: number;
+  /** Seconds from the first start until every agent job existed. */
+  rampSeconds: number;
+  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
+  pollNow: Delays | null;
+  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
+  followUp: Delays | null;
+  restart: Awaited<ReturnType<WakeScenario['killAndRestart']>> | null;
+  pollCounts: Awaited<ReturnType<WakeScenario['countPolls']>> | null;
+  /** Why the run did not complete, or null. */
+  broke: string | null;
 }
 
 /** One signal or message sent to one job, and when its request reached the simulator. */
@@ -89,13 +99,9 @@ class WakeScenario {
     return this.env.jobsOf(this.project);
   }
 
-  #startWorker() {
-    return this.env.startWorker(this.params.impl, this.project);
-  }
-
   async run(): Promise<WakeRun> {
     const { env, params, project } = this;
-    const worker = await this.#startWorker();
+    const worker = await this.env.startWorker(this.params.impl, this.project);
     const t0 = Date.now();
     const how = { impl: params.impl, taskQueue: project, schedule: fixedSchedule(CADENCE_MS) };
     const started = await startJobs(env.client, how, project, params.jobs);
@@ -114,10 +120,9 @@ class WakeScenario {
       broke,
     };
     if (broke !== null) return measured;
-    // A cadence and a half: every job has had its first wait on a timer and now waits in its poll
-    // activity, between attempts on the server.
+    // A cadence and a half: every job now waits in its poll activity, between attempts on the server.
     await sleep(CADENCE_MS * 1.5);
-    if (params.impl !== 'worker') return { ...measured, restart: await this.#killAndRestart(worker) };
+    if (params.impl !== 'worker') return { ...measured, restart: await this.killAndRestart(worker) };
 
     // Distinct jobs for each probe, picked at random, their agent job IDs from visibility.
     const followUps = Math.min(100, Math.floor(params.jobs / 6));
@@ -157,8 +162,8 @@ class WakeScenario {
       ...measured,
       pollNow: latencies('get'),
       followUp: latencies('message'),
-      restart: await this.#killAndRestart(worker),
-      pollCounts: await this.#countPolls(probes.filter((p) => p.kind === 'get').slice(0, 20)),
+      restart: await this.killAndRestart(worker),
+      pollCounts: await this.countPolls(probes.filter((p) => p.kind === 'get').slice(0, 20)),
     };
   }
 
@@ -187,9 +192,8 @@ class WakeScenario {
           const p = byJob.get(job.id);
           if (p === undefined || p.sentAt === null || p.arrivedAt !== null) continue;
           const lastAt = job.requests[p.kind].lastAt;
-          // A natural poll between the signal and its own GET would be taken for it: at a cadence of
-          // seconds and a wake-up of milliseconds, rarely, and only ever shortening the figure by
-          // less than the wake-up itself.
+          // A natural poll in between is taken for it: rarely, and only shortening the figure
+          // (docs/PERFORMANCE.md, "Wake-ups").
           if (lastAt !== null && lastAt >= p.sentAt) p.arrivedAt = lastAt;
         }
         return probes.every((p) => p.arrivedAt !== null || p.error !== null) ? null : undefined;
@@ -205,14 +209,14 @@ class WakeScenario {
    * SIGKILLs the worker with every job waiting in its poll activity, starts a new one at once, and
    * times each job's first GET after the kill.
    */
-  async #killAndRestart(first: MeasuredProcess): Promise<WakeRun['restart']> {
+  async killAndRestart(first: MeasuredProcess) {
     const { impl, quick } = this.params;
     // A cadence after the probes: the woken jobs wait again like the others.
     await sleep(CADENCE_MS);
     const killedAt = Date.now();
     first.child.kill('SIGKILL');
     await first.exited;
-    const { runningAt } = await this.#startWorker();
+    const { runningAt } = await this.env.startWorker(this.params.impl, this.project);
     const resumedAt = new Map<string, number>();
     const jobs = this.#jobs().length;
     await waitUntil<null>({
@@ -234,10 +238,15 @@ class WakeScenario {
     });
     const waits = [...resumedAt.values()].map((at) => at - killedAt);
     return {
+      /** From the SIGKILL to the new worker's "worker running" line. */
       newWorkerRunningMs: runningAt - killedAt,
+      /** From the SIGKILL to each job's first GET after it, over every job. */
       resumed: delays(jobs, waits),
+      /** Jobs whose first GET came more than one cadence after the new worker ran. */
       late: [...resumedAt.values()].filter((at) => at > runningAt + CADENCE_MS).length,
+      /** How long after the new worker ran the scenario waited for the jobs' first GETs. */
       waitedMs: Date.now() - runningAt,
+      /** From the kill to the first GET of the jobs later than the start-to-close timeout (at most 50). */
       pastTimeoutMs: waits
         .filter((ms) => ms > startToCloseMs(impl))
         .sort((a, b) => a - b)
@@ -248,9 +257,10 @@ class WakeScenario {
 
   /**
    * Ends the agent jobs of `woken` and, once their workflows have completed, counts their polls
-   * twice: the GETs the simulator received, and the poll activity's attempts in their histories.
+   * twice: the GETs the simulator received, and the poll activity's attempts in their histories
+   * (the attempts of cancelled activities are missing).
    */
-  async #countPolls(woken: Probe[]): Promise<WakeRun['pollCounts']> {
+  async countPolls(woken: Probe[]) {
     const { client, simulator } = this.env;
     for (const p of woken) simulator.archiveJob(this.project, p.jobId);
     const costs = await mapLimit(woken, 8, async (p) => {
@@ -279,11 +289,15 @@ class WakeScenario {
   }
 }
 
+/** Percentiles of one set of delays, ms, and how many of the sample never got their request. */
+type Delays = ReturnType<typeof delays>;
+
 /**
  * Percentiles over everything sent, the missing ones counted as later than any that arrived: a
- * percentile that falls among them is null (not known, beyond the wait), never one of the others.
+ * percentile or maximum that falls among them is null (not known, beyond the wait), never one of
+ * the others.
  */
-function delays(sent: number, values: number[]): Delays {
+function delays(sent: number, values: number[]) {
   const padded = [...values, ...Array<number>(Math.max(0, sent - values.length)).fill(Infinity)];
   const known = (p: number) => {
     const value = percentile(padded, p);
@@ -291,6 +305,7 @@ function delays(sent: number, values: number[]): Delays {
   };
   return {
     sent,
+    /** Requests that did not arrive within the scenario's wait: not in the percentiles. */
     missing: sent - values.length,
     p50: known(50),
     p99: known(99),

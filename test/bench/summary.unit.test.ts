@@ -4,7 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BenchResult, Implementation, QuotaCostSide, WakeRun } from '../../bench/catalogue.js';
+import type { Implementation } from '../../bench/catalogue.js';
+import type { BenchResult } from '../../bench/result.js';
+import type { QuotaCostSide } from '../../bench/scenarios/quota.js';
+import type { WakeRun } from '../../bench/scenarios/wake.js';
 import { evaluateAims, judgeRatio, ratioSpread, type LoadSummary } from '../../bench/summary.js';
 
 const one = (median: number) => ({ median, min: median, max: median, n: 1 });
