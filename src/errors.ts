@@ -9,7 +9,6 @@
 export const ErrorName = {
   AgentApi: 'AgentApiError',
   InvalidAgentJobRecord: 'InvalidAgentJobRecordError',
-  PartialBody: 'PartialBodyError',
   ApiKeyFile: 'ApiKeyFileError',
   Config: 'ConfigError',
   InvalidInput: 'InvalidInputError',
