@@ -25,7 +25,7 @@ import type { QuotaCostSide } from './scenarios/quota.js';
 import type { StartupMode, StartupRun } from './scenarios/startup.js';
 import type { WakeRun } from './scenarios/wake.js';
 import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
-import { num, ratio, spread, spreadText as f, times } from './stats.js';
+import { fixed, num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
   evaluateAims,
@@ -488,7 +488,7 @@ function codecTable({ sides, sealOpen }: CodecCost): string {
 }
 
 function wakeTable(result: BenchResult): string {
-  const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
+  const ms = (value: number | null) => fixed(value, 0);
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const w of result.wake ?? []) {

@@ -113,26 +113,23 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
 export type RatioRow = ReturnType<typeof ratioRows>[number];
 
 /** A figure the ratios compare, and how to read it from one side. */
-interface Figure<T> {
-  figure: string;
-  pick: (side: T) => number | null | undefined;
-}
+type Figure<T> = [figure: string, pick: (side: T) => number | null | undefined];
 
 /** The load figures compared at every point this worker ran, in the order the table lists them. */
 const LOAD_FIGURES: Figure<LoadSummary>[] = [
-  { figure: 'throughput, jobs/s', pick: (s) => s.throughput?.median },
-  { figure: 'detection latency p50, s', pick: (s) => s.p50 && s.p50.median / 1000 },
-  { figure: 'detection latency p99, s', pick: (s) => s.p99 && s.p99.median / 1000 },
-  { figure: 'CPU s per 1,000 polls, measured process', pick: (s) => s.cpuMeasured?.median },
-  { figure: 'CPU s per 1,000 polls, incl. dev server', pick: (s) => cpuInclServer(s) },
-  { figure: 'peak RSS per 1,000 open jobs, MiB', pick: (s) => s.rssPer1000Open?.median },
+  ['throughput, jobs/s', (s) => s.throughput?.median],
+  ['detection latency p50, s', (s) => s.p50 && s.p50.median / 1000],
+  ['detection latency p99, s', (s) => s.p99 && s.p99.median / 1000],
+  ['CPU s per 1,000 polls, measured process', (s) => s.cpuMeasured?.median],
+  ['CPU s per 1,000 polls, incl. dev server', (s) => cpuInclServer(s)],
+  ['peak RSS per 1,000 open jobs, MiB', (s) => s.rssPer1000Open?.median],
 ];
 
 /** The cost figures compared, of a 1-hour job. */
 const COST_FIGURES: Figure<CostRow>[] = [
-  { figure: '1-hour job: billable actions', pick: (r) => r.actions?.median },
-  { figure: '1-hour job: history events', pick: (r) => r.events?.median },
-  { figure: '1-hour job: API requests', pick: (r) => r.apiRequestsPerJob?.median },
+  ['1-hour job: billable actions', (r) => r.actions?.median],
+  ['1-hour job: history events', (r) => r.events?.median],
+  ['1-hour job: API requests', (r) => r.apiRequestsPerJob?.median],
 ];
 
 /** CPU seconds per 1,000 polls of the measured process and the Temporal server together. */
@@ -159,7 +156,7 @@ function ratioRows<T>(
   sideOf: (impl: Implementation) => T | undefined,
 ) {
   const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
-  return figures.map(({ figure, pick }) => {
+  return figures.map(([figure, pick]) => {
     const values = Object.fromEntries(
       sides.map(([impl, side]) => [impl, side === undefined ? null : (pick(side) ?? null)]),
     ) as Record<Implementation, number | null>;
