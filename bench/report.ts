@@ -133,7 +133,6 @@ type Heading = (title: string) => string;
 interface Section {
   name: 'load' | 'cost' | 'quota' | 'codec' | 'wake' | 'startup' | 'choices';
   has(result: BenchResult): boolean;
-  /** Its headings and tables. */
   render(result: BenchResult, loads: LoadSummary[], h: Heading): string[];
 }
 
