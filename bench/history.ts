@@ -202,9 +202,6 @@ export const DETECTION_PARTS = {
 /** One of {@link DETECTION_PARTS}. */
 export type DetectionPart = keyof typeof DETECTION_PARTS;
 
-/** One job's detection latency split, in ms. */
-export type DetectionParts = Record<DetectionPart, number>;
-
 /**
  * Closed workflows whose histories split the detection latency: one in every N / 200, spread over
  * the start order, enough for a p99 of each part with a few jobs above it.
@@ -224,7 +221,7 @@ export function perPart<T>(value: (part: DetectionPart) => T): Record<DetectionP
  * attempt that saw the end is the last one started: a poll by retry records only its last attempt's
  * start, and a timer loop's last activity is the read that saw the end.
  */
-export function detectionParts(events: readonly HistoryEvent[], endedAtMs: number): DetectionParts | null {
+export function detectionParts(events: readonly HistoryEvent[], endedAtMs: number) {
   const lastStart = events.map((e) => Boolean(e.activityTaskStartedEventAttributes)).lastIndexOf(true);
   const completed = events.findIndex((e, i) => i > lastStart && e.activityTaskCompletedEventAttributes);
   const task = events.findIndex((e, i) => i > completed && e.workflowTaskStartedEventAttributes);
@@ -237,6 +234,7 @@ export function detectionParts(events: readonly HistoryEvent[], endedAtMs: numbe
   )
     return null;
   const at = (i: number) => timestampMs(events[i]?.eventTime);
+  // Each part in ms.
   return {
     wait: at(lastStart) - endedAtMs,
     attempt: at(completed) - at(lastStart),

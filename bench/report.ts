@@ -1,9 +1,6 @@
 /**
- * Writes a run down: the JSON under bench/results/, and docs/PERFORMANCE.md, which is regenerated
- * from the newest full run, the newest quick run and the newest quick run on PostgreSQL in
- * bench/results/ (so a quick run in CI never pushes the full run out of it), and the same markdown
- * that `npm run bench` prints at the end. Writing a run removes the older runs of its kind that the
- * page no longer reads, so bench/results/ does not grow.
+ * Writes a run down: its JSON under bench/results/, docs/PERFORMANCE.md regenerated from there,
+ * and the markdown that `npm run bench` prints at the end.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,22 +25,24 @@ import type { QuotaCostSide } from './scenarios/quota.js';
 import type { StartupMode, StartupRun } from './scenarios/startup.js';
 import type { WakeRun } from './scenarios/wake.js';
 import { ACTION_KINDS, DETECTION_PARTS, DETECTION_SAMPLE, perPart, type ActionCounts } from './history.js';
-import { num, ratio, spread, spreadText as f, times } from './stats.js';
+import { fixed, num, ratio, spread, spreadText as f, times } from './stats.js';
 import {
   cpuInclServer,
   evaluateAims,
+  ranSide,
   ratios,
   summarizeLoad,
   type LoadSummary,
   type RatioRow,
 } from './summary.js';
 
-/** Where results go. */
 const RESULTS_DIR = join(ROOT, 'bench', 'results');
-/** The generated performance document. */
 const PERFORMANCE_DOC = join(ROOT, 'docs', 'PERFORMANCE.md');
 
-/** Writes the run's JSON, then removes the runs of its kind that the report no longer reads; returns its path. */
+/**
+ * Writes the run's JSON, then removes the runs of its kind that the report no longer reads, so
+ * bench/results/ does not grow; returns its path.
+ */
 export function writeResult(result: BenchResult): string {
   const kind = kindOf(result.mode, result.server);
   const summary = summarizeLoad(result.load);
@@ -97,16 +96,14 @@ export async function formatMarkdown(text: string): Promise<string> {
   return prettier.format(text, { ...options, filepath: PERFORMANCE_DOC });
 }
 
-/**
- * The page around the runs: its hand-written parts, as markdown, with a `{{part}}` where each
- * generated one goes, and a comment at the top that the page leaves out.
- */
+/** The page's hand-written parts, with a `{{part}}` where each generated one goes (see its comment). */
 const PAGE_TEMPLATE = join(ROOT, 'bench', 'performance-page.md');
 
 /**
- * Regenerates docs/PERFORMANCE.md from bench/results/. Each part comes from the newest run of its
- * mode that has it, so a later `--only choices` run replaces the design choices and leaves the
- * rest; every part is shown under the run it came from.
+ * Regenerates docs/PERFORMANCE.md from the full, quick and quick-on-PostgreSQL runs in bench/results/
+ * (kinds apart, so a quick run in CI never pushes the full run out). Each part comes from the newest
+ * run of its kind that has it, so a later `--only choices` run replaces the design choices and leaves
+ * the rest; every part is shown under the run it came from.
  */
 export async function writePerformanceDoc(): Promise<void> {
   const parts: Record<string, string> = {
@@ -136,7 +133,6 @@ type Heading = (title: string) => string;
 interface Section {
   name: 'load' | 'cost' | 'quota' | 'codec' | 'wake' | 'startup' | 'choices';
   has(result: BenchResult): boolean;
-  /** Its headings and tables. */
   render(result: BenchResult, loads: LoadSummary[], h: Heading): string[];
 }
 
@@ -491,7 +487,7 @@ function codecTable({ sides, sealOpen }: CodecCost): string {
 }
 
 function wakeTable(result: BenchResult): string {
-  const ms = (value: number | null) => (value === null ? '?' : `${Math.round(value)}`);
+  const ms = (value: number | null) => fixed(value, 0);
   const rows: string[][] = [];
   const notes: string[] = [];
   for (const w of result.wake ?? []) {
@@ -586,13 +582,7 @@ type ChoiceRow = LoadSummary & { choice: string; side: string; above: LoadSummar
 function choiceTable(choices: DesignChoice[], loads: LoadSummary[]): string {
   const rows = choices.flatMap((choice) => {
     const sides = choice.sides.flatMap((side) => {
-      const s = loads.find(
-        (l) =>
-          l.impl === 'worker' &&
-          l.variant === side.variant &&
-          l.jobs === choice.point.jobs &&
-          l.cadenceMs === choice.point.cadenceMs,
-      );
+      const s = loads.find((l) => ranSide(l, { ...choice.point, impl: 'worker', variant: side.variant }));
       return s ? [{ ...s, choice: choice.name, side: side.variant || 'this worker, defaults' }] : [];
     });
     return sides.map((s, i): ChoiceRow => ({ ...s, above: sides[i - 1] ?? null }));

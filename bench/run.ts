@@ -33,7 +33,7 @@ import { runQuotaCost } from './scenarios/quota.js';
 import { runStartup } from './scenarios/startup.js';
 import { runWake } from './scenarios/wake.js';
 import { TEMPORAL_SERVER_VERSION } from '../dev/temporal-versions.js';
-import { AIM_JOBS } from './summary.js';
+import { AIM_JOBS, ranSide } from './summary.js';
 import { fixed } from './stats.js';
 import { POLL_JITTER } from '../src/poll-schedule.js';
 
@@ -299,13 +299,7 @@ async function runChoices(env: BenchEnvironment, p: Plan, result: BenchResult): 
   );
   for (let repeat = 1; repeat <= p.settings.repeats; repeat++) {
     for (const { point, side } of sides.values()) {
-      const ran = result.load.filter(
-        (r) =>
-          r.impl === 'worker' &&
-          r.variant === side.variant &&
-          r.jobs === point.jobs &&
-          r.cadenceMs === point.cadenceMs,
-      );
+      const ran = result.load.filter((r) => ranSide(r, { ...point, impl: 'worker', variant: side.variant }));
       // The ladder may have run this worker's defaults at this point already.
       if (ran.length < repeat) result.load.push(await loadRun(env, p, point, 'worker', repeat, side));
     }

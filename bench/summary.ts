@@ -48,8 +48,21 @@ const OVER_UNBROKEN_RUNS = {
   actionsPerJob: (r) => r.history?.actionsPerJob,
 } satisfies Record<string, (r: LoadRun) => number | undefined>;
 
-/** The figures of one (point, implementation, variant) over its repeats. */
-export type LoadSummary = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs'> &
+/** A load point, an implementation and a variant: what a load run ran, and what its repeats are grouped by. */
+type LoadSide = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs'>;
+
+/** Whether a load run or summary `s` ran `side`. */
+export function ranSide(s: LoadSide, side: LoadSide): boolean {
+  return (
+    s.impl === side.impl &&
+    s.variant === side.variant &&
+    s.jobs === side.jobs &&
+    s.cadenceMs === side.cadenceMs
+  );
+}
+
+/** The figures of one side over its repeats. */
+export type LoadSummary = LoadSide &
   Record<keyof typeof OVER_EVERY_RUN | keyof typeof OVER_UNBROKEN_RUNS, Spread | null> & {
     repeats: number;
     /** The poll rate the cadence asks for: N / cadence. */
@@ -100,26 +113,23 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
 export type RatioRow = ReturnType<typeof ratioRows>[number];
 
 /** A figure the ratios compare, and how to read it from one side. */
-interface Figure<T> {
-  figure: string;
-  pick: (side: T) => number | null | undefined;
-}
+type Figure<T> = [figure: string, pick: (side: T) => number | null | undefined];
 
 /** The load figures compared at every point this worker ran, in the order the table lists them. */
 const LOAD_FIGURES: Figure<LoadSummary>[] = [
-  { figure: 'throughput, jobs/s', pick: (s) => s.throughput?.median },
-  { figure: 'detection latency p50, s', pick: (s) => s.p50 && s.p50.median / 1000 },
-  { figure: 'detection latency p99, s', pick: (s) => s.p99 && s.p99.median / 1000 },
-  { figure: 'CPU s per 1,000 polls, measured process', pick: (s) => s.cpuMeasured?.median },
-  { figure: 'CPU s per 1,000 polls, incl. dev server', pick: (s) => cpuInclServer(s) },
-  { figure: 'peak RSS per 1,000 open jobs, MiB', pick: (s) => s.rssPer1000Open?.median },
+  ['throughput, jobs/s', (s) => s.throughput?.median],
+  ['detection latency p50, s', (s) => s.p50 && s.p50.median / 1000],
+  ['detection latency p99, s', (s) => s.p99 && s.p99.median / 1000],
+  ['CPU s per 1,000 polls, measured process', (s) => s.cpuMeasured?.median],
+  ['CPU s per 1,000 polls, incl. dev server', (s) => cpuInclServer(s)],
+  ['peak RSS per 1,000 open jobs, MiB', (s) => s.rssPer1000Open?.median],
 ];
 
 /** The cost figures compared, of a 1-hour job. */
 const COST_FIGURES: Figure<CostRow>[] = [
-  { figure: '1-hour job: billable actions', pick: (r) => r.actions?.median },
-  { figure: '1-hour job: history events', pick: (r) => r.events?.median },
-  { figure: '1-hour job: API requests', pick: (r) => r.apiRequestsPerJob?.median },
+  ['1-hour job: billable actions', (r) => r.actions?.median],
+  ['1-hour job: history events', (r) => r.events?.median],
+  ['1-hour job: API requests', (r) => r.apiRequestsPerJob?.median],
 ];
 
 /** CPU seconds per 1,000 polls of the measured process and the Temporal server together. */
@@ -132,11 +142,7 @@ export function ratios(loads: LoadSummary[], cost: CostRow[]): RatioRow[] {
   const rows: RatioRow[] = [];
   for (const w of loads.filter((s) => s.impl === 'worker' && s.variant === '')) {
     const point = { jobs: w.jobs, cadenceMs: w.cadenceMs };
-    const at = (impl: Implementation) =>
-      loads.find(
-        (s) => s.impl === impl && s.variant === '' && s.jobs === w.jobs && s.cadenceMs === w.cadenceMs,
-      );
-    rows.push(...ratioRows(point, LOAD_FIGURES, at));
+    rows.push(...ratioRows(point, LOAD_FIGURES, (impl) => loads.find((s) => ranSide(s, { ...w, impl }))));
   }
   const costOf = (impl: Implementation) => hourRow(cost, defaultScheduleVariant(impl));
   if (costOf('worker')) rows.push(...ratioRows('cost', COST_FIGURES, costOf));
@@ -150,7 +156,7 @@ function ratioRows<T>(
   sideOf: (impl: Implementation) => T | undefined,
 ) {
   const sides = IMPLEMENTATIONS.map((impl) => [impl, sideOf(impl)] as const);
-  return figures.map(({ figure, pick }) => {
+  return figures.map(([figure, pick]) => {
     const values = Object.fromEntries(
       sides.map(([impl, side]) => [impl, side === undefined ? null : (pick(side) ?? null)]),
     ) as Record<Implementation, number | null>;
@@ -425,8 +431,7 @@ function costAim(result: BenchResult): AimResult {
   }
   // The cost table runs with the quota off, so the aim adds what the quota scenario measured per
   // job: per further job once the chain runs where measured, else all told over its jobs.
-  const [on, off] = [0, 1].map((i) => result.quota?.[i]);
-  const own = on && off ? quotaOwnCost(on, off) : null;
+  const own = quotaOwnCost(result.quota);
   const quotaActions = own ? (own.perJob ?? own.actions) : null;
   const quotaEvents = own?.events ?? null;
   const actions = row.actions.median + (quotaActions ?? 0);
@@ -465,18 +470,14 @@ function costAim(result: BenchResult): AimResult {
 function quotaAim(result: BenchResult): AimResult {
   const aim =
     "the quota's own cost per job when it never waits: at most 1 action, 0 events in the job's history (issue 29)";
-  const on = result.quota?.find((s) => s.quota !== 'off');
-  const off = result.quota?.find((s) => s.quota === 'off');
-  const own = on && off ? quotaOwnCost(on, off) : null;
-  if (!on || !own) {
-    return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
-  }
-  const { events, actions, chain, perJob } = own;
+  const own = quotaOwnCost(result.quota);
+  if (!own) return { aim, status: 'not measured', landed: 'no quota run with its takes counted', limits: '' };
+  const { events, actions, chain, perJob, jobs } = own;
   const takes = chain.updates;
   const status = (perJob ?? actions) <= 1 && events <= 0 ? 'met' : 'MISSED';
   const chainActions = chain.actions - takes;
   const shares =
-    `${(takes / on.jobs).toFixed(2)} takes, ${(chainActions / on.jobs).toFixed(2)} the chain's share ` +
+    `${(takes / jobs).toFixed(2)} takes, ${(chainActions / jobs).toFixed(2)} the chain's share ` +
     `(${chainActions} actions, ${chain.timers} of them timers)`;
   const limits =
     `Each take is an accepted update, 1 action. The chain's other actions (its start, its patch ` +
@@ -487,8 +488,8 @@ function quotaAim(result: BenchResult): AimResult {
     return {
       aim,
       status,
-      landed: `${actions.toFixed(2)} actions and ${fixed(events, 0)} events per job over ${on.jobs} jobs: ${shares}`,
-      limits: `${limits}, ${on.jobs} here.`,
+      landed: `${actions.toFixed(2)} actions and ${fixed(events, 0)} events per job over ${jobs} jobs: ${shares}`,
+      limits: `${limits}, ${jobs} here.`,
     };
   }
   return {
@@ -497,21 +498,23 @@ function quotaAim(result: BenchResult): AimResult {
     landed:
       `${perJob.toFixed(2)} actions and ${fixed(events, 0)} events per further job once the project's chain runs ` +
       `(the last ${margin.jobs} jobs: ${margin.updates} takes, ${margin.actions - margin.updates} other ` +
-      `actions of the chain); all told over ${on.jobs} jobs ${actions.toFixed(2)}: ${shares}`,
-    limits: `${limits} while it runs (${on.jobs} here), so the aim is read at the margin, where they are not.`,
+      `actions of the chain); all told over ${jobs} jobs ${actions.toFixed(2)}: ${shares}`,
+    limits: `${limits} while it runs (${jobs} here), so the aim is read at the margin, where they are not.`,
   };
 }
 
 /**
- * The quota's own cost per job, from the sides with it on and off; null when a figure is missing.
+ * The quota's own cost per job, from the sides with it on and off, and the jobs of the side with it
+ * on; null when a side or a figure is missing.
  * `events`: what it adds to the job's own history (medians, on − off); `actions`: all of its actions
  * per job over the run, the chain's whole share and what it adds to the job's history; `perJob`:
  * its actions per further job once the chain runs (the chain's growth over the later jobs, and what
  * it adds to the job's history), null when that was not measured.
  */
-function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide) {
-  const chain = on.quotaWorkflow;
-  if (!on.jobEvents || !off.jobEvents || !on.jobActions || !off.jobActions || !chain || on.jobs === 0) {
+function quotaOwnCost(sides: QuotaCostSide[] = []) {
+  const [on, off] = [sides.find((s) => s.quota !== 'off'), sides.find((s) => s.quota === 'off')];
+  const chain = on?.quotaWorkflow;
+  if (!on?.jobEvents || !off?.jobEvents || !on.jobActions || !off.jobActions || !chain || on.jobs === 0) {
     return null;
   }
   const jobActions = on.jobActions.median - off.jobActions.median;
@@ -521,6 +524,7 @@ function quotaOwnCost(on: QuotaCostSide, off: QuotaCostSide) {
     actions: chain.actions / on.jobs + jobActions,
     perJob: margin && margin.jobs > 0 ? margin.actions / margin.jobs + jobActions : null,
     chain,
+    jobs: on.jobs,
   };
 }
 

@@ -71,9 +71,6 @@ async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostPa
   await env.startWorker('worker', projectId, { overrides: { AGENT_API_PROJECT_QUOTA: quota } });
   const deadline = Date.now() + params.jobs * 30_000;
   const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];
-  // The chain as it stands after the first half of the jobs and after the last: what the second
-  // half added is the quota's cost per further job once its chain runs (its start and first timer
-  // fall in the first half).
   const half = Math.floor(params.jobs / 2);
   let atHalf: WorkflowCost | null = null;
   // One after another, each once the one before is done: the latency to start is the quota's
