@@ -141,20 +141,34 @@ export async function startCodecServer(
       },
     );
   });
+  const { port, close } = await listen(server, settings, 'the codec');
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  return { port, url: `http://${host}:${port}`, close };
+}
+
+/**
+ * Binds `server` (this one's and the worker's health server) to `host:port`, or throws `cannot serve
+ * <what> on host:port: <code>`, `inUse` added for EADDRINUSE. Gives the bound port (0 asks for a
+ * free one) and a close that ends open connections too.
+ */
+export async function listen(
+  server: Server,
+  { host, port }: { host: string; port: number },
+  what: string,
+  inUse = '',
+) {
   server.keepAliveTimeout = 5_000;
-  server.listen(settings.port, settings.host);
+  server.listen(port, host);
   try {
     await once(server, 'listening');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new Error(`cannot serve the codec on ${settings.host}:${settings.port}: ${code}`, { cause: err });
+    const hint = code === 'EADDRINUSE' ? inUse : '';
+    throw new Error(`cannot serve ${what} on ${host}:${port}: ${code}${hint}`, { cause: err });
   }
   const bound = server.address();
-  const port = typeof bound === 'object' && bound ? bound.port : settings.port;
-  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   return {
-    port,
-    url: `http://${host}:${port}`,
+    port: typeof bound === 'object' && bound ? bound.port : port,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
