@@ -141,14 +141,14 @@ export async function startCodecServer(
       },
     );
   });
-  const { port, close } = await listen(server, settings, 'the codec');
+  const { port, close } = await listen(server, settings, 'the codec on');
   const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   return { port, url: `http://${host}:${port}`, close };
 }
 
 /**
  * Binds `server` (this one's and the worker's health server) to `host:port`, or throws `cannot serve
- * <what> on host:port: <code>`, `inUse` added for EADDRINUSE. Gives the bound port (0 asks for a
+ * <what> host:port: <code>`, `inUse` added for EADDRINUSE. Gives the bound port (0 asks for a
  * free one) and a close that ends open connections too.
  */
 export async function listen(
@@ -164,7 +164,7 @@ export async function listen(
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     const hint = code === 'EADDRINUSE' ? inUse : '';
-    throw new Error(`cannot serve ${what} on ${host}:${port}: ${code}${hint}`, { cause: err });
+    throw new Error(`cannot serve ${what} ${host}:${port}: ${code}${hint}`, { cause: err });
   }
   const bound = server.address();
   return {
