@@ -19,8 +19,7 @@ import { payloadDataConverter } from './payload-codec/index.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { workflowCode } from './worker/bundle-options.js';
 import { runProcess } from './worker/process-entry.js';
-import { connectTemporal, installRuntime } from './worker/runtime.js';
-import { reportUnopenedPayloads } from './worker/unopened-payloads.js';
+import { connectTemporal, installRuntime, reportUnopenedPayloads } from './worker/runtime.js';
 import { requireUpgrade } from './worker/upgrade-check.js';
 
 /**
