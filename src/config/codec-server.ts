@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
-import type { AccessTokenPolicy, CodecServerSettings } from '../payload-codec/index.js';
+import { urlHost, type AccessTokenPolicy, type CodecServerSettings } from '../payload-codec/index.js';
 import { ConfigError, hostPort, logLevel, readSettings, trueFalse, type Env } from './settings.js';
 import { payloadKeysFile } from './temporal.js';
 
@@ -84,10 +84,7 @@ export function loadCodecServerConfig(env: Env = process.env, terminal = process
   const settings = readSettings(CodecServerEnv, env);
   const { host, port } = settings.CODEC_SERVER_ADDRESS;
   const accessToken = accessTokenPolicy(settings);
-  if (
-    accessToken === null &&
-    !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
-  )
+  if (accessToken === null && !isLoopbackHost(urlHost(host)))
     throw new ConfigError(
       'CODEC_SERVER_ADDRESS',
       'is not loopback, and without CODEC_SERVER_OIDC_ISSUER the codec server has no authorization: set CODEC_SERVER_OIDC_ISSUER and CODEC_SERVER_OIDC_AUDIENCE, or bind to 127.0.0.1',

@@ -40,17 +40,8 @@ export interface CodecServerSettings {
   localToken: string | null;
 }
 
-/** Where the codec server writes its lines: one per request, never a payload, key or token. */
-export type CodecServerLogger = Pick<Logger, 'info' | 'warn'>;
-
-/** A running codec server. */
-export interface CodecServer {
-  /** The bound port (useful when 0 was asked for). */
-  port: number;
-  /** `http://<host>:<port>`: the codec endpoint to give the UI and the CLI. */
-  url: string;
-  close(): Promise<void>;
-}
+/** A running codec server: its bound port, `url` the codec endpoint to give the UI and the CLI, and close. */
+export type CodecServer = Awaited<ReturnType<typeof startCodecServer>>;
 
 /**
  * Largest body read, and so the work of a request: every byte it decodes or seals is in it (the UI
@@ -97,15 +88,15 @@ class Refusal extends Error {
 }
 
 /**
- * Starts the codec server over `codec`.
+ * Starts the codec server over `codec`, `logger` getting a line per request (never a payload, key or token).
  * @throws {Error} when asked to run without access tokens on an address other than loopback, or
  *   when the address cannot be bound
  */
 export async function startCodecServer(
   codec: PayloadCodec,
   settings: CodecServerSettings,
-  logger: CodecServerLogger,
-): Promise<CodecServer> {
+  logger: Pick<Logger, 'info' | 'warn'>,
+) {
   const { accessToken, localToken } = settings;
   if (accessToken === null && (localToken === null || !isLoopbackHost(urlHost(settings.host))))
     throw new Error(
@@ -309,7 +300,7 @@ function localOnly(req: IncomingMessage, token: string, localToken: string | nul
 }
 
 /** A host as a URL spells it (`[::1]`), which is what isLoopbackHost reads. */
-function urlHost(host: string): string {
+export function urlHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 

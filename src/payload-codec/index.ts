@@ -22,6 +22,7 @@ export { AccessTokenVerifier, type AccessTokenPolicy } from './access-token.js';
 export {
   MAX_BODY_BYTES,
   startCodecServer,
+  urlHost,
   type CodecServer,
   type CodecServerSettings,
 } from './codec-server.js';
