@@ -25,14 +25,12 @@ import {
 
 const { Payloads } = proto.temporal.api.common.v1;
 
-/** How the codec server listens and whom it answers. */
+/** How the codec server listens and whom it answers: the CODEC_SERVER_* settings (docs/payload-codec.md). */
 export interface CodecServerSettings {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
-  /** Web origins (scheme://host[:port], exactly) whose pages may call it: the Temporal UI's. */
   allowedOrigins: readonly string[];
-  /** Answer allowed origins' credentialed requests (the UI's `codec.includeCredentials`). */
   allowCredentials: boolean;
   /** The access tokens accepted; null: the local-only allowance (loopback, with `localToken`). */
   accessToken: AccessTokenPolicy | null;
