@@ -2,9 +2,8 @@
  * The codec server: Temporal's remote codec protocol (`POST <endpoint>/encode` and `/decode`, the
  * body and the answer the protobuf JSON of `temporal.api.common.v1.Payloads`) over this project's
  * payload codec, so that the Temporal UI and the CLI (`--codec-endpoint`) show sealed payloads
- * decoded to the people allowed to see them. Who may call (an OIDC access token, or the local-only
- * allowance: loopback peer, loopback `Host`, the local token in the path), CORS, the limits and the
- * memory they bound: docs/payload-codec.md and docs/decisions/0018-codec-server.md.
+ * decoded to the people allowed to see them. Who may call, CORS, the limits and the memory they
+ * bound: docs/payload-codec.md and docs/decisions/0018-codec-server.md.
  *
  * Nothing of a payload, a key or a token reaches a log line or an error answer, and no text the
  * caller chose is echoed: a bad body is answered with what is wrong with its shape.

@@ -21,9 +21,8 @@ export function installRuntime(
   Runtime.install({
     logger,
     telemetryOptions: {
-      // The SDK core's own lines get the JSON logger's fields and masking too. The price
-      // (docs/PERFORMANCE.md, "Against (b), on Server 1.32.2"): the SDK logs at TRACE and drops
-      // below LOG_LEVEL only after buffering, about 0.2 ms of worker CPU per poll.
+      // The SDK core's own lines get the JSON logger's fields and masking too, at a price per poll
+      // (docs/PERFORMANCE.md, "Against (b), on Server 1.32.2").
       logging: { forward: {} },
       metrics: metricsBindAddress
         ? {
