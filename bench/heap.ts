@@ -21,7 +21,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { ProjectMetrics } from '../src/observability/project-metrics.js';
 import { createActivities } from '../src/activities/index.js';
 import { AgentApiClient, closeDispatcher } from '../src/agent-api/index.js';
-import { loadWorkerConfig, workerOptionsFrom } from '../src/config/worker.js';
+import { loadWorkerConfig } from '../src/config/worker.js';
 import { createBaselineActivities } from './baselines/activities.js';
 import { startBenchEnvironment } from './environment.js';
 import { cadenceFlag, label, workerImpl } from './catalogue.js';
@@ -71,13 +71,16 @@ try {
   const project = env.newProject(`heap-${impl}`, { durationMs: 24 * 3_600_000, outcome: 'pr' });
   const config = loadWorkerConfig(await env.workerEnv(project));
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
-  const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
+  const api = new AgentApiClient({
+    baseUrl: config.agentApi.AGENT_API_BASE_URL,
+    apiKey: config.agentApi.AGENT_API_KEY,
+  });
   const worker = await Worker.create({
     connection,
-    ...workerOptionsFrom(config),
+    ...config.workerOptions,
     // Workflows in this thread, where this process can read their heap.
     debugMode: true,
-    sinks: new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects).sinks(),
+    sinks: new ProjectMetrics(Runtime.instance().metricMeter, config.METRICS_MAX_PROJECTS).sinks(),
     workflowBundle: {
       codePath: impl === 'worker' ? env.build.workerBundlePath : env.build.baselineBundlePath,
     },
@@ -85,7 +88,7 @@ try {
       impl === 'worker'
         ? createActivities({
             api,
-            ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+            ambiguousCreatePolicy: config.agentApi.AGENT_API_AMBIGUOUS_CREATE,
             projectQuota: config.projectQuota,
           })
         : createBaselineActivities(api),

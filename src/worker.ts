@@ -7,7 +7,7 @@ import { createActivities } from './activities/index.js';
 import { AgentApiClient, closeDispatcher, FileApiKey } from './agent-api/index.js';
 import { applyWorkflowHeap } from './config/memory.js';
 import { workerDeploymentOptions } from './config/version.js';
-import { loadWorkerConfig, workerOptionsFrom, type WorkerConfig } from './config/worker.js';
+import { loadWorkerConfig, type WorkerConfig } from './config/worker.js';
 import { agentJobsServiceHandler } from './nexus/handler.js';
 import { FileNotifyTargets, fixedNotifyTargets } from './notify/targets.js';
 import { startHealthServer } from './observability/health.js';
@@ -19,8 +19,7 @@ import { payloadDataConverter } from './payload-codec/index.js';
 import { formatQuotaLimit } from './quota/settings.js';
 import { workflowCode } from './worker/bundle-options.js';
 import { runProcess } from './worker/process-entry.js';
-import { connectTemporal, installRuntime } from './worker/runtime.js';
-import { reportUnopenedPayloads } from './worker/unopened-payloads.js';
+import { connectTemporal, installRuntime, reportUnopenedPayloads } from './worker/runtime.js';
 import { requireUpgrade } from './worker/upgrade-check.js';
 
 /**
@@ -29,9 +28,9 @@ import { requireUpgrade } from './worker/upgrade-check.js';
  */
 function fileSources({ agentApi, notify }: WorkerConfig, logger: ReturnType<typeof installRuntime>) {
   const apiKey =
-    agentApi.apiKeyFile === null
-      ? agentApi.apiKey
-      : new FileApiKey(agentApi.apiKeyFile, {
+    agentApi.AGENT_API_KEY_FILE === undefined
+      ? agentApi.AGENT_API_KEY
+      : new FileApiKey(agentApi.AGENT_API_KEY_FILE.path, {
           onEvent: logKeyFileEvents(logger, 'AGENT_API_KEY_FILE', 'agent API key'),
         });
   if (notify === null) return { apiKey, notify: undefined };
@@ -53,8 +52,8 @@ async function run(config: WorkerConfig): Promise<void> {
   const checkOnly = process.argv.includes('--check-upgrade');
   // With the payload codec on, error messages stay out of log lines and spans (decision 0021).
   const sealing = config.temporal.payloadKeysFile !== null;
-  const metricsAt = checkOnly ? null : config.metricsBindAddress;
-  const logger = installRuntime(config.logLevel, metricsAt, { errorText: !sealing });
+  const metricsAt = checkOnly ? null : config.METRICS_ADDRESS;
+  const logger = installRuntime(config.LOG_LEVEL, metricsAt, { errorText: !sealing });
   const { workflowBundle, buildId, mode } = await workflowCode(logger);
   const deployment = workerDeploymentOptions(config.versioning, buildId);
   const { memory } = config;
@@ -79,7 +78,7 @@ async function run(config: WorkerConfig): Promise<void> {
     // Bound before the worker exists, so a port in use ends the start with its own error: once a
     // worker holds the connection, closing the connection throws, which would hide it.
     const started: { worker?: Worker } = {};
-    const health = await startHealthServer(config.healthAddress, () => {
+    const health = await startHealthServer(config.HEALTH_ADDRESS, () => {
       const state = started.worker?.getState() ?? 'STARTING';
       return { ready: state === 'RUNNING', state };
     });
@@ -87,21 +86,21 @@ async function run(config: WorkerConfig): Promise<void> {
     try {
       // Unversioned, this build gets every open workflow at its next task, so it replays them
       // first (decision 0022); versioned, `--check-upgrade` is the operator's step instead.
-      if (config.versioning.upgradeCheck && !deployment.useWorkerVersioning)
+      if (config.versioning.WORKER_UPGRADE_CHECK && !deployment.useWorkerVersioning)
         await requireUpgrade(upgradeCheck, logger, deployment.version.buildId);
-      const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.metricsMaxProjects);
+      const projectMetrics = new ProjectMetrics(Runtime.instance().metricMeter, config.METRICS_MAX_PROJECTS);
       const sources = fileSources(config, logger);
       const worker = await Worker.create({
         connection,
         dataConverter,
-        ...workerOptionsFrom(config),
+        ...config.workerOptions,
         workflowBundle,
         workerDeploymentOptions: deployment,
         interceptors: tracing.worker.interceptors,
         sinks: projectMetrics.sinks(),
         activities: createActivities({
-          api: new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: sources.apiKey }),
-          ambiguousCreatePolicy: config.agentApi.ambiguousCreatePolicy,
+          api: new AgentApiClient({ baseUrl: config.agentApi.AGENT_API_BASE_URL, apiKey: sources.apiKey }),
+          ambiguousCreatePolicy: config.agentApi.AGENT_API_AMBIGUOUS_CREATE,
           projectQuota: config.projectQuota,
           metrics: createActivityMetrics(),
           projectMetrics,
@@ -116,7 +115,7 @@ async function run(config: WorkerConfig): Promise<void> {
         taskQueue: config.temporal.taskQueue,
         namespace: config.temporal.namespace,
         temporalAddress: config.temporal.address,
-        agentApiBaseUrl: config.agentApi.baseUrl,
+        agentApiBaseUrl: config.agentApi.AGENT_API_BASE_URL,
         workflowCode: mode,
         deploymentName: deployment.version.deploymentName,
         buildId: deployment.version.buildId,
@@ -126,7 +125,7 @@ async function run(config: WorkerConfig): Promise<void> {
         payloadCodec: dataConverter === undefined ? 'off' : 'aes-256-gcm',
         startupMs: Math.round(process.uptime() * 1000),
         healthPort: health.port,
-        metrics: config.metricsBindAddress ?? 'off',
+        metrics: config.METRICS_ADDRESS ?? 'off',
         tracing:
           config.tracing.exporter === null ? 'off' : (config.tracing.endpoint ?? config.tracing.exporter),
         memoryLimitMiB: memory.limit === null ? null : Math.round(memory.limit.bytes / 2 ** 20),

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { AgentApiClient, closeDispatcher } from '../../src/agent-api/index.js';
-import { loadWorkerConfig, workerOptionsFrom } from '../../src/config/worker.js';
+import { loadWorkerConfig } from '../../src/config/worker.js';
 import { createJsonLogger } from '../../src/observability/logger.js';
 import { createBaselineActivities } from './activities.js';
 
@@ -15,14 +15,17 @@ async function main(): Promise<void> {
   const config = loadWorkerConfig();
   const codePath = process.env.BENCH_WORKFLOW_BUNDLE;
   if (!codePath) throw new Error('BENCH_WORKFLOW_BUNDLE must name the baseline workflow bundle');
-  const logger = createJsonLogger(config.logLevel);
+  const logger = createJsonLogger(config.LOG_LEVEL);
   Runtime.install({ logger, shutdownSignals: ['SIGINT', 'SIGTERM'] });
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
   try {
-    const api = new AgentApiClient({ baseUrl: config.agentApi.baseUrl, apiKey: config.agentApi.apiKey });
+    const api = new AgentApiClient({
+      baseUrl: config.agentApi.AGENT_API_BASE_URL,
+      apiKey: config.agentApi.AGENT_API_KEY,
+    });
     const worker = await Worker.create({
       connection,
-      ...workerOptionsFrom(config),
+      ...config.workerOptions,
       workflowBundle: { codePath },
       activities: createBaselineActivities(api),
     });

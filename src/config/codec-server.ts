@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import { isLoopbackHost } from '../agent-api/dispatcher.js';
-import type { AccessTokenPolicy, CodecServerSettings } from '../payload-codec/index.js';
+import { urlHost, type AccessTokenPolicy, type CodecServerSettings } from '../payload-codec/index.js';
 import { ConfigError, hostPort, logLevel, readSettings, trueFalse, type Env } from './settings.js';
 import { payloadKeysFile } from './temporal.js';
 
@@ -28,7 +28,6 @@ const CodecServerEnv = z.object({
   ),
   // Loopback by default: the local-only allowance, the dev stack's.
   CODEC_SERVER_ADDRESS: z.prefault(hostPort, '127.0.0.1:8888'),
-  // Exact web origins, comma-separated: `scheme://host[:port]`, as a browser sends `Origin`.
   CODEC_SERVER_ALLOWED_ORIGINS: z._default(
     z.pipe(
       z.transform((value: string) => value.split(',').flatMap((origin) => origin.trim() || [])),
@@ -43,7 +42,6 @@ const CodecServerEnv = z.object({
     [],
   ),
   CODEC_SERVER_ALLOW_CREDENTIALS: z._default(trueFalse, false),
-  // The local-only allowance's token (`http://127.0.0.1:8888/<token>`); generated when unset.
   CODEC_SERVER_LOCAL_TOKEN: z.optional(
     z
       .string()
@@ -52,7 +50,6 @@ const CodecServerEnv = z.object({
   CODEC_SERVER_OIDC_ISSUER: z.optional(oidcUrl),
   CODEC_SERVER_OIDC_AUDIENCE: z.optional(z.string()),
   CODEC_SERVER_OIDC_JWKS_URL: z.optional(oidcUrl),
-  // A claim the token must hold, such as `groups=temporal-codec`.
   CODEC_SERVER_OIDC_REQUIRED_CLAIM: z.optional(
     z.pipe(
       z
@@ -84,10 +81,7 @@ export function loadCodecServerConfig(env: Env = process.env, terminal = process
   const settings = readSettings(CodecServerEnv, env);
   const { host, port } = settings.CODEC_SERVER_ADDRESS;
   const accessToken = accessTokenPolicy(settings);
-  if (
-    accessToken === null &&
-    !isLoopbackHost(host.includes(':') && !host.startsWith('[') ? `[${host}]` : host)
-  )
+  if (accessToken === null && !isLoopbackHost(urlHost(host)))
     throw new ConfigError(
       'CODEC_SERVER_ADDRESS',
       'is not loopback, and without CODEC_SERVER_OIDC_ISSUER the codec server has no authorization: set CODEC_SERVER_OIDC_ISSUER and CODEC_SERVER_OIDC_AUDIENCE, or bind to 127.0.0.1',

@@ -52,7 +52,6 @@ function readIfPresent(path: string): string | null {
   try {
     return readFileSync(path, 'utf8');
   } catch {
-    // No such cgroup controller here: the caller tries the next source.
     return null;
   }
 }

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { WorkerDeploymentOptions } from '@temporalio/worker';
 import * as z from 'zod/mini';
-import { onOff, readSettings, type Env } from './settings.js';
+import { onOff } from './settings.js';
 
 /** The deployment name when TEMPORAL_DEPLOYMENT_NAME is not set. */
 export const DEFAULT_DEPLOYMENT_NAME = 'agent-job-orchestrator';
@@ -63,22 +63,8 @@ export const VersioningEnv = z.object({
   WORKER_UPGRADE_CHECK: z._default(onOff, true),
 });
 
-/** Loads the versioning settings ({@link VersioningEnv}). */
-export function loadVersioningSettings(env: Env = process.env) {
-  const settings = readSettings(VersioningEnv, env);
-  return {
-    /** Poll as a Worker Deployment Version, workflows PINNED. */
-    enabled: settings.TEMPORAL_WORKER_VERSIONING,
-    deploymentName: settings.TEMPORAL_DEPLOYMENT_NAME,
-    /** Replaces the bundle's own build ID; null when not set. */
-    buildIdOverride: settings.TEMPORAL_WORKER_BUILD_ID ?? null,
-    /** An unversioned worker replays the open workflows before it polls (src/worker/upgrade-check.ts). */
-    upgradeCheck: settings.WORKER_UPGRADE_CHECK,
-  };
-}
-
-/** How the worker versions itself. */
-export type VersioningSettings = ReturnType<typeof loadVersioningSettings>;
+/** How the worker versions itself: TEMPORAL_WORKER_VERSIONING on polls as a Worker Deployment Version. */
+export type VersioningSettings = z.output<typeof VersioningEnv>;
 
 /**
  * The SDK's `workerDeploymentOptions` for the bundle with build ID `bundleBuildId`. Declared even
@@ -90,9 +76,9 @@ export function workerDeploymentOptions(
   bundleBuildId: string,
 ): WorkerDeploymentOptions {
   const version = {
-    deploymentName: settings.deploymentName,
-    buildId: settings.buildIdOverride ?? bundleBuildId,
+    deploymentName: settings.TEMPORAL_DEPLOYMENT_NAME,
+    buildId: settings.TEMPORAL_WORKER_BUILD_ID ?? bundleBuildId,
   };
-  if (!settings.enabled) return { version, useWorkerVersioning: false };
+  if (!settings.TEMPORAL_WORKER_VERSIONING) return { version, useWorkerVersioning: false };
   return { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' };
 }

@@ -1,7 +1,6 @@
 /** The worker's settings as zod schemas, a group per concern (docs/configuration.md), read at start. */
 import type { WorkerOptions } from '@temporalio/worker';
 import * as z from 'zod/mini';
-import type { AmbiguousCreatePolicy } from '../activities/index.js';
 import { checkProxyEnv, isLoopbackHost } from '../agent-api/dispatcher.js';
 import { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../failure-policy/streak.js';
 import { FileNotifyTargets, parseNotifyTargets } from '../notify/targets.js';
@@ -29,7 +28,7 @@ import {
 } from './settings.js';
 import { loadTemporalSettings, TemporalEnv } from './temporal.js';
 import { loadTracingSettings } from './tracing.js';
-import { loadVersioningSettings, VersioningEnv } from './version.js';
+import { VersioningEnv } from './version.js';
 
 /** Cached workflows when no memory limit is known (no container limit, no WORKER_MEMORY_LIMIT). */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 2_000;
@@ -104,8 +103,12 @@ const TuningEnv = z.object({
   // Loopback by default: health and metrics have no auth. Deployments whose probes or scrapers
   // come from outside the process's host set 0.0.0.0 (deploy/k8s, docker-compose.yml).
   HEALTH_ADDRESS: z.prefault(hostPort, '127.0.0.1:8080'),
+  // As the runtime's bind address; null: off.
   METRICS_ADDRESS: z.prefault(
-    z.union([z.literal('off'), hostPort], { error: 'must be host:port or off' }),
+    z.pipe(
+      z.union([z.literal('off'), hostPort], { error: 'must be host:port or off' }),
+      z.transform((address) => (address === 'off' ? null : `${address.host}:${address.port}`)),
+    ),
     '127.0.0.1:9464',
   ),
   METRICS_MAX_PROJECTS: z._default(wholeNumber(1), 100),
@@ -129,12 +132,7 @@ export const WORKER_SETTINGS = [
  */
 export const SHUTDOWN_FORCE_AFTER_GRACE_MS = 10_000;
 
-/** The worker's settings as `WorkerOptions`, shared with the benchmark's baseline worker (same tuning). */
-export function workerOptionsFrom(config: WorkerConfig) {
-  return config.workerOptions;
-}
-
-/** Everything the worker process needs. */
+/** Everything the worker process needs: the settings as their schemas give them, and what they derive. */
 export type WorkerConfig = ReturnType<typeof loadWorkerConfig>;
 
 /** Loads everything the worker needs, or throws a {@link ConfigError} naming the first bad setting. */
@@ -143,7 +141,7 @@ export function loadWorkerConfig(env: Env = process.env, containerLimit = () => 
   const temporal = loadTemporalSettings(env);
   const tuning = readSettings(TuningEnv, env);
   const quota = readSettings(ProjectQuotaEnv, env);
-  const versioning = loadVersioningSettings(env);
+  const versioning = readSettings(VersioningEnv, env);
   const bytes = tuning.WORKER_MEMORY_LIMIT;
   const limit = bytes === undefined ? containerLimit() : { bytes, source: 'WORKER_MEMORY_LIMIT' as const };
   // An explicit cache size wins; without a limit, Node keeps its own heap size (./memory.ts).
@@ -151,12 +149,12 @@ export function loadWorkerConfig(env: Env = process.env, containerLimit = () => 
     tuning.WORKER_MAX_CACHED_WORKFLOWS ??
     (limit === null ? DEFAULT_MAX_CACHED_WORKFLOWS : cacheSizeFor(limit.bytes));
   const workflowHeapMiB = limit === null ? null : workflowHeapFor(maxCachedWorkflows);
-  const metrics = tuning.METRICS_ADDRESS;
   const shutdownGraceMs = tuning.WORKER_SHUTDOWN_GRACE;
   return {
+    ...tuning,
     temporal,
     agentApi,
-    /** The tuning as `WorkerOptions` ({@link workerOptionsFrom}). */
+    /** The tuning as `WorkerOptions`, shared with the benchmark's baseline worker (same tuning). */
     workerOptions: {
       namespace: temporal.namespace,
       taskQueue: temporal.taskQueue,
@@ -169,20 +167,14 @@ export function loadWorkerConfig(env: Env = process.env, containerLimit = () => 
       shutdownGraceTime: shutdownGraceMs,
       shutdownForceTime: shutdownGraceMs + SHUTDOWN_FORCE_AFTER_GRACE_MS,
     } satisfies Partial<WorkerOptions>,
-    maxCachedWorkflows,
     memory: { limit, maxCachedWorkflows, workflowHeapMiB },
-    healthAddress: tuning.HEALTH_ADDRESS,
-    /** Null: METRICS_ADDRESS=off. */
-    metricsBindAddress: metrics === 'off' ? null : `${metrics.host}:${metrics.port}`,
-    metricsMaxProjects: tuning.METRICS_MAX_PROJECTS,
-    logLevel: tuning.LOG_LEVEL,
     /** The per-project API budget every worker shares; `defaultLimit` null when it is off. */
     projectQuota: {
       defaultLimit: quota.AGENT_API_PROJECT_QUOTA,
       overrides: quota.AGENT_API_PROJECT_QUOTA_OVERRIDES,
       leaseMs: quota.AGENT_API_PROJECT_QUOTA_LEASE,
       // A versioned worker's quota workflows follow the current version (src/workflows/project-quota/workflow.ts).
-      followsRollouts: versioning.enabled,
+      followsRollouts: versioning.TEMPORAL_WORKER_VERSIONING,
     } satisfies ProjectQuotaSettings,
     versioning,
     tracing: loadTracingSettings(env),
@@ -191,12 +183,11 @@ export function loadWorkerConfig(env: Env = process.env, containerLimit = () => 
   };
 }
 
-/** How to reach the Agent Job API. The key is kept out of logs and errors. */
+/** How to reach the Agent Job API, AGENT_API_KEY the key at start (from AGENT_API_KEY_FILE when set). Never logged. */
 function loadAgentApiSettings(env: Env) {
   notBoth(env, 'AGENT_API_KEY', 'AGENT_API_KEY_FILE', 'AGENT_API_KEY');
   const settings = readSettings(AgentApiEnv, env);
-  const baseUrl = settings.AGENT_API_BASE_URL;
-  const { protocol, hostname } = new URL(baseUrl);
+  const { protocol, hostname } = new URL(settings.AGENT_API_BASE_URL);
   // Over plain HTTP anyone on the path reads the admin API key; loopback never leaves the host.
   if (protocol === 'http:' && !settings.AGENT_API_ALLOW_INSECURE_HTTP && !isLoopbackHost(hostname))
     throw new ConfigError(
@@ -212,13 +203,7 @@ function loadAgentApiSettings(env: Env) {
   const apiKey = settings.AGENT_API_KEY_FILE?.key ?? settings.AGENT_API_KEY;
   if (apiKey === undefined)
     throw new ConfigError('AGENT_API_KEY', 'is required (or AGENT_API_KEY_FILE for a mounted secret)');
-  return {
-    baseUrl,
-    /** The key at start; the worker re-reads `apiKeyFile` (AGENT_API_KEY_FILE) when it changes. */
-    apiKey,
-    apiKeyFile: settings.AGENT_API_KEY_FILE?.path ?? null,
-    ambiguousCreatePolicy: settings.AGENT_API_AMBIGUOUS_CREATE satisfies AmbiguousCreatePolicy,
-  };
+  return { ...settings, AGENT_API_KEY: apiKey };
 }
 
 /**

@@ -134,28 +134,24 @@ function refuseUnsealed(input: unknown): void {
     "The operation's input arrived in plain text on a worker that seals payloads (TEMPORAL_PAYLOAD_KEYS_FILE is set), " +
     "so it is stored in plain text in the caller's history already. Call again from a worker with the payload codec. " +
     'No agent job was created.';
-  throw new HandlerError('BAD_REQUEST', message, {
-    cause: ApplicationFailure.create({ type: FailureType.UnsealedInput, message, nonRetryable: true }),
+  throw badRequest(FailureType.UnsealedInput, message);
+}
+
+/** A BAD_REQUEST (not retried) whose cause is the workflow's own failure of `type`. */
+function badRequest(type: FailureType, message: string, details?: unknown[]): HandlerError {
+  return new HandlerError('BAD_REQUEST', message, {
+    cause: ApplicationFailure.create({ type, message, nonRetryable: true, details }),
   });
 }
 
 /**
- * What a caller can act on. Invalid input is a BAD_REQUEST (not retried) whose cause is the
- * workflow's own `InvalidInput` failure, naming the field; a follow-up the job's workflow refused
- * fails the operation with the workflow's reason. Anything else goes to the SDK, which maps a
- * Temporal service error to its Nexus kind (retryable or not).
+ * What a caller can act on. Invalid input is a {@link badRequest}, `InvalidInput` naming the field;
+ * a follow-up the job's workflow refused fails the operation with the workflow's reason. Anything
+ * else goes to the SDK, which maps a Temporal service error to its Nexus kind (retryable or not).
  */
 function nexusError(err: unknown): unknown {
-  if (err instanceof InvalidInputError) {
-    return new HandlerError('BAD_REQUEST', err.message, {
-      cause: ApplicationFailure.create({
-        type: FailureType.InvalidInput,
-        message: err.message,
-        nonRetryable: true,
-        details: [{ field: err.field }],
-      }),
-    });
-  }
+  if (err instanceof InvalidInputError)
+    return badRequest(FailureType.InvalidInput, err.message, [{ field: err.field }]);
   if (err instanceof WorkflowUpdateFailedError) {
     return new OperationError('failed', err.message, {
       cause: err.cause instanceof Error ? err.cause : err,

@@ -17,11 +17,7 @@ export const AGENT_JOBS_SERVICE = 'agent-jobs';
 
 /** Input of `runAgentJob`: the workflow's input, and the caller's idempotency key. */
 export type RunAgentJobInput = Omit<AgentJobInput, 'previousCreate'> & {
-  /**
-   * The caller's idempotency key: the same project and key never make a second agent job, through
-   * Nexus or the client library (`agent-job/<project>/<key>`). Without one, the operation's own
-   * request ID is the key, so a retried start attaches to the job the first one made.
-   */
+  /** The caller's idempotency key, shared with the library; without one, the operation's request ID. */
   key?: string;
   /** `interactive` (default) or `batch`, as for `startAgentJob`. */
   priority?: StartPriority;
@@ -29,20 +25,13 @@ export type RunAgentJobInput = Omit<AgentJobInput, 'previousCreate'> & {
 
 /** Input of `sendFollowUp`: a follow-up turn of an agent job, as for the library's `sendFollowUp`. */
 export type SendFollowUpInput = FollowUpInput & {
-  /**
-   * Idempotency key of the follow-up: the same key never sends a second message to the job.
-   * Without one, the operation's request ID is the key, so a retried request sends nothing new.
-   */
+  /** The follow-up's idempotency key; without one, the operation's request ID. */
   key?: string;
   /** The priority of a workflow the follow-up starts, as for `runAgentJob`. */
   priority?: StartPriority;
 };
 
-/**
- * What `sendFollowUp` answers once the job's workflow has accepted the follow-up. The new turn's
- * result is that workflow's: run `runAgentJob` with `{ projectId, jobId }` (no prompt) to wait
- * for it.
- */
+/** What `sendFollowUp` answers once the job's workflow has accepted the follow-up, not the turn's result. */
 export interface FollowUpAccepted {
   /** The workflow that drives the agent job: `agent-job/<project>/job/<jobId>`. */
   workflowId: string;
@@ -50,12 +39,7 @@ export interface FollowUpAccepted {
   updateId: string;
 }
 
-/**
- * The service definition. `runAgentJob` starts the agent-job workflow (or attaches to the one
- * under the same key) and completes with its result as the workflow returns it, `prLink` and
- * `resent` included (more than 0: a duplicate agent job or turn is possible); cancelling it cancels
- * the workflow. `sendFollowUp` is synchronous: it answers once the follow-up is queued.
- */
+/** The service definition; its operations' keys, cancellation, follow-ups and failures: docs/starting-jobs.md, "From another namespace (Nexus)". */
 export const agentJobsService = nexus.service(AGENT_JOBS_SERVICE, {
   runAgentJob: nexus.operation<RunAgentJobInput, AgentJobResult>(),
   sendFollowUp: nexus.operation<SendFollowUpInput, FollowUpAccepted>(),

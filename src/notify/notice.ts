@@ -12,28 +12,21 @@ export type NoticeOutcome = Extract<
   'completed' | 'archived' | 'failed' | 'timed-out' | 'cancelled'
 >;
 
-/** The webhook body (`Content-Type: application/json`); docs/notifications.md describes each field. */
+/** The webhook body (`Content-Type: application/json`); docs/notifications.md, "The webhook request", says what each field holds. */
 export interface JobEndNotice {
   type: 'agent-job.ended';
-  /** The same for every attempt of this notice, across worker restarts: a receiver dedupes on it. */
   deliveryId: string;
   workflowId: string;
   projectId: string;
   outcome: NoticeOutcome;
-  /** The agent job; null when the workflow ended before it was created. */
   jobId: string | null;
-  /** The pull request's URL; null when the agent changed no files or the job did not complete. */
   prLink: string | null;
-  /** The last record read; null when none was. */
   job: AgentJobRecord | null;
-  /** The workflow's failure, for `failed`, `timed-out` and `cancelled`; null otherwise. */
   failure: { type: string; message: string } | null;
-  /** The counts of the workflow's result (`polls`, `turns`, `created`, `resent`). */
   polls: number;
   turns: number;
   created: boolean;
   resent: number;
-  /** ISO time the workflow ended (its own clock). */
   endedAt: string;
 }
 

@@ -3,15 +3,15 @@
  * answers) and `GET /readyz` (the worker is polling; false once shutdown starts, so a draining pod
  * gets no new traffic).
  */
-import { createServer, type Server } from 'node:http';
-import { once } from 'node:events';
+import { createServer } from 'node:http';
+import { listen } from '../payload-codec/codec-server.js';
 
 /** Starts the health server, `status()` read on every request; throws naming HEALTH_ADDRESS when it cannot bind. */
 export async function startHealthServer(
   address: { host: string; port: number },
   status: () => { ready: boolean; state: string },
 ) {
-  const server: Server = createServer((req, res) => {
+  const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const { ready, state } = status();
     const reply = (code: number, body: object) =>
@@ -21,24 +21,6 @@ export async function startHealthServer(
     else if (path === '/readyz') reply(ready ? 200 : 503, { ready, state });
     else reply(404, { error: 'try /healthz or /readyz' });
   });
-  server.keepAliveTimeout = 5_000;
-  server.listen(address.port, address.host);
-  try {
-    await once(server, 'listening');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new Error(
-      `cannot serve /healthz and /readyz on HEALTH_ADDRESS ${address.host}:${address.port}: ${code}` +
-        (code === 'EADDRINUSE' ? ' (another process holds the port; set HEALTH_ADDRESS to a free one)' : ''),
-      { cause: err },
-    );
-  }
-  const bound = server.address();
-  return {
-    port: typeof bound === 'object' && bound ? bound.port : address.port,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
-    },
-  };
+  const inUse = ' (another process holds the port; set HEALTH_ADDRESS to a free one)';
+  return listen(server, address, '/healthz and /readyz on HEALTH_ADDRESS', inUse);
 }

@@ -9,21 +9,14 @@ import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTPayload } f
 import { fetch, type Dispatcher } from 'undici';
 import { getDispatcher } from '../agent-api/dispatcher.js';
 
-/** What a token must be to be accepted. */
+/**
+ * What a token must be to be accepted: the CODEC_SERVER_OIDC_* settings (docs/payload-codec.md, whose
+ * table says each); `jwksUrl` null reads it by OIDC discovery, `requiredClaim` null takes any valid token.
+ */
 export interface AccessTokenPolicy {
-  /** The issuer exactly as the tokens' `iss` claim spells it (a trailing slash counts). */
   issuer: string;
-  /** An `aud` the token must name: the codec server's API, as registered at the issuer. */
   audience: string;
-  /**
-   * The issuer's JWKS. Null: read `jwks_uri` from `<issuer>/.well-known/openid-configuration` on
-   * first use (OIDC discovery).
-   */
   jwksUrl: string | null;
-  /**
-   * A claim the token must carry: `value` equals a string claim, is one of its space-separated
-   * words (`scope`), or is an element of an array claim (`groups`). Null: any valid token.
-   */
   requiredClaim: { name: string; value: string } | null;
 }
 

@@ -2,9 +2,8 @@
  * The codec server: Temporal's remote codec protocol (`POST <endpoint>/encode` and `/decode`, the
  * body and the answer the protobuf JSON of `temporal.api.common.v1.Payloads`) over this project's
  * payload codec, so that the Temporal UI and the CLI (`--codec-endpoint`) show sealed payloads
- * decoded to the people allowed to see them. Who may call (an OIDC access token, or the local-only
- * allowance: loopback peer, loopback `Host`, the local token in the path), CORS, the limits and the
- * memory they bound: docs/payload-codec.md and docs/decisions/0018-codec-server.md.
+ * decoded to the people allowed to see them. Who may call, CORS, the limits and the memory they
+ * bound: docs/payload-codec.md and docs/decisions/0018-codec-server.md.
  *
  * Nothing of a payload, a key or a token reaches a log line or an error answer, and no text the
  * caller chose is echoed: a bad body is answered with what is wrong with its shape.
@@ -25,14 +24,12 @@ import {
 
 const { Payloads } = proto.temporal.api.common.v1;
 
-/** How the codec server listens and whom it answers. */
+/** How the codec server listens and whom it answers: the CODEC_SERVER_* settings (docs/payload-codec.md). */
 export interface CodecServerSettings {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
-  /** Web origins (scheme://host[:port], exactly) whose pages may call it: the Temporal UI's. */
   allowedOrigins: readonly string[];
-  /** Answer allowed origins' credentialed requests (the UI's `codec.includeCredentials`). */
   allowCredentials: boolean;
   /** The access tokens accepted; null: the local-only allowance (loopback, with `localToken`). */
   accessToken: AccessTokenPolicy | null;
@@ -40,17 +37,8 @@ export interface CodecServerSettings {
   localToken: string | null;
 }
 
-/** Where the codec server writes its lines: one per request, never a payload, key or token. */
-export type CodecServerLogger = Pick<Logger, 'info' | 'warn'>;
-
-/** A running codec server. */
-export interface CodecServer {
-  /** The bound port (useful when 0 was asked for). */
-  port: number;
-  /** `http://<host>:<port>`: the codec endpoint to give the UI and the CLI. */
-  url: string;
-  close(): Promise<void>;
-}
+/** A running codec server: its bound port, `url` the codec endpoint to give the UI and the CLI, and close. */
+export type CodecServer = Awaited<ReturnType<typeof startCodecServer>>;
 
 /**
  * Largest body read, and so the work of a request: every byte it decodes or seals is in it (the UI
@@ -97,15 +85,15 @@ class Refusal extends Error {
 }
 
 /**
- * Starts the codec server over `codec`.
+ * Starts the codec server over `codec`, `logger` getting a line per request (never a payload, key or token).
  * @throws {Error} when asked to run without access tokens on an address other than loopback, or
  *   when the address cannot be bound
  */
 export async function startCodecServer(
   codec: PayloadCodec,
   settings: CodecServerSettings,
-  logger: CodecServerLogger,
-): Promise<CodecServer> {
+  logger: Pick<Logger, 'info' | 'warn'>,
+) {
   const { accessToken, localToken } = settings;
   if (accessToken === null && (localToken === null || !isLoopbackHost(urlHost(settings.host))))
     throw new Error(
@@ -141,20 +129,34 @@ export async function startCodecServer(
       },
     );
   });
+  const { port, close } = await listen(server, settings, 'the codec on');
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  return { port, url: `http://${host}:${port}`, close };
+}
+
+/**
+ * Binds `server` (this one's and the worker's health server) to `host:port`, or throws `cannot serve
+ * <what> host:port: <code>`, `inUse` added for EADDRINUSE. Gives the bound port (0 asks for a
+ * free one) and a close that ends open connections too.
+ */
+export async function listen(
+  server: Server,
+  { host, port }: { host: string; port: number },
+  what: string,
+  inUse = '',
+) {
   server.keepAliveTimeout = 5_000;
-  server.listen(settings.port, settings.host);
+  server.listen(port, host);
   try {
     await once(server, 'listening');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new Error(`cannot serve the codec on ${settings.host}:${settings.port}: ${code}`, { cause: err });
+    const hint = code === 'EADDRINUSE' ? inUse : '';
+    throw new Error(`cannot serve ${what} ${host}:${port}: ${code}${hint}`, { cause: err });
   }
   const bound = server.address();
-  const port = typeof bound === 'object' && bound ? bound.port : settings.port;
-  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
   return {
-    port,
-    url: `http://${host}:${port}`,
+    port: typeof bound === 'object' && bound ? bound.port : port,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
@@ -295,7 +297,7 @@ function localOnly(req: IncomingMessage, token: string, localToken: string | nul
 }
 
 /** A host as a URL spells it (`[::1]`), which is what isLoopbackHost reads. */
-function urlHost(host: string): string {
+export function urlHost(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 

@@ -1,11 +1,10 @@
 /**
  * The failure converter of a process with a payload key ring (`failureConverterPath` of
- * `payloadDataConverter`): the SDK's, with `encodeCommonAttributes`, so a failure's message and
- * stack trace travel sealed (decision 0021). The workflow code has its own
- * (src/workflows/sealed-failures.ts). Two failures stay readable, for callers without the ring
- * (decision 0023): the Nexus handler's `UnsealedInput` refusal, and a workflow task's failure on a
- * payload that does not open (src/payload-codec/unopened.ts), whose type and text name only a key
- * ID and why, and whose cause (the cipher's) is left out.
+ * `payloadDataConverter`): the SDK's, with `encodeCommonAttributes`, so a failure's message and stack
+ * trace travel sealed (decision 0021; the workflow code's own: src/workflows/sealed-failures.ts). Two
+ * stay readable for callers without the ring (decision 0023): the Nexus handler's `UnsealedInput`
+ * refusal, and a task's failure on a payload that does not open (./unopened.ts), which names only a
+ * key ID and why, its cause (the cipher's) left out.
  *
  * Loaded by the SDK with `require()`, by path: a module of its own, with this one export.
  */

@@ -22,6 +22,7 @@ export { AccessTokenVerifier, type AccessTokenPolicy } from './access-token.js';
 export {
   MAX_BODY_BYTES,
   startCodecServer,
+  urlHost,
   type CodecServer,
   type CodecServerSettings,
 } from './codec-server.js';
@@ -43,12 +44,10 @@ const modulePath = (relative: string) =>
   fileURLToPath(new URL(`${relative}.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url));
 
 /**
- * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined when there
- * is none (the codec is off). `onEvent` hears of a new ring and of a file that became unusable,
- * never a key; `onUnopened` of each sealed payload that does not open. Payloads that arrive
- * unsealed are marked on decode, and the values decoded from them too, so that the workflow and the
- * Nexus handler refuse such an input; failures carry their message and stack trace sealed
- * (decisions 0021 and 0023).
+ * The data converter for a payload key file (TEMPORAL_PAYLOAD_KEYS_FILE), or undefined without one:
+ * unsealed arrivals marked for the workflow and the Nexus handler to refuse, failures sealed
+ * (decisions 0021 and 0023). `onEvent` hears of ring changes, never a key; `onUnopened` of each
+ * sealed payload that does not open.
  * @throws PayloadKeyFileError when the file holds no usable ring now
  */
 export function payloadDataConverter(

@@ -1,15 +1,9 @@
 /**
  * The payload codec's keys: a ring of AES-256 keys, each with an ID, the first one current (it
  * seals), every one able to open what it sealed. Read from a file (TEMPORAL_PAYLOAD_KEYS_FILE, a
- * mounted Secret) as a {@link WatchedFile}, so that making a new key current, or adding one, needs
- * no restart. The file, one key a line, the current key first:
- *
- *     # comments and blank lines are ignored
- *     2026-11 3q2+7w...base64 of 32 random bytes...=
- *     2026-10 Zm9v...=
- *
- * A key ID is written in every sealed payload's metadata, in plain text, and named in errors; the
- * key itself never is. An all-zero key is refused: it is a placeholder, not a secret.
+ * mounted Secret; its format: docs/configuration.md, "Payload encryption") as a {@link WatchedFile},
+ * so that making a new key current, or adding one, needs no restart. A key ID is written in every
+ * sealed payload's metadata, in plain text, and named in errors; the key itself never is.
  */
 import { statSync } from 'node:fs';
 import { WatchedFile, type Parsed, type WatchedFileOptions } from '../agent-api/watched-file.js';
@@ -136,11 +130,9 @@ export class FileKeyRing extends WatchedFile<KeyRing> implements KeyRingSource {
 }
 
 /**
- * Like OpenSSH's StrictModes, refuses a ring that group or others can write (whoever can write it
- * chooses the key that seals) and warns of one that others can read, unless
- * TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK=off (a mount that cannot carry modes). Read here, not by
- * one process's loader: the worker, the starter, the library and the codec server all open rings.
- * Windows keeps no such modes.
+ * Refuses a ring that group or others can write and warns of one that others can read (why, and the
+ * override: docs/payload-codec.md, "The ring's file mode"). Here, not in one process's loader: the
+ * worker, the starter, the library and the codec server all open rings.
  */
 function checkMode(path: string): void {
   if (process.platform === 'win32' || process.env.TEMPORAL_PAYLOAD_KEYS_FILE_MODE_CHECK === 'off') return;

@@ -59,15 +59,15 @@ test('the cache grows with the limit and its planned memory stays under it', () 
 
 test('the worker config: WORKER_MEMORY_LIMIT over the cgroup, an explicit cache over both', () => {
   const cgroup = () => ({ bytes: 2 * GiB, source: 'cgroup v2' as const });
-  assert.equal(loadWorkerConfig(base, cgroup).maxCachedWorkflows, 2700);
+  assert.equal(loadWorkerConfig(base, cgroup).memory.maxCachedWorkflows, 2700);
   const fromSetting = loadWorkerConfig({ ...base, WORKER_MEMORY_LIMIT: '1Gi' }, cgroup);
-  assert.equal(fromSetting.maxCachedWorkflows, 1100);
+  assert.equal(fromSetting.memory.maxCachedWorkflows, 1100);
   assert.equal(fromSetting.memory.limit?.source, 'WORKER_MEMORY_LIMIT');
   const explicit = loadWorkerConfig({ ...base, WORKER_MAX_CACHED_WORKFLOWS: '500' }, cgroup);
-  assert.equal(explicit.maxCachedWorkflows, 500);
+  assert.equal(explicit.memory.maxCachedWorkflows, 500);
   assert.equal(explicit.memory.workflowHeapMiB, workflowHeapFor(500));
   const none = loadWorkerConfig(base, () => null);
-  assert.equal(none.maxCachedWorkflows, DEFAULT_MAX_CACHED_WORKFLOWS);
+  assert.equal(none.memory.maxCachedWorkflows, DEFAULT_MAX_CACHED_WORKFLOWS);
   assert.equal(none.memory.workflowHeapMiB, null);
   assert.throws(
     () => loadWorkerConfig({ ...base, WORKER_MEMORY_LIMIT: 'plenty' }, cgroup),

@@ -4,11 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError } from '../../src/config/settings.js';
+import { ConfigError, readSettings } from '../../src/config/settings.js';
 import {
   buildIdOf,
   DEFAULT_DEPLOYMENT_NAME,
-  loadVersioningSettings,
+  VersioningEnv,
   workerDeploymentOptions,
   type VersioningSettings,
 } from '../../src/config/version.js';
@@ -34,12 +34,12 @@ test('any change to the code is a new build ID', () => {
 });
 
 test('versioning is off by default, with the default deployment name and the bundle build ID', () => {
-  const settings = loadVersioningSettings({});
+  const settings = readSettings(VersioningEnv, {});
   assert.deepEqual(settings, {
-    enabled: false,
-    deploymentName: DEFAULT_DEPLOYMENT_NAME,
-    buildIdOverride: null,
-    upgradeCheck: true,
+    TEMPORAL_WORKER_VERSIONING: false,
+    TEMPORAL_DEPLOYMENT_NAME: DEFAULT_DEPLOYMENT_NAME,
+    TEMPORAL_WORKER_BUILD_ID: undefined,
+    WORKER_UPGRADE_CHECK: true,
   });
   assert.equal(DEFAULT_DEPLOYMENT_NAME, 'agent-job-orchestrator');
   // Declared all the same, so the server records which build completed each workflow task.
@@ -50,7 +50,7 @@ test('versioning is off by default, with the default deployment name and the bun
 });
 
 test('TEMPORAL_WORKER_VERSIONING=on pins every workflow to the build that started it', () => {
-  const settings = loadVersioningSettings({
+  const settings = readSettings(VersioningEnv, {
     TEMPORAL_WORKER_VERSIONING: 'ON',
     TEMPORAL_DEPLOYMENT_NAME: 'docs-agents',
   });
@@ -62,12 +62,12 @@ test('TEMPORAL_WORKER_VERSIONING=on pins every workflow to the build that starte
 });
 
 test('TEMPORAL_WORKER_BUILD_ID replaces the bundle build ID', () => {
-  const settings: VersioningSettings = loadVersioningSettings({
+  const settings: VersioningSettings = readSettings(VersioningEnv, {
     TEMPORAL_WORKER_VERSIONING: 'on',
     TEMPORAL_WORKER_BUILD_ID: ' release-42 ',
   });
-  assert.equal(settings.buildIdOverride, 'release-42');
-  assert.equal(loadVersioningSettings({ WORKER_UPGRADE_CHECK: 'off' }).upgradeCheck, false);
+  assert.equal(settings.TEMPORAL_WORKER_BUILD_ID, 'release-42');
+  assert.equal(readSettings(VersioningEnv, { WORKER_UPGRADE_CHECK: 'off' }).WORKER_UPGRADE_CHECK, false);
   assert.equal(workerDeploymentOptions(settings, 'abc123def456').version.buildId, 'release-42');
 });
 
@@ -84,7 +84,7 @@ test('bad versioning settings are ConfigErrors naming the setting', () => {
   ];
   for (const [env, setting, message] of cases) {
     assert.throws(
-      () => loadVersioningSettings(env),
+      () => readSettings(VersioningEnv, env),
       (err: unknown) => err instanceof ConfigError && err.setting === setting && message.test(err.message),
       JSON.stringify(env),
     );

@@ -24,10 +24,10 @@ test('defaults: local Temporal, task queue agent-jobs, health 8080 and metrics 9
   assert.equal(config.temporal.namespace, 'default');
   assert.equal(config.temporal.taskQueue, 'agent-jobs');
   assert.equal(config.temporal.uiUrl, 'http://localhost:8233');
-  assert.equal(config.agentApi.baseUrl, 'http://127.0.0.1:8787');
-  assert.equal(config.agentApi.ambiguousCreatePolicy, 'retry');
-  assert.deepEqual(config.healthAddress, { host: '127.0.0.1', port: 8080 });
-  assert.equal(config.metricsBindAddress, '127.0.0.1:9464');
+  assert.equal(config.agentApi.AGENT_API_BASE_URL, 'http://127.0.0.1:8787');
+  assert.equal(config.agentApi.AGENT_API_AMBIGUOUS_CREATE, 'retry');
+  assert.deepEqual(config.HEALTH_ADDRESS, { host: '127.0.0.1', port: 8080 });
+  assert.equal(config.METRICS_ADDRESS, '127.0.0.1:9464');
   assert.equal(config.workerOptions.shutdownGraceTime, 30_000);
 });
 
@@ -52,8 +52,8 @@ test('health and metrics bind elsewhere only when HEALTH_ADDRESS and METRICS_ADD
     HEALTH_ADDRESS: '0.0.0.0:8080',
     METRICS_ADDRESS: '0.0.0.0:9464',
   });
-  assert.deepEqual(config.healthAddress, { host: '0.0.0.0', port: 8080 });
-  assert.equal(config.metricsBindAddress, '0.0.0.0:9464');
+  assert.deepEqual(config.HEALTH_ADDRESS, { host: '0.0.0.0', port: 8080 });
+  assert.equal(config.METRICS_ADDRESS, '0.0.0.0:9464');
 });
 
 test('an http base URL to another host than loopback is refused unless AGENT_API_ALLOW_INSECURE_HTTP=true', () => {
@@ -77,7 +77,7 @@ test('an http base URL to another host than loopback is refused unless AGENT_API
       AGENT_API_BASE_URL: url,
       AGENT_API_ALLOW_INSECURE_HTTP: 'true',
     });
-    assert.equal(allowed.agentApi.baseUrl, url);
+    assert.equal(allowed.agentApi.AGENT_API_BASE_URL, url);
   }
   for (const url of [
     'http://127.0.0.1:8787',
@@ -86,7 +86,7 @@ test('an http base URL to another host than loopback is refused unless AGENT_API
     'http://127.0.0.2',
     'https://api.mintlify.com',
   ]) {
-    assert.equal(loadWorkerConfig({ ...base, AGENT_API_BASE_URL: url }).agentApi.baseUrl, url);
+    assert.equal(loadWorkerConfig({ ...base, AGENT_API_BASE_URL: url }).agentApi.AGENT_API_BASE_URL, url);
   }
   assert.throws(
     () => loadWorkerConfig({ ...base, AGENT_API_ALLOW_INSECURE_HTTP: 'yes' }),
@@ -98,7 +98,7 @@ test('AGENT_API_KEY_FILE reads a mounted secret, trimmed', () => {
   const file = join(dir, 'key');
   writeFileSync(file, 'mint_from_file\n');
   const config = loadWorkerConfig({ ...base, AGENT_API_KEY: undefined, AGENT_API_KEY_FILE: file });
-  assert.equal(config.agentApi.apiKey, 'mint_from_file');
+  assert.equal(config.agentApi.AGENT_API_KEY, 'mint_from_file');
 });
 
 test('AGENT_API_KEY_FILE is read by the rules the worker re-reads it with: an empty or malformed file is refused, naming it', () => {

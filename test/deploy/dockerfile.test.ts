@@ -264,7 +264,7 @@ describe('Dockerfile', () => {
     const url = /https?:\/\/[^'"\s)]+/.exec(cmd.join(' '))?.[0];
     assert.ok(url, 'the health check must request a URL');
     const defaults = workerDefaults();
-    assert.equal(new URL(url).port, String(defaults.healthAddress.port));
+    assert.equal(new URL(url).port, String(defaults.HEALTH_ADDRESS.port));
     assert.equal(new URL(url).pathname, '/readyz');
   });
 
@@ -274,7 +274,7 @@ describe('Dockerfile', () => {
       .instructions.filter((i) => i.keyword === 'EXPOSE')
       .flatMap((i) => i.args.split(/\s+/))
       .map(Number);
-    assert.ok(defaults.metricsBindAddress, 'metrics are on by default');
-    assert.deepEqual(exposed.sort(), [defaults.healthAddress.port, port(defaults.metricsBindAddress)].sort());
+    assert.ok(defaults.METRICS_ADDRESS, 'metrics are on by default');
+    assert.deepEqual(exposed.sort(), [defaults.HEALTH_ADDRESS.port, port(defaults.METRICS_ADDRESS)].sort());
   });
 });

@@ -24,7 +24,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { parse, parseAllDocuments } from 'yaml';
 import { CODEC_SERVER_SETTINGS, loadCodecServerConfig } from '../../src/config/codec-server.js';
-import { loadWorkerConfig, WORKER_SETTINGS, workerOptionsFrom } from '../../src/config/worker.js';
+import { loadWorkerConfig, WORKER_SETTINGS } from '../../src/config/worker.js';
 import { findOnPath } from '../../dev/temporal-cli.js';
 import { ALL_SEARCH_ATTRIBUTES, DEFAULT_TASK_QUEUE } from '../../src/contract.js';
 
@@ -75,7 +75,7 @@ function portOf(address: string): number {
   return port;
 }
 
-const METRICS_PORT = portOf(defaults.metricsBindAddress ?? '');
+const METRICS_PORT = portOf(defaults.METRICS_ADDRESS ?? '');
 
 function record(value: unknown, what: string): Record<string, unknown> {
   assert.ok(
@@ -218,11 +218,11 @@ describe('docker-compose.yml', () => {
     assertWorkerSettings(Object.keys(env), 'the compose worker service');
     const config = loadWorkerConfig(env);
     assert.equal(
-      config.healthAddress.port,
-      defaults.healthAddress.port,
+      config.HEALTH_ADDRESS.port,
+      defaults.HEALTH_ADDRESS.port,
       'the image health check probes the default port',
     );
-    assert.equal(portOf(config.metricsBindAddress ?? ''), METRICS_PORT);
+    assert.equal(portOf(config.METRICS_ADDRESS ?? ''), METRICS_PORT);
     assert.equal(config.temporal.taskQueue, DEFAULT_TASK_QUEUE, 'the starter uses the default task queue');
   });
 
@@ -307,7 +307,7 @@ describe('docker-compose.yml', () => {
   });
 
   test('lets the worker drain, forced end included, before Docker kills it', () => {
-    const drainMs = Number(workerOptionsFrom(loadWorkerConfig(environment('worker'))).shutdownForceTime);
+    const drainMs = Number(loadWorkerConfig(environment('worker')).workerOptions.shutdownForceTime);
     const stopMs = msToNumber(service('worker').stop_grace_period as Duration);
     assert.ok(
       stopMs > drainMs,
@@ -413,7 +413,7 @@ describe('deploy/k8s', () => {
       AGENT_API_KEY_FILE: keyFile,
       TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
     });
-    assert.equal(config.agentApi.apiKey, 'placeholder-key');
+    assert.equal(config.agentApi.AGENT_API_KEY, 'placeholder-key');
     assert.equal(config.temporal.taskQueue, configData.TEMPORAL_TASK_QUEUE);
   });
 
@@ -522,7 +522,7 @@ describe('deploy/k8s', () => {
       typeof ref === 'number' ? ref : ports.find((p) => p.name === ref)?.containerPort;
     const healthPort = portOf(literalEnv.HEALTH_ADDRESS ?? '');
     const metricsPort = portOf(literalEnv.METRICS_ADDRESS ?? '');
-    assert.equal(healthPort, defaults.healthAddress.port);
+    assert.equal(healthPort, defaults.HEALTH_ADDRESS.port);
     assert.equal(metricsPort, METRICS_PORT);
     const probes = {
       readinessProbe: '/readyz',
@@ -552,7 +552,7 @@ describe('deploy/k8s', () => {
       AGENT_API_KEY_FILE: '',
       TEMPORAL_PAYLOAD_KEYS_FILE: RING_FILE,
     });
-    const drainMs = Number(workerOptionsFrom(config).shutdownForceTime);
+    const drainMs = Number(config.workerOptions.shutdownForceTime);
     const termination = Number(podSpec.terminationGracePeriodSeconds) * 1000;
     assert.ok(
       termination > drainMs,
@@ -766,10 +766,10 @@ describe('versioned deployments', () => {
           'keep it in step with deploy/k8s/worker-deployment.yaml',
         );
         const config = configOf(deployment!);
-        assert.equal(config.versioning.enabled, true);
+        assert.equal(config.versioning.TEMPORAL_WORKER_VERSIONING, true);
         assert.equal(
-          config.versioning.buildIdOverride,
-          null,
+          config.versioning.TEMPORAL_WORKER_BUILD_ID,
+          undefined,
           "the build ID is the image's own, never set by hand",
         );
       });
@@ -780,7 +780,7 @@ describe('versioned deployments', () => {
         )[0]!;
         const config = configOf(deployment!);
         // KEDA 2.21's parameters for a Worker Deployment Version (keda.sh/docs/2.21/scalers/temporal).
-        assert.equal(trigger.metadata.workerDeploymentName, config.versioning.deploymentName);
+        assert.equal(trigger.metadata.workerDeploymentName, config.versioning.TEMPORAL_DEPLOYMENT_NAME);
         assert.equal(trigger.metadata.workerDeploymentBuildId, buildId);
         const unversioned = structuredClone(scaledObject!);
         const spec = record(unversioned.spec, 'spec');

@@ -101,8 +101,12 @@ test('the worker sizes a cache from the manifests that fits under their limit', 
       source: 'cgroup v2',
     }),
   );
-  assert.equal(config.maxCachedWorkflows, cacheSizeFor(limit), 'the manifests leave the cache to the rule');
-  assert.ok(modelMiB(config.maxCachedWorkflows) <= (limit / MiB) * (1 - HEADROOM));
+  assert.equal(
+    config.memory.maxCachedWorkflows,
+    cacheSizeFor(limit),
+    'the manifests leave the cache to the rule',
+  );
+  assert.ok(modelMiB(config.memory.maxCachedWorkflows) <= (limit / MiB) * (1 - HEADROOM));
   assert.ok(config.memory.workflowHeapMiB !== null && config.memory.workflowHeapMiB < limit / MiB);
 });
 

@@ -1,12 +1,12 @@
 /**
- * The worker's report of a payload that does not open (src/worker/unopened-payloads.ts): a line
+ * The worker's report of a payload that does not open (src/worker/runtime.ts): a line
  * per payload with the reason, key ID and owner, and each workflow counted once.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Logger, MetricMeter } from '@temporalio/common';
 import { SealedPayloadError, UnknownPayloadKeyError } from '../../src/payload-codec/index.js';
-import { reportUnopenedPayloads } from '../../src/worker/unopened-payloads.js';
+import { reportUnopenedPayloads } from '../../src/worker/runtime.js';
 
 test('one line per payload naming workflow, key ID and reason; each workflow counted once, by reason', () => {
   const lines: [string, unknown][] = [];
