@@ -91,9 +91,7 @@ export function createMessageActivity(
           deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
             idempotencyKey: input.idempotencyKey,
           }),
-        (answer, cancelled) =>
-          answer.verdict.appliedWithoutRecord ? readAfterAnswer(input, answer, cancelled) : null,
-        false,
+        (answer, cancelled) => readAfterAnswer(input, answer, cancelled),
       );
       deps.projectMetrics?.used(input.projectId, 'message');
       log.info('follow-up message sent', {
