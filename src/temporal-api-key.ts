@@ -4,7 +4,8 @@
  * is given it by {@link followApiKey}. No key appears in a message or a log line.
  */
 import type { ConnectionOptions } from '@temporalio/client';
-import { FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './agent-api/api-key.js';
+import { FileApiKey, type ApiKeySource } from './agent-api/api-key.js';
+import type { WatchedFileEvent } from './agent-api/watched-file.js';
 
 /**
  * How often the worker checks the key file for its connection. A check is one `stat`; a Secret's
@@ -19,7 +20,7 @@ export const TEMPORAL_KEY_CHECK_INTERVAL_MS = 5_000;
  */
 export function temporalApiKeySource(
   apiKeyFile: string | null,
-  onEvent?: (event: ApiKeyFileEvent) => void,
+  onEvent?: (event: WatchedFileEvent) => void,
 ): FileApiKey | null {
   return apiKeyFile === null ? null : new FileApiKey(apiKeyFile, { onEvent });
 }

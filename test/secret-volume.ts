@@ -1,7 +1,8 @@
 /** A Kubernetes Secret volume on disk, for the key rotation tests. */
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FileApiKey, type ApiKeyFileEvent } from '../src/agent-api/index.js';
+import { FileApiKey } from '../src/agent-api/index.js';
+import type { WatchedFileEvent } from '../src/agent-api/watched-file.js';
 
 /**
  * A Secret volume as the kubelet writes it: `key -> ..data/key`, `..data -> ..<version>`. An update
@@ -36,7 +37,7 @@ export class SecretVolume {
 /** A key source on a file, read on a fake clock, with the events it reported. */
 export interface WatchedKeyFile {
   source: FileApiKey;
-  events: ApiKeyFileEvent[];
+  events: WatchedFileEvent[];
   /** The time the source reads, in ms: a test moves it. */
   clock: { ms: number };
 }
@@ -44,7 +45,7 @@ export interface WatchedKeyFile {
 /** A {@link FileApiKey} on `path` that checks at most every `checkIntervalMs` of a fake clock starting at 0. */
 export function watchKeyFile(path: string, checkIntervalMs: number): WatchedKeyFile {
   const clock = { ms: 0 };
-  const events: ApiKeyFileEvent[] = [];
+  const events: WatchedFileEvent[] = [];
   const source = new FileApiKey(path, {
     checkIntervalMs,
     now: () => clock.ms,

@@ -54,19 +54,26 @@ const POLL_REQUEST_MS = 20_000;
 
 /** Builds the get and poll activities. */
 export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps) {
+  /** One GET of the job; its failure leaves as `toFailure` makes it, with `failure`'s options. */
+  async function read(
+    input: GetAgentJobInput,
+    timeoutMs?: number,
+    failure?: Parameters<ToFailure>[3],
+  ): Promise<AgentJobRecord> {
+    let record: AgentJobRecord;
+    try {
+      record = await api.getJob(input.projectId, input.jobId, { signal: cancellationSignal(), timeoutMs });
+    } catch (err) {
+      throw toFailure(err, 'getJob', input.projectId, failure);
+    }
+    keys.answered(input.projectId);
+    metrics.polled(record);
+    return record;
+  }
+
   return {
     /** Reads the agent job once: one poll. */
-    getAgentJob: async (input: GetAgentJobInput): Promise<AgentJobRecord> => {
-      let record: AgentJobRecord;
-      try {
-        record = await api.getJob(input.projectId, input.jobId, { signal: cancellationSignal() });
-      } catch (err) {
-        throw toFailure(err, 'getJob', input.projectId);
-      }
-      keys.answered(input.projectId);
-      metrics.polled(record);
-      return record;
-    },
+    getAgentJob: (input: GetAgentJobInput): Promise<AgentJobRecord> => read(input),
 
     /**
      * Polls the agent job by server-side retry (docs/decisions/0010): one GET per attempt, failing
@@ -83,23 +90,12 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
           nonRetryable: true,
         });
       }
-      let record: AgentJobRecord;
-      try {
-        // A GET that hangs is a transient RequestTimeout, retried at the schedule's pace.
-        record = await api.getJob(input.projectId, input.jobId, {
-          signal: cancellationSignal(),
-          timeoutMs: Math.min(POLL_REQUEST_MS, leftMs()),
-        });
-      } catch (err) {
-        // A transient error the workflow need not see waits on the server at the schedule's pace.
-        throw toFailure(err, 'getJob', input.projectId, {
-          retry: (retryAfterMs) =>
-            afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
-          deadlineMs: input.deadlineMs,
-        });
-      }
-      metrics.polled(record);
-      keys.answered(input.projectId);
+      // A GET that hangs is a transient RequestTimeout, retried at the schedule's pace; so is any
+      // transient error the workflow need not see, waiting on the server.
+      const record = await read(input, Math.min(POLL_REQUEST_MS, leftMs()), {
+        retry: (retryAfterMs) => afterTransientError(retryAfterMs, input.schedule, info.attempt, Math.random),
+        deadlineMs: input.deadlineMs,
+      });
       const verdict = afterRecord(record.status, input.schedule, info.attempt, leftMs(), Math.random);
       if (verdict.kind === 'return') return { record, polls: info.attempt };
       throw withoutStack(() =>

@@ -4,7 +4,7 @@
  * appears in a message or an event of this module.
  */
 import { AgentJobError, ErrorName } from '../errors.js';
-import { WatchedFile, type Parsed, type WatchedFileEvent, type WatchedFileOptions } from './watched-file.js';
+import { WatchedFile, type Parsed, type WatchedFileOptions } from './watched-file.js';
 
 /** An HTTP header value made of visible ASCII only, which is what an API key or idempotency key is. */
 export const TOKEN = /^[\x21-\x7e]+$/;
@@ -26,9 +26,6 @@ export interface ApiKeySource {
 export function staticApiKey(key: string): ApiKeySource {
   return { current: () => key, afterRefusal: () => null, known: () => [key] };
 }
-
-/** What a {@link FileApiKey} reports (a {@link WatchedFileEvent}); never the key. */
-export type ApiKeyFileEvent = WatchedFileEvent;
 
 /** The key file could not be read at start, or held no usable key. The message names the file only. */
 export class ApiKeyFileError extends AgentJobError {

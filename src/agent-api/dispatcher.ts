@@ -66,10 +66,11 @@ export function createDispatcher(
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 
 /**
- * What EnvHttpProxyAgent is given, or null when no host is proxied. An unset variable is passed as
- * `''`, so that EnvHttpProxyAgent never falls back to reading `process.env` itself.
+ * What EnvHttpProxyAgent is given, or null when no host is proxied (the worker's start checks the
+ * variables with it). An unset variable is passed as `''`, so that EnvHttpProxyAgent never falls
+ * back to reading `process.env` itself. @throws TypeError as {@link createDispatcher}
  */
-function proxySettings(
+export function proxySettings(
   env: NodeJS.ProcessEnv,
 ): { httpProxy: string; httpsProxy: string; noProxy: string } | null {
   const httpProxy = proxyUrl(env, 'http_proxy', 'HTTP_PROXY');
@@ -99,11 +100,6 @@ function proxyUrl(env: NodeJS.ProcessEnv, lower: string, upper: string): string 
 /** `localhost`, 127.0.0.0/8 or ::1, as a URL's hostname spells it: a host that never leaves the machine. */
 export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
-}
-
-/** Checks the proxy variables of `env` as {@link createDispatcher} reads them, at the worker's start. @throws TypeError */
-export function checkProxyEnv(env: NodeJS.ProcessEnv): void {
-  proxySettings(env);
 }
 
 let shared: Dispatcher | null = null;

@@ -18,4 +18,4 @@ export {
 export { closeDispatcher, createDispatcher, getDispatcher } from './dispatcher.js';
 export { parseRetryAfter } from './retry-after.js';
 export type { AgentJobRecord, AgentJobStatus } from './types.js';
-export { ApiKeyFileError, FileApiKey, type ApiKeyFileEvent, type ApiKeySource } from './api-key.js';
+export { ApiKeyFileError, FileApiKey, type ApiKeySource } from './api-key.js';

@@ -1,7 +1,7 @@
 /** The worker's settings as zod schemas, a group per concern (docs/configuration.md), read at start. */
 import type { WorkerOptions } from '@temporalio/worker';
 import * as z from 'zod/mini';
-import { checkProxyEnv, isLoopbackHost } from '../agent-api/dispatcher.js';
+import { isLoopbackHost, proxySettings } from '../agent-api/dispatcher.js';
 import { DEFAULT_NOTIFY_RETRY_FOR_MS } from '../failure-policy/streak.js';
 import { FileNotifyTargets, parseNotifyTargets } from '../notify/targets.js';
 import {
@@ -195,7 +195,7 @@ function loadAgentApiSettings(env: Env) {
       'an http URL to a host beyond loopback would send the admin API key in cleartext: use https, or set AGENT_API_ALLOW_INSECURE_HTTP=true for a server on a network you trust (a simulator)',
     );
   try {
-    checkProxyEnv(env);
+    proxySettings(env);
   } catch (err) {
     // The message names the variable; its value may hold credentials and is never shown.
     throw new ConfigError('HTTPS_PROXY/HTTP_PROXY', (err as Error).message);

@@ -4,7 +4,7 @@
  */
 import { DefaultLogger, type LogEntry } from '@temporalio/worker';
 import type { Logger, LogLevel, LogMetadata } from '@temporalio/common';
-import type { ApiKeyFileEvent } from '../agent-api/api-key.js';
+import type { WatchedFileEvent } from '../agent-api/watched-file.js';
 import { jsonText } from '../escape.js';
 
 const SECRET_FIELD = /^(api[-_]?key|authorization|token|password|secret|tlsKey|clientKey)$/i;
@@ -91,7 +91,7 @@ export function logKeyFileEvents(
   logger: Pick<Logger, 'info' | 'warn'>,
   variable: string,
   what: string,
-): (event: ApiKeyFileEvent) => void {
+): (event: WatchedFileEvent) => void {
   return (event) => {
     if (event.kind === 'reloaded') {
       logger.info(`${what} reloaded from ${variable}`, { path: event.path });

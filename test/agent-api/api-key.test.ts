@@ -10,13 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { inspect } from 'node:util';
-import {
-  AgentApiClient,
-  AgentApiError,
-  ApiKeyFileError,
-  FileApiKey,
-  type ApiKeyFileEvent,
-} from '../../src/agent-api/index.js';
+import { AgentApiClient, AgentApiError, ApiKeyFileError, FileApiKey } from '../../src/agent-api/index.js';
+import type { WatchedFileEvent } from '../../src/agent-api/watched-file.js';
 import { ApiFailureType } from '../../src/failure-policy/types.js';
 import { startTestSimulator, uniqueId } from '../harness.js';
 import { SecretVolume, watchKeyFile } from '../secret-volume.js';
@@ -82,7 +77,7 @@ test('a rotation with no overlap fails no call: a 401 re-reads the file and the 
   const [oldKey, newKeyValue] = [newKey(), newKey()];
   const volume = new SecretVolume(root, oldKey);
   const sim = await startTestSimulator({ apiKeys: [oldKey], defaultScenario: { durationMs: 60_000 } });
-  const events: ApiKeyFileEvent[] = [];
+  const events: WatchedFileEvent[] = [];
   // A long interval: only the 401 path can pick up the new key within this test.
   const client = new AgentApiClient({
     baseUrl: sim.url,
