@@ -38,6 +38,7 @@ export interface CreateAgentJobInput {
 
 /** What an activity that sends needs, the create or the follow-up message (./message.ts). */
 export interface SendDeps<Input> {
+  /** The ambiguous-call policy's gate (./failures.ts). */
   mayResend: ResendGate;
   /** Takes the send's use of the project quota when the workflow asked it to: true when it did. */
   takeQuota: (input: Input) => Promise<boolean>;
@@ -51,20 +52,23 @@ export interface SendDeps<Input> {
 const CREATE_HEARTBEAT_MS = 1_000;
 
 /**
- * The one send flow of a create or message: the gate, the quota take, the call, the key noted, its
- * failure. `applied` reads a 2xx answer that was not a record. Only a create heartbeats, so that the
- * workflow's cancellation reaches it (see {@link createCreateActivity}).
+ * The one send flow of a create or message: the gate, the quota take, the call, the key noted, and
+ * its failure. `applied` reads a 2xx answer that was not a record (null: it was not applied);
+ * `heartbeats`: the attempt heartbeats, so the workflow's cancellation reaches it.
  */
 export async function sendOnce<Input extends CreateAgentJobInput>(
   deps: SendDeps<Input>,
   operation: SendingOperation,
   input: Input,
   call: () => Promise<AgentJobRecord>,
-  applied: (answer: AgentApiError, cancelled: AbortSignal) => AgentJobRecord | null | Promise<AgentJobRecord>,
+  applied: (
+    answer: AgentApiError,
+    cancelled: AbortSignal,
+  ) => AgentJobRecord | null | Promise<AgentJobRecord | null>,
+  heartbeats: boolean,
 ): Promise<AgentJobRecord> {
   deps.mayResend(operation, input);
   const cancelled = cancellationSignal();
-  const heartbeats = operation === 'createJob';
   if (heartbeats) heartbeat();
   const beat = heartbeats ? setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS) : undefined;
   let quotaTaken = false;
@@ -80,8 +84,7 @@ export async function sendOnce<Input extends CreateAgentJobInput>(
     return record;
   } catch (err) {
     // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
-    const record =
-      err instanceof AgentApiError && err.verdict.appliedWithoutRecord ? await applied(err, cancelled) : null;
+    const record = err instanceof AgentApiError ? await applied(err, cancelled) : null;
     if (record !== null) return record;
     if (!sending && workerStopping()) throw stoppedBeforeSending(operation);
     // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
@@ -110,6 +113,7 @@ export function createCreateActivity(
         input,
         () => deps.api.createJob(input.projectId, input.prompt, { idempotencyKey: input.idempotencyKey }),
         (answer) => createdDespiteAnswer(answer, deps.metrics),
+        true,
       );
       deps.metrics.created();
       deps.projectMetrics?.used(input.projectId, 'create');
@@ -127,7 +131,7 @@ function createdDespiteAnswer(
   err: AgentApiError,
   metrics: Pick<ActivityMetrics, 'unreadableAnswer'>,
 ): AgentJobRecord | null {
-  if (err.jobId === null) return null;
+  if (!err.verdict.appliedWithoutRecord || err.jobId === null) return null;
   metrics.unreadableAnswer('createJob');
   log.warn('agent job created, but the answer was not a record; going on with the job ID it names', {
     jobId: err.jobId,

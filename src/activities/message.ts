@@ -91,7 +91,9 @@ export function createMessageActivity(
           deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
             idempotencyKey: input.idempotencyKey,
           }),
-        (answer, cancelled) => readAfterAnswer(input, answer, cancelled),
+        (answer, cancelled) =>
+          answer.verdict.appliedWithoutRecord ? readAfterAnswer(input, answer, cancelled) : null,
+        false,
       );
       deps.projectMetrics?.used(input.projectId, 'message');
       log.info('follow-up message sent', {
