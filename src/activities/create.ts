@@ -7,13 +7,7 @@ import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import type { AgentJobRecord } from '../contract.js';
 import type { ActivityMetrics, ProjectUseMetrics } from './metrics.js';
 import { workerStopping } from './attempt.js';
-import {
-  stoppedBeforeSending,
-  type KeyAnswers,
-  type ResendGate,
-  type SendingOperation,
-  type ToFailure,
-} from './failures.js';
+import { stoppedBeforeSending, type KeyAnswers, type ResendGate, type ToFailure } from './failures.js';
 import type { QuotaTakeInput } from './project-quota.js';
 
 /** Input of the create activity. The key is derived from the workflow ID by the workflow. */
@@ -51,70 +45,49 @@ export interface SendDeps<Input> {
 /** How often a create in flight reports to the server, so a cancellation reaches it. */
 const CREATE_HEARTBEAT_MS = 1_000;
 
-/**
- * The one send flow of a create or message: the gate, the quota take, the call, the key noted, and
- * its failure. `applied` reads a 2xx answer that was not a record (null: it was not applied);
- * `heartbeats`: the attempt heartbeats, so the workflow's cancellation reaches it.
- */
-export async function sendOnce<Input extends CreateAgentJobInput>(
-  deps: SendDeps<Input>,
-  operation: SendingOperation,
-  input: Input,
-  call: () => Promise<AgentJobRecord>,
-  applied: (
-    answer: AgentApiError,
-    cancelled: AbortSignal,
-  ) => AgentJobRecord | null | Promise<AgentJobRecord | null>,
-  heartbeats: boolean,
-): Promise<AgentJobRecord> {
-  deps.mayResend(operation, input);
-  const cancelled = cancellationSignal();
-  if (heartbeats) heartbeat();
-  const beat = heartbeats ? setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS) : undefined;
-  let quotaTaken = false;
-  let sending = false;
-  try {
-    // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
-    quotaTaken = await deps.takeQuota(input);
-    sending = true;
-    // Aborted neither by a stopping worker nor by the workflow: once sent, only its answer says
-    // whether it was applied. The HTTP timeouts bound it, inside the shutdown grace.
-    const record = await call();
-    deps.keys.answered(input.projectId);
-    return record;
-  } catch (err) {
-    // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
-    const record = err instanceof AgentApiError ? await applied(err, cancelled) : null;
-    if (record !== null) return record;
-    if (!sending && workerStopping()) throw stoppedBeforeSending(operation);
-    // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
-    if (heartbeats && cancelled.aborted && !workerStopping()) throw cancelled.reason;
-    throw deps.toFailure(err, operation, input.projectId, { quotaTaken });
-  } finally {
-    clearInterval(beat);
-  }
-}
-
 /** Builds the create activity. */
 export function createCreateActivity(
   deps: SendDeps<CreateAgentJobInput> & { api: Pick<AgentApiClient, 'createJob'> },
 ) {
+  /**
+   * A create in flight is not aborted by a cancellation: it may already have made the agent job. The
+   * activity heartbeats so the cancellation reaches it, lets the request finish, and returns the
+   * record when the job was made, so the workflow records its ID before it ends as cancelled.
+   */
+  async function createUnlessCancelled(input: CreateAgentJobInput): Promise<AgentJobRecord> {
+    deps.mayResend('createJob', input);
+    const cancelled = cancellationSignal();
+    heartbeat();
+    const beat = setInterval(() => heartbeat(), CREATE_HEARTBEAT_MS);
+    let quotaTaken = false;
+    let sending = false;
+    try {
+      // Within the heartbeats: the take may wait for the quota workflow longer than their timeout.
+      quotaTaken = await deps.takeQuota(input);
+      sending = true;
+      // Nor by a stopping worker: the HTTP timeouts bound it, inside the shutdown grace.
+      const record = await deps.api.createJob(input.projectId, input.prompt, {
+        idempotencyKey: input.idempotencyKey,
+      });
+      deps.keys.answered(input.projectId);
+      return record;
+    } catch (err) {
+      // Before the cancellation: a job that was made is recorded even by a cancelled workflow.
+      const created = err instanceof AgentApiError ? createdDespiteAnswer(err, deps.metrics) : null;
+      if (created !== null) return created;
+      if (!sending && workerStopping()) throw stoppedBeforeSending('createJob');
+      // The workflow's own cancellation; a stopping worker's is not one (its attempt is read below).
+      if (cancelled.aborted && !workerStopping()) throw cancelled.reason;
+      throw deps.toFailure(err, 'createJob', input.projectId, { quotaTaken });
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
   return {
-    /**
-     * Creates the agent job; an attempt after an ambiguous one passes the policy's gate first. A
-     * create in flight is not aborted by a cancellation: it may already have made the agent job. It
-     * heartbeats so the cancellation reaches it, lets the request finish, and returns the record
-     * when the job was made, so the workflow records its ID before it ends as cancelled.
-     */
+    /** Creates the agent job; an attempt after an ambiguous one passes the policy's gate first. */
     createAgentJob: async (input: CreateAgentJobInput): Promise<AgentJobRecord> => {
-      const record = await sendOnce(
-        deps,
-        'createJob',
-        input,
-        () => deps.api.createJob(input.projectId, input.prompt, { idempotencyKey: input.idempotencyKey }),
-        (answer) => createdDespiteAnswer(answer, deps.metrics),
-        true,
-      );
+      const record = await createUnlessCancelled(input);
       deps.metrics.created();
       deps.projectMetrics?.used(input.projectId, 'create');
       log.info('agent job created', { projectId: input.projectId, jobId: record.id, status: record.status });

@@ -3,13 +3,13 @@
  * the job when the API applied the message without answering with a record.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { activityInfo, log } from '@temporalio/activity';
+import { activityInfo, cancellationSignal, log } from '@temporalio/activity';
 import { withTimeout } from '../agent-api/abort.js';
-import type { AgentApiClient, AgentApiError } from '../agent-api/index.js';
+import { AgentApiError, type AgentApiClient } from '../agent-api/index.js';
 import { FailureType, type AgentJobRecord } from '../contract.js';
 import { timeLeftMs, workerStopping } from './attempt.js';
-import { sendOnce, type CreateAgentJobInput, type SendDeps } from './create.js';
-import { apiFailure } from './failures.js';
+import type { CreateAgentJobInput, SendDeps } from './create.js';
+import { apiFailure, stoppedBeforeSending } from './failures.js';
 
 /** Input of the follow-up message activity: a create's, to the job `jobId`. */
 export interface SendAgentJobMessageInput extends CreateAgentJobInput {
@@ -82,19 +82,28 @@ export function createMessageActivity(
   return {
     /** Sends a follow-up prompt, which starts a new turn of the agent job. */
     sendAgentJobMessage: async (input: SendAgentJobMessageInput): Promise<AgentJobRecord> => {
-      // The workflow waits for no cancellation here: the attempt does not heartbeat.
-      const record = await sendOnce(
-        deps,
-        'sendMessage',
-        input,
-        () =>
-          deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
-            idempotencyKey: input.idempotencyKey,
-          }),
-        (answer, cancelled) =>
-          answer.verdict.appliedWithoutRecord ? readAfterAnswer(input, answer, cancelled) : null,
-        false,
-      );
+      deps.mayResend('sendMessage', input);
+      let quotaTaken: boolean;
+      try {
+        quotaTaken = await deps.takeQuota(input);
+      } catch (err) {
+        if (workerStopping()) throw stoppedBeforeSending('sendMessage');
+        throw err;
+      }
+      const cancelled = cancellationSignal();
+      let record: AgentJobRecord;
+      try {
+        // Not aborted by a stopping worker (nor by the workflow, which waits for no cancellation
+        // here): once sent, only its answer says whether a turn started. The HTTP timeouts bound it.
+        record = await deps.api.sendMessage(input.projectId, input.jobId, input.prompt, {
+          idempotencyKey: input.idempotencyKey,
+        });
+        deps.keys.answered(input.projectId);
+      } catch (err) {
+        if (!(err instanceof AgentApiError && err.verdict.appliedWithoutRecord))
+          throw deps.toFailure(err, 'sendMessage', input.projectId, { quotaTaken });
+        record = await readAfterAnswer(input, err, cancelled);
+      }
       deps.projectMetrics?.used(input.projectId, 'message');
       log.info('follow-up message sent', {
         projectId: input.projectId,
