@@ -57,15 +57,6 @@ const pollOptions: ActivityOptions = {
   cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
 
-/**
- * The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`: the server
- * caps `nextRetryDelay` at `maximumInterval`, and an attempt that timed out retries after 1 s (or
- * less on a faster schedule), not after a growing backoff (decision 0010).
- */
-function pollRetryPolicy(maxIntervalMs: number): ActivityOptions['retry'] {
-  const maximumInterval = pollRetryCapMs(maxIntervalMs);
-  return { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
-}
 // A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
 const messageOptions: ActivityOptions = {
   startToCloseTimeout: '75s',
@@ -117,6 +108,10 @@ export function pollJob(
   const { projectId, input, deadlineMs } = run;
   const { maxIntervalMs, backoffCoefficient } = input.poll;
   const schedule = { intervalMs, maxIntervalMs, backoffCoefficient };
+  // The server caps `nextRetryDelay` at `maximumInterval`; an attempt that timed out retries after
+  // 1 s (or less on a faster schedule), not after a growing backoff (decision 0010).
+  const maximumInterval = pollRetryCapMs(maxIntervalMs);
+  const retry = { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
   return attempt(
     run,
     {
@@ -127,10 +122,9 @@ export function pollJob(
     },
     // No schedule-to-close timeout: the attempts keep to the deadline in the input (decision 0010).
     () =>
-      pollAgentJob.executeWithOptions(
-        { summary: `poll agent job ${markdownText(jobId)}`, retry: pollRetryPolicy(maxIntervalMs) },
-        [{ projectId, jobId, schedule, deadlineMs }],
-      ),
+      pollAgentJob.executeWithOptions({ summary: `poll agent job ${markdownText(jobId)}`, retry }, [
+        { projectId, jobId, schedule, deadlineMs },
+      ]),
     // Its attempts before the one that failed were answers (active records) the workflow never saw.
     { afterUnseenAttempts: true },
   );
