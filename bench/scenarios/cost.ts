@@ -14,7 +14,7 @@ import { runPlainLoop } from '../processes.js';
 import { replay, scaleSchedule } from '../schedule.js';
 import { mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
-import { POLLS_PER_RUN } from '../../src/workflows/agent-job/workflow.js';
+import { POLLS_PER_RUN } from '../../src/workflows/agent-job/run.js';
 import type { CostVariant, WorkerImplementation } from '../catalogue.js';
 import { apiRequests, startJob } from './load.js';
 

@@ -29,7 +29,6 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
     outbound: [
       {
         scheduleActivity: (input, next) => next(carryTrace(input)),
-        scheduleLocalActivity: (input, next) => next(carryTrace(input)),
         continueAsNew: (input, next) => next(carryTrace(input)),
       },
     ],

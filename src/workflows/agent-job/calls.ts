@@ -11,14 +11,14 @@ import {
   workflowInfo,
   type ActivityOptions,
 } from '@temporalio/workflow';
-import type { AgentJobActivities, PolledRecord } from '../../activities/index.js';
+import type { AgentJobActivities, CreateAgentJobInput, PolledRecord } from '../../activities/index.js';
 import { FailureType, type AgentJobRecord } from '../../contract.js';
 import { markdownText, quoted } from '../../escape.js';
 import type { QuotaUseKind } from '../../quota/messages.js';
 import { CREATE_BACKOFF, MESSAGE_BACKOFF, retryPolicyOf } from '../../failure-policy/backoff.js';
 import { POLL_ATTEMPT_TIMEOUT_MS, pollRetryCapMs } from '../../poll-schedule.js';
 import type { ResolvedInput } from '../../input.js';
-import type { ProjectQuotaRequester, QuotaTicket, QuotaUse } from '../project-quota/requester.js';
+import type { ProjectQuotaRequester, QuotaUse } from '../project-quota/requester.js';
 import { attempt, untilAnswered, type ApiCall, type ApiCaller, type AttemptResult } from './api-failures.js';
 
 /** What the calls read of the run (./run.ts), besides what ./api-failures.ts reports to it. */
@@ -41,10 +41,14 @@ const RETRY_NO_TIMEOUTS = [
   'TemporalTimeout:Heartbeat',
   FailureType.WorkerShutdown,
 ];
-const createOptions: ActivityOptions = {
+// A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
+const sendOptions = (backoff: typeof CREATE_BACKOFF): ActivityOptions => ({
   // The HTTP client gives up well before this (the whole request within 60s).
   startToCloseTimeout: '75s',
-  retry: { ...retryPolicyOf(CREATE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
+  retry: { ...retryPolicyOf(backoff), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
+});
+const createOptions: ActivityOptions = {
+  ...sendOptions(CREATE_BACKOFF),
   // Heartbeats carry a cancellation to the request in flight; the workflow then waits for the
   // request to finish, to record the job it may have made.
   heartbeatTimeout: '10s',
@@ -57,24 +61,9 @@ const pollOptions: ActivityOptions = {
   cancellationType: ActivityCancellationType.TRY_CANCEL,
 };
 
-/**
- * The poll activity's retry policy for a schedule whose longest wait is `maxIntervalMs`: the server
- * caps `nextRetryDelay` at `maximumInterval`, and an attempt that timed out retries after 1 s (or
- * less on a faster schedule), not after a growing backoff (decision 0010).
- */
-function pollRetryPolicy(maxIntervalMs: number): ActivityOptions['retry'] {
-  const maximumInterval = pollRetryCapMs(maxIntervalMs);
-  return { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
-}
-// A follow-up message starts a turn, like a create: same patience, and an idempotency key too.
-const messageOptions: ActivityOptions = {
-  startToCloseTimeout: '75s',
-  retry: { ...retryPolicyOf(MESSAGE_BACKOFF), nonRetryableErrorTypes: RETRY_NO_TIMEOUTS },
-};
-
 const { createAgentJob } = proxyActivities<AgentJobActivities>(createOptions);
 const { pollAgentJob } = proxyActivities<AgentJobActivities>(pollOptions);
-const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(messageOptions);
+const { sendAgentJobMessage } = proxyActivities<AgentJobActivities>(sendOptions(MESSAGE_BACKOFF));
 
 /** Creates the agent job, until the deadline. `previousCreate`: why one may have been sent before this workflow started. */
 export function createJob(
@@ -117,6 +106,10 @@ export function pollJob(
   const { projectId, input, deadlineMs } = run;
   const { maxIntervalMs, backoffCoefficient } = input.poll;
   const schedule = { intervalMs, maxIntervalMs, backoffCoefficient };
+  // The server caps `nextRetryDelay` at `maximumInterval`; an attempt that timed out retries after
+  // 1 s (or less on a faster schedule), not after a growing backoff (decision 0010).
+  const maximumInterval = pollRetryCapMs(maxIntervalMs);
+  const retry = { initialInterval: Math.min(1_000, maximumInterval), backoffCoefficient: 1, maximumInterval };
   return attempt(
     run,
     {
@@ -127,10 +120,9 @@ export function pollJob(
     },
     // No schedule-to-close timeout: the attempts keep to the deadline in the input (decision 0010).
     () =>
-      pollAgentJob.executeWithOptions(
-        { summary: `poll agent job ${markdownText(jobId)}`, retry: pollRetryPolicy(maxIntervalMs) },
-        [{ projectId, jobId, schedule, deadlineMs }],
-      ),
+      pollAgentJob.executeWithOptions({ summary: `poll agent job ${markdownText(jobId)}`, retry }, [
+        { projectId, jobId, schedule, deadlineMs },
+      ]),
     // Its attempts before the one that failed were answers (active records) the workflow never saw.
     { afterUnseenAttempts: true },
   );
@@ -162,11 +154,7 @@ export function sendMessage(
 }
 
 /** What every attempt of a create or message adds to its input: why it may follow an applied one, its quota take. */
-interface SentWith {
-  uncertain: string | null;
-  quotaRequestId: string;
-  quotaRefused?: QuotaTicket['refused'];
-}
+type SentWith = Pick<CreateAgentJobInput, 'uncertain' | 'quotaRequestId' | 'quotaRefused'>;
 
 /**
  * A create or message, sent until the API answers or the deadline comes. Each attempt is its own

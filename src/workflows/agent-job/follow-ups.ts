@@ -3,9 +3,9 @@
  * and the `followUp` updates whose caller has no answer yet (what continue-as-new carries, and what
  * a caller re-attaching in the next run attaches to). A `sendMessage` goes ahead of the queue; a
  * `followUp` and the prompt of `{ jobId, prompt }` wait for the turn in progress to end. One
- * message is on its way at a time. Pure: the poll loop asks {@link FollowUps.next} and sends.
+ * message is on its way at a time. The poll loop asks {@link FollowUps.next} and sends.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, condition } from '@temporalio/workflow';
 import { MAX_QUEUED_FOLLOW_UPS, type AgentJobProgress, type AgentJobRecord } from '../../contract.js';
 import { checkPrompt } from '../../input.js';
 import { wrapsSealed } from '../sealed-failures.js';
@@ -167,6 +167,31 @@ export class FollowUps {
     return followUp;
   }
 
+  /**
+   * The `followUp` update `updateId`, queued under `key` unless a run before took it: its turn and
+   * that turn's end record, or what its message failed with.
+   */
+  async answer(
+    updateId: string,
+    prompt: string,
+    key: string,
+  ): Promise<{ turn: number; ended: AgentJobRecord }> {
+    try {
+      const followUp =
+        this.get(updateId) ?? this.track({ updateId, prompt, key, turn: null, ended: null, failed: null });
+      // `ended` is set only once `turn` is.
+      await condition(
+        () => followUp.ended !== null || followUp.error !== undefined || followUp.failed !== null,
+      );
+      // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
+      if (followUp.error !== undefined) throw followUp.error as Error;
+      if (followUp.failed !== null) throw earlierRunFailure(followUp.failed);
+      return { turn: followUp.turn as number, ended: followUp.ended as AgentJobRecord };
+    } finally {
+      this.answered(updateId);
+    }
+  }
+
   /** The caller of update `updateId` has its answer. */
   answered(updateId: string): void {
     this.#unanswered.delete(updateId);
@@ -205,4 +230,20 @@ function failureOf(err: unknown): CarriedFollowUp['failed'] {
   const sealed = wrapsSealed(err) ? { sealed: true as const } : {};
   if (err instanceof ApplicationFailure) return { type: err.type ?? null, message: err.message, ...sealed };
   return { type: null, message: err instanceof Error ? err.message : 'the message failed', ...sealed };
+}
+
+/**
+ * A follow-up's failure in an earlier run, for its caller re-attaching in this one; one that arrived
+ * sealed keeps its message in the details, a payload (decision 0021).
+ */
+export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>): ApplicationFailure {
+  const where = 'the message failed in an earlier run of this workflow';
+  return ApplicationFailure.create({
+    type: failed.type ?? undefined,
+    message: failed.sealed
+      ? `The follow-up ${where}; its failure's message is in the details`
+      : `${failed.message} (${where})`,
+    nonRetryable: true,
+    details: failed.sealed ? [{ message: failed.message }] : undefined,
+  });
 }

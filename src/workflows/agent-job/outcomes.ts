@@ -17,7 +17,6 @@ import {
   type AgentJobResult,
 } from '../../contract.js';
 import { quoted } from '../../escape.js';
-import type { CarriedFollowUp } from './follow-ups.js';
 
 /** What a result says besides the record: the run's counts, and whether it created the agent job. */
 type RunFacts = Pick<AgentJobProgress, 'polls' | 'turns' | 'resent'> & {
@@ -69,22 +68,6 @@ export function unsealedInput(): ApplicationFailure {
       'payload codec (the starter with TEMPORAL_PAYLOAD_KEYS_FILE, a library client with payloadDataConverter). ' +
       'No agent job was created.',
     nonRetryable: true,
-  });
-}
-
-/**
- * A follow-up's failure in an earlier run, for its caller re-attaching in this one; one that arrived
- * sealed keeps its message in the details, a payload (decision 0021).
- */
-export function earlierRunFailure(failed: NonNullable<CarriedFollowUp['failed']>): ApplicationFailure {
-  const where = 'the message failed in an earlier run of this workflow';
-  return ApplicationFailure.create({
-    type: failed.type ?? undefined,
-    message: failed.sealed
-      ? `The follow-up ${where}; its failure's message is in the details`
-      : `${failed.message} (${where})`,
-    nonRetryable: true,
-    details: failed.sealed ? [{ message: failed.message }] : undefined,
   });
 }
 

@@ -35,7 +35,7 @@ import { ProjectQuotaRequester, type QuotaUse } from '../project-quota/requester
 import type { QuotaUseKind } from '../../quota/messages.js';
 import { createJob, pollJob, sendMessage, startFollowUpKey, updateIdNow, updateMessageKey } from './calls.js';
 import { FollowUps, type CarriedFollowUp, type FollowUp, type Sent } from './follow-ups.js';
-import { earlierRunFailure, outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
+import { outcomeOf, timedOut, turnResult, unknownStatus } from './outcomes.js';
 import { PollWait } from './poll-wait.js';
 import * as show from './progress.js';
 import { Turn, type EndStatus, type TurnState } from './turn.js';
@@ -119,14 +119,26 @@ export class AgentJobRun implements show.RunProgress {
         this.#followUps.checkSendMessage(prompt, this.jobId, show.phaseOf(this, this.#followUps.sending)),
       description: 'Send a follow-up prompt to the agent job and resume polling until the new turn ends',
     });
-    setHandler(followUpUpdate, (prompt) => this.#followUp(prompt), {
-      validator: (prompt) => this.#followUps.checkFollowUp(prompt, updateIdNow(), this.end),
-      // Ending at the deadline, their callers read the workflow's failure; continuing as new, the
-      // next run carries them and their callers re-attach there with the same update ID.
-      unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
-      description:
-        'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
-    });
+    setHandler(
+      followUpUpdate,
+      async (prompt) => {
+        const { turn, ended } = await this.#followUps.answer(
+          updateIdNow(),
+          prompt,
+          updateMessageKey(this.turn.number),
+        );
+        // Its own turn's, also for a caller that re-attaches after a later turn has started.
+        return { ...turnResult(this, ended), turns: turn };
+      },
+      {
+        validator: (prompt) => this.#followUps.checkFollowUp(prompt, updateIdNow(), this.end),
+        // Ending at the deadline, their callers read the workflow's failure; continuing as new, the
+        // next run carries them and their callers re-attach there with the same update ID.
+        unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
+        description:
+          'Queue a follow-up prompt: sent once the turn in progress ends, returns when its own turn ends',
+      },
+    );
   }
 
   get turns(): number {
@@ -169,10 +181,7 @@ export class AgentJobRun implements show.RunProgress {
     return this.#followUps.send(this.input.prompt, startFollowUpKey(), 'after-turn');
   }
 
-  /**
-   * Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN poll
-   * activities. Each pass waits (unless a poll is requested), then runs one poll activity.
-   */
+  /** Polls until a turn ends with no message pending, continuing as new every POLLS_PER_RUN poll activities. */
   async pollUntilDone(jobId: string): Promise<AgentJobResult> {
     const pollsPerRun = this.input.continueAsNewAfterPolls ?? POLLS_PER_RUN;
     // Failed poll activities count too: that bounds a run's history however long the API stays down.
@@ -181,7 +190,6 @@ export class AgentJobRun implements show.RunProgress {
     const schedule = this.#schedule;
     for (;;) {
       if ((this.polls > 0 || pollsThisRun > 0) && Date.now() >= this.deadlineMs) {
-        // A message on its way ends at the same deadline: `failed` waits for its error.
         throw this.timedOut('the agent job was still working');
       }
       this.#wakeIfReady();
@@ -244,15 +252,14 @@ export class AgentJobRun implements show.RunProgress {
    * its caller would hear only that the workflow completed.
    */
   async failed(err: unknown): Promise<void> {
-    if (err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut) {
-      await condition(() => !this.#followUps.sending);
-    }
+    const atDeadline = err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut;
+    if (atDeadline) await condition(() => !this.#followUps.sending);
     const outcome = outcomeOf(err);
     if (outcome !== null) this.#reportEnd(outcome, false);
     if (isCancellation(err)) this.#showEnd('cancelled');
     // The quota's deadline and final API errors end the workflow too: the phase says so.
     else if (err instanceof ApplicationFailure) {
-      this.end = err.type === FailureType.AgentJobTimedOut ? 'timed-out' : 'failed';
+      this.end = atDeadline ? 'timed-out' : 'failed';
       this.nextPollAt = null;
     }
   }
@@ -327,7 +334,6 @@ export class AgentJobRun implements show.RunProgress {
   }
 
   async #continueAsNew(jobId: string): Promise<never> {
-    // `followUp` handlers still waiting are left behind (ABANDON): the next run carries them.
     await condition(() => allHandlersFinished() || !this.#followUps.holdsRun);
     // A follow-up message may have held the run until the deadline: end here, not in a new run.
     if (Date.now() >= this.deadlineMs) throw this.timedOut('the agent job was still working');
@@ -355,35 +361,6 @@ export class AgentJobRun implements show.RunProgress {
       this.raw,
       next,
     );
-  }
-
-  /** The `followUp` update: its own turn's result, once that turn ends. */
-  async #followUp(prompt: string): Promise<AgentJobResult> {
-    const updateId = updateIdNow();
-    try {
-      // A caller re-attaching after continue-as-new finds its follow-up here.
-      const followUp =
-        this.#followUps.get(updateId) ??
-        this.#followUps.track({
-          updateId,
-          prompt,
-          key: updateMessageKey(this.turn.number),
-          turn: null,
-          ended: null,
-          failed: null,
-        });
-      // `ended` is set only once `turn` is.
-      await condition(
-        () => followUp.ended !== null || followUp.error !== undefined || followUp.failed !== null,
-      );
-      // What the message call threw: an ApplicationFailure or an ActivityFailure, as for a sender awaiting it.
-      if (followUp.error !== undefined) throw followUp.error as Error;
-      if (followUp.failed !== null) throw earlierRunFailure(followUp.failed);
-      // Its own turn's, also for a caller that re-attaches after a later turn has started.
-      return { ...turnResult(this, followUp.ended as AgentJobRecord), turns: followUp.turn as number };
-    } finally {
-      this.#followUps.answered(updateId);
-    }
   }
 
   /** A message's time has come: the wait in progress ends, so that the loop sends it. */

@@ -11,8 +11,6 @@ import { arrivedUnsealed } from '../unsealed-input.js';
 import { AgentJobRun, type Continuation } from './run.js';
 import { invalidInput, unsealedInput } from './outcomes.js';
 
-export { POLLS_PER_RUN, type Continuation } from './run.js';
-
 /** Drives one agent job to its end. `carried` is set only by continue-as-new. */
 export async function agentJobWorkflow(
   input: AgentJobInput,
@@ -23,7 +21,6 @@ export async function agentJobWorkflow(
   if (carried === undefined && arrivedUnsealed(input) && patched('refuse-unsealed-input')) {
     throw unsealedInput();
   }
-  // Validate: nothing is created from a bad input.
   const run = new AgentJobRun(input, validate(input), carried);
   // `notify`: its target is checked before anything is created, and told of the end (no commands without it).
   const notifier = new JobEndNotifier(run.input.notify, carried !== undefined);
@@ -35,7 +32,7 @@ export async function agentJobWorkflow(
     // send fails the workflow.
     const sent = run.promptAtStart();
     const result = await (sent === null ? polled : Promise.race([polled, sent.then(() => polled)]));
-    await notifier.completed(run);
+    await notifier.notify(run);
     return result;
   } catch (err) {
     await run.failed(err);

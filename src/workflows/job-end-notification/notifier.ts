@@ -7,7 +7,6 @@
  * Workflow code: deterministic, no Node modules.
  */
 import {
-  ActivityFailure,
   ApplicationFailure,
   CancellationScope,
   ContinueAsNew,
@@ -26,6 +25,7 @@ import type { AgentJobRun } from '../agent-job/run.js';
 import {
   JOB_END_NOTIFICATION_WORKFLOW_TYPE,
   jobEndNotificationId,
+  ownFailure,
   type jobEndNotification,
 } from './workflow.js';
 
@@ -57,19 +57,8 @@ export class JobEndNotifier {
   /** Refuses an unknown target before anything else runs (`UnknownNotifyTarget`, final). */
   async checkTarget(): Promise<void> {
     if (this.target === null || this.#accepted) return;
-    try {
-      await notifyTarget(this.target);
-    } catch (err) {
-      // The activity's refusal is the workflow's own failure, as a caller matches on its type.
-      if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) throw err.cause;
-      throw err;
-    }
+    await notifyTarget(this.target).catch(ownFailure);
     this.#accepted = true;
-  }
-
-  /** The workflow returns: the notice of `run`, handed to the child. */
-  async completed(run: NoticeFacts): Promise<void> {
-    await this.#notify(run, null);
   }
 
   /**
@@ -79,13 +68,14 @@ export class JobEndNotifier {
   async failed(run: NoticeFacts, err: unknown): Promise<void> {
     if (err instanceof ContinueAsNew) return;
     if (isCancellation(err)) {
-      await this.#notify(run, { type: 'Cancelled', message: 'The workflow was cancelled.' });
+      await this.notify(run, { type: 'Cancelled', message: 'The workflow was cancelled.' });
     } else if (err instanceof ApplicationFailure) {
-      await this.#notify(run, { type: err.type ?? 'ApplicationFailure', message: err.message });
+      await this.notify(run, { type: err.type ?? 'ApplicationFailure', message: err.message });
     }
   }
 
-  async #notify(run: NoticeFacts, failure: JobEndNotice['failure']): Promise<void> {
+  /** The workflow ends (returns, when `failure` is null): the notice of `run`, handed to the child. */
+  async notify(run: NoticeFacts, failure: JobEndNotice['failure'] = null): Promise<void> {
     if (this.target === null || !this.#accepted || run.end === null) return;
     const info = workflowInfo();
     const notice: JobEndNotice = {

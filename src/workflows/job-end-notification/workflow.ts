@@ -39,13 +39,16 @@ export interface JobEndNotificationResult {
 // whose worker died (an unknown name is final).
 const { notifyTarget } = proxyActivities<AgentJobActivities>({ startToCloseTimeout: '30s' });
 
+/** Rethrows a target check's refusal as the workflow's own failure, as a caller matches on its type. */
+export function ownFailure(err: unknown): never {
+  throw err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : err;
+}
+
 /** Delivers `notice` to `target`, or fails with `NoticeUndelivered` (`UnknownNotifyTarget` if the name went away). */
 export async function jobEndNotification(input: DeliverJobEndNoticeInput): Promise<JobEndNotificationResult> {
   const { target, notice } = input;
-  const { retryForMs } = await notifyTarget(target, 'delivery').catch((err: unknown) => {
-    // A target removed since the job started: its own failure, as the caller matches on its type.
-    throw err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : err;
-  });
+  // A target removed since the job started fails with its own type.
+  const { retryForMs } = await notifyTarget(target, 'delivery').catch(ownFailure);
   const { deliverJobEndNotice } = proxyActivities<AgentJobActivities>({
     // One attempt is one POST, bounded at 30 s in the activity; this only catches a lost worker.
     startToCloseTimeout: '60s',
@@ -70,7 +73,10 @@ function undelivered(
   retryForMs: number,
 ): unknown {
   if (!(err instanceof ActivityFailure)) return err;
-  const last = lastApplicationFailure(err);
+  // The last attempt's failure (a timeout's cause holds it).
+  let cause: unknown = err.cause;
+  while (cause instanceof TemporalFailure && !(cause instanceof ApplicationFailure)) cause = cause.cause;
+  const last = cause instanceof ApplicationFailure ? cause : null;
   // The bound is the server's alone (the activity only says how long to wait), and ends it two
   // ways: the schedule-to-close timer fires during an attempt or between two (a TimeoutFailure),
   // or the server sees the next wait would pass it and ends on the last failure.
@@ -91,14 +97,4 @@ function undelivered(
     nonRetryable: true,
     details: [{ target, deliveryId: notice.deliveryId }],
   });
-}
-
-/** The last attempt's failure under an activity's failure (a timeout's cause holds it). */
-function lastApplicationFailure(err: TemporalFailure): ApplicationFailure | null {
-  let cause: unknown = err.cause;
-  while (cause instanceof TemporalFailure) {
-    if (cause instanceof ApplicationFailure) return cause;
-    cause = cause.cause;
-  }
-  return null;
 }

@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { failureConverter as sealing } from '../../../src/payload-codec/failure-converter.js';
-import { FollowUps } from '../../../src/workflows/agent-job/follow-ups.js';
-import { earlierRunFailure } from '../../../src/workflows/agent-job/outcomes.js';
+import { earlierRunFailure, FollowUps } from '../../../src/workflows/agent-job/follow-ups.js';
 import { failureConverter as bundled } from '../../../src/workflows/sealed-failures.js';
 
 const API_TEXT = 'the prompt "marker-5e1d" is not allowed';
