@@ -89,10 +89,8 @@ export class ProjectBudget {
   }
 
   /**
-   * A take of one use, the one way in; its answers: docs/project-quota.md, "One way in". Idempotent
-   * by request ID: a repeat of a queued take hears its place again; this run's repeat of a granted
-   * take is granted again without a second use, its use moved to the repeat's time; another run's
-   * is `used-before`. `refused` is heard first, once.
+   * A take of one use, idempotent by request ID (docs/project-quota.md, "One way in" and "The
+   * margin"); `refused` is heard first, once.
    */
   take(take: QuotaTake, now: number, random: () => number): QuotaTakeAnswer {
     const s = this.#s;
@@ -180,11 +178,7 @@ export class ProjectBudget {
     return { outcome: 'declined', retryAt: new Date(retryAt).toISOString(), queueLength: s.queue.length };
   }
 
-  /**
-   * A 429 for the use of take `refused.requestId`, counted once: the use leaves the window (the API
-   * did not count it), the project pauses as every retry waits (src/failure-policy/backoff.ts), and
-   * the budget learns unless the use had left the window already.
-   */
+  /** A 429 for the use of take `refused.requestId`, counted once (docs/project-quota.md, "429" and "Learning"). */
   #refuse(
     refused: { requestId: string; retryAfterMs: number | null },
     kind: QuotaUseKind,
@@ -353,11 +347,7 @@ export class ProjectBudget {
     while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
   }
 
-  /**
-   * A 429 when `accepted` uses of ours were in the window: the budget is what the API took, lowered
-   * from what it was before the burst. None of ours: another client's uses filled the window, which
-   * the pause and probes wait out; the budget keeps what it was.
-   */
+  /** A 429 when `accepted` uses of ours were in the window (docs/project-quota.md, "Learning"). */
   #learn(accepted: number, now: number): void {
     const s = this.#s;
     const before = s.learntBeforePause;
@@ -366,10 +356,7 @@ export class ProjectBudget {
     s.learntStep = 1;
   }
 
-  /**
-   * A learnt budget grows back each window without a 429, by 1, 2, 4, ... up to the configured one;
-   * where the API really allows fewer, the next 429 restarts at 1: about one 429 per window.
-   */
+  /** The learnt budget grows back each quiet window (docs/project-quota.md, "Learning"). */
   #relearn(now: number): void {
     const s = this.#s;
     if (s.learntUses === null || now - s.learntAt < s.limit.windowMs) return;
