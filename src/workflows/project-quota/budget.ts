@@ -265,10 +265,9 @@ export class ProjectBudget {
   }
 
   /**
-   * When the quota loop must wake on its own ({@link actAt}), and whether it ends now. With nothing
-   * to act on it wakes once, to end, {@link QUOTA_IDLE_MS} after the budget is quiet; a later use
-   * pushes that end on without a new wake-up. `busy`: the loop's signals are unacknowledged, so it
-   * cannot end yet. Call once per pass, after {@link grant}.
+   * When the quota loop must wake on its own ({@link actAt}; docs/project-quota.md, "What it costs"),
+   * and whether it ends now. `busy`: its signals are unacknowledged, so it cannot end yet. Call once
+   * per pass, after {@link grant}.
    */
   wake(now: number, busy: boolean): { at: number | null; end: boolean } {
     const quiet = this.#quietAt(now);
@@ -282,9 +281,8 @@ export class ProjectBudget {
   }
 
   /**
-   * The earliest time something the loop acts on changes with time: a lease expires, a pause or a
-   * probe ends, the learnt budget grows back, or, with takes queued, a use leaves the window (with
-   * nothing queued a take reads the window itself), or the loop's end `endAt`. Null when nothing does.
+   * The earliest time something the loop acts on changes with time, or its end `endAt`; null when
+   * nothing does. A use leaving the window counts only with takes queued: else a take reads it itself.
    */
   #actAt(endAt: number | null): number | null {
     const s = this.#s;
