@@ -7,7 +7,6 @@ import * as z from 'zod/mini';
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { QueuePlace } from '../contract.js';
 import { boundedWorkflowId, encodeUriPart, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import type { QuotaLimit } from './settings.js';
 import { MAX_RETRY_AFTER_MS } from '../failure-policy/backoff.js';
 
 export type { QuotaLimit } from './settings.js';
