@@ -4,10 +4,9 @@
  * Importable from workflow code: no Node modules, no I/O, no clocks (zod/mini is plain functions).
  */
 import * as z from 'zod/mini';
-import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { QueuePlace } from '../contract.js';
 import { boundedWorkflowId, encodeUriPart, MAX_WORKFLOW_ID_BYTES, utf8ByteLength } from '../ids.js';
-import type { QuotaLimit } from './settings.js';
 import { MAX_RETRY_AFTER_MS } from '../failure-policy/backoff.js';
 
 export type { QuotaLimit } from './settings.js';
@@ -139,35 +138,6 @@ export const quotaGrantSignal = defineSignal<[{ requestId: string }]>('quotaGran
 
 /** Signal to the quota workflow: a queued or granted take is withdrawn unused (deadline, cancellation). */
 export const quotaReleaseSignal = defineSignal<[{ requestId: string }]>('quotaRelease');
-
-/** What the quota workflow's `quotaStatus` query answers. */
-export interface ProjectQuotaStatus {
-  projectId: string;
-  /** The configured budget, and the one learnt from 429s (lower, or equal when none came). */
-  limit: QuotaLimit;
-  effectiveUses: number;
-  /** Uses counted in the current window, grants held for queued takes included. */
-  usesInWindow: number;
-  /** Grants held for queued takes that have not taken them yet, oldest first. */
-  leases: Array<{ requestId: string; workflowId: string; grantedAt: string; expiresAt: string }>;
-  queueLength: number;
-  /** The first requests of the queue, in order (at most 20). */
-  queueHead: Array<{ requestId: string; workflowId: string; kind: QuotaUseKind; enqueuedAt: string }>;
-  /** ISO time the project's budget resumes after a 429, or null. */
-  pausedUntil: string | null;
-  /** Counters across every run of the quota workflow (docs/project-quota.md, "What users see"). */
-  totals: Record<'taken' | 'queued' | 'granted' | 'refused' | 'released' | 'expired' | 'declined', number>;
-}
-
-/** Query on the quota workflow: its state. */
-export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');
-
-/** A project quota's counts: the budget as learnt, the uses in its window (grants out included), the queue. */
-export interface QuotaUsage {
-  budgetUses: number;
-  usesInWindow: number;
-  queued: number;
-}
 
 /** `value` within `[min, max]`. */
 export function clamp(value: number, min: number, max: number): number {

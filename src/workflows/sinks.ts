@@ -3,7 +3,7 @@
  * layers above it (decision 0016); src/observability/project-metrics.ts implements them.
  */
 import type { Sinks } from '@temporalio/workflow';
-import type { QuotaUsage } from '../quota/messages.js';
+import type { QuotaUsage } from './project-quota/state.js';
 
 /** What workflows tell the worker for the per-project metrics: never during replay, so each event counts once. */
 export interface ProjectMetricsSinks extends Sinks {

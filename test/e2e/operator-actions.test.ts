@@ -15,7 +15,7 @@ import type { temporal } from '@temporalio/proto';
 import { resolveTemporalCli } from '../../dev/temporal-cli.js';
 import { startAgentJob } from '../../src/client/index.js';
 import { FailureType, SearchAttributes, statusQuery, type AgentJobInput } from '../../src/contract.js';
-import { quotaStatusQuery } from '../../src/quota/messages.js';
+import { quotaStatusQuery } from '../../src/workflows/project-quota/state.js';
 import type { Scenario } from '../../src/simulator/index.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { FAST_POLL, quotaWorkflow, startQuotaSetup, startSimulatedSuite, waitFor } from '../harness.js';

@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startAgentJob, type AgentJobHandle } from '../../src/client/index.js';
 import type { AgentJobResult } from '../../src/contract.js';
-import { projectQuotaWorkflowId, quotaStatusQuery } from '../../src/quota/messages.js';
+import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
+import { quotaStatusQuery } from '../../src/workflows/project-quota/state.js';
 import { startSimulatedWorld, startWorkerProcess, uniqueId, waitFor, type TestProcess } from '../harness.js';
 import { assertResendsCounted, createdJobs, requestsTo } from '../simulator-stats.js';
 

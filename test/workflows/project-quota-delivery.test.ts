@@ -14,10 +14,10 @@ import { FailureType, statusQuery } from '../../src/contract.js';
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
-  quotaStatusQuery,
   quotaTakeUpdate,
   type QuotaLimit,
 } from '../../src/quota/messages.js';
+import { quotaStatusQuery } from '../../src/workflows/project-quota/state.js';
 import { MAX_RETRY_AFTER_MS, RETRY_JITTER } from '../../src/failure-policy/backoff.js';
 import type { projectQuota } from '../../src/workflows/index.js';
 import { quotaWorkflow, startQuotaJob, startQuotaSetup, waitFor, type QuotaSetup } from '../harness.js';

@@ -17,10 +17,10 @@ import { SearchAttributes, sendMessageUpdate, statusQuery, type AgentJobResult }
 import {
   PROJECT_QUOTA_WORKFLOW_TYPE,
   projectQuotaWorkflowId,
-  quotaStatusQuery,
   quotaTakeUpdate,
   type QuotaLimit,
 } from '../../src/quota/messages.js';
+import { quotaStatusQuery } from '../../src/workflows/project-quota/state.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import type { agentJobWorkflow, projectQuota } from '../../src/workflows/index.js';
 import {

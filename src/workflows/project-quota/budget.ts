@@ -89,10 +89,8 @@ export class ProjectBudget {
   }
 
   /**
-   * A take of one use, the one way in; its answers: docs/project-quota.md, "One way in". Idempotent
-   * by request ID: a repeat of a queued take hears its place again; this run's repeat of a granted
-   * take is granted again without a second use, its use moved to the repeat's time; another run's
-   * is `used-before`. `refused` is heard first, once.
+   * A take of one use, idempotent by request ID (docs/project-quota.md, "One way in" and "The
+   * margin"); `refused` is heard first, once.
    */
   take(take: QuotaTake, now: number, random: () => number): QuotaTakeAnswer {
     const s = this.#s;
@@ -180,11 +178,7 @@ export class ProjectBudget {
     return { outcome: 'declined', retryAt: new Date(retryAt).toISOString(), queueLength: s.queue.length };
   }
 
-  /**
-   * A 429 for the use of take `refused.requestId`, counted once: the use leaves the window (the API
-   * did not count it), the project pauses as every retry waits (src/failure-policy/backoff.ts), and
-   * the budget learns unless the use had left the window already.
-   */
+  /** A 429 for the use of take `refused.requestId`, counted once (docs/project-quota.md, "429" and "Learning"). */
   #refuse(
     refused: { requestId: string; retryAfterMs: number | null },
     kind: QuotaUseKind,
@@ -271,10 +265,9 @@ export class ProjectBudget {
   }
 
   /**
-   * When the quota loop must wake on its own ({@link actAt}), and whether it ends now. With nothing
-   * to act on it wakes once, to end, {@link QUOTA_IDLE_MS} after the budget is quiet; a later use
-   * pushes that end on without a new wake-up. `busy`: the loop's signals are unacknowledged, so it
-   * cannot end yet. Call once per pass, after {@link grant}.
+   * When the quota loop must wake on its own ({@link actAt}; docs/project-quota.md, "What it costs"),
+   * and whether it ends now. `busy`: its signals are unacknowledged, so it cannot end yet. Call once
+   * per pass, after {@link grant}.
    */
   wake(now: number, busy: boolean): { at: number | null; end: boolean } {
     const quiet = this.#quietAt(now);
@@ -288,9 +281,8 @@ export class ProjectBudget {
   }
 
   /**
-   * The earliest time something the loop acts on changes with time: a lease expires, a pause or a
-   * probe ends, the learnt budget grows back, or, with takes queued, a use leaves the window (with
-   * nothing queued a take reads the window itself), or the loop's end `endAt`. Null when nothing does.
+   * The earliest time something the loop acts on changes with time, or its end `endAt`; null when
+   * nothing does. A use leaving the window counts only with takes queued: else a take reads it itself.
    */
   #actAt(endAt: number | null): number | null {
     const s = this.#s;
@@ -353,11 +345,7 @@ export class ProjectBudget {
     while (window.length > 0 && (window[0] as number) <= horizon) window.shift();
   }
 
-  /**
-   * A 429 when `accepted` uses of ours were in the window: the budget is what the API took, lowered
-   * from what it was before the burst. None of ours: another client's uses filled the window, which
-   * the pause and probes wait out; the budget keeps what it was.
-   */
+  /** A 429 when `accepted` uses of ours were in the window (docs/project-quota.md, "Learning"). */
   #learn(accepted: number, now: number): void {
     const s = this.#s;
     const before = s.learntBeforePause;
@@ -366,10 +354,7 @@ export class ProjectBudget {
     s.learntStep = 1;
   }
 
-  /**
-   * A learnt budget grows back each window without a 429, by 1, 2, 4, ... up to the configured one;
-   * where the API really allows fewer, the next 429 restarts at 1: about one 429 per window.
-   */
+  /** The learnt budget grows back each quiet window (docs/project-quota.md, "Learning"). */
   #relearn(now: number): void {
     const s = this.#s;
     if (s.learntUses === null || now - s.learntAt < s.limit.windowMs) return;

@@ -33,8 +33,8 @@ import {
 
 /**
  * How long a queued workflow waits without a grant before it takes again under the same request ID,
- * at most (the worker's lease, when shorter): by then a grant lost on its way is back in the budget,
- * and the take finds its place, its grant, or a quota workflow that forgot it (terminated), anew.
+ * at most (the worker's lease, when shorter): by then a grant lost on its way is back in the budget
+ * (docs/project-quota.md, "Nothing lost").
  */
 export const QUOTA_REASK_MS = DEFAULT_QUOTA_LEASE_MS;
 

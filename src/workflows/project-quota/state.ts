@@ -2,8 +2,9 @@
  * What the budget of one project holds (plain JSON, carried across continue-as-new) and its
  * read-only views; the decisions that change it are ./budget.ts. Pure: `now` is passed (epoch ms).
  */
+import { defineQuery } from '@temporalio/workflow';
 import type { QueuePlace } from '../../contract.js';
-import type { ProjectQuotaStatus, QuotaLimit, QuotaTake, QuotaUsage } from '../../quota/messages.js';
+import type { QuotaLimit, QuotaTake } from '../../quota/messages.js';
 import { clamp, MAX_USES, MAX_WINDOW_MS } from '../../quota/messages.js';
 
 /** One queued take; `requeued`: it asks again after a 429, ahead of every other request. */
@@ -119,21 +120,27 @@ export function placeAt(s: BudgetState, index: number, now: number): QueuePlace 
 }
 
 /** The counts of {@link snapshotOf} without copying leases or the queue: for a report every pass. */
-export function usageOf(s: BudgetState, now: number): QuotaUsage {
+export function usageOf(s: BudgetState, now: number) {
   const horizon = now - spanMs(s.limit);
   const inWindow = s.window.reduce((n, t) => (t > horizon ? n + 1 : n), 0);
   const leases = s.leases.reduce((n, l) => (l.expiresAt > now ? n + 1 : n), 0);
   return { budgetUses: effectiveUses(s), usesInWindow: inWindow + leases, queued: s.queue.length };
 }
 
+/** A project quota's counts: the budget as learnt, the uses in its window (grants out included), the queue. */
+export type QuotaUsage = ReturnType<typeof usageOf>;
+
 /** What the `quotaStatus` query answers. */
-export function snapshotOf(s: BudgetState, now: number): ProjectQuotaStatus {
+export function snapshotOf(s: BudgetState, now: number) {
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
     projectId: s.projectId,
+    /** The configured budget; `effectiveUses`: the one learnt from 429s (lower, or equal when none came). */
     limit: s.limit,
     effectiveUses: effectiveUses(s),
+    /** Uses counted in the current window, grants held for queued takes included. */
     usesInWindow: usageOf(s, now).usesInWindow,
+    /** Grants held for queued takes that have not taken them yet, oldest first. */
     leases: s.leases
       .filter((l) => l.expiresAt > now)
       .map((l) => ({
@@ -143,16 +150,25 @@ export function snapshotOf(s: BudgetState, now: number): ProjectQuotaStatus {
         expiresAt: iso(l.expiresAt),
       })),
     queueLength: s.queue.length,
+    /** The first requests of the queue, in order (at most 20). */
     queueHead: s.queue.slice(0, 20).map((e) => ({
       requestId: e.requestId,
       workflowId: e.workflowId,
       kind: e.kind,
       enqueuedAt: iso(e.enqueuedAt),
     })),
+    /** ISO time the project's budget resumes after a 429, or null. */
     pausedUntil: s.pausedUntil === null || s.pausedUntil <= now ? null : iso(s.pausedUntil),
+    /** Counters across every run of the quota workflow (docs/project-quota.md, "What users see"). */
     totals: { ...s.totals },
   };
 }
+
+/** What the quota workflow's `quotaStatus` query answers. */
+export type ProjectQuotaStatus = ReturnType<typeof snapshotOf>;
+
+/** Query on the quota workflow: its state. */
+export const quotaStatusQuery = defineQuery<ProjectQuotaStatus>('quotaStatus');
 
 /** One line for the quota workflow's current details. */
 export function summaryOf(s: BudgetState, now: number): string {

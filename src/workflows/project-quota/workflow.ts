@@ -24,7 +24,6 @@ import {
   FOLLOWS_ROLLOUTS_MEMO,
   quotaGrantSignal,
   quotaReleaseSignal,
-  quotaStatusQuery,
   quotaTakeUpdate,
   readRelease,
   readTake,
@@ -32,7 +31,7 @@ import {
   type QuotaTake,
 } from '../../quota/messages.js';
 import { ProjectBudget, timerToStart, type Grant } from './budget.js';
-import { initialState, snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
+import { initialState, quotaStatusQuery, snapshotOf, summaryOf, usageOf, type BudgetState } from './state.js';
 
 /**
  * History events per quota run before continue-as-new: a take costs 2 (update accepted, completed)
