@@ -73,6 +73,8 @@ export class AgentJobRun implements show.RunProgress {
   readonly turn: Turn;
   readonly #schedule: PollSchedule;
   readonly #wait: PollWait;
+  /** What each `AgentJobTimedOut` this run built was waiting for, to build it again in `failed`. */
+  readonly #timedOutWhat = new WeakMap<ApplicationFailure, string>();
   readonly #followUps = new FollowUps(() => this.#wakeIfReady());
 
   jobId: string | null;
@@ -247,13 +249,18 @@ export class AgentJobRun implements show.RunProgress {
   }
 
   /**
-   * The run ends with `err`: reports the outcome and shows the end. At the deadline, a message on
-   * its way (which ends at the same deadline) fails its update with its own error first; otherwise
-   * its caller would hear only that the workflow completed.
+   * The run ends with `err`: reports the outcome and shows the end, and returns the failure to end
+   * with. At the deadline, a message on its way (which ends at the same deadline) fails its update
+   * with its own error first; otherwise its caller would hear only that the workflow completed. Its
+   * error may come back only then, so the workflow's `AgentJobTimedOut` is built again to name it.
    */
-  async failed(err: unknown): Promise<void> {
+  async failed(err: unknown): Promise<unknown> {
     const atDeadline = err instanceof ApplicationFailure && err.type === FailureType.AgentJobTimedOut;
-    if (atDeadline) await condition(() => !this.#followUps.sending);
+    if (atDeadline) {
+      await condition(() => !this.#followUps.sending);
+      const what = this.#timedOutWhat.get(err as ApplicationFailure);
+      if (what !== undefined) err = timedOut(this, what);
+    }
     const outcome = outcomeOf(err);
     if (outcome !== null) this.#reportEnd(outcome, false);
     if (isCancellation(err)) this.#showEnd('cancelled');
@@ -262,13 +269,16 @@ export class AgentJobRun implements show.RunProgress {
       this.end = atDeadline ? 'timed-out' : 'failed';
       this.nextPollAt = null;
     }
+    return err;
   }
 
   /** `AgentJobTimedOut` naming `what` was under way; the run shows it has timed out. */
   timedOut(what: string): ApplicationFailure {
     this.end = 'timed-out';
     this.nextPollAt = null;
-    return timedOut(this, what);
+    const failure = timedOut(this, what);
+    this.#timedOutWhat.set(failure, what);
+    return failure;
   }
 
   /** See ApiCaller; a success clears only its own call's error (a working poll does not hide failing messages). */

@@ -35,9 +35,9 @@ export async function agentJobWorkflow(
     await notifier.notify(run);
     return result;
   } catch (err) {
-    await run.failed(err);
-    await notifier.failed(run, err);
-    throw err;
+    const failure = await run.failed(err);
+    await notifier.failed(run, failure);
+    throw failure;
   } finally {
     // The quota's spent and release signals must leave before the run closes, or the server drops them.
     await run.quota.settle();
