@@ -17,7 +17,8 @@ export type ResolvedPollSettings = typeof DEFAULT_POLL;
 
 /**
  * Jitter of each wait between polls, as a fraction (±5%), so workflows started together drift apart
- * instead of polling in lockstep. Not more: every percent adds to the p99 detection latency (0010).
+ * instead of polling in lockstep. Not more: every percent adds to the p99 detection latency
+ * (decision 0010).
  */
 export const POLL_JITTER = 0.05;
 

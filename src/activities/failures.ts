@@ -187,7 +187,7 @@ export function stoppedBeforeSending(operation: SendingOperation): ApplicationFa
 export type ResendGate = ReturnType<typeof createResendGate>;
 
 /**
- * The one gate every create and message attempt passes before it sends (docs/decisions/0009):
+ * The one gate every create and message attempt passes before it sends (decision 0009):
  * after an attempt that may have reached the API, `fail` sends nothing, ever (whoever retries: the
  * workflow carries `uncertain`), and `retry` sends again with a warning and a metric, as the API
  * honours no idempotency key: a second agent job or turn may follow.

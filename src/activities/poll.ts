@@ -76,7 +76,7 @@ export function createPollActivities({ api, toFailure, keys, metrics }: PollDeps
     getAgentJob: (input: GetAgentJobInput): Promise<AgentJobRecord> => read(input),
 
     /**
-     * Polls the agent job by server-side retry (docs/decisions/0010): one GET per attempt, failing
+     * Polls the agent job by server-side retry (decision 0010): one GET per attempt, failing
      * with a benign {@link STILL_ACTIVE} while the job is `active`. Returns any other record, or the
      * active one when the next poll would come after the deadline.
      */

@@ -48,7 +48,7 @@ export const MAX_RESPONSE_BYTES = 256 * 1024;
 /**
  * Longest time one request takes, to the last byte of the answer: 60 s. The dispatcher's timeouts
  * are per pause, so a trickling body never trips them; this does, inside the activities' 75 s
- * attempt, so the job ID in the bytes that arrived is used (docs/decisions/0009).
+ * attempt, so the job ID in the bytes that arrived is used (decision 0009).
  */
 export const REQUEST_TIMEOUT_MS = 60_000;
 

@@ -87,7 +87,7 @@ export function workflowHeapFor(cached: number): number {
 
 /**
  * Gives the workflow thread a heap of `mib` MiB, unless `--max-old-space-size` is set explicitly
- * (then false). V8 reads its flags when an isolate is created, so this runs before `Worker.create`
+ * (then false). V8 reads its flags when an isolate is created, so this must run before `Worker.create`
  * starts the workflow thread; the main thread's heap stays as it is.
  */
 export function applyWorkflowHeap(mib: number, env: NodeJS.ProcessEnv = process.env): boolean {

@@ -191,7 +191,7 @@ export function verdictOf(kind: FailureKind, operation: ApiOperation): Verdict {
 /**
  * Whether a retryable failure goes back to the workflow instead of being retried by Temporal: when
  * the workflow counts or times its streak (the status query shows the wait), and when a create or
- * message may have been applied (only the workflow sends it again: docs/decisions/0009).
+ * message may have been applied (only the workflow sends it again: decision 0009).
  * `applied`: may have been applied whatever the kind says (a 2xx whose body broke off).
  */
 export function handedBack(

@@ -84,8 +84,8 @@ const POLL_COUNT_FLUSH_MS = 1_000;
 /**
  * Counts a poll that returned a record in `agent_job_polls` (tagged by whether it was terminal),
  * added to the SDK's counter once a second: each add is a call into the SDK's core, and polls run a
- * hundred times a second (docs/PERFORMANCE.md). The counter is made in the first activity of each
- * namespace, task queue and type, so the SDK tags it with those.
+ * hundred times a second; a scrape sees them at most a second late. The counter is made in the
+ * first activity of each namespace, task queue and type, so the SDK tags it with those.
  */
 function pollCounter(): (record: AgentJobRecord) => void {
   const pending = new Map<string, { counter: MetricCounter; active: number; terminal: number }>();

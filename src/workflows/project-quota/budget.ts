@@ -201,6 +201,7 @@ export class ProjectBudget {
     }
     s.probeSettlesAt = null;
     this.#prune(now);
+    // A use already out of the window teaches nothing.
     if (index >= 0) this.#learn(s.window.length + s.leases.length, now);
     const pauseMs = retryDelayMs({
       backoff: kind === 'message' ? MESSAGE_BACKOFF : CREATE_BACKOFF,
