@@ -49,16 +49,12 @@ const OVER_UNBROKEN_RUNS = {
 } satisfies Record<string, (r: LoadRun) => number | undefined>;
 
 /** A load point, an implementation and a variant: what a load run ran, and what its repeats are grouped by. */
-type LoadSide = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs'>;
+const SIDE = ['impl', 'variant', 'jobs', 'cadenceMs'] as const;
+type LoadSide = Pick<LoadRun, (typeof SIDE)[number]>;
 
 /** Whether a load run or summary `s` ran `side`. */
 export function ranSide(s: LoadSide, side: LoadSide): boolean {
-  return (
-    s.impl === side.impl &&
-    s.variant === side.variant &&
-    s.jobs === side.jobs &&
-    s.cadenceMs === side.cadenceMs
-  );
+  return SIDE.every((key) => s[key] === side[key]);
 }
 
 /** The figures of one side over its repeats. */
@@ -78,7 +74,7 @@ export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
     Object.fromEntries(
       Object.entries<(r: LoadRun) => number | undefined>(of).map(([k, pick]) => [k, spread(over.map(pick))]),
     ) as Record<K, Spread | null>;
-  return groupBy(runs, (r) => `${r.jobs}|${r.cadenceMs}|${r.impl}|${r.variant}`).map((group) => {
+  return groupBy(runs, (r) => SIDE.map((key) => r[key]).join('|')).map((group) => {
     const { impl, variant, jobs, cadenceMs } = group[0] as LoadRun;
     const ok = group.filter((r) => r.broke === null);
     return {
