@@ -18,7 +18,6 @@ import {
   type Endpoint,
   type JobStats,
   type RunningSimulator,
-  type Scenario,
   type SimulatorOptions,
 } from '../src/simulator/index.js';
 import type { PlainLoopOptions } from './baselines/plain-loop.js';
@@ -128,12 +127,13 @@ export class BenchEnvironment {
   }
 
   /**
-   * A project of its own at the simulator, named `prefix` and a random tail, whose jobs follow
-   * `scenario`. Its name serves as the task queue of the run too.
+   * A project of its own at the simulator, named `prefix` and a random tail, whose jobs end with a
+   * PR after `durationMs`; by default they stay active past any run (that only bounds a run that
+   * lost its end). Its name serves as the task queue of the run too.
    */
-  newProject(prefix: string, scenario: Partial<Scenario>): string {
+  newProject(prefix: string, durationMs = 6 * 60 * 60_000): string {
     const project = `${prefix}-${randomUUID().slice(0, 8)}`;
-    this.simulator.setScenario(project, scenario);
+    this.simulator.setScenario(project, { durationMs, outcome: 'pr' });
     return project;
   }
 

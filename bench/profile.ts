@@ -121,7 +121,7 @@ try {
   const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));
   const env = await startBenchEnvironment(say);
   try {
-    const project = env.newProject('profile', { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
+    const project = env.newProject('profile');
     // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
     const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
     const worker = await env.startWorker(impl, project, { nodeArgs });

@@ -65,7 +65,7 @@ const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
  */
 async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams) {
   const codec = sealed ? 'on' : 'off';
-  const projectId = env.newProject(`codec-cost-${codec}`, { durationMs: JOB_MS, outcome: 'pr' });
+  const projectId = env.newProject(`codec-cost-${codec}`, JOB_MS);
   const worker = await env.startWorker('worker', projectId, { sealed });
   const client = env.clientOf(sealed);
   const cpuBefore = sampleProcess(worker.pid).cpuSeconds;

@@ -49,8 +49,6 @@ const HISTORY_SAMPLE = 20;
 /** Workflow starts in flight at once: enough to start thousands quickly, few enough not to flood. */
 const START_CONCURRENCY = 64;
 const PROMPT = 'Benchmark agent job: add a changelog entry.';
-/** Jobs stay active until released; this only bounds a run that lost its release. */
-const HELD_JOB_MS = 6 * 60 * 60_000;
 
 /** What one load run measured. Times in ms unless named otherwise. */
 export type LoadRun = Awaited<ReturnType<typeof runLoad>>;
@@ -58,7 +56,7 @@ export type LoadRun = Awaited<ReturnType<typeof runLoad>>;
 /** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
 export async function runLoad(env: BenchEnvironment, params: LoadParams) {
   const { impl, jobs, cadenceMs } = params;
-  const project = env.newProject(`load-${impl}-${jobs}`, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const project = env.newProject(`load-${impl}-${jobs}`);
   const schedule = fixedSchedule(cadenceMs);
   const proc =
     impl === 'plain-loop'

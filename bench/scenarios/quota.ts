@@ -64,10 +64,7 @@ function chainOf({ runs, events, actions }: WorkflowCost, margin: QuotaMargin | 
  * quota on, `margin` is what its chain grew by over the second half of the jobs.
  */
 async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams) {
-  const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, {
-    durationMs: JOB_MS,
-    outcome: 'pr',
-  });
+  const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, JOB_MS);
   await env.startWorker('worker', projectId, { overrides: { AGENT_API_PROJECT_QUOTA: quota } });
   const deadline = Date.now() + params.jobs * 30_000;
   const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];

@@ -37,8 +37,6 @@ export interface WakeParams {
 const CADENCE_MS = 10_000;
 /** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
 const startToCloseMs = (impl: string) => (impl === 'worker' ? POLL_ATTEMPT_TIMEOUT_MS : 75_000);
-/** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
-const HELD_JOB_MS = 6 * 60 * 60_000;
 /** How often the scenario reads the simulator's per-job request times: well under a cadence. */
 const WATCH_EVERY_MS = 100;
 const FOLLOW_UP_PROMPT = 'Benchmark follow-up: add a sentence.';
@@ -75,10 +73,7 @@ class WakeScenario {
     private readonly env: BenchEnvironment,
     private readonly params: WakeParams,
   ) {
-    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`, {
-      durationMs: HELD_JOB_MS,
-      outcome: 'pr',
-    });
+    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`);
   }
 
   #jobs() {
