@@ -386,10 +386,7 @@ async function main(): Promise<number> {
   const env = await startBenchEnvironment(say, p.server);
   const stop = () => {
     say('interrupted: stopping what the benchmark started');
-    env.close().then(
-      () => process.exit(130),
-      () => process.exit(130),
-    );
+    void env.close().finally(() => process.exit(130));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
