@@ -7,8 +7,6 @@ import { durationMs } from '../src/duration.js';
 import { DEFAULT_POLL } from '../src/poll-schedule.js';
 import { fixedSchedule, type Schedule } from './schedule.js';
 
-// The implementations compared.
-
 /**
  * The implementations compared, in the order the tables list them: this worker, then the
  * baselines. A baseline is added here, in {@link BASELINE_NAMES}, and where scenarios/load.ts
@@ -92,8 +90,6 @@ export const QUICK_POINTS: readonly LoadPoint[] = [
   { jobs: 100, cadenceMs: 2_000 },
   { jobs: 1_000, cadenceMs: 10_000, impls: ['worker', 'floor'] },
 ];
-
-// The cost variants.
 
 /** One way of polling that the cost table compares. */
 export interface CostVariant {

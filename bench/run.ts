@@ -40,7 +40,6 @@ import { POLL_JITTER } from '../src/poll-schedule.js';
 const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'codec', 'wake', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
-/** The flags, as commander reads them. */
 interface Flags {
   full?: boolean;
   maxJobs: number;
