@@ -145,6 +145,12 @@ export interface ChoiceSide {
   sealed?: boolean;
 }
 
+/** What the project quota's and the payload codec's comparisons run: jobs per side. */
+export interface SideParams {
+  jobs: number;
+  log: (line: string) => void;
+}
+
 /** A design choice measured on every side at one load point. */
 export interface DesignChoice {
   name: string;
