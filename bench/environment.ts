@@ -206,14 +206,10 @@ export class BenchEnvironment {
     const env = await this.workerEnv(taskQueue, {
       ...overrides,
       ...(sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: this.payloadKeysFile }),
+      ...(impl !== 'worker' && { BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath }),
     });
-    const proc =
-      impl === 'worker'
-        ? this.#spawn([...nodeArgs, this.build.workerEntry], env)
-        : this.#spawn([...nodeArgs, this.build.baselineWorkerEntry], {
-            ...env,
-            BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath,
-          });
+    const entry = impl === 'worker' ? this.build.workerEntry : this.build.baselineWorkerEntry;
+    const proc = this.#spawn([...nodeArgs, entry], env);
     return { ...proc, runningAt: (await proc.waitForLine('worker running', 60_000)).at };
   }
 
