@@ -353,10 +353,7 @@ export async function terminateLeftovers(env: BenchEnvironment, taskQueue: strin
 const LEFTOVERS_TIMEOUT_MS = 5 * 60_000;
 
 /** When a job's end was seen: its workflow's close, or the plain loop's read of the terminal record. */
-interface Close {
-  jobId: string | null;
-  closedAt: number;
-}
+type Close = Awaited<ReturnType<typeof closesFromHistories>>[number];
 
 /** Close times and agent job IDs of this worker's workflows, from visibility (AgentJobId is a search attribute). */
 async function closesFromVisibility(client: Client, taskQueue: string): Promise<Close[]> {
@@ -373,7 +370,7 @@ async function closesFromVisibility(client: Client, taskQueue: string): Promise<
 }
 
 /** Close times and agent job IDs of the baselines' workflows, from their histories (the result is the record). */
-async function closesFromHistories(client: Client, started: Started[]): Promise<Close[]> {
+async function closesFromHistories(client: Client, started: Started[]) {
   const costs = await mapLimit(started, 16, (s) => workflowCost(client, s.workflowId, s.runId));
   return costs
     .filter((c) => c.closedAt !== null)
