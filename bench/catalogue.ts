@@ -7,8 +7,6 @@ import { durationMs } from '../src/duration.js';
 import { DEFAULT_POLL } from '../src/poll-schedule.js';
 import { fixedSchedule, type Schedule } from './schedule.js';
 
-// The implementations compared.
-
 /**
  * The implementations compared, in the order the tables list them: this worker, then the
  * baselines. A baseline is added here, in {@link BASELINE_NAMES}, and where scenarios/load.ts
@@ -93,8 +91,6 @@ export const QUICK_POINTS: readonly LoadPoint[] = [
   { jobs: 1_000, cadenceMs: 10_000, impls: ['worker', 'floor'] },
 ];
 
-// The cost variants.
-
 /** One way of polling that the cost table compares. */
 export interface CostVariant {
   /** Row label. */
@@ -147,6 +143,12 @@ export interface ChoiceSide {
   workerEnv?: Record<string, string>;
   /** The payload codec on, for the worker and the client that starts the jobs. */
   sealed?: boolean;
+}
+
+/** What the project quota's and the payload codec's comparisons run: jobs per side. */
+export interface SideParams {
+  jobs: number;
+  log: (line: string) => void;
 }
 
 /** A design choice measured on every side at one load point. */

@@ -18,7 +18,6 @@ import {
   type Endpoint,
   type JobStats,
   type RunningSimulator,
-  type Scenario,
   type SimulatorOptions,
 } from '../src/simulator/index.js';
 import type { PlainLoopOptions } from './baselines/plain-loop.js';
@@ -128,12 +127,13 @@ export class BenchEnvironment {
   }
 
   /**
-   * A project of its own at the simulator, named `prefix` and a random tail, whose jobs follow
-   * `scenario`. Its name serves as the task queue of the run too.
+   * A project of its own at the simulator, named `prefix` and a random tail, whose jobs end with a
+   * PR after `durationMs`; by default they stay active past any run (that only bounds a run that
+   * lost its end). Its name serves as the task queue of the run too.
    */
-  newProject(prefix: string, scenario: Partial<Scenario>): string {
+  newProject(prefix: string, durationMs = 6 * 60 * 60_000): string {
     const project = `${prefix}-${randomUUID().slice(0, 8)}`;
-    this.simulator.setScenario(project, scenario);
+    this.simulator.setScenario(project, { durationMs, outcome: 'pr' });
     return project;
   }
 
@@ -206,14 +206,10 @@ export class BenchEnvironment {
     const env = await this.workerEnv(taskQueue, {
       ...overrides,
       ...(sealed && { TEMPORAL_PAYLOAD_KEYS_FILE: this.payloadKeysFile }),
+      ...(impl !== 'worker' && { BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath }),
     });
-    const proc =
-      impl === 'worker'
-        ? this.#spawn([...nodeArgs, this.build.workerEntry], env)
-        : this.#spawn([...nodeArgs, this.build.baselineWorkerEntry], {
-            ...env,
-            BENCH_WORKFLOW_BUNDLE: this.build.baselineBundlePath,
-          });
+    const entry = impl === 'worker' ? this.build.workerEntry : this.build.baselineWorkerEntry;
+    const proc = this.#spawn([...nodeArgs, entry], env);
     return { ...proc, runningAt: (await proc.waitForLine('worker running', 60_000)).at };
   }
 

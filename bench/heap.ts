@@ -68,7 +68,7 @@ Runtime.install({ logger: new DefaultLogger('WARN') });
 const env = await startBenchEnvironment(say);
 try {
   // Jobs that outlast the measurement: every poll finds them active.
-  const project = env.newProject(`heap-${impl}`, { durationMs: 24 * 3_600_000, outcome: 'pr' });
+  const project = env.newProject(`heap-${impl}`, 24 * 3_600_000);
   const config = loadWorkerConfig(await env.workerEnv(project));
   const connection = await NativeConnection.connect(config.temporal.connect.connectionOptions);
   const api = new AgentApiClient({

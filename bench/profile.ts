@@ -87,13 +87,13 @@ function selfTimes(profile: CpuProfile) {
   return { total, byModule, byFunction };
 }
 
-function top(map: Map<string, number>, n: number, total: number): string[] {
+/** The `n` largest of `map`, each as `figure` of its value and its share of `total`. */
+function top(map: Map<string, number>, total: number, figure: (value: number) => string, n = map.size) {
   return [...map]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
     .map(
-      ([name, ms]) =>
-        `  ${(ms / 1000).toFixed(2).padStart(8)} s ${((100 * ms) / total).toFixed(1).padStart(5)} %  ${name}`,
+      ([name, value]) => `  ${figure(value)} ${((100 * value) / total).toFixed(1).padStart(5)} %  ${name}`,
     );
 }
 
@@ -121,7 +121,7 @@ try {
   const dir = values.keep ?? mkdtempSync(join(tmpdir(), 'agent-job-profile-'));
   const env = await startBenchEnvironment(say);
   try {
-    const project = env.newProject('profile', { durationMs: 6 * 60 * 60_000, outcome: 'pr' });
+    const project = env.newProject('profile');
     // Node takes --cpu-prof on its command line only, not in NODE_OPTIONS.
     const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
     const worker = await env.startWorker(impl, project, { nodeArgs });
@@ -178,12 +178,7 @@ try {
         .map(([gets, count]) => `${gets}: ${count}`)
         .join(', ')}`,
       'CPU per poll by thread kind:',
-      ...[...byKind]
-        .sort((a, b) => b[1] - a[1])
-        .map(
-          ([kind, s]) =>
-            `  ${((1000 * s) / steadyPolls).toFixed(3).padStart(7)} ms ${((100 * s) / cpu).toFixed(1).padStart(5)} %  ${kind}`,
-        ),
+      ...top(byKind, cpu, (s) => `${((1000 * s) / steadyPolls).toFixed(3).padStart(7)} ms`),
     ];
     for (const file of readdirSync(dir)
       .filter((f) => f.endsWith('.cpuprofile'))
@@ -193,8 +188,9 @@ try {
       );
       if (total < 100) continue;
       out.push(`\nProfile ${file}: ${(total / 1000).toFixed(2)} s of samples (whole life, idle left out)`);
-      out.push('By module:', ...top(byModule, 12, total));
-      out.push('By function:', ...top(byFunction, Number(values.top), total));
+      const inSeconds = (ms: number) => `${(ms / 1000).toFixed(2).padStart(8)} s`;
+      out.push('By module:', ...top(byModule, total, inSeconds, 12));
+      out.push('By function:', ...top(byFunction, total, inSeconds, Number(values.top)));
     }
     process.stdout.write(`${out.join('\n')}\n`);
     if (values.keep) say(`profiles kept in ${dir} (open them in Chrome DevTools' Performance panel)`);

@@ -40,7 +40,6 @@ import { POLL_JITTER } from '../src/poll-schedule.js';
 const SCENARIOS = ['startup', 'load', 'cost', 'quota', 'codec', 'wake', 'choices'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
-/** The flags, as commander reads them. */
 interface Flags {
   full?: boolean;
   maxJobs: number;
@@ -386,10 +385,7 @@ async function main(): Promise<number> {
   const env = await startBenchEnvironment(say, p.server);
   const stop = () => {
     say('interrupted: stopping what the benchmark started');
-    env.close().then(
-      () => process.exit(130),
-      () => process.exit(130),
-    );
+    void env.close().finally(() => process.exit(130));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -43,7 +43,7 @@ export function detect(
 }
 
 /**
- * {@link detect} over `samples` draws: the polls' median and range for a job of exactly `jobMs`,
+ * {@link detect} over 1,001 draws: the polls' median and range for a job of exactly `jobMs`,
  * and the mean wait from a job's end to the poll that sees it, for jobs of `jobMs` ±10% (a job
  * that ends exactly on a poll would make a fixed schedule look instant). `jittered: false` for a
  * schedule without jitter, such as a retry policy's.
@@ -51,10 +51,10 @@ export function detect(
 export function replay(
   jobMs: number,
   schedule: Schedule,
-  options: { jittered?: boolean; samples?: number } = {},
+  { jittered = true } = {},
 ): { polls: Spread; meanDelayMs: number } {
-  const samples = options.samples ?? 1_001;
-  const random = options.jittered === false ? () => 0.5 : Math.random;
+  const samples = 1_001;
+  const random = jittered ? Math.random : () => 0.5;
   const polls = Array.from({ length: samples }, () => detect(jobMs, schedule, random).polls);
   let delay = 0;
   for (let i = 0; i < samples; i++) {

@@ -83,3 +83,10 @@ export function num(value: number | null): string {
 export function times(value: number | null): string {
   return value === null ? '' : `${value.toFixed(2)}×`;
 }
+
+/** `items` in groups of equal `key`, in the order each key first comes. */
+export function groupBy<T>(items: readonly T[], key: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
+  return [...groups.values()];
+}

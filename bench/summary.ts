@@ -20,7 +20,7 @@ import type { QuotaCostSide } from './scenarios/quota.js';
 import type { StartupMode, StartupRun } from './scenarios/startup.js';
 import type { WakeRun } from './scenarios/wake.js';
 import { DETECTION_PARTS, perPart, type DetectionPart } from './history.js';
-import { fixed, ratio, spread, spreadText, type Spread } from './stats.js';
+import { fixed, groupBy, ratio, spread, spreadText, type Spread } from './stats.js';
 
 /**
  * Figures of a load run spread over all its repeats, broken ones too: what the machine did while
@@ -49,16 +49,12 @@ const OVER_UNBROKEN_RUNS = {
 } satisfies Record<string, (r: LoadRun) => number | undefined>;
 
 /** A load point, an implementation and a variant: what a load run ran, and what its repeats are grouped by. */
-type LoadSide = Pick<LoadRun, 'impl' | 'variant' | 'jobs' | 'cadenceMs'>;
+const SIDE = ['impl', 'variant', 'jobs', 'cadenceMs'] as const;
+type LoadSide = Pick<LoadRun, (typeof SIDE)[number]>;
 
 /** Whether a load run or summary `s` ran `side`. */
 export function ranSide(s: LoadSide, side: LoadSide): boolean {
-  return (
-    s.impl === side.impl &&
-    s.variant === side.variant &&
-    s.jobs === side.jobs &&
-    s.cadenceMs === side.cadenceMs
-  );
+  return SIDE.every((key) => s[key] === side[key]);
 }
 
 /** The figures of one side over its repeats. */
@@ -74,16 +70,11 @@ export type LoadSummary = LoadSide &
 
 /** Groups the load runs and takes medians and spreads. */
 export function summarizeLoad(runs: LoadRun[]): LoadSummary[] {
-  const groups = new Map<string, LoadRun[]>();
-  for (const run of runs) {
-    const key = `${run.jobs}|${run.cadenceMs}|${run.impl}|${run.variant}`;
-    groups.set(key, [...(groups.get(key) ?? []), run]);
-  }
   const spreads = <K extends string>(of: Record<K, (r: LoadRun) => number | undefined>, over: LoadRun[]) =>
     Object.fromEntries(
       Object.entries<(r: LoadRun) => number | undefined>(of).map(([k, pick]) => [k, spread(over.map(pick))]),
     ) as Record<K, Spread | null>;
-  return [...groups.values()].map((group) => {
+  return groupBy(runs, (r) => SIDE.map((key) => r[key]).join('|')).map((group) => {
     const { impl, variant, jobs, cadenceMs } = group[0] as LoadRun;
     const ok = group.filter((r) => r.broke === null);
     return {

@@ -11,6 +11,7 @@ import proto from '@temporalio/proto';
 import { startAgentJob } from '../../src/client/index.js';
 import { AesGcmPayloadCodec, FileKeyRing } from '../../src/payload-codec/index.js';
 import type { BenchEnvironment } from '../environment.js';
+import type { SideParams } from '../catalogue.js';
 import { firstRunId, payloadsOf, type History } from '../history.js';
 import { sampleProcess } from '../resources.js';
 import { spread, sum } from '../stats.js';
@@ -22,13 +23,6 @@ const POLL = { initialInterval: 200, maxInterval: 200, backoffCoefficient: 1 } a
 /** Seal-and-open rounds over one job's payloads: enough for a median of a few milliseconds each. */
 const ROUNDS = 200;
 
-/** What to run. */
-export interface CodecCostParams {
-  /** Jobs per side, run at once. */
-  jobs: number;
-  log: (line: string) => void;
-}
-
 /** What the payload codec costs: both sides, and the codec's own CPU on one job's payloads. */
 export type CodecCost = Awaited<ReturnType<typeof runCodecCost>>;
 
@@ -36,7 +30,7 @@ export type CodecCost = Awaited<ReturnType<typeof runCodecCost>>;
  * Runs the side without the codec, then the side with it, then times the codec on the payloads of
  * one job of the first side (what the second side sealed).
  */
-export async function runCodecCost(env: BenchEnvironment, params: CodecCostParams) {
+export async function runCodecCost(env: BenchEnvironment, params: SideParams) {
   const off = await runSide(env, false, params);
   const on = await runSide(env, true, params);
   const payloads = payloadsOf(off.firstHistory);
@@ -63,9 +57,9 @@ const { Payload: PayloadMessage } = proto.temporal.api.common.v1;
  * Runs the jobs of one side at once, on a worker of its own and a client with the same ring; with
  * the first job's first run as stored.
  */
-async function runSide(env: BenchEnvironment, sealed: boolean, params: CodecCostParams) {
+async function runSide(env: BenchEnvironment, sealed: boolean, params: SideParams) {
   const codec = sealed ? 'on' : 'off';
-  const projectId = env.newProject(`codec-cost-${codec}`, { durationMs: JOB_MS, outcome: 'pr' });
+  const projectId = env.newProject(`codec-cost-${codec}`, JOB_MS);
   const worker = await env.startWorker('worker', projectId, { sealed });
   const client = env.clientOf(sealed);
   const cpuBefore = sampleProcess(worker.pid).cpuSeconds;

@@ -12,7 +12,7 @@ import { startBenchSimulator, type BenchEnvironment } from '../environment.js';
 import { workflowCost, type WorkflowCost } from '../history.js';
 import { runPlainLoop } from '../processes.js';
 import { replay, scaleSchedule } from '../schedule.js';
-import { mean, spread, sum, type Spread } from '../stats.js';
+import { groupBy, mean, spread, sum, type Spread } from '../stats.js';
 import { waitUntil } from '../wait.js';
 import { POLLS_PER_RUN } from '../../src/workflows/agent-job/run.js';
 import type { CostVariant, WorkerImplementation } from '../catalogue.js';
@@ -185,12 +185,7 @@ function measuredRows(
   params: CostParams,
 ) {
   const requests = simulator.stats().requestsPerProjectEndpoint;
-  const groups = new Map<string, Cell[]>();
-  for (const cell of cells) {
-    const key = `${cell.variant.name}|${cell.jobLengthMs}`;
-    groups.set(key, [...(groups.get(key) ?? []), cell]);
-  }
-  return [...groups.values()].map((group) => {
+  return groupBy(cells, (c) => `${c.variant.name}|${c.jobLengthMs}`).map((group) => {
     const first = group[0] as Cell;
     const pollActivity = first.variant.impl === 'worker' ? 'pollAgentJob' : 'awaitTerminalStatus';
     const costs = group.flatMap((c) => samples.get(c) ?? []);

@@ -49,8 +49,6 @@ const HISTORY_SAMPLE = 20;
 /** Workflow starts in flight at once: enough to start thousands quickly, few enough not to flood. */
 const START_CONCURRENCY = 64;
 const PROMPT = 'Benchmark agent job: add a changelog entry.';
-/** Jobs stay active until released; this only bounds a run that lost its release. */
-const HELD_JOB_MS = 6 * 60 * 60_000;
 
 /** What one load run measured. Times in ms unless named otherwise. */
 export type LoadRun = Awaited<ReturnType<typeof runLoad>>;
@@ -58,7 +56,7 @@ export type LoadRun = Awaited<ReturnType<typeof runLoad>>;
 /** Runs one load scenario; its process runs on until the environment stops the scenario's processes. */
 export async function runLoad(env: BenchEnvironment, params: LoadParams) {
   const { impl, jobs, cadenceMs } = params;
-  const project = env.newProject(`load-${impl}-${jobs}`, { durationMs: HELD_JOB_MS, outcome: 'pr' });
+  const project = env.newProject(`load-${impl}-${jobs}`);
   const schedule = fixedSchedule(cadenceMs);
   const proc =
     impl === 'plain-loop'
@@ -355,10 +353,7 @@ export async function terminateLeftovers(env: BenchEnvironment, taskQueue: strin
 const LEFTOVERS_TIMEOUT_MS = 5 * 60_000;
 
 /** When a job's end was seen: its workflow's close, or the plain loop's read of the terminal record. */
-interface Close {
-  jobId: string | null;
-  closedAt: number;
-}
+type Close = Awaited<ReturnType<typeof closesFromHistories>>[number];
 
 /** Close times and agent job IDs of this worker's workflows, from visibility (AgentJobId is a search attribute). */
 async function closesFromVisibility(client: Client, taskQueue: string): Promise<Close[]> {
@@ -375,7 +370,7 @@ async function closesFromVisibility(client: Client, taskQueue: string): Promise<
 }
 
 /** Close times and agent job IDs of the baselines' workflows, from their histories (the result is the record). */
-async function closesFromHistories(client: Client, started: Started[]): Promise<Close[]> {
+async function closesFromHistories(client: Client, started: Started[]) {
   const costs = await mapLimit(started, 16, (s) => workflowCost(client, s.workflowId, s.runId));
   return costs
     .filter((c) => c.closedAt !== null)

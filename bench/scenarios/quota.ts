@@ -16,6 +16,7 @@ import { startAgentJob } from '../../src/client/index.js';
 import { projectQuotaWorkflowId } from '../../src/quota/messages.js';
 import { QUOTA_IDLE_MS } from '../../src/workflows/project-quota/budget.js';
 import type { BenchEnvironment } from '../environment.js';
+import type { SideParams } from '../catalogue.js';
 import { firstRunId, timestampMs, workflowCost, type WorkflowCost } from '../history.js';
 import { spread } from '../stats.js';
 import { waitForCost } from './cost.js';
@@ -27,19 +28,12 @@ const QUOTA_ON = `10000/${QUOTA_WINDOW_S}s`;
 const JOB_MS = 1_000;
 const POLL = { initialInterval: 500, maxInterval: 500, backoffCoefficient: 1 } as const;
 
-/** What to run. */
-export interface QuotaCostParams {
-  /** Jobs per side. */
-  jobs: number;
-  log: (line: string) => void;
-}
-
 /**
  * Runs the "on" side, then the "off" side while the quota workflow of the first winds down on the
  * first side's worker (it runs on its task queue, so that worker stays up until it has ended: the
  * scenario's workers stop when it returns).
  */
-export async function runQuotaCost(env: BenchEnvironment, params: QuotaCostParams) {
+export async function runQuotaCost(env: BenchEnvironment, params: SideParams) {
   const on = await runSide(env, QUOTA_ON, params);
   const off = await runSide(env, 'off', params);
   const quotaId = projectQuotaWorkflowId(on.projectId);
@@ -63,11 +57,8 @@ function chainOf({ runs, events, actions }: WorkflowCost, margin: QuotaMargin | 
  * Runs the jobs of one side on a worker of its own, which runs on until the scenario ends; with the
  * quota on, `margin` is what its chain grew by over the second half of the jobs.
  */
-async function runSide(env: BenchEnvironment, quota: string, params: QuotaCostParams) {
-  const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, {
-    durationMs: JOB_MS,
-    outcome: 'pr',
-  });
+async function runSide(env: BenchEnvironment, quota: string, params: SideParams) {
+  const projectId = env.newProject(`quota-cost-${quota === 'off' ? 'off' : 'on'}`, JOB_MS);
   await env.startWorker('worker', projectId, { overrides: { AGENT_API_PROJECT_QUOTA: quota } });
   const deadline = Date.now() + params.jobs * 30_000;
   const started: Array<{ workflowId: string; runId: string; jobId: string }> = [];

@@ -37,8 +37,6 @@ export interface WakeParams {
 const CADENCE_MS = 10_000;
 /** The poll activity's start-to-close timeout: this worker's (src/poll-schedule.ts), the baselines' 75 s. */
 const startToCloseMs = (impl: string) => (impl === 'worker' ? POLL_ATTEMPT_TIMEOUT_MS : 75_000);
-/** Jobs stay active until the scenario ends; this only bounds a run that lost its end. */
-const HELD_JOB_MS = 6 * 60 * 60_000;
 /** How often the scenario reads the simulator's per-job request times: well under a cadence. */
 const WATCH_EVERY_MS = 100;
 const FOLLOW_UP_PROMPT = 'Benchmark follow-up: add a sentence.';
@@ -54,21 +52,7 @@ export async function runWake(env: BenchEnvironment, params: WakeParams): Promis
 }
 
 /** What the wake scenario measured. Times in ms unless named otherwise. */
-export interface WakeRun {
-  impl: WorkerImplementation;
-  jobs: number;
-  cadenceMs: number;
-  /** Seconds from the first start until every agent job existed. */
-  rampSeconds: number;
-  /** The signal sent → that job's next GET at the simulator; null for a baseline. */
-  pollNow: Delays | null;
-  /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
-  followUp: Delays | null;
-  restart: Awaited<ReturnType<WakeScenario['killAndRestart']>> | null;
-  pollCounts: Awaited<ReturnType<WakeScenario['countPolls']>> | null;
-  /** Why the run did not complete, or null. */
-  broke: string | null;
-}
+export type WakeRun = Awaited<ReturnType<WakeScenario['run']>>;
 
 /** One signal or message sent to one job, and when its request reached the simulator. */
 interface Probe {
@@ -89,17 +73,14 @@ class WakeScenario {
     private readonly env: BenchEnvironment,
     private readonly params: WakeParams,
   ) {
-    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`, {
-      durationMs: HELD_JOB_MS,
-      outcome: 'pr',
-    });
+    this.project = env.newProject(`wake-${params.impl}-${params.jobs}`);
   }
 
   #jobs() {
     return this.env.jobsOf(this.project);
   }
 
-  async run(): Promise<WakeRun> {
+  async run() {
     const { env, params, project } = this;
     const worker = await this.env.startWorker(this.params.impl, this.project);
     const t0 = Date.now();
@@ -108,15 +89,19 @@ class WakeScenario {
     const created = () => env.simulator.stats().jobsPerProject[project] ?? 0;
     const deadline = Date.now() + phaseTimeoutMs(params.jobs, CADENCE_MS);
     const broke = await waitForCount(created, params.jobs, 'created', deadline, worker);
-    const measured: WakeRun = {
+    const measured = {
       impl: params.impl,
       jobs: params.jobs,
       cadenceMs: CADENCE_MS,
+      /** Seconds from the first start until every agent job existed. */
       rampSeconds: (Date.now() - t0) / 1000,
-      pollNow: null,
-      followUp: null,
-      restart: null,
-      pollCounts: null,
+      /** The signal sent → that job's next GET at the simulator; null for a baseline. */
+      pollNow: null as Delays | null,
+      /** The sendMessage update sent → its POST at the simulator; null for a baseline. */
+      followUp: null as Delays | null,
+      restart: null as Awaited<ReturnType<WakeScenario['killAndRestart']>> | null,
+      pollCounts: null as Awaited<ReturnType<WakeScenario['countPolls']>> | null,
+      /** Why the run did not complete, or null. */
       broke,
     };
     if (broke !== null) return measured;
