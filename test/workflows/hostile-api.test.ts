@@ -21,6 +21,7 @@ import {
 } from '../../src/contract.js';
 import type { agentJobWorkflow } from '../../src/workflows/index.js';
 import { FAST_POLL, startSimulatedSuite, waitFor, type TestWorker } from '../harness.js';
+import { captureHistory } from '../capture-history.js';
 import { createdJobs, requestsTo } from '../simulator-stats.js';
 
 const FAST = { ...FAST_POLL, backoffCoefficient: 1.5 };
@@ -129,6 +130,7 @@ describe('the workflow against a hostile API', { concurrency: 6 }, () => {
       { type: FailureType.ServiceUnavailable, status: 503 },
       [9_500, 15_000],
     );
+    await captureHistory(env, handle, 'timed-out-during-message');
   });
 
   test('an outage while polling: the server retries the poll activity, and the history does not grow', async () => {

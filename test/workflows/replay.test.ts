@@ -42,6 +42,7 @@ test('every saved history replays through the current workflow code', async () =
     'poll-by-retry.json',
     'follow-up-at-start.json',
     'quota-one-way.json',
+    'timed-out-during-message.json',
   ]) {
     assert.ok(files.includes(name), `${name} is among the saved histories`);
   }
