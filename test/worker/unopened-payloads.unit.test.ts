@@ -34,55 +34,36 @@ test('one line per payload naming workflow, key ID and reason; each workflow cou
     isLocal: false,
   });
   report(new SealedPayloadError('malformed', null, 'no usable key ID'), undefined);
-  assert.deepEqual(
-    lines.map(([message, meta]) => [message, meta]),
-    [
-      [
-        'payload does not open',
-        {
-          reason: 'authentication-failed',
-          keyId: 'k1',
-          owner: 'workflow',
-          namespace: 'default',
-          workflowId: 'agent-job/docs/k',
-          activityId: undefined,
-        },
-      ],
-      [
-        'payload does not open',
-        {
-          reason: 'authentication-failed',
-          keyId: 'k1',
-          owner: 'workflow',
-          namespace: 'default',
-          workflowId: 'agent-job/docs/k',
-          activityId: undefined,
-        },
-      ],
-      [
-        'payload does not open',
-        {
-          reason: 'unknown-key',
-          keyId: 'k9',
-          owner: 'activity',
-          namespace: 'default',
-          workflowId: 'w2',
-          activityId: '7',
-        },
-      ],
-      [
-        'payload does not open',
-        {
-          reason: 'malformed',
-          keyId: null,
-          owner: 'unknown',
-          namespace: undefined,
-          workflowId: undefined,
-          activityId: undefined,
-        },
-      ],
-    ],
-  );
+  const line = (meta: object) => ['payload does not open', meta];
+  const first = {
+    reason: 'authentication-failed',
+    keyId: 'k1',
+    owner: 'workflow',
+    namespace: 'default',
+    workflowId: 'agent-job/docs/k',
+    activityId: undefined,
+  };
+  assert.deepEqual(lines, [
+    // Every payload is a line; only the count is once per workflow.
+    line(first),
+    line(first),
+    line({
+      reason: 'unknown-key',
+      keyId: 'k9',
+      owner: 'activity',
+      namespace: 'default',
+      workflowId: 'w2',
+      activityId: '7',
+    }),
+    line({
+      reason: 'malformed',
+      keyId: null,
+      owner: 'unknown',
+      namespace: undefined,
+      workflowId: undefined,
+      activityId: undefined,
+    }),
+  ]);
   assert.deepEqual(
     counts,
     [[1, { reason: 'authentication-failed' }]],
